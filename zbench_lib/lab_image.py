@@ -145,8 +145,11 @@ class _Builder:
         if not zfs_src:
             raise ZbenchError("zfs-dkms left no source tree in /usr/src")
         zver = zfs_src[-1].name.split("-", 1)[1]
-        self.chroot("dkms", "install", f"zfs/{zver}", "-k", kver, timeout=5400)
-        built = list((self.root / "lib/modules" / kver).rglob("zfs.ko*"))
+        moddir = self.root / "lib/modules" / kver
+        # With /proc mounted the postinst may already have built it.
+        if not list(moddir.rglob("zfs.ko*")):
+            self.chroot("dkms", "install", f"zfs/{zver}", "-k", kver, timeout=5400)
+        built = list(moddir.rglob("zfs.ko*"))
         if not built:
             raise ZbenchError(f"dkms did not produce zfs.ko for {kver}")
         self.zfs_version = zver

@@ -1,0 +1,42 @@
+# The two set-up commands of the README:
+#   make demo   build or reuse the lab image, boot the lab, run the demo sweep and report
+#   make test   set up what is missing, then run the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.zbench-installed
+
+.PHONY: demo test test-fast setup host-packages venv image bench clean-venv
+
+setup: host-packages venv
+
+host-packages:
+	@$(PYTHON) -m zbench_lib.setup_host
+
+$(STAMP): pyproject.toml environment.yml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
+	  echo "python3 -m venv failed: install the venv module (apt-get install python3-venv)"; exit 2; }
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+image: setup
+	$(BIN)/zbench lab build
+
+demo: image
+	$(BIN)/zbench demo
+
+# Unit tests first (quick failure), then the lab tests (one booted lab for the session).
+test: image
+	$(BIN)/python -m pytest -q -ra tests
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -ra -m "not lab" tests
+
+bench: image
+	$(BIN)/python benchmarks/disk_models.py
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,31 @@
+"""Shared fixtures. Every test that needs real OpenZFS shares one booted lab."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from zbench_lib.lab import Lab, LabConfig
+
+GiB = 1024 ** 3
+
+# One lab for the whole session: 8 data disks (enough for raidz3 and 2 x raidz2
+# of 4), plus 4 unthrottled extra disks for log / cache / special vdevs and the
+# safety tests. A modest envelope keeps runs short but disk-bound.
+LAB_TEST_CONFIG = dict(disks=8, disk_bytes=1 * GiB, model="custom:iops=400,bw=100M",
+                       extra_disks=4, extra_disk_bytes=512 * 1024 ** 2,
+                       memory_mib=2048, name="pytest")
+
+
+@pytest.fixture(scope="session")
+def lab():
+    if os.environ.get("ZBENCH_SKIP_LAB"):
+        pytest.skip("ZBENCH_SKIP_LAB is set")
+    with Lab(LabConfig(**LAB_TEST_CONFIG)) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def lab_host(lab):
+    return lab.host

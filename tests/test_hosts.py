@@ -1,0 +1,54 @@
+import pytest
+
+from zbench_lib.errors import CommandError, CommandTimeout, ConfigError
+from zbench_lib.hosts import LocalHost, SSHHost, parse_host
+
+
+def test_local_run_returns_output_status_and_duration():
+    res = LocalHost().run(["sh", "-c", "echo out; echo err >&2"])
+    assert res.stdout == "out\n" and res.stderr == "err\n" and res.returncode == 0
+    assert res.duration_s >= 0
+
+
+def test_failure_carries_command_and_stderr_tail():
+    with pytest.raises(CommandError) as exc:
+        LocalHost().run(["sh", "-c", "for i in $(seq 40); do echo line$i >&2; done; exit 3"])
+    msg = str(exc.value)
+    assert "exit 3" in msg and "sh -c" in msg and "line40" in msg and "line1\n" not in msg
+
+
+def test_timeout_raises():
+    with pytest.raises(CommandTimeout):
+        LocalHost().run(["sleep", "5"], timeout=0.5)
+
+
+def test_missing_program_is_a_command_error():
+    with pytest.raises(CommandError, match="exit 127"):
+        LocalHost().run(["/nonexistent/zbench-tool"])
+
+
+def test_ssh_arguments_are_quoted_one_by_one():
+    host = SSHHost("root@example", port=2200)
+    wrapped = host._wrap(["echo", "a b", "$(reboot)", "x;y"])
+    assert wrapped[-1] == "echo 'a b' '$(reboot)' 'x;y'"
+    assert wrapped[-2] == "root@example" and "2200" in wrapped
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("ftp://x", "unknown host"),
+    ("ssh://", "needs a host"),
+    ("ssh://h:99999", "invalid ssh port"),
+    ("ssh://-oProxyCommand=x", "invalid ssh destination"),
+])
+def test_bad_host_specs(spec, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_host(spec)
+
+
+def test_put_get_roundtrip_local(tmp_path):
+    src = tmp_path / "a.txt"
+    src.write_text("hello")
+    h = LocalHost()
+    h.put(src, str(tmp_path / "sub" / "b.txt"))
+    h.get(str(tmp_path / "sub" / "b.txt"), tmp_path / "c.txt")
+    assert (tmp_path / "c.txt").read_text() == "hello"

@@ -1,0 +1,132 @@
+"""The `zbench` command line. Library code raises; only this module exits."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import CommandError, ZbenchError
+
+
+def _lab_config(args):
+    from .disk_models import parse_model
+    from .lab import LabConfig
+    from .sizes import parse_size
+    return LabConfig(disks=args.disks, disk_bytes=parse_size(args.disk_size), model=parse_model(args.model),
+                     extra_disks=args.extra_disks, memory_mib=args.memory, cpus=args.cpus,
+                     accel=args.accel, name=args.name)
+
+
+def cmd_setup(args):
+    from .setup_host import ensure_host_packages
+    installed = ensure_host_packages()
+    print("host packages: " + ("installed " + " ".join(installed) if installed else "all present"))
+
+
+def cmd_lab_build(args):
+    from .lab_image import build_image
+    print(build_image(force=args.force))
+
+
+def cmd_lab_up(args):
+    from .lab import Lab
+    lab = Lab(_lab_config(args), detach=True).up()
+    print(f"lab {args.name!r} up in {lab.boot_s:.0f} s ({lab.accel}), ssh port {lab.port}, "
+          f"{args.disks} x {args.disk_size} disks, model {lab.cfg.model.name}")
+    for p in lab.data_disks + lab.extra_disks:
+        print(f"  {p}")
+    lab.host.close()
+
+
+def cmd_lab_down(args):
+    from .lab import stop_lab
+    print("lab stopped" if stop_lab(args.name) else f"no lab named {args.name!r} was running")
+
+
+def cmd_lab_status(args):
+    from .lab import read_state
+    from .lab_image import cached_image, recipe_key
+    st = read_state(args.name)
+    img = cached_image()
+    print(f"image {recipe_key()}: {'cached at ' + str(img) if img else 'not built'}")
+    if st is None:
+        print(f"lab {args.name!r}: not running")
+        return 1
+    print(json.dumps(st, indent=2))
+    return 0
+
+
+def cmd_lab_ssh(args):
+    from .lab import connect_lab
+    if not args.command:
+        raise ZbenchError("give a command after --, e.g. zbench lab ssh -- zfs version")
+    host = connect_lab(args.name)
+    res = host.run(args.command, check=False, timeout=args.timeout)
+    sys.stdout.write(res.stdout)
+    sys.stderr.write(res.stderr)
+    return res.returncode
+
+
+def cmd_demo(args):
+    from .demo import run_demo
+    return run_demo()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="zbench", description="Benchmark ZFS layouts on real OpenZFS.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("setup", help="install missing host packages (apt-get, as root)").set_defaults(
+        func=cmd_setup)
+
+    sub.add_parser("demo", help="the main job end to end in the lab").set_defaults(func=cmd_demo)
+
+    lab = sub.add_parser("lab", help="the lab VM: real OpenZFS on modelled disks")
+    lsub = lab.add_subparsers(dest="lab_cmd", required=True)
+    b = lsub.add_parser("build", help="build (or reuse) the lab image")
+    b.add_argument("--force", action="store_true", help="rebuild even if cached")
+    b.set_defaults(func=cmd_lab_build)
+
+    up = lsub.add_parser("up", help="boot a lab in the background")
+    up.add_argument("--disks", type=int, default=4, help="number of data disks (default 4)")
+    up.add_argument("--disk-size", default="2G", help="size of each sparse data disk (default 2G)")
+    up.add_argument("--model", default="hdd",
+                    help="disk model: hdd, hdd-slow, sata-ssd, nvme, unthrottled or custom:iops=N,bw=SIZE")
+    up.add_argument("--extra-disks", type=int, default=0, help="unthrottled disks for log/cache/special")
+    up.add_argument("--memory", type=int, default=2048, help="guest memory in MiB")
+    up.add_argument("--cpus", type=int, default=2)
+    up.add_argument("--accel", default="auto", choices=["auto", "kvm", "tcg"])
+    up.set_defaults(func=cmd_lab_up)
+
+    for name, func, helptext in (("down", cmd_lab_down, "stop the lab and remove its files"),
+                                 ("status", cmd_lab_status, "show the image and the running lab"),
+                                 ("ssh", cmd_lab_ssh, "run a command in the lab: zbench lab ssh -- CMD")):
+        sp = lsub.add_parser(name, help=helptext)
+        if name == "ssh":
+            sp.add_argument("--timeout", type=float, default=3600)
+            sp.add_argument("command", nargs=argparse.REMAINDER)
+        sp.set_defaults(func=func)
+    for sp in (up, b) + tuple(lsub.choices[n] for n in ("down", "status", "ssh")):
+        sp.add_argument("--name", default="default", help="lab name (several labs can run)")
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "command", None) and args.command[:1] == ["--"]:
+        args.command = args.command[1:]
+    try:
+        rc = args.func(args)
+    except CommandError as exc:
+        print(f"zbench: {exc}", file=sys.stderr)
+        return 2
+    except ZbenchError as exc:
+        print(f"zbench: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return rc or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

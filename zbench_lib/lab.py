@@ -1,0 +1,406 @@
+"""The lab: a disposable QEMU VM with real OpenZFS and modelled data disks.
+
+The VM is reached over SSH on a loopback port forward, so to the rest of
+zbench it is just another SSH host. Each lab lives in its own directory
+(overlay root disk, sparse data disks, QMP socket, serial log, state.json);
+`down()` kills QEMU and removes the directory, leaving nothing behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import lab_image, paths
+from .disk_models import DiskModel, parse_model
+from .errors import ConfigError, ZbenchError
+from .hosts import SSHHost
+from .kvm import choose_accel
+from .qmp import QMPClient
+
+GiB = 1024 ** 3
+MIN_DISK_BYTES = 64 * 1024 * 1024   # ZFS refuses vdevs below 64 MiB
+QEMU = "qemu-system-x86_64"
+
+
+@dataclass
+class LabConfig:
+    """What a lab looks like. Validated before anything is created."""
+
+    disks: int = 4
+    disk_bytes: int = 2 * GiB
+    model: DiskModel | str = "hdd"
+    extra_disks: int = 0             # for log / cache / special vdevs
+    extra_disk_bytes: int = 1 * GiB
+    extra_model: DiskModel | str = "unthrottled"
+    memory_mib: int = 2048
+    cpus: int = 2
+    accel: str = "auto"              # auto | kvm | tcg
+    name: str = "default"
+    boot_timeout_s: float = 240
+    disk_cache: str = "none"         # QEMU cache mode for data disks (none = O_DIRECT on host)
+
+    def __post_init__(self):
+        self.model = parse_model(self.model)
+        self.extra_model = parse_model(self.extra_model)
+        for f in ("disks", "extra_disks", "memory_mib", "cpus", "disk_bytes", "extra_disk_bytes"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ConfigError(f"lab: {f} must be an integer, got {v!r}")
+        if self.disks < 1:
+            raise ConfigError(f"lab: needs at least 1 data disk, got {self.disks}")
+        if self.disks + self.extra_disks > 24:
+            raise ConfigError(f"lab: at most 24 disks in all, got {self.disks + self.extra_disks}")
+        if self.extra_disks < 0:
+            raise ConfigError(f"lab: extra_disks cannot be negative, got {self.extra_disks}")
+        for f in ("disk_bytes", "extra_disk_bytes"):
+            if getattr(self, f) < MIN_DISK_BYTES:
+                raise ConfigError(f"lab: {f} must be at least 64 MiB (ZFS's minimum vdev size)")
+        if self.memory_mib < 1024:
+            raise ConfigError(f"lab: memory_mib must be at least 1024, got {self.memory_mib}")
+        if not 1 <= self.cpus <= 64:
+            raise ConfigError(f"lab: cpus must be 1..64, got {self.cpus}")
+        if self.accel not in ("auto", "kvm", "tcg"):
+            raise ConfigError(f"lab: accel must be auto, kvm or tcg, got {self.accel!r}")
+        if self.disk_cache not in ("none", "writeback", "writethrough", "directsync"):
+            raise ConfigError(f"lab: unknown disk_cache {self.disk_cache!r}")
+        if not self.name.replace("-", "").replace("_", "").isalnum():
+            raise ConfigError(f"lab: name must be alphanumeric (with - or _), got {self.name!r}")
+
+    @property
+    def data_serials(self) -> list[str]:
+        return [f"zbdata{i:02d}" for i in range(self.disks)]
+
+    @property
+    def extra_serials(self) -> list[str]:
+        return [f"zbextra{i:02d}" for i in range(self.extra_disks)]
+
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["model"] = self.model.to_dict()
+        d["extra_model"] = self.extra_model.to_dict()
+        return d
+
+
+def guest_disk_path(serial: str) -> str:
+    """Stable by-id path of a lab disk inside the guest."""
+    return f"/dev/disk/by-id/virtio-{serial}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent():
+    # Linux: deliver SIGTERM to QEMU if the Python process that owns it dies,
+    # even by SIGKILL, so a context-managed lab never outlives its owner.
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:   # a zombie counts as dead
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def check_can_start(cfg: LabConfig, lab_dir: Path) -> None:
+    """Every reason a lab cannot start, raised before anything is created."""
+    if not shutil.which(QEMU) or not shutil.which("qemu-img"):
+        raise ConfigError(f"{QEMU} or qemu-img not found: run `zbench setup` "
+                          "(apt-get install qemu-system-x86 qemu-utils)")
+    if not shutil.which("ssh"):
+        raise ConfigError("ssh not found: run `zbench setup` (apt-get install openssh-client)")
+    need = cfg.disks * cfg.disk_bytes + cfg.extra_disks * cfg.extra_disk_bytes + 2 * GiB
+    probe = lab_dir.parent
+    probe.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(probe).free
+    if free < need:
+        raise ConfigError(f"no space for the lab's disk files: they may grow to {need / GiB:.1f} GiB "
+                          f"but {probe} has {free / GiB:.1f} GiB free (use fewer or smaller disks, "
+                          "or set ZBENCH_CACHE to a larger filesystem)")
+    state = lab_dir / "state.json"
+    if state.exists():
+        pid = json.loads(state.read_text()).get("pid", 0)
+        if _pid_alive(pid):
+            raise ConfigError(f"a lab named {cfg.name!r} is already running (pid {pid}); "
+                              "`zbench lab down` stops it")
+
+
+class Lab:
+    """A running lab VM. Use as a context manager, or `up()` / `down()`."""
+
+    def __init__(self, config: LabConfig | None = None, *, detach: bool = False):
+        self.cfg = config or LabConfig()
+        self.dir = paths.labs_dir() / self.cfg.name
+        self.detach = detach            # CLI `lab up`: QEMU outlives this process
+        self.proc: subprocess.Popen | None = None
+        self.host: SSHHost | None = None
+        self.port: int | None = None
+        self.accel: str | None = None
+        self.boot_s: float | None = None
+        self.image: Path | None = None
+        self._prev_handlers = {}
+        self.models = {s: self.cfg.model for s in self.cfg.data_serials}
+        self.models.update({s: self.cfg.extra_model for s in self.cfg.extra_serials})
+
+    # --- lifecycle -----------------------------------------------------------
+    def up(self) -> "Lab":
+        check_can_start(self.cfg, self.dir)
+        self.image = lab_image.cached_image()
+        if self.image is None:
+            self.image = lab_image.build_image()
+        if self.dir.exists():
+            _remove_stale(self.dir)
+        self.dir.mkdir(parents=True)
+        if not self.detach:
+            atexit.register(self.down)
+            self._install_signal_handlers()
+        try:
+            self._create_disks()
+            self.accel = choose_accel(self.cfg.accel, self.image / "vmlinuz")
+            t0 = time.monotonic()
+            for attempt in range(3):      # the chosen port may be taken before QEMU binds it
+                self.port = _free_port()
+                self._start_qemu()
+                try:
+                    self._wait_ready(t0)
+                    break
+                except _PortTaken:
+                    continue
+            else:
+                raise ZbenchError("could not bind a loopback port for the lab's SSH")
+            self.boot_s = time.monotonic() - t0
+            self._write_state()
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def down(self) -> None:
+        """Stop QEMU and remove every file of this lab. Safe to call twice."""
+        if self.host:
+            try:
+                self.host.close()
+            except Exception:
+                pass
+            self.host = None
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.proc = None
+        if self.dir.exists() and not self.detach:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        self._restore_signal_handlers()
+
+    def __enter__(self):
+        return self.up()
+
+    def __exit__(self, *exc):
+        self.detach = False
+        self.down()
+
+    # --- pieces --------------------------------------------------------------
+    def _create_disks(self):
+        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
+                        str(self.image / "rootfs.raw"), str(self.dir / "root.qcow2")],
+                       check=True, capture_output=True)
+        for serial in self.cfg.data_serials:
+            _sparse(self.dir / f"{serial}.raw", self.cfg.disk_bytes)
+        for serial in self.cfg.extra_serials:
+            _sparse(self.dir / f"{serial}.raw", self.cfg.extra_disk_bytes)
+
+    def qemu_argv(self) -> list[str]:
+        d = self.dir
+        accel = "kvm" if self.accel == "kvm" else "tcg,thread=multi"
+        argv = [QEMU, "-name", f"zbench-lab-{self.cfg.name}", "-accel", accel,
+                "-smp", str(self.cfg.cpus), "-m", str(self.cfg.memory_mib),
+                "-display", "none", "-vga", "none", "-monitor", "none",
+                "-serial", f"file:{d / 'serial.log'}",
+                "-qmp", f"unix:{d / 'qmp.sock'},server=on,wait=off",
+                "-kernel", str(self.image / "vmlinuz"), "-initrd", str(self.image / "initrd.img"),
+                "-append", "root=/dev/vda rw console=ttyS0 net.ifnames=0 quiet",
+                "-drive", f"file={d / 'root.qcow2'},if=virtio,format=qcow2,cache=unsafe",
+                "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
+                "-device", "virtio-net-pci,netdev=n0"]
+        disks = [(s, self.cfg.model) for s in self.cfg.data_serials]
+        disks += [(s, self.cfg.extra_model) for s in self.cfg.extra_serials]
+        for serial, model in disks:
+            opts = [f"file={d / (serial + '.raw')}", "if=none", f"id={serial}", "format=raw",
+                    f"cache={self.cfg.disk_cache}", "aio=threads", "discard=unmap",
+                    *model.qemu_throttle_options()]
+            argv += ["-drive", ",".join(opts),
+                     "-device", f"virtio-blk-pci,drive={serial},serial={serial},id=dev-{serial}"]
+        return argv
+
+    def _start_qemu(self):
+        log = open(self.dir / "qemu.log", "w")
+        self.proc = subprocess.Popen(self.qemu_argv(), stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=None if self.detach else _die_with_parent)
+        log.close()
+
+    def _wait_ready(self, t0: float):
+        self.host = SSHHost("root@127.0.0.1", port=self.port, identity=str(self.image / "id_ed25519"),
+                            known_hosts=str(self.image / "known_hosts"), host_key_alias="zbench-lab",
+                            connect_timeout=5, name=f"lab:{self.cfg.name}")
+        while True:
+            if self.proc.poll() is not None:
+                log = (self.dir / "qemu.log").read_text(errors="replace")
+                if "Could not set up host forwarding" in log:
+                    raise _PortTaken()
+                raise ZbenchError(f"QEMU exited with {self.proc.returncode} while booting:\n"
+                                  f"{log[-2000:]}\n--- serial ---\n{self.serial_tail()}")
+            if time.monotonic() - t0 > self.cfg.boot_timeout_s:
+                raise ZbenchError(f"lab did not answer SSH within {self.cfg.boot_timeout_s:.0f} s "
+                                  f"({self.accel}); serial console tail:\n{self.serial_tail()}")
+            res = self.host.run(["true"], check=False, timeout=15)
+            if res.ok:
+                # zfs.ko is loaded by systemd-modules-load; wait until /dev/zfs exists.
+                self.host.run(["sh", "-c", "for i in $(seq 60); do [ -e /dev/zfs ] && exit 0; "
+                               "modprobe zfs 2>/dev/null; sleep 1; done; exit 1"], timeout=90)
+                self.host.run(["udevadm", "settle"], timeout=60)
+                return
+            time.sleep(1)
+
+    def serial_tail(self, n: int = 30) -> str:
+        p = self.dir / "serial.log"
+        return "\n".join(p.read_text(errors="replace").splitlines()[-n:]) if p.exists() else ""
+
+    def _write_state(self):
+        state = {"pid": self.proc.pid, "port": self.port, "accel": self.accel, "image": str(self.image),
+                 "boot_s": round(self.boot_s, 1), "config": self.cfg.to_dict(),
+                 "data_disks": [guest_disk_path(s) for s in self.cfg.data_serials],
+                 "extra_disks": [guest_disk_path(s) for s in self.cfg.extra_serials],
+                 "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        tmp = self.dir / "state.json.tmp"
+        tmp.write_text(json.dumps(state, indent=2))
+        os.replace(tmp, self.dir / "state.json")
+
+    def _install_signal_handlers(self):
+        import threading
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            self._prev_handlers[sig] = signal.signal(sig, _raise_system_exit)
+
+    def _restore_signal_handlers(self):
+        for sig, handler in self._prev_handlers.items():
+            try:
+                signal.signal(sig, handler)
+            except (ValueError, TypeError):
+                pass
+        self._prev_handlers = {}
+
+    # --- what the rest of zbench uses ------------------------------------------
+    @property
+    def data_disks(self) -> list[str]:
+        return [guest_disk_path(s) for s in self.cfg.data_serials]
+
+    @property
+    def extra_disks(self) -> list[str]:
+        return [guest_disk_path(s) for s in self.cfg.extra_serials]
+
+    def qmp(self, command: str, **arguments):
+        with QMPClient(self.dir / "qmp.sock") as q:
+            return q.command(command, **arguments)
+
+    def set_model(self, serial: str, model: DiskModel | str) -> DiskModel:
+        """Change one disk's performance envelope live, through QMP."""
+        model = parse_model(model)
+        if serial not in self.cfg.data_serials + self.cfg.extra_serials:
+            raise ConfigError(f"lab has no disk {serial!r}")
+        self.qmp("block_set_io_throttle", id=f"dev-{serial}", **model.qmp_throttle_arguments())
+        self.models[serial] = model
+        return model
+
+    def provenance(self) -> dict:
+        return {"lab_config": self.cfg.to_dict(), "lab_accel": self.accel, "lab_port": self.port,
+                "lab_image": self.image.name if self.image else None, "lab_boot_s": self.boot_s,
+                "lab_disk_models": {s: m.to_dict() for s, m in self.models.items()}}
+
+
+class _PortTaken(Exception):
+    pass
+
+
+def _raise_system_exit(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def _sparse(path: Path, size: int):
+    with open(path, "wb") as fh:
+        fh.truncate(size)
+
+
+def _remove_stale(lab_dir: Path):
+    state = lab_dir / "state.json"
+    if state.exists():
+        pid = json.loads(state.read_text()).get("pid", 0)
+        if _pid_alive(pid):
+            raise ConfigError(f"lab directory {lab_dir} belongs to running pid {pid}")
+    shutil.rmtree(lab_dir)
+
+
+def read_state(name: str = "default") -> dict | None:
+    """State of a detached lab, or None when none runs (stale state is removed)."""
+    d = paths.labs_dir() / name
+    state = d / "state.json"
+    if not state.exists():
+        return None
+    data = json.loads(state.read_text())
+    if not _pid_alive(data.get("pid", 0)):
+        shutil.rmtree(d, ignore_errors=True)
+        return None
+    return data
+
+
+def connect_lab(name: str = "default") -> SSHHost:
+    """An SSH host for a lab started with `zbench lab up`."""
+    st = read_state(name)
+    if st is None:
+        raise ZbenchError(f"no lab named {name!r} is running; start one with `zbench lab up`")
+    image = Path(st["image"])
+    return SSHHost("root@127.0.0.1", port=st["port"], identity=str(image / "id_ed25519"),
+                   known_hosts=str(image / "known_hosts"), host_key_alias="zbench-lab",
+                   name=f"lab:{name}")
+
+
+def stop_lab(name: str = "default") -> bool:
+    """Stop a detached lab and remove its files. False when none was running."""
+    d = paths.labs_dir() / name
+    st = read_state(name)
+    if st is None:
+        return False
+    pid = st["pid"]
+    os.kill(pid, signal.SIGTERM)
+    for _ in range(100):
+        if not _pid_alive(pid):
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(d, ignore_errors=True)
+    return True
