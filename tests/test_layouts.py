@@ -206,3 +206,11 @@ def test_parse_rejects_garbage_and_ambiguity():
         parse_zpool_status_json(json.dumps({"pools": {"a": {}, "b": {}}}))
     with pytest.raises(ZbenchError, match="not in zpool status JSON"):
         parse_zpool_status_json(json.dumps({"pools": {"a": {}}}), pool="b")
+
+
+def test_parse_groups_nested_under_root_and_vdev_named_like_a_group():
+    doc = {"pools": {"p": {"vdevs": {"p": {"vdev_type": "root", "vdevs": {
+        "logs": {"name": "logs", "vdev_type": "disk"},          # a disk that happens to be called logs
+        "special": {"vdevs": {"mirror-1": {"vdev_type": "mirror", "vdevs": {"a": {}, "b": {}}}}}}}}}}}
+    assert parse_zpool_status_json(json.dumps(doc)) == {
+        "data": [("leaf", 0)], "log": [], "cache": [], "special": [("mirror", 2)]}

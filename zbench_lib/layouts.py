@@ -62,9 +62,8 @@ class Layout:
         """Disks in the data vdevs (log/cache/special excluded)."""
         return self.width if self.family == "stripe" else self.width * self.vdevs
 
-    @property
-    def extra_disks(self) -> int:
-        return self.log + self.cache + self.special
+    extra_disks = property(lambda self: self.log + self.cache + self.special,
+                           doc="Log + cache + special devices.")
 
     @property
     def data_disks(self) -> int:
@@ -160,8 +159,7 @@ class Layout:
                 raise ConfigError(f"layout spec is missing required key {key!r}")
         return cls(**d).validate()
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    to_dict = asdict
 
 
 # -- command lines -----------------------------------------------------------
@@ -169,11 +167,9 @@ def validate_pool_name(pool: str) -> str:
     """Apply ZFS's pool-name rules (plus the workbench's reserved words)."""
     if not isinstance(pool, str) or not pool:
         raise ConfigError(f"pool name must be a non-empty string, got {pool!r}")
-    if len(pool) > 200:
-        raise ConfigError(f"pool name {pool[:20]!r}... is too long ({len(pool)} > 200 characters)")
-    if not _POOL_NAME_RE.match(pool):
+    if not _POOL_NAME_RE.match(pool) or len(pool) > 200:
         raise ConfigError(f"invalid pool name {pool!r}: must start with a letter and contain "
-                          "only letters, digits, '_', '.', ':' and '-'")
+                          "only letters, digits, '_', '.', ':' and '-' (at most 200)")
     low = pool.lower()
     if low.startswith(_RESERVED_PREFIXES) or low in _RESERVED_NAMES:
         raise ConfigError(f"invalid pool name {pool!r}: reserved (names may not start with "
@@ -228,12 +224,9 @@ def zpool_create_argv(pool: str, devices: list[str], layout: Layout,
             argv += [keyword] + data[i * layout.width:(i + 1) * layout.width]
     log, cache, special = (rest[:layout.log], rest[layout.log:layout.log + layout.cache],
                            rest[layout.log + layout.cache:])
-    if log:
-        argv += ["log"] + (["mirror"] if layout.log_mirror else []) + log
-    if cache:
-        argv += ["cache"] + cache
-    if special:
-        argv += ["special"] + (["mirror"] if layout.special_mirror else []) + special
+    for kind, group, mirrored in (("log", log, layout.log_mirror), ("cache", cache, False),
+                                  ("special", special, layout.special_mirror)):
+        argv += ([kind] + (["mirror"] if mirrored else []) + group) if group else []
     return argv
 
 
@@ -295,8 +288,8 @@ def parse_zpool_status_json(text: str, pool: str | None = None) -> dict:
     sources = [(k, v, None) for k, v in (root.get("vdevs") or {}).items()]
     sources += [(k, v, grp) for grp_key, grp in _GROUP_KEYS.items()
                 for k, v in (p.get(grp_key) or {}).items()]
-    for name, v, grp in sources:
-        if grp is None and name in _GROUP_KEYS:      # a group nested under the root
+    for name, v, grp in sources:                    # grows while iterating: nested groups
+        if grp is None and name in _GROUP_KEYS and "vdev_type" not in v:
             sources += [(k, c, _GROUP_KEYS[name]) for k, c in (v.get("vdevs") or v).items()
                         if isinstance(c, dict)]
             continue
