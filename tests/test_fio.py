@@ -1,0 +1,196 @@
+"""fio: job files, a real local run, and parsers against real fio 3.33 output."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from zbench_lib.errors import CommandError, ConfigError, ZbenchError
+from zbench_lib.fio import (WORKLOADS, build_job, estimate_timeout, job_sections, load_fio_json,
+                            parse_fio_json, parse_fio_log, parse_fio_logs_dir, run_fio)
+from zbench_lib.fio_parse import COLUMNS
+from zbench_lib.hosts import LocalHost
+
+FIX = Path(__file__).parent / "fixtures" / "fio"
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+
+
+def options(text: str) -> dict:
+    """key=value lines of a job file (later sections win)."""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+
+
+# --- build_job -------------------------------------------------------------
+
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+def test_every_workload_renders(workload):
+    text = build_job(workload, filename="/dev/zvol/tank/v", size="1G")
+    o = options(text)
+    assert job_sections(text) == [workload]
+    assert o["percentile_list"] == "50:90:95:99:99.9:99.99"
+    assert o["refill_buffers"] == "1" and o["buffer_compress_percentage"] == "0"
+    assert o["log_avg_msec"] == "1000" and o["write_iops_log"] == workload
+    assert o["group_reporting"] == "1" and o["time_based"] == "1"
+    assert o["runtime"] == "60" and o["ramp_time"] == "10"
+
+
+def test_workload_semantics():
+    o = lambda w, **kw: options(build_job(w, filename="/dev/sdb", size="1G", **kw))  # noqa: E731
+    assert o("seqwrite")["rw"] == "write" and o("seqwrite")["bs"] == str(1 << 20)
+    assert o("randread")["rw"] == "randread" and o("randread")["bs"] == "4096"
+    assert "sync" not in o("randwrite") and o("randwrite-sync")["sync"] == "1"
+    assert o("randwrite-sync", sync="dsync")["sync"] == "dsync"
+    mixed = o("mixed", bs="16k")
+    assert (mixed["rw"], mixed["rwmixread"], mixed["bs"]) == ("randrw", "70", "16384")
+    wal = o("fsync-heavy")
+    assert (wal["fsync"], wal["bs"], wal["iodepth"], wal["direct"]) == ("1", "8192", "1", "0")
+
+
+def test_sequential_jobs_get_their_own_regions():
+    o = options(build_job("seqwrite", filename="/dev/sdb", size="1G", numjobs=4))
+    assert o["size"] == o["offset_increment"] == str(256 << 20)
+    assert "offset_increment" not in options(build_job("randwrite", filename="/dev/sdb", size="1G"))
+
+
+def test_compressible_steadystate_and_escaping():
+    o = options(build_job("seqwrite", filename="/dev/disk/by-path/pci-0000:00:1f.2", compressible_percent=50,
+                          steadystate="iops_slope:0.17%", ss_dur_s=60, ss_ramp_s=10, runtime_s=120))
+    assert o["filename"] == r"/dev/disk/by-path/pci-0000\:00\:1f.2"
+    assert "size" not in o  # whole block device
+    assert o["buffer_compress_percentage"] == "50"
+    assert (o["steadystate"], o["ss_dur"], o["ss_ramp"]) == ("iops_slope:0.17%", "60", "10")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(bs="3k"), "power-of-two multiple of 512"),
+    (dict(bs="256"), "power-of-two multiple of 512"),
+    (dict(bs="12k"), "power-of-two multiple of 512"),
+    (dict(iodepth=0), "iodepth must be >= 1"),
+    (dict(numjobs=0), "numjobs must be >= 1"),
+    (dict(iodepth="8"), "iodepth: expected an integer"),
+    (dict(runtime_s=0), "runtime_s must be > 0"),
+    (dict(ramp_time_s=60), "ramp_time_s (60) must be shorter than runtime_s (60)"),
+    (dict(ioengine="windowsaio"), "ioengine 'windowsaio' not supported"),
+    (dict(compressible_percent=101), "compressible_percent must be 0..100"),
+    (dict(sync="maybe"), "sync must be 0, 1 or 'dsync'"),
+    (dict(rwmixread=70), "rwmixread only applies to the mixed workload"),
+    (dict(steadystate="iops_slope:1%"), "steadystate needs ss_dur_s"),
+    (dict(steadystate="slope"), "steadystate must look like"),
+    (dict(ss_dur_s=10), "without steadystate"),
+    (dict(log_prefix="../x"), "log_prefix must be a plain file name"),
+    (dict(blocksize="4k"), "unknown fio parameter(s) ['blocksize']"),
+    (dict(filename=None), "filename is required"),
+    (dict(filename="/tmp/f", size=None), "size is required when the target is a file"),
+    (dict(size="1k"), "smaller than bs"),
+])
+def test_build_job_rejects(kwargs, message):
+    params = {"filename": "/dev/sdb", "size": "1G", **kwargs}
+    with pytest.raises(ConfigError) as exc:
+        build_job("randwrite", **params)
+    assert message in str(exc.value)
+
+
+def test_build_job_rejects_workload_specific():
+    with pytest.raises(ConfigError, match="unknown workload 'randrw'"):
+        build_job("randrw", filename="/dev/sdb")
+    with pytest.raises(ConfigError, match="rwmixread must be an integer 1..99"):
+        build_job("mixed", filename="/dev/sdb", rwmixread=100)
+    with pytest.raises(ConfigError, match="needs size to split"):
+        build_job("seqread", filename="/dev/sdb", numjobs=2)
+
+
+def test_estimate_timeout():
+    assert estimate_timeout(build_job("randread", filename="/dev/sdb", runtime_s=60, ramp_time_s=10)) == 370
+    assert estimate_timeout("[x]\nrw=read\n") == 3600
+
+
+# --- parse_fio_json against real captures ---------------------------------
+
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+def test_parse_real_json(workload):
+    rows = parse_fio_json((FIX / f"host-{workload}.json").read_text())
+    assert rows and all(list(r) == COLUMNS for r in rows)
+    expected = {"mixed": ["read", "write"], "randread": ["read"], "seqread": ["read"]}.get(workload, ["write"])
+    assert [r["direction"] for r in rows] == expected
+    for r in rows:
+        assert r["workload"] == workload and r["fio_version"] == "fio-3.33"
+        assert r["iops"] > 0 and r["io_bytes"] > 0 and r["runtime_ms"] > 0
+        assert r["bw_bytes_s"] == pytest.approx(r["io_bytes"] / (r["runtime_ms"] / 1000), rel=0.01)
+        ps = [r[f"clat_{p}_ns"] for p in ("p50", "p90", "p95", "p99", "p99_9", "p99_99")]
+        assert ps == sorted(ps) and ps[0] > 0
+        assert r["lat_p99_ns"] >= r["clat_p99_ns"] * 0.99
+        assert r["usr_cpu_pct"] >= 0 and r["error"] == 0
+
+
+def test_parse_details_from_real_json():
+    (wal,) = parse_fio_json((FIX / "host-fsync-heavy.json").read_text())
+    assert wal["sync_lat_mean_ns"] > 0 and wal["sync_lat_p99_ns"] > 0  # one fsync per write
+    assert math.isnan(wal["slat_mean_ns"])  # psync has no submission phase
+    read, write = parse_fio_json((FIX / "host-mixed.json").read_text())
+    assert read["iops"] / (read["iops"] + write["iops"]) == pytest.approx(0.70, abs=0.02)
+    assert (read["bs_bytes"], read["numjobs"], read["iodepth"]) == (8192, 2, 16)
+    assert read["ss_attained"] is None
+    # randread ran with a 1 s steady-state window: fio printed a bare -nan slope.
+    assert "-nan" in (FIX / "host-randread.json").read_text()
+    (rr,) = parse_fio_json(load_fio_json((FIX / "host-randread.json").read_text()))
+    assert rr["ss_attained"] is True
+
+
+def test_load_fio_json_errors_and_noise():
+    assert load_fio_json('note: both iodepth >= 1 and synchronous I/O engine\n{"jobs": []}') == {"jobs": []}
+    with pytest.raises(ZbenchError, match="no JSON"):
+        load_fio_json("fio: unable to open 'job.fio' job file")
+    with pytest.raises(ZbenchError, match="not valid JSON"):
+        load_fio_json('{"jobs": [')
+
+
+def test_parse_real_log():
+    df = parse_fio_log((FIX / "host-mixed_iops.1.log").read_text())
+    assert list(df.columns) == ["t_ms", "value", "direction", "bs"]
+    assert set(df["direction"]) == {"read", "write"}
+    assert (df["t_ms"] % 1000 == 0).all() and (df["value"] > 0).all()
+    clat = parse_fio_log((FIX / "host-mixed_clat.1.log").read_text())
+    assert clat["value"].between(1_000, 1e8).all()  # nanoseconds
+
+
+# --- run_fio for real on this machine --------------------------------------
+
+@needs_fio
+def test_run_fio_locally(tmp_path):
+    job = build_job("mixed", filename=str(tmp_path / "data"), size="16M", runtime_s=2, ramp_time_s=0,
+                    numjobs=2, direct=0, ioengine="psync", iodepth=1)
+    run = run_fio(LocalHost(), job, str(tmp_path / "remote"), tmp_path / "out")
+    assert run.jobs == ["mixed"] and run.host == "local"
+    assert (tmp_path / "out" / "job.fio").read_text() == job
+    names = sorted(p.name for p in run.log_paths)
+    assert "mixed_iops.1.log" in names and "mixed_clat.2.log" in names
+    rows = parse_fio_json(run.data)
+    assert [r["direction"] for r in rows] == ["read", "write"]
+    logs = parse_fio_logs_dir(tmp_path / "out")
+    assert set(logs["metric"]) >= {"iops", "bw", "lat", "clat"} and set(logs["job"]) == {1, 2}
+    with pytest.raises(ConfigError, match="never overwritten"):
+        run_fio(LocalHost(), job, str(tmp_path / "remote"), tmp_path / "out")
+
+
+@needs_fio
+def test_run_fio_job_error_names_job_and_host(tmp_path):
+    job = "[fill-dev-full]\nfilename=/dev/full\nrw=write\nsize=1M\nbs=4k\nioengine=psync\n"
+    with pytest.raises(ZbenchError) as exc:
+        run_fio(LocalHost(), job, str(tmp_path / "remote"), tmp_path / "out")
+    msg = str(exc.value)
+    assert "fill-dev-full" in msg and "local" in msg and "error 28" in msg
+
+
+@needs_fio
+def test_run_fio_unusable_job(tmp_path):
+    with pytest.raises(CommandError):
+        run_fio(LocalHost(), "[bad]\nrw=nonsense\n", str(tmp_path / "remote"), tmp_path / "out")
+
+
+def test_logs_dir_empty(tmp_path):
+    assert parse_fio_logs_dir(tmp_path).empty
+    assert isinstance(parse_fio_logs_dir(tmp_path), pd.DataFrame)
