@@ -233,8 +233,8 @@ def compare(df: pd.DataFrame, metric: str, factor: str, baseline, by=None,
         return out
     fam = [family] if isinstance(family, str) else list(family or [])
     out["holm_p"] = math.nan
-    for _, idx in (out.groupby(fam).groups.items() if fam else [(None, out.index)]):
-        p = out.loc[idx, "welch_p"]
+    for _, g in (out.groupby(fam, dropna=False) if fam else [(None, out)]):
+        p = g["welch_p"]
         ok = p.notna()
         if ok.any():
             out.loc[p[ok].index, "holm_p"] = multipletests(p[ok], alpha=alpha, method="holm")[1]

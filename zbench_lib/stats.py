@@ -183,7 +183,7 @@ def scaling(df: pd.DataFrame, metric: str, by_family: str = "layout", disks_col:
     else:
         on = [c for c in by if c in baseline.columns]
         base = summary(baseline, metric, on + [disks_col])
-        if base.duplicated(on).any():
+        if (base.duplicated(on).any() if on else len(base) > 1):
             raise ConfigError("scaling: baseline has several data-disk counts for one group")
         base = base[on + [disks_col, "n", "mean", "std"]]
     base = base.rename(columns={disks_col: "baseline_disks", "n": "baseline_n",
