@@ -81,3 +81,11 @@ def test_random_read_iops_model():
     assert predicted_random_read_iops("mirror", 2, 3, 200, 16 * K) == 1200
     assert predicted_random_read_iops("stripe", 4, 1, 200, 128 * K) == 800
     assert predicted_random_read_iops("stripe", 1, 4, 200, 128 * K) == 800
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from zbench_lib import models
+    result = doctest.testmod(models)
+    assert result.attempted > 0 and result.failed == 0

@@ -140,3 +140,12 @@ def test_scaling_separate_families_and_ambiguous_baseline():
     twice = pd.concat([df, df.query("layout == 'mirror' and data_disks == 1").assign(width=3)])
     with pytest.raises(ConfigError):
         scaling(twice, "iops")
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from zbench_lib import compare, stats
+    for module in (stats, compare):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
