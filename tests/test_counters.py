@@ -1,0 +1,265 @@
+"""Counter parsers against captured text, and the sampler script run for real."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from zbench_lib.counters import (arc_delta, cpu_percent, diskstats_rates, parse_cpu_stat, parse_diskstats,
+                                 parse_kstat, parse_sampler_dir, parse_txgs, parse_zpool_iostat,
+                                 sampler_argv, sampler_script, split_snapshots)
+from zbench_lib.errors import ZbenchError
+
+FIX = Path(__file__).parent / "fixtures" / "counters"
+LOCAL = FIX / "sampler-local"
+
+
+def local_blocks(name):
+    return split_snapshots((LOCAL / name).read_text())
+
+
+# --- /proc/diskstats --------------------------------------------------------
+
+def test_parse_real_diskstats():
+    (_, _, body), *_ = local_blocks("diskstats.txt")
+    df = parse_diskstats(body)
+    vda = df[df.device == "vda"].iloc[0]
+    assert (vda.major, vda.minor) == (254, 0)
+    assert (vda.reads, vda.sectors_read, vda.writes, vda.sectors_written) == (1811203, 66418106, 2779335, 78820584)
+    assert (vda.flushes, vda.flush_ms) == (367902, 9079)  # 17-field kernel
+
+
+def test_diskstats_rates_real_write_interval():
+    # Snapshots 2 -> 3 of the capture: dd wrote 96 MiB with O_DIRECT to a file on vda.
+    (t2, _, a), (t3, _, b) = local_blocks("diskstats.txt")[1:3]
+    dt = t3 - t2
+    vda = diskstats_rates(a, b, dt).set_index("device").loc["vda"]
+    # 2779529-2779336 writes, 79019216-78820624 sectors, 354831-354714 ms, io_ticks 60164-60084
+    assert vda.w_s == pytest.approx(193 / dt)
+    assert vda.write_bytes_s == pytest.approx(198592 * 512 / dt)
+    assert vda.write_bytes_s > 90 * 2 ** 20
+    assert vda.w_await_ms == pytest.approx(117 / 193)
+    assert vda.wareq_bytes == pytest.approx(198592 * 512 / 193)
+    assert vda.util_pct == pytest.approx(80 / (dt * 1000) * 100)
+    assert vda.r_s == 0 and math.isnan(vda.r_await_ms)
+    assert vda.wrqm_s == pytest.approx((58030 - 57911) / dt)
+
+
+def test_diskstats_rates_edge_cases():
+    a = "   8       0 sda 10 0 80 5 10 0 80 5 0 10 10\n   8      16 sdb 5 0 40 1 0 0 0 0 0 1 1\n"
+    b = "   8       0 sda 20 0 160 15 10 0 80 5 0 510 20\n   8      16 sdb 1 0 8 1 0 0 0 0 0 1 1\n"
+    df = diskstats_rates(a, b, 1.0).set_index("device")
+    assert df.loc["sda", "r_s"] == 10 and df.loc["sda", "r_await_ms"] == 1.0
+    assert df.loc["sda", "util_pct"] == 50 and df.loc["sda", "rareq_bytes"] == 4096
+    assert df.loc["sdb"].isna().all()  # counters went backwards: re-created device
+    with pytest.raises(ZbenchError):
+        diskstats_rates(a, b, 0)
+
+
+# --- /proc/stat ---------------------------------------------------------------
+
+def test_cpu_percent_real_and_hand():
+    blocks = local_blocks("stat.txt")
+    assert "cpu0" in parse_cpu_stat(blocks[0][2])
+    for (_, _, a), (_, _, b) in zip(blocks, blocks[1:]):
+        p = cpu_percent(a, b)
+        assert sum(p.values()) == pytest.approx(100)
+    a = "cpu  100 0 50 800 20 0 10 0 40 0\n"
+    b = "cpu  200 0 90 1600 60 0 30 0 80 0\n"
+    # deltas: user 100 (40 of it guest), sys 40 + softirq 20, idle 800, iowait 40 -> total 1000
+    assert cpu_percent(a, b) == pytest.approx(dict(usr_pct=6, sys_pct=6, iowait_pct=4, steal_pct=0,
+                                                   guest_pct=4, idle_pct=80))
+    with pytest.raises(ZbenchError):
+        parse_cpu_stat("intr 1 2 3\n")
+
+
+# --- arcstats (hand-written fixture; see README) --------------------------------
+
+def test_parse_kstat_arcstats():
+    k = parse_kstat((FIX / "arcstats-a.txt").read_text())
+    assert len(k) == 147 and k["hits"] == 4182337 and k["c_max"] == 1017 * 2 ** 20
+    with pytest.raises(ZbenchError, match="name type data"):
+        parse_kstat("hits 4 12\n")
+
+
+def test_arc_delta():
+    d = arc_delta((FIX / "arcstats-a.txt").read_text(), (FIX / "arcstats-b.txt").read_text(), 1.0)
+    assert d["hits_s"] == 2140 and d["misses_s"] == 8410 and d["iohits_s"] == 12
+    assert d["demand_data_misses_s"] == 8300
+    assert d["hit_ratio"] == pytest.approx((2140 + 12) / (2140 + 12 + 8410))
+    assert d["demand_data_hit_ratio"] == pytest.approx(1200 / 9500)
+    assert d["prefetch_data_hit_ratio"] == 0
+    assert d["size_bytes"] == 1007 * 2 ** 20 and d["c_bytes"] == 1017 * 2 ** 20
+    assert math.isnan(arc_delta("x\nname type data\nhits 4 5\n", "x\nname type data\nhits 4 5\n", 2)["hit_ratio"])
+
+
+# --- zpool iostat -Hpvy -l (hand-written fixture) ---------------------------------
+
+def test_parse_zpool_iostat():
+    df = parse_zpool_iostat((FIX / "zpool-iostat-Hpvyl.txt").read_text())
+    assert df["sample"].nunique() == 3 and list(df["t_s"].unique()) == [1795281000, 1795281001, 1795281002]
+    s0 = df[df["sample"] == 0].set_index("name")
+    assert list(s0.index) == ["tank", "raidz2-0", "vdb", "vdc", "vdd", "vde", "vdf", "vdg",
+                              "mirror-1", "vdh", "vdi", "vdj"]
+    assert s0.loc["tank", "kind"] == "pool" and s0.loc["raidz2-0", "kind"] == "vdev"
+    assert s0.loc["vdb", "parent"] == "raidz2-0" and s0.loc["vdh", "parent"] == "mirror-1"
+    assert s0.loc["vdj", "parent"] == "tank" and s0.loc["vdj", "section"] == 2  # cache
+    assert s0.loc["mirror-1", "section"] == 1  # logs
+    top = s0[(s0.parent == "tank") & (s0.section < 2)]
+    assert s0.loc["tank", "write_ops_s"] == top["write_ops_s"].sum()
+    leaves = s0[s0.parent == "raidz2-0"]
+    assert s0.loc["raidz2-0", "write_bytes_s"] == leaves["write_bytes_s"].sum()
+    assert s0.loc["tank", "alloc_bytes"] == 9663676416 and s0.loc["vdb", "alloc_bytes"] == 0
+    assert math.isnan(s0.loc["vdh", "total_wait_read_ns"]) and s0.loc["vdh", "total_wait_write_ns"] == 305000
+    assert s0["rebuild_wait_ns"].isna().all()
+
+
+def test_parse_zpool_iostat_variants():
+    old = "tank\t100\t900\t1\t2\t4096\t8192\n"  # without -l, without -T
+    df = parse_zpool_iostat(old + old)
+    assert list(df["sample"]) == [0, 1] and df["t_s"].isna().all()
+    assert df["total_wait_read_ns"].isna().all()
+    with pytest.raises(ZbenchError, match="-H -p"):
+        parse_zpool_iostat("tank   100G  900G  1  2  4K  8K\n")
+    with pytest.raises(ZbenchError, match="does not start with pool"):
+        parse_zpool_iostat("vdb\t0\t0\t1\t2\t3\t4\n", pool="tank")
+
+
+# --- txgs (hand-written fixture) --------------------------------------------------
+
+def test_parse_txgs():
+    df = parse_txgs((FIX / "txgs.txt").read_text())
+    assert list(df["txg"]) == list(range(1207, 1215))
+    assert list(df["state"]) == ["C"] * 5 + ["S", "Q", "O"]
+    first = df.iloc[0]
+    assert (first.birth_ns, first.nwritten, first.writes, first.stime_ns) == (1058000000000, 53673984, 1602, 612445120)
+    assert (df["birth_ns"].diff().dropna() == 5_004_000_000).all()
+
+
+# --- the sampler, for real ----------------------------------------------------------
+
+def run_sampler(tmp_path, seconds, pool="tank", path_prefix=None, work=None):
+    script = tmp_path / "sampler.sh"
+    script.write_text(sampler_script())
+    out = tmp_path / "out"
+    env = dict(os.environ)
+    if path_prefix:
+        env["PATH"] = f"{path_prefix}:{env['PATH']}"
+    proc = subprocess.Popen(sampler_argv(str(script), str(out), 1, pool), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(seconds / 2)
+        if work:
+            work()
+        time.sleep(seconds / 2)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    return out, proc.returncode, err
+
+
+def alive(pid: int) -> bool:
+    """Running (not a zombie waiting for a reaper)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def fake_zpool(tmp_path, body):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    z = bindir / "zpool"
+    z.write_text("#!/bin/sh\n" + body)
+    z.chmod(z.stat().st_mode | stat.S_IEXEC)
+    return bindir
+
+
+@pytest.mark.skipif(not shutil.which("sh") or not Path("/proc/diskstats").exists(), reason="needs Linux")
+def test_sampler_without_zfs(tmp_path):
+    def work():
+        with open(tmp_path / "junk", "wb") as f:
+            f.write(os.urandom(8 << 20))
+            os.fsync(f.fileno())
+    out, rc, err = run_sampler(tmp_path, 3.2, work=work)
+    assert rc == 0, err
+    assert len(split_snapshots((out / "diskstats.txt").read_text())) >= 3
+    assert not (out / "arcstats.txt").exists() and (out / "zpool_iostat.err").exists()
+    series = parse_sampler_dir(out)
+    disk, cpu = series["disk"], series["cpu"]
+    assert list(disk.columns) == ["t_s", "layer", "device", "metric", "value"]
+    assert disk["t_s"].nunique() >= 2 and {"w_s", "util_pct", "await_ms"} <= set(disk["metric"])
+    assert disk[disk.metric == "write_bytes_s"]["value"].max() > 0
+    per_t = cpu.pivot_table(index="t_s", columns="metric", values="value")
+    assert (per_t.sum(axis=1) - 100).abs().max() < 1e-6
+    assert series["arc"].empty and series["zpool"].empty and series["txg"].empty
+
+
+def test_sampler_survives_failing_zpool(tmp_path):
+    bindir = fake_zpool(tmp_path, "echo \"cannot open '$6': no such pool\" >&2\nexit 1\n")
+    out, rc, err = run_sampler(tmp_path, 2.5, path_prefix=bindir)
+    assert rc == 0, err
+    assert "no such pool" in (out / "zpool_iostat.err").read_text()
+    assert len(split_snapshots((out / "stat.txt").read_text())) >= 2
+    assert not parse_sampler_dir(out)["cpu"].empty
+
+
+def test_sampler_kills_zpool_child_and_parses_it(tmp_path):
+    fixture = FIX / "zpool-iostat-Hpvyl.txt"
+    bindir = fake_zpool(tmp_path, f"echo \"$@\" > {tmp_path}/zpool.argv\necho $$ > {tmp_path}/zpool.pid\n"
+                                  f"cat {fixture}\nexec sleep 300\n")
+    out, rc, _ = run_sampler(tmp_path, 2.2, path_prefix=bindir)
+    assert rc == 0
+    assert (tmp_path / "zpool.argv").read_text().split() == ["iostat", "-Hpvy", "-l", "-T", "u", "tank", "1"]
+    pid = int((tmp_path / "zpool.pid").read_text())
+    deadline = time.monotonic() + 5
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pid), "the sampler left its zpool iostat child running"
+    zp = parse_sampler_dir(out)["zpool"]
+    assert list(zp.columns) == ["t_s", "layer", "device", "metric", "value", "kind"]
+    tank = zp[(zp.device == "tank") & (zp.metric == "write_ops_s")]
+    assert list(tank["t_s"]) == [1795281000, 1795281001, 1795281002] and (tank["value"] > 0).all()
+
+
+def test_parse_sampler_dir_with_zfs_files(tmp_path):
+    """A directory as the sampler writes it on the lab, built from the fixtures."""
+    out = tmp_path / "out"
+    shutil.copytree(LOCAL, out)
+    (out / "sampler.info").write_text("start 1795281000.0 interval 1 pool tank\n")
+    a, b = (FIX / "arcstats-a.txt").read_text(), (FIX / "arcstats-b.txt").read_text()
+    (out / "arcstats.txt").write_text(f"@@ 1795281000.5 1063.9\n{a}@@ 1795281001.5 1064.9\n{b}")
+    (out / "txgs.txt").write_text(f"@@ 1795281001.5 1064.9\n{(FIX / 'txgs.txt').read_text()}")
+    shutil.copyfile(FIX / "zpool-iostat-Hpvyl.txt", out / "zpool_iostat.txt")
+    s = parse_sampler_dir(out)
+    arc = s["arc"].set_index("metric")["value"]
+    assert arc["misses_s"] == 8410 and arc["hit_ratio"] < 0.25
+    txg = s["txg"]
+    assert sorted(txg["txg"].unique()) == [1207, 1208, 1209, 1210, 1211]  # committed only
+    assert set(txg["device"]) == {"tank"}
+    t1207 = txg[(txg.txg == 1207) & (txg.metric == "nwritten")]
+    assert t1207["t_s"].iloc[0] == pytest.approx(1795281001.5 - 1064.9 + 1058.0)
+    assert not s["zpool"].empty and not s["disk"].empty
+
+
+def test_parse_empty_sampler_dir(tmp_path):
+    s = parse_sampler_dir(tmp_path)
+    assert set(s) == {"disk", "cpu", "arc", "zpool", "txg"} and all(df.empty for df in s.values())
+    assert isinstance(s["disk"], pd.DataFrame)
+
+
+def test_sampler_script_is_posix_sh():
+    text = sampler_script()
+    assert text.startswith("#!/bin/sh") and "trap cleanup TERM" in text and "[[" not in text
+    if shutil.which("dash"):
+        subprocess.run(["dash", "-n"], input=text, text=True, check=True)
+    with pytest.raises(ValueError):
+        sampler_argv("s.sh", "/tmp/o", 0)
