@@ -66,6 +66,11 @@ class Host:
             raise CommandError(self.name, argv, proc.returncode, err, out)
         return res
 
+    def popen(self, argv, **kwargs) -> subprocess.Popen:
+        """Start `argv` on the host and return at once (for streamed progress)."""
+        return subprocess.Popen(self._wrap([str(a) for a in argv]), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
     def put(self, local: str | os.PathLike, remote: str) -> None:
         raise NotImplementedError
 

@@ -26,6 +26,7 @@ from .errors import ConfigError, ZbenchError
 from .hosts import SSHHost
 from .kvm import choose_accel
 from .qmp import QMPClient
+from .signals import terminate_as_exit
 
 GiB = 1024 ** 3
 MIN_DISK_BYTES = 64 * 1024 * 1024   # ZFS refuses vdevs below 64 MiB
@@ -158,7 +159,7 @@ class Lab:
         self.accel: str | None = None
         self.boot_s: float | None = None
         self.image: Path | None = None
-        self._prev_handlers = {}
+        self._signals = None
         self.models = {s: self.cfg.model for s in self.cfg.data_serials}
         self.models.update({s: self.cfg.extra_model for s in self.cfg.extra_serials})
 
@@ -237,12 +238,14 @@ class Lab:
         accel = "kvm" if self.accel == "kvm" else "tcg,thread=multi"
         argv = [QEMU, "-name", f"zbench-lab-{self.cfg.name}", "-accel", accel,
                 "-smp", str(self.cfg.cpus), "-m", str(self.cfg.memory_mib),
-                "-display", "none", "-vga", "none", "-monitor", "none",
+                "-nodefaults", "-display", "none", "-vga", "none", "-monitor", "none",
                 "-serial", f"file:{d / 'serial.log'}",
                 "-qmp", f"unix:{d / 'qmp.sock'},server=on,wait=off",
                 "-kernel", str(self.image / "vmlinuz"), "-initrd", str(self.image / "initrd.img"),
-                "-append", "root=/dev/vda rw console=ttyS0 net.ifnames=0 quiet",
-                "-drive", f"file={d / 'root.qcow2'},if=virtio,format=qcow2,cache=unsafe",
+                "-append", "root=LABEL=zbench-root rw console=ttyS0 net.ifnames=0 quiet",
+                # The root disk comes first on the PCI bus so that it is /dev/vda.
+                "-drive", f"file={d / 'root.qcow2'},if=none,id=root,format=qcow2,cache=unsafe",
+                "-device", "virtio-blk-pci,drive=root,serial=zbroot",
                 "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
                 "-device", "virtio-net-pci,netdev=n0"]
         disks = [(s, self.cfg.model) for s in self.cfg.data_serials]
@@ -300,19 +303,16 @@ class Lab:
         os.replace(tmp, self.dir / "state.json")
 
     def _install_signal_handlers(self):
-        import threading
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            self._prev_handlers[sig] = signal.signal(sig, _raise_system_exit)
+        self._signals = terminate_as_exit()
+        self._signals.__enter__()
 
     def _restore_signal_handlers(self):
-        for sig, handler in self._prev_handlers.items():
+        if self._signals is not None:
+            signals, self._signals = self._signals, None
             try:
-                signal.signal(sig, handler)
+                signals.__exit__(None, None, None)
             except (ValueError, TypeError):
                 pass
-        self._prev_handlers = {}
 
     # --- what the rest of zbench uses ------------------------------------------
     @property
@@ -336,6 +336,12 @@ class Lab:
         self.models[serial] = model
         return model
 
+    def connection(self) -> dict:
+        """Keyword arguments for SSHHost, so another process can reach this lab."""
+        return {"destination": "root@127.0.0.1", "port": self.port,
+                "identity": str(self.image / "id_ed25519"),
+                "known_hosts": str(self.image / "known_hosts"), "host_key_alias": "zbench-lab"}
+
     def provenance(self) -> dict:
         return {"lab_config": self.cfg.to_dict(), "lab_accel": self.accel, "lab_port": self.port,
                 "lab_image": self.image.name if self.image else None, "lab_boot_s": self.boot_s,
@@ -344,10 +350,6 @@ class Lab:
 
 class _PortTaken(Exception):
     pass
-
-
-def _raise_system_exit(signum, frame):
-    raise SystemExit(128 + signum)
 
 
 def _sparse(path: Path, size: int):

@@ -22,7 +22,7 @@ from .errors import CommandError, ZbenchError
 MIRROR = os.environ.get("ZBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 RECIPE = {
-    "recipe_version": 3,
+    "recipe_version": 4,
     "suite": "bookworm",
     "base_packages": [
         "linux-image-amd64", "systemd-sysv", "udev", "dbus", "kmod", "procps",
@@ -30,6 +30,9 @@ RECIPE = {
         "util-linux", "gzip",
     ],
     "build_packages": ["linux-headers-amd64"],
+    # dkms pulls these in; autoremove keeps some because others recommend them.
+    "purge_after_build": ["gcc-12", "cpp-12", "libgcc-12-dev", "linux-libc-dev", "libc6-dev",
+                          "make", "patch", "dpkg-dev"],
     "zfs_packages": ["zfs-dkms", "zfsutils-linux"],
     "zfs_suite": "bookworm-backports",
     "image_size": "2G",
@@ -44,7 +47,7 @@ RECIPE = {
 GUEST_FILES = {
     "etc/hostname": "zbench-lab\n",
     "etc/hosts": "127.0.0.1 localhost\n127.0.1.1 zbench-lab\n",
-    "etc/fstab": "/dev/vda / ext4 defaults,noatime 0 1\n",
+    "etc/fstab": "LABEL=zbench-root / ext4 defaults,noatime 0 1\n",
     "etc/modules-load.d/zfs.conf": "zfs\n",
     "etc/systemd/network/20-wired.network":
         "[Match]\nName=eth* en*\n\n[Network]\nDHCP=ipv4\n",
@@ -101,6 +104,11 @@ class _Builder:
     def chroot(self, *argv, **kw):
         self.sh(["chroot", self.root, *argv], **kw)
 
+    def _installed(self, names):
+        res = subprocess.run(["chroot", str(self.root), "dpkg-query", "-W", "-f",
+                              "${Package} ${Status}\n", *names], capture_output=True, text=True)
+        return [line.split()[0] for line in res.stdout.splitlines() if line.endswith(" installed")]
+
     def mount_api(self):
         for fstype, target in (("proc", "proc"), ("sysfs", "sys")):
             self.sh(["mount", "-t", fstype, fstype, self.root / target])
@@ -144,7 +152,7 @@ class _Builder:
         zfs_src = sorted((self.root / "usr/src").glob("zfs-*"))
         if not zfs_src:
             raise ZbenchError("zfs-dkms left no source tree in /usr/src")
-        zver = zfs_src[-1].name.split("-", 1)[1]
+        zver = self.zfs_version = zfs_src[-1].name.split("-", 1)[1]
         moddir = self.root / "lib/modules" / kver
         # With /proc mounted the postinst may already have built it.
         if not list(moddir.rglob("zfs.ko*")):
@@ -152,7 +160,6 @@ class _Builder:
         built = list(moddir.rglob("zfs.ko*"))
         if not built:
             raise ZbenchError(f"dkms did not produce zfs.ko for {kver}")
-        self.zfs_version = zver
 
     def configure(self):
         key = self.work / "id_ed25519"
@@ -181,6 +188,9 @@ class _Builder:
         self.chroot("apt-mark", "manual", "zfsutils-linux")
         self.chroot("apt-get", "purge", "-y", "-q", "zfs-dkms", *RECIPE["build_packages"],
                     f"linux-headers-{kver}")
+        installed = self._installed(RECIPE["purge_after_build"])
+        if installed:
+            self.chroot("apt-get", "purge", "-y", "-q", *installed)
         self.chroot("apt-get", "autoremove", "--purge", "-y", "-q")
         self.chroot("apt-get", "clean")
         target = moddir / "extra" / "zfs"
