@@ -1,0 +1,185 @@
+"""Sweep specs: the shipped specs load; malformed specs are refused by key path."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from zbench_lib.errors import ConfigError
+from zbench_lib.sweep_spec import load_spec, parse_spec
+
+SWEEPS = Path(__file__).resolve().parent.parent / "templates" / "sweeps"
+K = 1024
+DELETE = object()
+
+BASE = {
+    "question": "Which volblocksize suits VM disks on raidz?",
+    "surface": "zvol",
+    "host": "lab",
+    "lab": {"disks": 4, "disk_size": "1G", "model": "hdd-slow", "extra_disks": 1},
+    "factors": {"layout": ["stripe", "mirror", "raidz1"], "disks": [4], "volblocksize": ["8k", "64k"]},
+    "target": {"volsize": "256M", "compression": "off"},
+    "workloads": ["randread", {"name": "rw", "template": "randwrite", "overrides": {"runtime_s": 8, "ramp_time_s": 2}}],
+    "repetitions": {"min": 2, "max": 3, "target_rel_ci": 0.05, "metric": "iops"},
+    "prefill": {"fill": "whole", "policy": "once-per-target"},
+    "order": "randomised",
+    "seed": 7,
+}
+
+
+def variant(changes: dict) -> str:
+    """BASE with dotted-path changes applied (DELETE removes a key), as YAML text."""
+    d = copy.deepcopy(BASE)
+    for path, value in changes.items():
+        *parents, last = path.split(".")
+        node = d
+        for p in parents:
+            node = node[p]
+        if value is DELETE:
+            del node[last]
+        else:
+            node[last] = value
+    return yaml.safe_dump(d)
+
+
+def test_base_spec_is_valid():
+    s = parse_spec(variant({}), name="base")
+    assert s.name == "base" and s.surface == "zvol" and s.seed == 7
+    assert s.factors["volblocksize"] == [8 * K, 64 * K]
+    assert s.factors["layout"] == [{"family": "stripe"}, {"family": "mirror"}, {"family": "raidz1"}]
+    assert s.target == {"kind": "zvol", "size_bytes": 256 * K * K, "compression": "off"}
+    assert [(w.name, w.template, w.reads_only) for w in s.workloads] == [
+        ("randread", "randread", True), ("rw", "randwrite", False)]
+    assert s.lab["disk_bytes"] == 1024 ** 3 and s.available_disks == (4, 1)
+    assert s.repetitions == {"min": 2, "max": 3, "target_rel_ci": 0.05, "metric": "iops"}
+    assert s.reads_first is True and s.order == "randomised"
+
+
+def test_defaults_and_yaml_booleans():
+    s = parse_spec(variant({"repetitions": DELETE, "prefill": DELETE, "order": DELETE, "seed": DELETE,
+                            "target.compression": False, "factors.sync": ["always", "disabled"],
+                            "repetitions": {"target_rel_ci": "3%"}}))
+    assert s.repetitions == {"min": 3, "max": 10, "target_rel_ci": 0.03, "metric": "iops"}
+    assert s.prefill == {"fill": "whole", "policy": "once-per-target"}
+    assert s.order == "randomised" and s.seed == 0
+    assert s.target["compression"] == "off"       # YAML `off` unquoted is False
+
+
+def test_non_lab_host_and_dataset_surface():
+    text = variant({"host": "ssh://root@bench1", "lab": DELETE, "surface": "dataset",
+                    "devices": ["/dev/sdb", "/dev/sdc"], "extra_devices": ["/dev/nvme0n1"],
+                    "allow_signatures": ["/dev/sdc"], "factors.volblocksize": DELETE,
+                    "factors.recordsize": ["16k", "1M"], "factors.atime": [True, False],
+                    "target": {"size": "1G"}})
+    s = parse_spec(text)
+    assert s.available_disks == (2, 1) and s.disk_bytes is None
+    assert s.factors["recordsize"] == [16 * K, 1024 * K] and s.factors["atime"] == ["on", "off"]
+    assert s.target == {"kind": "dataset", "size_bytes": 1024 ** 3}
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"question": DELETE}, "spec: missing required key 'question'"),
+    ({"question": "why"}, "question: state the question in words"),
+    ({"questions": "x"}, r"spec: unknown key\(s\) 'questions' \(allowed: name, question, surface"),
+    ({"surface": "file"}, "surface: expected 'zvol' or 'dataset', got 'file'"),
+    ({"host": "bench1"}, "host: expected 'lab', 'local' or 'ssh://user@host', got 'bench1'"),
+    ({"host": "local", "lab": DELETE}, "devices: required for host 'local'"),
+    ({"host": "local"}, "lab: applies only when host is 'lab', not 'local'"),
+    ({"devices": ["/dev/sdb"]}, "devices: applies only to local or ssh:// hosts"),
+    ({"host": "ssh://root@b", "lab": DELETE, "devices": ["sdb"]}, r"devices\[0\]: expected a /dev/ path"),
+    ({"host": "ssh://root@b", "lab": DELETE, "devices": ["/dev/sdb", "/dev/sdb"]},
+     "devices: a device is listed more than once"),
+    ({"lab.disk": 4}, r"lab: unknown key\(s\) 'disk' \(allowed: disks, disk_size, model, extra_disks\)"),
+    ({"lab.disks": 0}, "lab.disks: must be at least 1, got 0"),
+    ({"lab.model": "floppy"}, "lab.model: unknown disk model 'floppy'"),
+    ({"lab.disk_size": "lots"}, "lab.disk_size: cannot parse 'lots' as a size"),
+    ({"factors.layout": DELETE}, "factors: missing required key 'layout'"),
+    ({"factors.layout": ["raidz5"]}, r"factors.layout\[0\]: unknown layout family 'raidz5'"),
+    ({"factors.layout": [{"family": "mirror", "width": 2, "disks": 4}]},
+     r"factors.layout\[0\]: unknown key\(s\) 'disks' \(allowed: family, width, vdevs\)"),
+    ({"factors.layout": [{"family": "mirror", "width": 2}]},
+     r"factors.layout\[0\]: a layout with its own width cannot be combined with factors.disks"),
+    ({"factors.volblocksize": ["8k", "16k", "12k"]}, r"factors.volblocksize\[2\]: '12k' is not a power of two"),
+    ({"factors.volblocksize": ["8k", "1M"]}, r"factors.volblocksize\[1\]: '1M' is outside 512..128K"),
+    ({"factors.volblocksize": ["8k", "8K"]}, r"factors.volblocksize\[1\]: duplicate value '8K'"),
+    ({"factors.recordsize": ["128k"]}, "factors.recordsize: recordsize does not apply to a zvol sweep"),
+    ({"factors.atime": ["on"]}, "factors.atime: atime applies only to datasets"),
+    ({"factors.ashift": [12, 20]}, r"factors.ashift\[1\]: must be at most 16, got 20"),
+    ({"factors.ashift": 12}, "factors.ashift: expected a non-empty list of values, got 12"),
+    ({"factors.disks": [4, "four"]}, r"factors.disks\[1\]: expected an integer, got 'four'"),
+    ({"factors.width": [4]}, "factors.disks: give either disks .* or explicit width/vdevs, not both"),
+    ({"factors.sync": ["sometimes"]}, r"factors.sync\[0\]: 'sometimes' is not a valid sync"),
+    ({"factors.copies": [1, 4]}, r"factors.copies\[1\]: must be at most 3, got 4"),
+    ({"factors.dedup": ["on"]}, r"factors: unknown key\(s\) 'dedup' \(allowed: layout, disks"),
+    ({"factors.mirror_width": [1]}, r"factors.mirror_width\[0\]: must be at least 2, got 1"),
+    ({"factors.bs": ["3k"]}, r"factors.bs\[0\]: '3k' is not a power of two"),
+    ({"target.volsize": DELETE}, "target: missing required key 'volsize'"),
+    ({"target.size": "1G"}, r"target: unknown key\(s\) 'size' \(allowed: volsize, volblocksize"),
+    ({"target.volblocksize": "16k"}, "target.volblocksize: is also a factor"),
+    ({"target.logbias": "fast"}, "target.logbias: 'fast' is not a valid logbias"),
+    ({"workloads": []}, "workloads: expected a non-empty list of workloads"),
+    ({"workloads": ["randomread"]}, r"workloads\[0\].name: unknown workload template 'randomread'"),
+    ({"workloads": ["randread", "randread"]}, r"workloads\[1\].name: duplicate workload name 'randread'"),
+    ({"workloads": [{"name": "r", "template": "randread", "overides": {}}]},
+     r"workloads\[0\]: unknown key\(s\) 'overides' \(allowed: name, template, overrides\)"),
+    ({"workloads": [{"name": "r", "template": "randread", "overrides": {"depth": 4}}]},
+     r"workloads\[0\].overrides: unknown key\(s\) 'depth'"),
+    ({"workloads": [{"name": "r", "template": "randread", "overrides": {"runtime_s": 5, "ramp_time_s": 10}}]},
+     r"workloads\[0\].overrides: ramp_time_s \(10\) must be shorter than runtime_s \(5\)"),
+    ({"workloads": [{"name": "r", "template": "randread", "overrides": {"filename": "/dev/sda"}}]},
+     r"workloads\[0\].overrides.filename: is set by the sweep"),
+    ({"factors.iodepth": [1, 32], "workloads": [{"name": "r", "template": "randread",
+                                                 "overrides": {"iodepth": 4}}]},
+     r"workloads\[0\].overrides.iodepth: iodepth is also a factor"),
+    ({"repetitions.min": 0}, "repetitions.min: must be at least 1, got 0"),
+    ({"repetitions.max": 1}, "repetitions.max: 1 is smaller than min 2"),
+    ({"repetitions.target_rel_ci": 5}, "repetitions.target_rel_ci: expected a fraction in \\(0, 1\\)"),
+    ({"repetitions.metric": "speed"}, "repetitions.metric: 'speed' is not a result column"),
+    ({"repetitions.reps": 5}, r"repetitions: unknown key\(s\) 'reps'"),
+    ({"prefill.fill": "120%"}, "prefill.fill: expected 'whole' or a percentage"),
+    ({"prefill.policy": "always"}, "prefill.policy: expected 'once-per-target' or 'none'"),
+    ({"order": "random"}, "order: expected 'randomised' or 'as-written', got 'random'"),
+    ({"reads_first": "yes please"}, "reads_first: expected true or false"),
+    ({"seed": "abc"}, "seed: expected an integer, got 'abc'"),
+    ({"name": "my sweep"}, "name: must be a plain name"),
+])
+def test_malformed_specs_are_refused_by_path(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_spec(variant(changes))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("question: [unclosed", "spec is not valid YAML"),
+    ("- just\n- a list\n", "spec: expected a mapping, got list"),
+])
+def test_not_a_mapping(text, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_spec(text)
+
+
+def test_dataset_refuses_volblocksize():
+    text = variant({"surface": "dataset", "target": {"size": "1G"}})
+    with pytest.raises(ConfigError, match="factors.volblocksize: volblocksize does not apply to a dataset "
+                                          r"sweep \(use recordsize\)"):
+        parse_spec(text)
+
+
+def test_load_spec_names_by_file_stem(tmp_path):
+    p = tmp_path / "my-study.yaml"
+    p.write_text(variant({}))
+    assert load_spec(p).name == "my-study"
+    with pytest.raises(ConfigError, match="cannot read sweep spec"):
+        load_spec(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize("path", sorted(SWEEPS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_specs_load(path):
+    s = load_spec(path)
+    assert s.name == path.stem and s.text == path.read_text()
+
+
+def test_all_four_shipped_specs_exist():
+    assert {p.stem for p in SWEEPS.glob("*.yaml")} >= {"demo", "scaling", "volblocksize", "sync-slog"}
