@@ -171,8 +171,11 @@ class Store:
     def record(self, event: str, **fields) -> dict:
         """Append one event line (fsynced) to events.jsonl."""
         entry = {"ts": utc_now(), "event": event, **fields}
-        with open(self.path / "events.jsonl", "a") as f:
-            f.write(json.dumps(entry, sort_keys=True, default=str) + "\n")
+        line = (json.dumps(entry, sort_keys=True, default=str) + "\n").encode()
+        with open(self.path / "events.jsonl", "a+b") as f:
+            if f.seek(0, os.SEEK_END) and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n":
+                line = b"\n" + line            # a torn last line stays alone, never glued to this one
+            f.write(line)
             f.flush()
             os.fsync(f.fileno())
         return entry
