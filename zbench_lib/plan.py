@@ -28,7 +28,7 @@ from .stats import relative_ci_halfwidth
 from .sweep_spec import BLOCKSIZE, PROPERTIES, SweepSpec
 from .targets import Dataset, Zvol
 
-MiB = 1024 ** 2
+MiB, GiB = 1024 ** 2, 1024 ** 3
 BOOT_S = 90.0            # lab boot to SSH
 POOL_CREATE_S = 10.0     # zpool create + checks + destroy
 TARGET_CREATE_S = 5.0    # zfs create + property read-back
@@ -109,10 +109,6 @@ def _short_id(factors: dict, n: int = 6) -> str:
     return hashlib.sha1(json.dumps(factors, sort_keys=True).encode()).hexdigest()[:n]
 
 
-def _readable(f: dict) -> dict:
-    return {k: (v["family"] if k == "layout" and len(v) == 1 else v) for k, v in f.items()}
-
-
 @dataclass
 class Plan:
     spec: SweepSpec
@@ -124,9 +120,8 @@ class Plan:
     estimates: dict
 
     def cell(self, cell_id: str) -> dict:
-        for c in self.cells:
-            if c["cell_id"] == cell_id:
-                return c
+        for c in (c for c in self.cells if c["cell_id"] == cell_id):
+            return c
         raise ZbenchError(f"no cell {cell_id!r} in this plan")
 
     def extra_run(self, cell_id: str, rep: int) -> Run:
@@ -159,7 +154,6 @@ class Plan:
         host = s.host if s.lab is None else (f"lab ({s.lab['disks']} x {format_size(s.lab['disk_bytes'])} "
                                              f"{s.lab['model']}, {s.lab['extra_disks']} extra)")
         hms = lambda t: f"{int(t // 3600)}h{int(t % 3600 // 60):02d}m{int(t % 60):02d}s"  # noqa: E731
-        gib = lambda b: f"{b / 1024 ** 3:.2f} GiB"  # noqa: E731
         order = ("randomised within each pool" if s.order == "randomised" else "as written") + \
             (", reads before writes within a target" if s.reads_first else "")
         lines = [f"sweep {s.name!r}: {s.question}", f"surface {s.surface} on {host}",
@@ -170,10 +164,11 @@ class Plan:
                  f"{s.repetitions['target_rel_ci'] * 100:g}% on {s.repetitions['metric']})",
                  f"estimated wall time: {hms(e['wall_s'])} (up to {hms(e['wall_max_s'])}), "
                  f"{hms(e['measure_s'])} inside fio measurement windows",
-                 f"estimated bytes written: {gib(e['bytes_written'])} (up to {gib(e['bytes_written_max'])}), "
-                 f"prefill {gib(e['prefill_bytes'])}",
+                 f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
+                 f"(up to {e['bytes_written_max'] / GiB:.2f} GiB), prefill {e['prefill_bytes'] / GiB:.2f} GiB",
                  f"order: {order}; seed {s.seed}"]
-        lines += [f"  skipped {sk['workload']} {_readable(sk['factors'])}: {sk['reason']}" for sk in self.skipped]
+        brief = lambda f: {k: v["family"] if k == "layout" and len(v) == 1 else v for k, v in f.items()}  # noqa: E731
+        lines += [f"  skipped {sk['workload']} {brief(sk['factors'])}: {sk['reason']}" for sk in self.skipped]
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
@@ -190,117 +185,104 @@ class Plan:
 
 
 def _disk_rates(spec: SweepSpec) -> tuple[float, float]:
-    m = parse_model(spec.lab["model"]) if spec.lab else None
-    bw = (m.bw_write or m.bw) if m else None
-    iops = m.write_iops_limit() if m else None
-    return float(bw or ASSUMED_BW), float(iops or ASSUMED_IOPS)
+    """(write bytes/s, write IOPS) of one disk: the lab's model, else assumed."""
+    m = parse_model(spec.lab["model"] if spec.lab else "unthrottled")
+    return float(m.bw_write or m.bw or ASSUMED_BW), float(m.write_iops_limit() or ASSUMED_IOPS)
 
 
-def _target_spec(spec: SweepSpec, f: dict, layout: Layout) -> tuple[dict, Zvol | Dataset]:
-    bkey = BLOCKSIZE[spec.surface]
+def _target_spec(spec: SweepSpec, f: dict, layout: Layout) -> dict:
+    """Target-level settings of a combination; ConfigError if ZFS would refuse or it cannot fit."""
+    bkey = f"{BLOCKSIZE[spec.surface]}_bytes"
     settings = {k: v for k, v in spec.target.items() if k != "kind"}
     settings.update({k: f[k] for k in PROPERTIES if k in f})
-    if bkey in f:
-        settings[f"{bkey}_bytes"] = f[bkey]
-    props = {k: v for k, v in settings.items() if k in PROPERTIES}
-    if spec.surface == "zvol":
-        t = Zvol("target", volsize_bytes=settings["size_bytes"], **props,
-                 **({"volblocksize_bytes": settings[f"{bkey}_bytes"]} if f"{bkey}_bytes" in settings else {}))
-    else:
-        t = Dataset("target", **props, **({"recordsize_bytes": settings[f"{bkey}_bytes"]}
-                                           if f"{bkey}_bytes" in settings else {}))
-    t.validate()
-    settings[f"{bkey}_bytes"] = getattr(t, f"{bkey}_bytes")
-    if spec.disk_bytes and settings["size_bytes"] > layout.usable_bytes(spec.disk_bytes):
+    if BLOCKSIZE[spec.surface] in f:
+        settings[bkey] = f[BLOCKSIZE[spec.surface]]
+    kw = {k: v for k, v in settings.items() if k in PROPERTIES or k == bkey}
+    t = Zvol("target", volsize_bytes=settings["size_bytes"], **kw) if spec.surface == "zvol" \
+        else Dataset("target", **kw)
+    settings[bkey] = getattr(t.validate(), bkey)
+    usable = layout.usable_bytes(spec.disk_bytes) if spec.disk_bytes else None
+    if usable and settings["size_bytes"] > usable:
         raise ConfigError(f"target of {format_size(settings['size_bytes'])} does not fit in "
-                          f"{layout.describe()} (about {format_size(layout.usable_bytes(spec.disk_bytes))} usable)")
-    return settings, t
+                          f"{layout.describe()} (about {format_size(usable)} usable)")
+    return settings
+
+
+def _cell(spec: SweepSpec, w, f: dict, layout: Layout, settings: dict, rates: tuple) -> dict:
+    """One cell without ids: its factors (the result columns), fio overrides and estimates."""
+    params = {**w.overrides, **{k: f[k] for k in ("iodepth", "numjobs", "bs") if k in f}}
+    try:
+        fio.build_job(w.template, filename="/dev/zvol/plan/target", size=settings["size_bytes"], **params)
+    except ConfigError as e:
+        raise ConfigError(f"workload {w.name}: {e}") from None
+    merged = {**fio.WORKLOADS[w.template], **params}
+    factors = {"layout": layout.family, "width": layout.width, "vdevs": layout.vdevs,
+               "data_disks": layout.data_disks, "total_disks": layout.total_disks, "log": layout.log,
+               "ashift": layout.ashift, "layout_label": layout.describe(),
+               **{k: v for k, v in settings.items() if k != "size_bytes"},
+               ("volsize_bytes" if spec.surface == "zvol" else "file_size_bytes"): settings["size_bytes"],
+               "workload": w.name, "template": w.template, "iodepth": merged["iodepth"],
+               "numjobs": merged["numjobs"], "bs_bytes": parse_size(merged["bs"], "bs")}
+    measured = merged["ramp_time_s"] + merged["runtime_s"]
+    share = (0.0 if w.reads_only else 1.0) if merged["rwmixread"] is None else 1 - merged["rwmixread"] / 100
+    rate = layout.data_disks * min(rates[0], rates[1] * factors["bs_bytes"])
+    return {"workload": w.name, "template": w.template, "reads_only": w.reads_only, "factors": factors,
+            "fio": params, "runtime_s": merged["runtime_s"], "run_s": measured + RUN_OVERHEAD_S,
+            "write_bytes_per_run": int(share * rate * measured)}
 
 
 def expand(spec: SweepSpec) -> Plan:
     """Every factor combination x workload: a cell, or a skipped cell with its reason."""
-    keys = list(spec.factors)
-    disk_bw, disk_iops = _disk_rates(spec)
+    keys, rates = list(spec.factors), _disk_rates(spec)
     cells, skipped, seen, pools, targets = [], [], set(), {}, {}
     for combo in itertools.product(*(spec.factors[k] for k in keys)):
         f = dict(zip(keys, combo))
-        try:
-            layout = _layout(f, spec)
-            settings, _ = _target_spec(spec, f, layout)
-            reason = None
-        except ConfigError as e:
-            reason = str(e)
         for w in spec.workloads:
-            params = {**w.overrides, **{k: f[k] for k in ("iodepth", "numjobs", "bs") if k in f}}
-            reason_w = None
-            if reason is None:
-                try:
-                    fio.build_job(w.template, filename="/dev/zvol/plan/target",
-                                  size=settings["size_bytes"], **params)
-                except ConfigError as e:
-                    reason_w = f"workload {w.name}: {e}"
-            entry = {"workload": w.name, "factors": f, "reason": reason or reason_w}
-            if reason or reason_w:
-                if entry not in skipped:
-                    skipped.append(entry)
+            try:
+                layout = _layout(f, spec)
+                settings = _target_spec(spec, f, layout)
+                cell = _cell(spec, w, f, layout, settings, rates)
+            except ConfigError as e:
+                skipped.append({"workload": w.name, "factors": f, "reason": str(e)})
                 continue
-            pkey = json.dumps([layout.family, layout.width, layout.vdevs, layout.ashift, layout.log])
-            pool = pools.setdefault(pkey, {"pool_id": f"p{len(pools) + 1:02d}", "layout": layout.to_dict(),
-                                           "label": layout.describe(), "data_disks": layout.data_disks})
-            tkey = json.dumps([pool["pool_id"], settings], sort_keys=True)
-            n_in_pool = sum(t["pool_id"] == pool["pool_id"] for t in targets.values())
-            target = targets.setdefault(tkey, {"target_id": f"{pool['pool_id']}-t{n_in_pool + 1:02d}",
-                                               "pool_id": pool["pool_id"], "kind": spec.surface, **settings})
-            merged = {**fio.WORKLOADS[w.template], **params}
-            factors = {"layout": layout.family, "width": layout.width, "vdevs": layout.vdevs,
-                       "data_disks": layout.data_disks, "total_disks": layout.total_disks,
-                       "log": layout.log, "ashift": layout.ashift, "layout_label": layout.describe(),
-                       **{k: v for k, v in settings.items() if k != "size_bytes"},
-                       ("volsize_bytes" if spec.surface == "zvol" else "file_size_bytes"): settings["size_bytes"],
-                       "workload": w.name, "template": w.template, "iodepth": merged["iodepth"],
-                       "numjobs": merged["numjobs"], "bs_bytes": parse_size(merged["bs"], "bs")}
-            key = json.dumps(factors, sort_keys=True)
+            key = json.dumps(cell["factors"], sort_keys=True)
             if key in seen:
                 continue            # e.g. mirror_width varied for a raidz layout
             seen.add(key)
-            measured = merged["ramp_time_s"] + merged["runtime_s"]
-            share = (1.0 if not w.reads_only else 0.0) if merged["rwmixread"] is None \
-                else 1 - merged["rwmixread"] / 100
-            rate = min(layout.data_disks * disk_bw, layout.data_disks * disk_iops * factors["bs_bytes"])
-            cells.append({"cell_id": None, "pool_id": pool["pool_id"], "target_id": target["target_id"],
-                          "workload": w.name, "template": w.template, "reads_only": w.reads_only,
-                          "factors": factors, "fio": params, "runtime_s": merged["runtime_s"],
-                          "run_s": measured + RUN_OVERHEAD_S, "write_bytes_per_run": int(share * rate * measured)})
+            pkey = json.dumps([layout.family, layout.width, layout.vdevs, layout.ashift, layout.log])
+            pool = pools.setdefault(pkey, {"pool_id": f"p{len(pools) + 1:02d}", "layout": layout.to_dict(),
+                                           "label": layout.describe(), "data_disks": layout.data_disks})
+            n_in_pool = sum(t["pool_id"] == pool["pool_id"] for t in targets.values())
+            target = targets.setdefault(json.dumps([pool["pool_id"], settings], sort_keys=True),
+                                        {"target_id": f"{pool['pool_id']}-t{n_in_pool + 1:02d}",
+                                         "pool_id": pool["pool_id"], "kind": spec.surface, **settings})
+            cells.append({"cell_id": None, "pool_id": pool["pool_id"], "target_id": target["target_id"], **cell})
     _assign_ids(cells)
     pools_l, targets_l = list(pools.values()), list(targets.values())
     for t in targets_l:
-        t["prefill_bytes"] = _prefill_bytes(spec, t, pools_l)
         data = next(p["data_disks"] for p in pools_l if p["pool_id"] == t["pool_id"])
-        t["prefill_s"] = round(t["prefill_bytes"] / (data * disk_bw), 1)
+        t["prefill_bytes"] = _prefill_bytes(spec, t, data)
+        t["prefill_s"] = round(t["prefill_bytes"] / (data * rates[0]), 1)
     runs = _order(spec, cells, targets_l)
     return Plan(spec, cells, skipped, pools_l, targets_l, runs, _estimates(spec, cells, pools_l, targets_l))
 
 
-def _assign_ids(cells: list) -> None:
-    n = 6
-    while True:
-        ids = [f"c{_short_id(c['factors'], n)}" for c in cells]
-        if len(set(ids)) == len(ids):
-            break
-        n += 2                      # a prefix collision: longer ids for everyone, still stable
+def _assign_ids(cells: list, n: int = 6) -> None:
+    ids = [f"c{_short_id(c['factors'], n)}" for c in cells]
+    if len(set(ids)) < len(ids):    # a prefix collision: longer ids for everyone, still stable
+        return _assign_ids(cells, n + 2)
     for c, i in zip(cells, ids):
         c["cell_id"] = i
 
 
-def _prefill_bytes(spec: SweepSpec, target: dict, pools: list) -> int:
+def _prefill_bytes(spec: SweepSpec, target: dict, data_disks: int) -> int:
     if spec.prefill["policy"] == "none":
         return 0
     fill, size = spec.prefill["fill"], target["size_bytes"]
     if fill == "whole":
         return size
     pct = float(fill[:-1]) / 100
-    pool = next(p for p in pools if p["pool_id"] == target["pool_id"])
-    room = pool["data_disks"] * spec.disk_bytes if spec.disk_bytes else size
+    room = data_disks * spec.disk_bytes if spec.disk_bytes else size
     return int(min(size, pct * room)) // MiB * MiB
 
 
@@ -338,5 +320,4 @@ def _estimates(spec: SweepSpec, cells: list, pools: list, targets: list) -> dict
             "measure_s": lo * sum(c["runtime_s"] for c in cells), "prefill_bytes": prefill,
             "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written,
             "assumptions": {"boot_s": BOOT_S, "pool_create_s": POOL_CREATE_S, "target_create_s": TARGET_CREATE_S,
-                            "run_overhead_s": RUN_OVERHEAD_S, "disk_write_bw": _disk_rates(spec)[0],
-                            "disk_write_iops": _disk_rates(spec)[1]}}
+                            "run_overhead_s": RUN_OVERHEAD_S, "disk_write_bw_iops": _disk_rates(spec)}}

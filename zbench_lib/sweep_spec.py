@@ -132,6 +132,14 @@ class SweepSpec:
         return self.lab["disk_bytes"] if self.lab is not None else None
 
 
+_CHECKS = {
+    **dict.fromkeys(("disks", "width", "vdevs", "iodepth", "numjobs"), lambda v, p: _int(v, p, 1)),
+    "mirror_width": lambda v, p: _int(v, p, 2), "log": lambda v, p: _int(v, p, 0),
+    "ashift": lambda v, p: _int(v, p, 9, 16), "bs": lambda v, p: _blocksize(v, p, 512, 16 * 1024 ** 2),
+    **{k: (lambda k: lambda v, p: _blocksize(v, p, 512, MAX_BLOCKSIZE[k]))(k) for k in MAX_BLOCKSIZE},
+}
+
+
 def _factor(key: str, values, surface: str) -> list:
     path = f"factors.{key}"
     if key in ("volblocksize", "recordsize") and key != BLOCKSIZE[surface]:
@@ -150,20 +158,8 @@ def _factor(key: str, values, surface: str) -> list:
             if v["family"] not in FAMILIES:
                 _fail(p, f"unknown layout family {v['family']!r}; expected one of {', '.join(FAMILIES)}")
             v = {"family": v["family"], **{k: _int(v[k], f"{p}.{k}", 1) for k in ("width", "vdevs") if k in v}}
-        elif key in ("disks", "width", "vdevs", "iodepth", "numjobs"):
-            v = _int(v, p, 1)
-        elif key == "mirror_width":
-            v = _int(v, p, 2)
-        elif key == "log":
-            v = _int(v, p, 0)
-        elif key == "ashift":
-            v = _int(v, p, 9, 16)
-        elif key in MAX_BLOCKSIZE:
-            v = _blocksize(v, p, 512, MAX_BLOCKSIZE[key])
-        elif key == "bs":
-            v = _blocksize(v, p, 512, 16 * 1024 ** 2)
         else:
-            v = _property(key, v, p)
+            v = _CHECKS.get(key, lambda v, p: _property(key, v, p))(v, p)
         if v in out:
             _fail(p, f"duplicate value {values[i]!r}")
         out.append(v)
@@ -231,9 +227,7 @@ def _target(d, surface: str, factors: dict) -> dict:
 
 
 def _host(d: dict):
-    host = d.get("host")
-    if host is None:
-        _fail("host", "missing: 'lab', 'local' or 'ssh://user@host'")
+    host = d["host"]
     if host != "lab" and host != "local" and not (isinstance(host, str) and re.match(r"^ssh://[^\s/]+$", host)):
         _fail("host", f"expected 'lab', 'local' or 'ssh://user@host', got {host!r}")
     if host == "lab":
@@ -284,7 +278,8 @@ def _repetitions(d) -> dict:
         except ValueError:
             pass
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1:
-        _fail("repetitions.target_rel_ci", f"expected a fraction in (0, 1) such as 0.05 or '5%', got {r['target_rel_ci']!r}")
+        _fail("repetitions.target_rel_ci",
+              f"expected a fraction in (0, 1) such as 0.05 or '5%', got {r['target_rel_ci']!r}")
     if r["metric"] not in METRICS:
         _fail("repetitions.metric", f"{r['metric']!r} is not a result column; choose one of {', '.join(METRICS)}")
     return {**r, "target_rel_ci": float(t)}
