@@ -1,0 +1,136 @@
+"""Unit tests of the notebook helpers, on hand-made tables and SYNTHETIC data."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from zbench_lib import analysis as A
+from zbench_lib.errors import ConfigError
+from zbench_lib.stats import data_disks
+from zbench_lib.synthetic import COLUMNS, synthetic_results, write_synthetic_sweep
+
+
+def _runs(layout, disks, values, **extra):
+    width, vdevs = (2, disks // 2) if layout == "mirror" else (disks, 1)
+    dd = data_disks(layout, width, vdevs)
+    return pd.DataFrame(dict(layout=layout, width=width, vdevs=vdevs, data_disks=dd, total_disks=disks,
+                             workload="randread-4k", direction="read", rep=range(1, len(values) + 1),
+                             iops=values, flagged=False, **extra))
+
+
+def test_synthetic_table_is_labelled_and_shaped():
+    df = synthetic_results(1234, seed=3)
+    assert len(df) == 1234 and list(df.columns) == list(COLUMNS)
+    assert df["synthetic"].all() and df["sweep_id"].str.startswith("SYNTHETIC").all()
+    assert (df["flagged"] == df.filter(like="flag_").any(axis=1)).all()
+    assert synthetic_results(50, seed=3).equals(synthetic_results(50, seed=3))
+
+
+def test_load_sweep_reads_store_and_csv_fallback(tmp_path):
+    p = write_synthetic_sweep(tmp_path / "s", n_rows=200)
+    sw = A.load_sweep(p)
+    assert sw.spec["surface"] == "zvol" and "question" in sw.spec and sw.provenance["synthetic"]
+    assert len(sw.results) == 200
+    df = sw.results.drop(columns=["flagged"])
+    (p / "results.parquet").unlink()
+    df.to_csv(p / "results.csv", index=False)
+    again = A.load_sweep(p).results
+    assert (again["flagged"] == sw.results["flagged"]).all()      # rebuilt from the flag_ columns
+    with pytest.raises(ConfigError, match="does not exist"):
+        A.load_sweep(tmp_path / "missing")
+
+
+def test_truth_summary_counts_runs_per_flag():
+    df = pd.DataFrame(dict(run_id=["a", "a", "b", "c"], flag_not_steady=[True, True, False, False],
+                           flag_cache_served=[False, False, True, False]))
+    df["flagged"] = df.filter(like="flag_").any(axis=1)
+    t = A.truth_summary(df).set_index("flag")
+    assert t.loc["flag_not_steady", "runs"] == 1 and t.loc["flag_not_steady", "rows"] == 2
+    assert t.loc["flagged", "runs"] == 2 and t.loc["flagged", "share_of_runs"] == pytest.approx(2 / 3)
+    assert A.flagged_runs(df)["flags"].tolist() == ["not_steady", "not_steady", "cache_served"]
+    assert len(A.select_admissible(df)) == 1 and len(A.select_admissible(df, include_flagged=True)) == 4
+
+
+def test_environment_table_flattens():
+    t = A.environment_table({"kernel": "6.1", "zfs": {"version": "2.3.1"}, "disks": ["a", "b"]})
+    assert t.values.tolist() == [["kernel", "6.1"], ["zfs.version", "2.3.1"], ["disks", "a, b"]]
+
+
+def test_varying_columns_drop_determined_ones():
+    df = pd.DataFrame(dict(workload=["r", "r", "w", "w"], bs_bytes=[4096, 4096, 8192, 8192],
+                           layout=["mirror", "raidz1"] * 2, ashift=12))
+    assert A.varying_columns(df) == ["workload", "layout"]
+
+
+def test_parse_level_sizes_and_names():
+    df = pd.DataFrame(dict(volblocksize_bytes=[8192, 16384], layout=["mirror", "raidz2"]))
+    assert A.parse_level(df, "volblocksize_bytes", "16k") == 16384
+    assert A.parse_level(df, "layout", "raidz2") == "raidz2"
+    with pytest.raises(ConfigError, match=r"levels are \['16K', '8K'\]|levels are \['8K', '16K'\]"):
+        A.parse_level(df, "volblocksize_bytes", "128k")
+
+
+def test_scaling_conclusion_numbers_come_from_the_table():
+    df = pd.concat([_runs("raidz2", 4, [150, 152, 148, 151, 149]), _runs("raidz2", 6, [160, 165, 158, 162, 161]),
+                    _runs("mirror", 2, [300, 305, 295]), _runs("mirror", 4, [600, 610, 590])])
+    df["disk_model_iops"] = 150.0
+    df["volblocksize_bytes"] = 16384
+    s = A.scaling_table(df, "iops")
+    r = s[(s.layout == "raidz2") & (s.data_disks == 4)].iloc[0]
+    assert r["scaling"] == pytest.approx(161.2 / 150.0)
+    assert r["efficiency"] == pytest.approx(161.2 / 150.0 / 2)
+    assert r["disk_equivalents_per_vdev"] == pytest.approx(161.2 / 150)
+    assert r["model_per_disk"] == pytest.approx(150 / 4)   # 16K on raidz2 of 6 spans all 4 data disks
+    text = A.conclusions_scaling(s, "iops")
+    rz = [t for t in text if t.startswith("raidz2")][0]
+    assert f"efficiency {r['efficiency']:.2f} (95% CI {r['efficiency_ci_low']:.2f}–{r['efficiency_ci_high']:.2f})" in rz
+    assert "below linear" in rz and "1.1 single disks" in rz
+    assert "close to linear" in [t for t in text if t.startswith("mirror")][0]
+
+
+def test_compare_table_adds_tost_and_conclusions_follow_it():
+    rng = np.random.default_rng(0)
+    a = 100 + rng.normal(0, 0.5, 6)
+    b = 100 + rng.normal(0, 0.5, 6)
+    c = 130 + rng.normal(0, 0.5, 6)
+    d = 101 + rng.normal(0, 8, 3)
+    df = pd.concat([_runs("mirror", 4, a, vbs=1), _runs("raidz1", 4, b, vbs=1), _runs("raidz2", 4, c, vbs=1),
+                    _runs("stripe", 4, d, vbs=1)])
+    cmp = A.compare_table(df, "iops", "layout", "mirror", margin=0.05).set_index("level")
+    # reference: scipy.stats.ttest_ind(b, a, equal_var=False)
+    assert cmp.loc["raidz1", "welch_p"] == pytest.approx(sps.ttest_ind(b, a, equal_var=False).pvalue)
+    assert bool(cmp.loc["raidz1", "equivalent"]) and not bool(cmp.loc["raidz2", "equivalent"])
+    text = {t.split(" vs")[0]: t for t in A.conclusions_compare(cmp.reset_index(), "iops")}
+    assert "no meaningful difference (equivalent within ±5%" in text["layout=raidz1"]
+    assert "higher than mirror, a significant difference" in text["layout=raidz2"]
+    assert "inconclusive" in text["layout=stripe"] and "no meaningful difference" not in text["layout=stripe"]
+    assert f"ratio {cmp.loc['raidz2', 'ratio']:.2f}" in text["layout=raidz2"]
+    assert not any("Mann–Whitney U is not reported" in t for t in text.values())    # 6 vs 6, 3 vs 6 can
+    small = pd.concat([_runs("mirror", 4, a[:3]), _runs("raidz1", 4, c[:3])])
+    assert "Mann–Whitney U is not reported for 1" in A.conclusions_compare(A.compare_table(small, "iops", "layout",
+                                                                                          "mirror"))[-1]
+
+
+def test_space_check_and_volblocksize_conclusions():
+    df = synthetic_results(800, seed=4, shape="volblocksize")
+    space = A.space_check(df).set_index(["layout", "volblocksize_bytes"])
+    # raidz2 of 6 at ashift 12: 8K allocates 6 sectors for 2 of data (33%), charged 2x deflated
+    assert space.loc[("raidz2", 8192), "space_efficiency"] == pytest.approx(1 / 3)
+    assert abs(space["rel_error"]).max() < 0.02
+    cmp = A.compare_table(df, "iops", "volblocksize_bytes", 16384)
+    cmp99 = A.compare_table(df, "clat_p99_ns", "volblocksize_bytes", 16384)
+    text = A.conclusions_volblocksize(cmp, cmp99, space.reset_index(), "iops")
+    best = [t for t in text if t.startswith("randwrite write raidz2")][0]
+    assert "4K gives" in best and "the p99 latency" in best and "Holm p" in best
+    assert any(t.startswith("raidz2 of 6 at 8K: the allocation model predicts 33%") for t in text)
+
+
+def test_sweep_spec_written_by_synthetic_is_plain_yaml(tmp_path):
+    p = write_synthetic_sweep(tmp_path / "s", n_rows=20)
+    assert json.loads((p / "provenance.json").read_text())["synthetic"] is True
+    assert "SYNTHETIC" in (p / "spec.yaml").read_text()
