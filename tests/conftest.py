@@ -14,7 +14,7 @@ GiB = 1024 ** 3
 # of 4), plus 4 unthrottled extra disks for log / cache / special vdevs and the
 # safety tests. A modest envelope keeps runs short but disk-bound.
 LAB_TEST_CONFIG = dict(disks=8, disk_bytes=1 * GiB, model="custom:iops=400,bw=100M",
-                       extra_disks=4, extra_disk_bytes=512 * 1024 ** 2,
+                       extra_disks=4, extra_disk_bytes=256 * 1024 ** 2,
                        memory_mib=2048, name="pytest")
 
 

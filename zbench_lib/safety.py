@@ -59,9 +59,12 @@ def _imported_pool_devices(host: Host) -> set[str]:
         return devices
 
     def walk(node):
+        # A top-level single-disk vdev carries neither vdev_type nor path in
+        # OpenZFS 2.3's JSON, only its name: take any leaf named by a path.
         if isinstance(node, dict):
-            if node.get("vdev_type") == "disk" and node.get("path"):
-                devices.add(node["path"])
+            leaf = node.get("path") or node.get("name")
+            if not node.get("vdevs") and isinstance(leaf, str) and leaf.startswith("/"):
+                devices.add(leaf)
             for v in node.values():
                 walk(v)
     walk(json.loads(res.stdout))
@@ -77,6 +80,8 @@ def check_device(host: Host, device: str, *, lsblk: dict | None = None,
         chk.reasons.append("does not exist")
         return chk
     real = chk.resolved = res.stdout.strip()
+    if host.run(["test", "-f", real], check=False).ok:
+        return _check_file_vdev(host, chk, pool_devices)
     if not host.run(["test", "-b", real], check=False).ok:
         chk.reasons.append("is not a block device")
         return chk
@@ -106,15 +111,34 @@ def check_device(host: Host, device: str, *, lsblk: dict | None = None,
     pool_devices = pool_devices if pool_devices is not None else _imported_pool_devices(host)
     if real in pool_devices or any(c["path"] in pool_devices for c in node.get("children") or []):
         chk.reasons.append("belongs to an imported ZFS pool")
-    label_pool = _zfs_label_pool(host, real)
-    if label_pool and not label_pool.startswith(POOL_PREFIX):
-        chk.reasons.append(f"has a ZFS label of pool {label_pool!r} (importable; "
-                           "`zpool labelclear` it yourself if it is really free)")
+    # ZFS on Linux puts the label on partition 1 of a whole disk it was given.
+    for path in [real] + [c["path"] for c in node.get("children") or []]:
+        label_pool = _zfs_label_pool(host, path)
+        if label_pool and not label_pool.startswith(POOL_PREFIX) and \
+                "belongs to an imported ZFS pool" not in chk.reasons:
+            chk.reasons.insert(0, f"has a ZFS label of pool {label_pool!r} (importable; "
+                               "`zpool labelclear` it yourself if it is really free)")
+            break
     probe = _blkid(host, real)
     if probe.get("PTTYPE"):
         chk.signatures.append(f"carries a {probe['PTTYPE']} partition table")
     if probe.get("TYPE") and probe["TYPE"] != "zfs_member":
         chk.signatures.append(f"carries a {probe['TYPE']} signature")
+    return chk
+
+
+def _check_file_vdev(host: Host, chk: DeviceCheck, pool_devices) -> DeviceCheck:
+    """A file vdev: only a file this workbench made, not part of a live pool."""
+    name = chk.resolved.rsplit("/", 1)[1]
+    if not name.startswith("zbench-vdev"):
+        chk.reasons.append("is a regular file not made by zbench (use pools.file_vdevs)")
+    if pool_devices is None:
+        pool_devices = _imported_pool_devices(host)
+    if chk.resolved in pool_devices:
+        chk.reasons.append("belongs to an imported ZFS pool")
+    label_pool = _zfs_label_pool(host, chk.resolved)
+    if label_pool and not label_pool.startswith(POOL_PREFIX):
+        chk.reasons.append(f"has a ZFS label of pool {label_pool!r}")
     return chk
 
 
