@@ -1,9 +1,8 @@
 """Helpers that keep the analysis notebooks thin: load a sweep, check it, tabulate, conclude.
 
-The `conclusions_*` functions turn result tables into plain sentences whose every
-number comes from the table, following docs/statistics.md: ratios with their 95% CI
-first, then Holm-corrected p-values, and "no meaningful difference" only when the
-equivalence test (TOST) says so.
+`conclusions_*` turn tables into sentences whose every number comes from the table, as
+docs/statistics.md asks: ratio and 95% CI first, then Holm p; "no meaningful difference"
+only when the equivalence test (TOST) says so.
 """
 
 from __future__ import annotations
@@ -67,10 +66,10 @@ def load_sweep(path) -> Sweep:
         df = pd.read_csv(p / "results.csv")
     else:
         raise ConfigError(f"{p} has no results.parquet or results.csv: has the sweep run?")
-    flags = [c for c in df.columns if c.startswith("flag_")]
-    if "flagged" not in df.columns:
-        df["flagged"] = df[flags].fillna(False).astype(bool).any(axis=1) if flags else False
-    df["flagged"] = df["flagged"].fillna(False).astype(bool)
+    flags = df.filter(like="flag_").fillna(False).astype(bool)
+    df["flagged"] = df["flagged"].fillna(False).astype(bool) if "flagged" in df else flags.any(axis=1)
+    if "sweep_id" not in df:                  # two sweeps must stay apart when compared
+        df["sweep_id"] = df["sweep"] if "sweep" in df else spec.get("name", p.name) if spec else p.name
     return Sweep(p, spec or {}, prov or {}, df)
 
 
@@ -106,16 +105,9 @@ def select_admissible(df: pd.DataFrame, include_flagged: bool = False) -> pd.Dat
 
 def environment_table(provenance: dict) -> pd.DataFrame:
     """Provenance as a two-column table; nested keys are joined with dots."""
-    rows = []
-
-    def walk(prefix, v):
-        if isinstance(v, dict):
-            for k, sub in v.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), sub)
-        else:
-            rows.append((prefix, ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)))
-    walk("", provenance or {})
-    return pd.DataFrame(rows, columns=["item", "value"])
+    flat = pd.json_normalize(provenance, sep=".").iloc[0] if provenance else pd.Series(dtype=object)
+    return pd.DataFrame({"item": list(flat.index), "value": [
+        ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v) for v in flat]})
 
 
 def varying_columns(df: pd.DataFrame, exclude=()) -> list[str]:
@@ -316,11 +308,10 @@ def conclusions_volblocksize(cmp: pd.DataFrame, cmp_p99: pd.DataFrame | None = N
                     text += (f", at {q['ratio']:.2f}x the p99 latency "
                              f"({_ci(q['ratio_ci_low'], q['ratio_ci_high'])})")
             out.append(text + ".")
-    if space is not None and not space.empty:
+    for _, r in (space[space["layout"].str.startswith("raidz")] if space is not None else pd.DataFrame()).iterrows():
         bcol = _block_col(space)
-        for _, r in space[space["layout"].str.startswith("raidz")].iterrows():
-            out.append(f"{r['layout']} of {int(r['width'])} at {format_size(int(r[bcol]))}: the allocation "
-                       f"model predicts {r['space_efficiency']:.0%} space efficiency and a charge of "
-                       f"{r['predicted_used_ratio']:.2f}x the logical size; measured used/logicalused "
-                       f"is {r['measured_used_ratio']:.2f}x ({r['rel_error']:+.1%}).")
+        out.append(f"{r['layout']} of {int(r['width'])} at {format_size(int(r[bcol]))}: the allocation "
+                   f"model predicts {r['space_efficiency']:.0%} space efficiency and a charge of "
+                   f"{r['predicted_used_ratio']:.2f}x the logical size; measured used/logicalused "
+                   f"is {r['measured_used_ratio']:.2f}x ({r['rel_error']:+.1%}).")
     return out or ["Nothing to conclude: no comparison or space data."]
