@@ -1,0 +1,258 @@
+"""Truth checks: hand-built runs that raise each flag, a clean run that raises none."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from zbench_lib import truth
+from zbench_lib.analysis import FLAG_MEANINGS
+from zbench_lib.counters import parse_sampler_dir, split_snapshots
+from zbench_lib.fio_parse import parse_fio_json
+from zbench_lib.run_summary import summarize_counters
+from zbench_lib.truth import flag_columns, steady_state, truth_checks
+
+MiB = 1024 * 1024
+FIX = Path(__file__).parent / "fixtures"
+STEADY = [1000, 1010, 990, 1005, 995, 1000, 1002, 998]  # range 2%, no trend
+
+
+def rows(read=0, write=0, ss=None):
+    out = []
+    for d, b in (("read", read), ("write", write)):
+        if b:
+            out.append(dict(direction=d, io_bytes=b, iops=b / 4096 / 60, ss_attained=ss))
+    return out
+
+
+def counters(**over):
+    """A cold 4k random read on a lab pool of 4 disks limited to 400 IOPS and 100 MiB/s each."""
+    c = dict(dev_read_bytes=410 * MiB, dev_write_bytes=2 * MiB, pool_read_bytes=405 * MiB,
+             pool_write_bytes=1 * MiB, arc_hit_ratio=0.05, arc_demand_data_hit_ratio=0.02,
+             dev_iops_busiest=390.0, dev_bw_bytes_s_busiest=1.6 * MiB, cpu_usr_pct=12.0, cpu_sys_pct=18.0,
+             cpu_iowait_pct=60.0, cpu_idle_pct=10.0, cpu_steal_pct=0.0, pool_scrub_io_samples=0,
+             pool_trim_io_samples=0, pool_rebuild_io_samples=0, missing_layers="")
+    return {**c, **over}
+
+
+def context(**over):
+    c = dict(cache="cold", iops_series=STEADY, scan_at_start="none", trim_active=False, compressratio=1.00,
+             incompressible_intended=True, lab=True, disk_model_iops=400, disk_model_bw=100 * MiB,
+             pool_capacity_pct=41, pool_fragmentation_pct=3, prefilled=True)
+    return {**c, **over}
+
+
+def flags(checks):
+    return {k for k in truth.CHECKS if checks[k]["flag"] is True}
+
+
+def test_clean_cold_run_raises_nothing():
+    checks = truth_checks(rows(read=400 * MiB), counters(), context())
+    assert flags(checks) == set()
+    cols = flag_columns(checks)
+    assert set(FLAG_MEANINGS) <= set(cols)  # every flag the analysis explains is a column
+    assert not any(cols[c] for c in cols if c.startswith("flag_")) and cols["flagged"] is False
+    assert cols["dev_to_fio_read_ratio"] == pytest.approx(410 / 400)
+    assert cols["arc_hit_ratio"] == 0.05 and cols["truth_flags"] == ""
+    assert (cols["pool_capacity_pct"], cols["pool_fragmentation_pct"]) == (41, 3)
+    assert checks["fill_level"]["info"] and checks["fill_level"]["prefilled"] is True
+
+
+# --- cache_served ----------------------------------------------------------------------------
+
+def test_warm_reread_declared_cold_is_cache_served():
+    # Re-reading a 64 MiB file that fits in ARC: 1 GiB through fio, almost nothing from the disks.
+    c = counters(dev_read_bytes=3 * MiB, pool_read_bytes=3 * MiB, arc_demand_data_hit_ratio=0.99)
+    checks = truth_checks(rows(read=1024 * MiB), c, context())
+    cs = checks["cache_served"]
+    assert cs["flag"] is True and cs["ratio"] == pytest.approx(3 / 1024) and cs["threshold"] == 0.5
+    assert "ARC" in cs["reason"] and "devices read" in cs["reason"]
+    assert checks["no_device_io"]["quiet"] == ["disk:read", "zpool:read"]  # both layers quiet too
+    assert flag_columns(checks)["truth_flags"] == "cache_served,no_device_io"
+
+
+def test_cache_served_by_arc_ratio_alone_when_devices_unmeasured():
+    c = counters(dev_read_bytes=math.nan, arc_demand_data_hit_ratio=0.8)
+    assert truth_checks(rows(read=400 * MiB), c, context())["cache_served"]["flag"] is True
+
+
+def test_cold_sequential_read_with_prefetch_hits_is_not_cache_served():
+    # The prefetcher made 95% of demand reads ARC hits, but the disks read every byte.
+    c = counters(dev_read_bytes=1000 * MiB, pool_read_bytes=1000 * MiB, arc_demand_data_hit_ratio=0.95)
+    assert truth_checks(rows(read=1000 * MiB), c, context())["cache_served"]["flag"] is False
+
+
+def test_cache_served_is_only_judged_on_cold_runs():
+    c = counters(dev_read_bytes=0, pool_read_bytes=0, arc_demand_data_hit_ratio=1.0)
+    checks = truth_checks(rows(read=400 * MiB), c, context(cache="warm"))
+    assert checks["cache_served"]["flag"] is False and "not checked" in checks["cache_served"]["reason"]
+    assert checks["no_device_io"]["flag"] is False  # reads are expected from ARC when warm
+
+
+# --- no_device_io ----------------------------------------------------------------------------
+
+def test_quiet_pool_layer_is_named():
+    c = counters(dev_write_bytes=200 * MiB, pool_write_bytes=2 * MiB)
+    nd = truth_checks(rows(write=100 * MiB), c, context(iops_series=STEADY))["no_device_io"]
+    assert nd["flag"] is True and nd["quiet"] == ["zpool:write"]
+    assert nd["pool_write_ratio"] == pytest.approx(0.02) and nd["dev_write_ratio"] == pytest.approx(2.0)
+    assert flag_columns({"no_device_io": nd})["quiet_layers"] == "zpool:write"
+
+
+def test_no_device_io_small_runs_unmeasured_layers_and_idle_fio():
+    c = counters(dev_read_bytes=0, pool_read_bytes=math.nan)
+    small = truth_checks(rows(read=4 * MiB), c, context())["no_device_io"]  # < MIN_FIO_BYTES
+    assert small["flag"] is False
+    nd = truth_checks(rows(read=400 * MiB), c, context())["no_device_io"]
+    assert nd["quiet"] == ["disk:read"] and nd["unmeasured"] == ["zpool:read"]
+    assert truth_checks([], counters(), context())["no_device_io"]["quiet"] == ["fio"]
+
+
+# --- write_amplification -----------------------------------------------------------------------
+
+def test_write_amplification_reported_and_flagged_only_when_writes_missed_the_disks():
+    wa = truth_checks(rows(write=100 * MiB), counters(dev_write_bytes=150 * MiB, pool_write_bytes=120 * MiB),
+                      context())["write_amplification"]
+    assert wa["value"] == pytest.approx(1.5) and wa["pool_value"] == pytest.approx(1.2) and wa["flag"] is False
+    low = truth_checks(rows(write=100 * MiB), counters(dev_write_bytes=30 * MiB, pool_write_bytes=30 * MiB),
+                       context())["write_amplification"]
+    assert low["flag"] is True and low["value"] == pytest.approx(0.3)
+    # 4k writes into 128k records: 15x is a finding, reported as high but not a flag.
+    checks = truth_checks(rows(write=100 * MiB), counters(dev_write_bytes=1500 * MiB, pool_write_bytes=1400 * MiB),
+                          context())
+    cols = flag_columns(checks)
+    assert cols["write_amplification"] == pytest.approx(15) and cols["write_amplification_high"] is True
+    assert cols["flag_write_amplification"] is False and cols["flagged"] is False
+    assert truth_checks(rows(read=400 * MiB), counters(), context())["write_amplification"]["flag"] is False
+
+
+# --- not_steady ----------------------------------------------------------------------------------
+
+def test_steady_state_hand_computed_series():
+    flat = steady_state([100] * 5)
+    assert flat["flag"] is False and flat["range_pct"] == 0 and flat["slope_pct"] == pytest.approx(0, abs=1e-9)
+    # ramp 90..110: mean 100, range 20 (= 20%: at the limit, passes); slope 5 per sample,
+    # rise across the window 5 x (5 - 1) = 20 -> 20% > 10%: not steady.
+    ramp = steady_state([90, 95, 100, 105, 110])
+    assert ramp["range_pct"] == pytest.approx(20) and ramp["slope_pct"] == pytest.approx(20)
+    assert ramp["flag"] is True and ramp["reason"].startswith("slope")
+    # the same ramp going down: the slope is reported signed, judged by its size
+    down = steady_state([110, 105, 100, 95, 90])
+    assert down["slope_pct"] == pytest.approx(-20) and down["flag"] is True
+    # 80,120 alternating over 6 samples: mean 100, range 40%. x - 2.5 = -2.5..2.5, y - 100 = -20,+20,...
+    # sum (x-xbar)(y-ybar) = 50 - 30 + 10 + 10 - 30 + 50 = 60, sum (x-xbar)^2 = 17.5,
+    # slope 60/17.5 = 3.4286 per sample, rise 3.4286 x 5 = 17.14 -> 17.14%: both rules fail.
+    saw = steady_state([80, 120, 80, 120, 80, 120])
+    assert saw["range_pct"] == pytest.approx(40) and saw["slope_pct"] == pytest.approx(60 / 17.5 * 5)
+    assert saw["flag"] is True and "range" in saw["reason"] and "slope" in saw["reason"]
+    # 95,105 alternating over 10 samples: range 10%. x - xbar = -4.5..4.5, y - ybar = -5,+5,...;
+    # each pair (x, x+1) adds -5(x - xbar) + 5(x + 1 - xbar) = 5, five pairs -> 25;
+    # sum (x-xbar)^2 = 82.5; slope 25/82.5 = 0.30303, rise x 9 = 2.727%: steady.
+    wobble = steady_state([95, 105] * 5)
+    assert wobble["range_pct"] == pytest.approx(10) and wobble["slope_pct"] == pytest.approx(25 / 82.5 * 9)
+    assert wobble["flag"] is False
+
+
+def test_steady_state_too_short_or_idle():
+    short = steady_state([100, 100, 100, 100])
+    assert short["flag"] is True and short["reason"].startswith("too short to judge")
+    assert steady_state([0] * 10)["reason"] == "no I/O in the window"
+
+
+def test_not_steady_through_truth_checks():
+    checks = truth_checks(rows(read=400 * MiB), counters(), context(iops_series=[500, 600, 700, 800, 900, 1000]))
+    cols = flag_columns(checks)
+    # mean 750, range 500 -> 66.7%; slope 100 per sample, rise 500 -> 66.7%
+    assert cols["flag_not_steady"] is True
+    assert cols["steady_range_pct"] == pytest.approx(500 / 750 * 100)
+    assert cols["steady_slope_pct"] == pytest.approx(500 / 750 * 100) and cols["steady_samples"] == 6
+    # without a per-second series, fio's own steady-state verdict is used, else not judged
+    no_series = context(iops_series=None)
+    assert truth_checks(rows(read=400 * MiB, ss=False), counters(), no_series)["not_steady"]["flag"] is True
+    assert truth_checks(rows(read=400 * MiB), counters(), no_series)["not_steady"]["flag"] is None
+
+
+# --- background work, compressible data ------------------------------------------------------------
+
+@pytest.mark.parametrize("ctx, cnt, reason", [
+    (dict(scan_at_start="scrub:scanning"), {}, "scrub:scanning at start"),
+    (dict(scan_at_start="resilver:scanning"), {}, "resilver:scanning at start"),
+    (dict(trim_active=True), {}, "trim active"),
+    ({}, dict(pool_trim_io_samples=3), "trim I/O in 3 samples"),  # autotrim during the run
+])
+def test_background_work(ctx, cnt, reason):
+    bw = truth_checks(rows(read=400 * MiB), counters(**cnt), context(**ctx))["background_work"]
+    assert bw["flag"] is True and reason in bw["reason"]
+
+
+def test_background_work_unknown():
+    c = counters(pool_scrub_io_samples=math.nan, pool_trim_io_samples=math.nan, pool_rebuild_io_samples=math.nan)
+    bw = truth_checks(rows(read=400 * MiB), c, context(scan_at_start=None, trim_active=None))["background_work"]
+    assert bw["flag"] is None and bw["reason"] == "scan state not recorded"
+
+
+def test_compressible_data():
+    # compressible buffers on compression=lz4
+    cd = truth_checks(rows(write=100 * MiB), counters(), context(compressratio=1.80))["compressible_data"]
+    assert cd["flag"] is True and cd["threshold"] == 1.05
+    assert truth_checks(rows(write=100 * MiB), counters(), context(compressratio=1.04))["compressible_data"]["flag"] \
+        is False
+    about = context(compressratio=1.80, incompressible_intended=False)
+    assert truth_checks(rows(write=100 * MiB), counters(), about)["compressible_data"]["flag"] is False
+    unknown = context(compressratio=None)
+    assert truth_checks(rows(write=100 * MiB), counters(), unknown)["compressible_data"]["flag"] is None
+
+
+# --- emulation_bound ----------------------------------------------------------------------------------
+
+def test_emulation_bound_throttled_model_with_saturated_cpu():
+    # busiest disk at 100 of 400 IOPS (25%) and 0.4 of 100 MiB/s; usr + sys = 92%
+    c = counters(dev_iops_busiest=100.0, dev_bw_bytes_s_busiest=0.4 * MiB, cpu_usr_pct=40.0, cpu_sys_pct=52.0,
+                 cpu_iowait_pct=3.0, cpu_idle_pct=5.0)
+    eb = truth_checks(rows(read=400 * MiB), c, context())["emulation_bound"]
+    assert eb["flag"] is True and eb["iops_share"] == pytest.approx(0.25) and eb["cpu_busy_pct"] == 92
+    # same disks, CPU mostly waiting for I/O: disk-bound, not emulation-bound
+    waiting = counters(dev_iops_busiest=100.0, dev_bw_bytes_s_busiest=0.4 * MiB, cpu_usr_pct=5.0, cpu_sys_pct=10.0,
+                       cpu_iowait_pct=85.0, cpu_idle_pct=0.0)
+    assert truth_checks(rows(read=400 * MiB), waiting, context())["emulation_bound"]["flag"] is False
+    # a disk at its IOPS limit is disk-bound even with a busy CPU
+    at_limit = counters(dev_iops_busiest=395.0, cpu_usr_pct=40.0, cpu_sys_pct=52.0, cpu_idle_pct=5.0)
+    assert truth_checks(rows(read=400 * MiB), at_limit, context())["emulation_bound"]["flag"] is False
+
+
+def test_emulation_bound_unthrottled_and_not_lab():
+    hot = counters(dev_iops_busiest=30000.0, cpu_usr_pct=30.0, cpu_sys_pct=45.0, cpu_steal_pct=15.0,
+                   cpu_iowait_pct=2.0, cpu_idle_pct=8.0)
+    unthrottled = context(disk_model_iops=None, disk_model_bw=None)
+    eb = truth_checks(rows(read=400 * MiB), hot, unthrottled)["emulation_bound"]
+    assert eb["flag"] is True and eb["cpu_busy_pct"] == 90 and "unthrottled" in eb["reason"]
+    assert truth_checks(rows(read=400 * MiB), counters(), unthrottled)["emulation_bound"]["flag"] is False
+    assert truth_checks(rows(read=400 * MiB), hot, context(lab=False))["emulation_bound"]["flag"] is False
+    # only an IOPS limit: the missing bandwidth limit counts as never reached
+    only_iops = context(disk_model_bw=None)
+    hot_low = {**hot, "dev_iops_busiest": 100.0}
+    assert truth_checks(rows(read=400 * MiB), hot_low, only_iops)["emulation_bound"]["flag"] is True
+
+
+# --- real inputs -----------------------------------------------------------------------------------------
+
+def test_real_capture_end_to_end():
+    """dd's 96 MiB read-back on vda, judged as if fio had read 96 MiB cold (no ZFS on that VM)."""
+    local = FIX / "counters" / "sampler-local"
+    t = [b[0] for b in split_snapshots((local / "diskstats.txt").read_text())]
+    c = summarize_counters(parse_sampler_dir(local), t[2], t[3], ["vda"], "tank")
+    fio_rows = [dict(direction="read", io_bytes=96 * MiB)]
+    checks = truth_checks(fio_rows, c, context(lab=False, iops_series=None, scan_at_start=None, trim_active=None))
+    assert checks["cache_served"]["flag"] is False and checks["cache_served"]["ratio"] == pytest.approx(1.0)
+    assert checks["no_device_io"]["flag"] is False and checks["no_device_io"]["unmeasured"] == ["zpool:read"]
+    assert checks["background_work"]["flag"] is None and checks["fill_level"]["missing_layers"] == "arc,zpool,txg"
+
+
+def test_real_fio_rows_feed_the_checks():
+    fio_rows = parse_fio_json((FIX / "fio" / "host-seqwrite.json").read_text())
+    f = fio_rows[0]["io_bytes"]
+    checks = truth_checks(fio_rows, counters(dev_write_bytes=f * 1.5, pool_write_bytes=f * 1.5), context())
+    assert checks["write_amplification"]["fio_write_bytes"] == f
+    assert checks["write_amplification"]["value"] == pytest.approx(1.5)
