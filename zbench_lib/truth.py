@@ -53,10 +53,6 @@ EMU_LIMIT_SHARE = 0.5
 CPU_BUSY_PCT = 85.0          # usr + sys + steal (steal: the hypervisor took the CPU)
 CPU_IDLE_PCT = 10.0          # idle + iowait: iowait is idle time waiting for a disk, not CPU work
 
-CHECKS = ("cache_served", "no_device_io", "write_amplification", "not_steady", "background_work",
-          "compressible_data", "emulation_bound")
-
-
 def _num(v) -> float:
     try:
         return math.nan if v is None else float(v)
@@ -214,10 +210,16 @@ def _emulation_bound(fio_rows, c, ctx) -> dict:
                       f"CPU busy {busy:.0f}%, idle {idle:.0f}%"}
 
 
+_CHECKS = dict(cache_served=_cache_served, no_device_io=_no_device_io, write_amplification=_write_amplification,
+               not_steady=_not_steady, background_work=_background_work, compressible_data=_compressible_data,
+               emulation_bound=_emulation_bound)
+CHECKS = tuple(_CHECKS)  # the flags, in report order; fill_level is informational
+
+
 def truth_checks(fio_rows: list[dict], counters: dict, context: dict) -> dict:
     """Every check (see CHECKS) plus the informational `fill_level`, keyed by name."""
     c, ctx = counters or {}, context or {}
-    out = {name: globals()[f"_{name}"](fio_rows or [], c, ctx) for name in CHECKS}
+    out = {name: check(fio_rows or [], c, ctx) for name, check in _CHECKS.items()}
     out["fill_level"] = dict(flag=None, info=True, pool_capacity_pct=_num(ctx.get("pool_capacity_pct")),
                              pool_fragmentation_pct=_num(ctx.get("pool_fragmentation_pct")),
                              prefilled=ctx.get("prefilled"), missing_layers=c.get("missing_layers"),
