@@ -68,6 +68,32 @@ def cmd_lab_ssh(args):
     return res.returncode
 
 
+def cmd_sweep(args):
+    from .sweep_cli import run_sweep_notebook
+    run_sweep_notebook(args.spec, args.out, resume_dir=args.resume or "", dry_run=args.dry_run,
+                       progress=not args.no_progress)
+
+
+def cmd_report(args):
+    from .report import main_report
+    return main_report(args.rest)
+
+
+def cmd_pools(args):
+    from .hosts import parse_host
+    from .pools import find_leftovers, remove_leftovers
+    host = parse_host(args.host)
+    left = find_leftovers(host)
+    if args.action == "cleanup":
+        if not args.yes:
+            print(f"would destroy {left or 'nothing'}; add --yes to destroy them")
+            return 1 if left else 0
+        print("destroyed: " + (", ".join(remove_leftovers(host, left)) or "nothing"))
+    else:
+        print("\n".join(left) if left else "no zbench pools")
+    return 0
+
+
 def cmd_demo(args):
     from .demo import run_demo
     return run_demo()
@@ -80,6 +106,22 @@ def build_parser() -> argparse.ArgumentParser:
         func=cmd_setup)
 
     sub.add_parser("demo", help="the main job end to end in the lab").set_defaults(func=cmd_demo)
+
+    sw = sub.add_parser("sweep", help="run a sweep spec (papermill; executed notebook kept)")
+    sw.add_argument("spec", help="sweep spec YAML, e.g. templates/sweeps/demo.yaml")
+    sw.add_argument("--out", default="data/sweeps", help="where sweep directories go")
+    sw.add_argument("--resume", help="complete an interrupted sweep directory")
+    sw.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    sw.add_argument("--no-progress", action="store_true")
+    sw.set_defaults(func=cmd_sweep)
+    rp = sub.add_parser("report", help="render the HTML report of a sweep directory", add_help=False)
+    rp.add_argument("rest", nargs=argparse.REMAINDER)
+    rp.set_defaults(func=cmd_report)
+    po = sub.add_parser("pools", help="list or clean up zbench pools left by a crash")
+    po.add_argument("action", choices=["list", "cleanup"])
+    po.add_argument("--host", default="lab", help="lab, local or ssh://host")
+    po.add_argument("--yes", action="store_true", help="really destroy the leftovers")
+    po.set_defaults(func=cmd_pools)
 
     lab = sub.add_parser("lab", help="the lab VM: real OpenZFS on modelled disks")
     lsub = lab.add_subparsers(dest="lab_cmd", required=True)

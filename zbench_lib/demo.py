@@ -1,20 +1,21 @@
-"""`make demo`: the main job end to end in the lab."""
+"""`make demo`: the main job end to end in the lab: sweep, then the report."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
-from .lab import Lab, LabConfig
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_demo() -> int:
+def run_demo(spec: str = "templates/sweeps/demo.yaml", out: str = "data/sweeps") -> int:
+    from .report import render_report
+    from .sweep_cli import run_sweep_notebook
+
     t0 = time.monotonic()
-    with Lab(LabConfig(disks=4, disk_bytes=1024 ** 3, model="hdd", name="demo")) as lab:
-        print(f"lab ready in {lab.boot_s:.0f} s ({lab.accel})")
-        print(lab.host.run(["zfs", "version"]).stdout.strip())
-        pool = "zbench-demo"
-        lab.host.run(["zpool", "create", "-o", "ashift=12", pool, "raidz1", *lab.data_disks])
-        print(lab.host.run(["zpool", "list", "-v", pool]).stdout.rstrip())
-        lab.host.run(["zpool", "destroy", pool])
-    print(f"demo finished in {time.monotonic() - t0:.0f} s")
+    sweep_dir = run_sweep_notebook(str(ROOT / spec), str(ROOT / out))
+    t1 = time.monotonic()
+    report = render_report(sweep_dir)
+    print(f"sweep: {sweep_dir} ({t1 - t0:.0f} s)")
+    print(f"report: {report} ({time.monotonic() - t1:.0f} s)")
     return 0

@@ -332,7 +332,9 @@ class Lab:
         model = parse_model(model)
         if serial not in self.cfg.data_serials + self.cfg.extra_serials:
             raise ConfigError(f"lab has no disk {serial!r}")
-        self.qmp("block_set_io_throttle", id=f"dev-{serial}", **model.qmp_throttle_arguments())
+        # virtio-blk-pci is a proxy; the block backend sits on its virtio child.
+        self.qmp("block_set_io_throttle", id=f"/machine/peripheral/dev-{serial}/virtio-backend",
+                 **model.qmp_throttle_arguments())
         self.models[serial] = model
         return model
 

@@ -46,10 +46,18 @@ def remove_leftovers(host: Host, pools: list[str] | None = None) -> list[str]:
     return pools
 
 
+# Kills every fio whose working directory is under $1 (passed as an argument,
+# never interpolated into the script).
+_KILL_BY_CWD = ('for p in $(pgrep -x fio); do case "$(readlink /proc/$p/cwd)" in "$1"*) '
+                'kill -TERM "$p";; esac; done; exit 0')
+
+
 def _kill_workers(host: Host, pool: str) -> None:
     # fio started over SSH survives the local ssh client; stop what uses the pool.
     host.run(["pkill", "-TERM", "-f", f"{REMOTE_WORK}/{pool}/"], check=False, timeout=30)
     host.run(["pkill", "-TERM", "-f", f"/dev/zvol/{pool}/"], check=False, timeout=30)
+    host.run(["sh", "-c", _KILL_BY_CWD, "kill-by-cwd", f"{REMOTE_WORK}/{pool}/"],
+             check=False, timeout=30)
 
 
 def _destroy(host: Host, pool: str) -> None:
