@@ -17,6 +17,14 @@ from .errors import CommandError, ConfigError
 from .pools import Pool, TargetInfo
 from .targets import Zvol
 
+def _crash_point(name, after_s=0.0):
+    import os
+    if os.environ.get("ZBENCH_CRASH_AT") == name:
+        time.sleep(after_s)          # let the write get going, then die mid-way
+        from .sweep import crash_point
+        crash_point(name)
+
+
 _PCT = re.compile(r"\[(\d+(?:\.\d+)?)%\]")
 
 
@@ -61,6 +69,7 @@ def prefill(pool: Pool, tinfo: TargetInfo, fill="whole", progress: bool = True) 
     argv = prefill_argv(tinfo, nbytes, pool.work_dir())
     t0 = time.monotonic()
     proc = pool.host.popen(argv)
+    _crash_point("prefill", after_s=2)
     bar = tqdm(total=100, desc=f"prefill {tinfo.full_name}", unit="%", disable=not progress,
                bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
     buf = ""

@@ -55,7 +55,7 @@ def _fetch_dir(host: Host, remote_dir: str, local_tar: Path, into: Path) -> None
 
 def measure(host: Host, *, pool: str, target_path: str, devices: list[str], workload: str,
             overrides: dict, remote_dir: str, raw_dir: Path, context: dict,
-            sample_interval_s: float = 1.0) -> RunResult:
+            target_name: str | None = None, sample_interval_s: float = 1.0) -> RunResult:
     """Run `workload` on `target_path` with counters; keep raw files in `raw_dir`."""
     raw_dir = Path(raw_dir)
     params = dict(overrides)
@@ -85,6 +85,11 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
     # per-second logs start after the ramp, i.e. `runtime` before that stamp.
     t_end = fio_run.data.get("timestamp_ms", t1 * 1000) / 1000
     t_start = t_end - runtime
+    context = dict(context)
+    if target_name:
+        # What the data just written compresses to is what the check must judge.
+        context["compressratio"] = float(host.run(["zfs", "get", "-Hp", "-o", "value",
+                                                   "compressratio", target_name]).stdout.strip().rstrip("x"))
     record = {"t0": t0, "t1": t1, "t_start": t_start, "t_end": t_end, "ramp_s": ramp,
               "pool": pool, "devices": devices, "kernel_devices": kernel_names(host, devices),
               "workload": workload, "context": context}

@@ -8,6 +8,8 @@ rerunning an interrupted sweep completes only what is missing.
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import sys
 import threading
 import time
@@ -18,7 +20,9 @@ from tqdm.auto import tqdm
 from . import provenance
 from .disk_models import parse_model
 from .hosts import parse_host
-from .lab import Lab, LabConfig
+from .disk_models import DiskModel
+from .errors import ConfigError
+from .lab import Lab, LabConfig, connect_lab, read_state
 from .layouts import Layout
 from .plan import AdaptiveRule, Plan, expand
 from .pools import Pool, find_leftovers, new_pool_name
@@ -41,6 +45,12 @@ def make_target(t: dict):
                    atime=t.get("atime"), **props)
 
 
+def crash_point(name: str) -> None:
+    """Fault injection for the resume tests: ZBENCH_CRASH_AT=<name> kills the process here."""
+    if os.environ.get("ZBENCH_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def parse_results(attempt_dir: Path, meta: dict) -> list[dict]:
     """Rows of one run, derived from its raw files (used by Store.rebuild_results)."""
     import json
@@ -58,7 +68,22 @@ def parse_results(attempt_dir: Path, meta: dict) -> list[dict]:
 @contextlib.contextmanager
 def open_host(spec: SweepSpec):
     """(host, data devices, extra devices, owned, disk model, lab) for the spec's host."""
-    if spec.host == "lab":
+    if spec.host == "lab" and os.environ.get("ZBENCH_LAB"):
+        # Reuse a running lab (`zbench lab up`, or the test session's) instead of booting one.
+        name = os.environ["ZBENCH_LAB"]
+        state = read_state(name)
+        if state is None:
+            raise ConfigError(f"ZBENCH_LAB={name!r} but no lab of that name is running")
+        need = int((spec.lab or {}).get("disks", 1))
+        if len(state["data_disks"]) < need:
+            raise ConfigError(f"lab {name!r} has {len(state['data_disks'])} data disks, spec needs {need}")
+        host = connect_lab(name)
+        try:
+            yield (host, state["data_disks"], state["extra_disks"], True,
+                   DiskModel(**state["config"]["model"]), None)
+        finally:
+            host.close()
+    elif spec.host == "lab":
         lab_cfg = spec.lab or {}
         cfg = LabConfig(disks=int(lab_cfg.get("disks", 4)),
                         disk_bytes=parse_size(lab_cfg.get("disk_size", "1G")),
@@ -114,6 +139,7 @@ def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=No
     log(f"sweep {store.sweep_id}: {len(plan.runs)} planned runs -> {store.path}")
     try:
         _execute(spec, plan, store, progress, log, host)
+        crash_point("results")
         df = store.rebuild_results(parse_results)
         store.finish(rows=len(df))
         log(f"results: {len(df)} rows in {store.path / 'results.parquet'}")
@@ -151,6 +177,7 @@ def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log, giv
             devices = data_devs[:layout.total_disks] + extra_devs[:layout.extra_disks]
             with Pool(host, layout, devices, name=new_pool_name(p["pool_id"]),
                       owned_devices=owned, allow_signatures=tuple(spec.allow_signatures or ())) as pool:
+                crash_point("pool-create")
                 store.record("pool created", pool_id=p["pool_id"], pool=pool.name, layout=p["label"])
                 for t in [t for t in plan.targets if t["pool_id"] == p["pool_id"]]:
                     runs = [r for r in plan.runs if r.target_id == t["target_id"] and r.run_id not in done]
@@ -222,9 +249,10 @@ def _one_run(host, store, plan, run, cell, pool, tinfo, devices, ctx, progress):
         res = measure(host, pool=pool.name, target_path=tinfo.path, devices=devices,
                       workload=cell["template"], overrides=fio,
                       remote_dir=f"{pool.work_dir()}/{run.run_id}-{attempt.name}",
-                      raw_dir=attempt, context=ctx)
+                      raw_dir=attempt, context=ctx, target_name=tinfo.full_name)
     finally:
         bar.close()
+    crash_point("run")
     meta = plan.run_meta(run)
     meta.update(pool=pool.name, target=tinfo.full_name, target_properties=tinfo.properties,
                 window=list(res.window))

@@ -1,0 +1,114 @@
+"""fio runs with layered counters and truth checks, on real OpenZFS in the lab."""
+
+import itertools
+
+import pytest
+
+from zbench_lib.fio import WORKLOADS
+from zbench_lib.layouts import Layout
+from zbench_lib.pools import Pool
+from zbench_lib.prefill import prefill
+from zbench_lib.runner import measure
+from zbench_lib.targets import Dataset, Zvol
+
+pytestmark = pytest.mark.lab
+MiB = 1024 ** 2
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def bench_pool(lab):
+    """A 2-disk stripe with a prefilled cold zvol and a dataset, shared by this module."""
+    disks = lab.data_disks[:2]
+    with Pool(lab.host, Layout("stripe", 2), disks, owned_devices=True) as pool:
+        z = pool.create_target(Zvol("vol", 128 * MiB, 16384, compression="off",
+                                    primarycache="metadata"))
+        prefill(pool, z, "whole", progress=False)
+        d = pool.create_target(Dataset("fs", 16384, atime="off", compression="off",
+                                       primarycache="metadata"))
+        yield pool, z, d, disks
+
+
+def _measure(lab, bench_pool, tmp_path, target, workload, context=None, **overrides):
+    pool, z, d, disks = bench_pool
+    params = {"runtime_s": 3, "ramp_time_s": 1, **overrides}
+    if target is d:
+        params.setdefault("size", "64M")
+    ctx = {"cache": "cold", "lab": True, "disk_model_iops": 400, "disk_model_bw": 100 * MiB,
+           "scan_at_start": "none", "incompressible_intended": True, **(context or {})}
+    n = next(_counter)
+    return measure(lab.host, pool=pool.name, target_path=target.path, devices=disks,
+                   workload=workload, overrides=params, remote_dir=f"{pool.work_dir()}/t{n}",
+                   raw_dir=tmp_path / f"run{n}", context=ctx, target_name=target.full_name)
+
+
+@pytest.mark.parametrize("surface", ["zvol", "dataset"])
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+def test_every_template_yields_tidy_rows_with_percentiles_and_counters(
+        lab, bench_pool, tmp_path, workload, surface):
+    pool, z, d, disks = bench_pool
+    res = _measure(lab, bench_pool, tmp_path, z if surface == "zvol" else d, workload,
+                   numjobs=1, iodepth=4)
+    directions = {r["direction"] for r in res.rows}
+    want = {"mixed": {"read", "write"}}.get(workload, {"read"} if "read" in workload else {"write"})
+    assert directions == want
+    for r in res.rows:
+        assert r["iops"] > 0 and r["io_bytes"] > 0
+        assert 0 < r["clat_p50_ns"] <= r["clat_p99_ns"] <= r["clat_p99_99_ns"]
+        assert r["samples_disk"] >= 3 and r["samples_cpu"] >= 3
+        assert r["cpu_usr_pct"] + r["cpu_sys_pct"] > 0
+    assert (res.raw_dir / "fio" / "job.fio").exists() and (res.raw_dir / "counters.tar.gz").exists()
+
+
+def test_cold_random_reads_agree_across_layers_and_raise_no_flag(lab, bench_pool, tmp_path):
+    pool, z, d, disks = bench_pool
+    serials = [s for s in lab.cfg.data_serials[:2]]
+    for s in serials:                      # throttle-bound, so steady
+        lab.set_model(s, "custom:iops=150")
+    try:
+        res = _measure(lab, bench_pool, tmp_path, z, "randread", bs="16k", numjobs=1, iodepth=8,
+                       runtime_s=10, ramp_time_s=2, context={"disk_model_iops": 150})
+    finally:
+        for s in serials:
+            lab.set_model(s, lab.cfg.model)
+    r = res.rows[0]
+    # Block size matches volblocksize: every fio read is one disk read.
+    assert 0.8 <= r["dev_read_bytes"] / r["io_bytes"] <= 1.3, r
+    assert 0.8 <= r["pool_read_bytes"] / r["io_bytes"] <= 1.3, r
+    raised = [k for k, v in res.checks.items() if v.get("flag")]
+    assert raised == [], {k: res.checks[k] for k in raised}
+
+
+def test_warm_rereads_of_a_small_file_raise_cache_served(lab, bench_pool, tmp_path):
+    pool, z, d, disks = bench_pool
+    lab.host.run(["zfs", "set", "primarycache=all", d.full_name])
+    try:
+        for _ in range(2):   # the first pass warms the ARC, the second is served from it
+            res = _measure(lab, bench_pool, tmp_path, d, "randread", size="16M", bs="16k",
+                           numjobs=1, iodepth=4, direct=0, runtime_s=4)
+    finally:
+        lab.host.run(["zfs", "set", "primarycache=metadata", d.full_name])
+    assert res.checks["cache_served"]["flag"], res.checks["cache_served"]
+
+
+def test_compressible_buffers_on_lz4_raise_compressible_data(lab, bench_pool, tmp_path):
+    pool, z, d, disks = bench_pool
+    z2 = pool.create_target(Zvol("lz4vol", 64 * MiB, 16384, compression="lz4"))
+    res = _measure(lab, bench_pool, tmp_path, z2, "seqwrite", compressible_percent=90,
+                   numjobs=1, iodepth=4, runtime_s=4)
+    chk = res.checks["compressible_data"]
+    assert chk["flag"] and chk["compressratio"] > 1.05, chk
+
+
+def test_unthrottled_lab_raises_emulation_bound(lab, bench_pool, tmp_path):
+    pool, z, d, disks = bench_pool
+    serials = lab.cfg.data_serials[:2]
+    for s in serials:
+        lab.set_model(s, "unthrottled")
+    try:
+        res = _measure(lab, bench_pool, tmp_path, z, "randread", bs="4k", numjobs=2, iodepth=32,
+                       runtime_s=5, context={"disk_model_iops": None, "disk_model_bw": None})
+    finally:
+        for s in serials:
+            lab.set_model(s, lab.cfg.model)
+    assert res.checks["emulation_bound"]["flag"], res.checks["emulation_bound"]
