@@ -52,10 +52,11 @@ def main() -> int:
                 print(f"{name:22} {'-':>11} {r['iops']:10.0f} {'-':>7}  emulation ceiling")
                 continue
             ratio = r["iops"] / limit
+            share = f"limit = {100 * limit / ceiling:.0f}% of ceiling"
             if limit > 0.8 * ceiling:
-                verdict = "limit above emulation ceiling: not testable here"
+                verdict = f"not testable here ({share})"
             else:
-                verdict = "within 10%" if abs(ratio - 1) <= 0.10 else "OUTSIDE 10%"
+                verdict = ("within 10%" if abs(ratio - 1) <= 0.10 else "OUTSIDE 10%") + f" ({share})"
             print(f"{name:22} {limit:11d} {r['iops']:10.0f} {ratio:7.3f}  {verdict}")
         # Bandwidth: 1M sequential reads against a bandwidth-capped model.
         model = lab.set_model(serial, "custom:bw=50M")

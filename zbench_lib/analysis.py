@@ -60,6 +60,10 @@ def load_sweep(path) -> Sweep:
         raise ConfigError(f"sweep directory {path!r} does not exist (looked at {p})")
     spec = yaml.safe_load((p / "spec.yaml").read_text()) if (p / "spec.yaml").exists() else {}
     prov = json.loads((p / "provenance.json").read_text()) if (p / "provenance.json").exists() else {}
+    # The executor records the host under test once per session (a resume may boot a new lab).
+    for extra in sorted(p.glob("host-provenance-*.json")):
+        prov.update({k: v for k, v in json.loads(extra.read_text()).items()
+                     if not k.startswith("zfs_param.")})
     if (p / "results.parquet").exists():
         df = pd.read_parquet(p / "results.parquet")
     elif (p / "results.csv").exists():

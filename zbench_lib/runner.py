@@ -106,7 +106,7 @@ def derive_rows(raw_dir: Path) -> tuple[list, dict]:
     sampler = parse_sampler_dir(raw_dir / "counters")
     counters = summarize_counters(sampler, rec["t_start"], rec["t_end"], rec["kernel_devices"],
                                   rec["pool"])
-    series = []
+    series = None          # no per-second logs: the steady-state check falls back to fio's own
     logs = parse_fio_logs_dir(raw_dir / "fio")
     if logs is not None and len(logs):
         fts = fio_timeseries(logs, rec["t_start"])
