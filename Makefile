@@ -28,8 +28,9 @@ image: setup
 demo: image
 	$(BIN)/zbench demo
 
-# Unit tests first (quick failure), then the lab tests (one booted lab for the session).
+# The whole suite; the lab tests share one booted lab for the session.
 test: image
+	@$(PYTHON) -m zbench_lib.setup_host --tests
 	$(BIN)/python -m pytest -q -ra tests
 
 test-fast: setup

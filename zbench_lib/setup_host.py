@@ -22,15 +22,19 @@ HOST_TOOLS = {
 }
 
 
-def missing_packages() -> list[str]:
+# Only the test suite needs these: the report test renders pages in a real browser.
+TEST_TOOLS = {"chromium": "chromium"}
+
+
+def missing_packages(tools: dict = HOST_TOOLS) -> list[str]:
     extra_path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
-    missing = {pkg for tool, pkg in HOST_TOOLS.items() if not shutil.which(tool, path=extra_path)}
+    missing = {pkg for tool, pkg in tools.items() if not shutil.which(tool, path=extra_path)}
     return sorted(missing)
 
 
-def ensure_host_packages(quiet: bool = False) -> list[str]:
+def ensure_host_packages(quiet: bool = False, tests: bool = False) -> list[str]:
     """Install what is missing; returns the packages installed."""
-    missing = missing_packages()
+    missing = missing_packages({**HOST_TOOLS, **(TEST_TOOLS if tests else {})})
     if not missing:
         return []
     cmd = ["apt-get", "install", "-y", "--no-install-recommends", *missing]
@@ -52,7 +56,7 @@ if __name__ == "__main__":
     # Runs with the bare system python (no third-party packages needed), so the
     # Makefile can call it before the virtualenv exists.
     try:
-        done = ensure_host_packages()
+        done = ensure_host_packages(tests="--tests" in sys.argv)
         print("host packages: " + ("installed " + " ".join(done) if done else "all present"))
     except ZbenchError as exc:
         print(f"zbench setup: {exc}", file=sys.stderr)
