@@ -84,14 +84,14 @@ def test_cpu_percent_real_and_hand():
 # --- arcstats (hand-written fixture; see README) --------------------------------
 
 def test_parse_kstat_arcstats():
-    k = parse_kstat((FIX / "arcstats-a.txt").read_text())
+    k = parse_kstat((FIX / "handwritten-arcstats-a.txt").read_text())
     assert len(k) == 147 and k["hits"] == 4182337 and k["c_max"] == 1017 * 2 ** 20
     with pytest.raises(ZbenchError, match="name type data"):
         parse_kstat("hits 4 12\n")
 
 
 def test_arc_delta():
-    d = arc_delta((FIX / "arcstats-a.txt").read_text(), (FIX / "arcstats-b.txt").read_text(), 1.0)
+    d = arc_delta((FIX / "handwritten-arcstats-a.txt").read_text(), (FIX / "handwritten-arcstats-b.txt").read_text(), 1.0)
     assert d["hits_s"] == 2140 and d["misses_s"] == 8410 and d["iohits_s"] == 12
     assert d["demand_data_misses_s"] == 8300
     assert d["hit_ratio"] == pytest.approx((2140 + 12) / (2140 + 12 + 8410))
@@ -104,7 +104,7 @@ def test_arc_delta():
 # --- zpool iostat -Hpvy -l (hand-written fixture) ---------------------------------
 
 def test_parse_zpool_iostat():
-    df = parse_zpool_iostat((FIX / "zpool-iostat-Hpvyl.txt").read_text())
+    df = parse_zpool_iostat((FIX / "handwritten-zpool-iostat-Hpvyl.txt").read_text())
     assert df["sample"].nunique() == 3 and list(df["t_s"].unique()) == [1795281000, 1795281001, 1795281002]
     s0 = df[df["sample"] == 0].set_index("name")
     assert list(s0.index) == ["tank", "raidz2-0", "vdb", "vdc", "vdd", "vde", "vdf", "vdg",
@@ -136,7 +136,7 @@ def test_parse_zpool_iostat_variants():
 # --- txgs (hand-written fixture) --------------------------------------------------
 
 def test_parse_txgs():
-    df = parse_txgs((FIX / "txgs.txt").read_text())
+    df = parse_txgs((FIX / "handwritten-txgs.txt").read_text())
     assert list(df["txg"]) == list(range(1207, 1215))
     assert list(df["state"]) == ["C"] * 5 + ["S", "Q", "O"]
     first = df.iloc[0]
@@ -213,7 +213,7 @@ def test_sampler_survives_failing_zpool(tmp_path):
 
 
 def test_sampler_kills_zpool_child_and_parses_it(tmp_path):
-    fixture = FIX / "zpool-iostat-Hpvyl.txt"
+    fixture = FIX / "handwritten-zpool-iostat-Hpvyl.txt"
     bindir = fake_zpool(tmp_path, f"echo \"$@\" > {tmp_path}/zpool.argv\necho $$ > {tmp_path}/zpool.pid\n"
                                   f"cat {fixture}\nexec sleep 300\n")
     out, rc, _ = run_sampler(tmp_path, 2.2, path_prefix=bindir)
@@ -235,10 +235,10 @@ def test_parse_sampler_dir_with_zfs_files(tmp_path):
     out = tmp_path / "out"
     shutil.copytree(LOCAL, out)
     (out / "sampler.info").write_text("start 1795281000.0 interval 1 pool tank\n")
-    a, b = (FIX / "arcstats-a.txt").read_text(), (FIX / "arcstats-b.txt").read_text()
+    a, b = (FIX / "handwritten-arcstats-a.txt").read_text(), (FIX / "handwritten-arcstats-b.txt").read_text()
     (out / "arcstats.txt").write_text(f"@@ 1795281000.5 1063.9\n{a}@@ 1795281001.5 1064.9\n{b}")
-    (out / "txgs.txt").write_text(f"@@ 1795281001.5 1064.9\n{(FIX / 'txgs.txt').read_text()}")
-    shutil.copyfile(FIX / "zpool-iostat-Hpvyl.txt", out / "zpool_iostat.txt")
+    (out / "txgs.txt").write_text(f"@@ 1795281001.5 1064.9\n{(FIX / 'handwritten-txgs.txt').read_text()}")
+    shutil.copyfile(FIX / "handwritten-zpool-iostat-Hpvyl.txt", out / "zpool_iostat.txt")
     s = parse_sampler_dir(out)
     arc = s["arc"].set_index("metric")["value"]
     assert arc["misses_s"] == 8410 and arc["hit_ratio"] < 0.25
@@ -263,3 +263,34 @@ def test_sampler_script_is_posix_sh():
         subprocess.run(["dash", "-n"], input=text, text=True, check=True)
     with pytest.raises(ValueError):
         sampler_argv("s.sh", "/tmp/o", 0)
+
+
+# --- real lab captures (OpenZFS 2.3.2; raidz1 of vdb vdc vdd + log vdf + cache vdg) -----
+
+def test_real_arcstats_capture():
+    a, b = (FIX / "arcstats-a.txt").read_text(), (FIX / "arcstats-b.txt").read_text()
+    assert parse_kstat(a)["hits"] == 29815 and parse_kstat(b)["hits"] == 31369
+    d = arc_delta(a, b, 1.0)
+    # hits 31369 - 29815 = 1554/s; misses 404 - 0 = 404/s (a cold 70/30 randrw, primarycache=metadata)
+    assert d["hits_s"] == 1554 and d["misses_s"] == 404 and d["demand_data_misses_s"] == 404
+
+
+def test_real_zpool_iostat_capture():
+    df = parse_zpool_iostat((FIX / "zpool-iostat-Hpvyl.txt").read_text())
+    # -T u printed two stamps before the first block (the skipped since-boot sample has one too)
+    assert df["sample"].nunique() == 3
+    assert list(df["t_s"].unique()) == [1795282570, 1795282572, 1795282573]
+    s0 = df[df["sample"] == 0].set_index("name")
+    assert list(s0.index) == ["tank", "raidz1-0", "vdb", "vdc", "vdd", "vdf", "vdg"]
+    assert s0.loc["vdb", "parent"] == "raidz1-0" and s0.loc["vdf", "section"] == 1
+    assert s0.loc["vdg", "section"] == 2
+    # the pool row reads 30 ops/s, 246772 B/s: the raidz vdev's children add up to it
+    assert s0.loc["tank", "read_ops_s"] == 30 and s0.loc["tank", "read_bytes_s"] == 246772
+    assert s0.loc[["vdb", "vdc", "vdd"], "read_ops_s"].sum() == 26   # 7 + 11 + 8
+    assert s0.loc["tank", "alloc_bytes"] == 405209088
+
+
+def test_real_txgs_capture():
+    df = parse_txgs((FIX / "txgs.txt").read_text())
+    assert df["txg"].iloc[0] == 5 and df["txg"].is_monotonic_increasing
+    assert (df["state"].iloc[:-2] == "C").all()
