@@ -17,6 +17,7 @@ from zbench_lib.counters import (arc_delta, cpu_percent, diskstats_rates, parse_
                                  parse_kstat, parse_sampler_dir, parse_txgs, parse_zpool_iostat,
                                  sampler_argv, sampler_script, split_snapshots)
 from zbench_lib.errors import ZbenchError
+from zbench_lib.zfsstats import ZPOOL_LATENCY
 
 FIX = Path(__file__).parent / "fixtures" / "counters"
 LOCAL = FIX / "sampler-local"
@@ -81,45 +82,83 @@ def test_cpu_percent_real_and_hand():
         parse_cpu_stat("intr 1 2 3\n")
 
 
-# --- arcstats (hand-written fixture; see README) --------------------------------
+# --- arcstats (real lab capture; see fixtures/counters/README.md) ------------------
 
 def test_parse_kstat_arcstats():
-    k = parse_kstat((FIX / "handwritten-arcstats-a.txt").read_text())
-    assert len(k) == 147 and k["hits"] == 4182337 and k["c_max"] == 1017 * 2 ** 20
+    k = parse_kstat((FIX / "arcstats-a.txt").read_text())
+    # header "18 1 0x01 147 ..." announces 147 values; the file has them after 'name type data'
+    assert len(k) == 147 and k["hits"] == 29815 and k["misses"] == 0
+    assert k["c_max"] == 1289011200 and k["c_min"] == 64450560 and k["size"] == 282322144
     with pytest.raises(ZbenchError, match="name type data"):
         parse_kstat("hits 4 12\n")
 
 
 def test_arc_delta():
-    d = arc_delta((FIX / "handwritten-arcstats-a.txt").read_text(), (FIX / "handwritten-arcstats-b.txt").read_text(), 1.0)
-    assert d["hits_s"] == 2140 and d["misses_s"] == 8410 and d["iohits_s"] == 12
-    assert d["demand_data_misses_s"] == 8300
-    assert d["hit_ratio"] == pytest.approx((2140 + 12) / (2140 + 12 + 8410))
-    assert d["demand_data_hit_ratio"] == pytest.approx(1200 / 9500)
-    assert d["prefetch_data_hit_ratio"] == 0
-    assert d["size_bytes"] == 1007 * 2 ** 20 and d["c_bytes"] == 1017 * 2 ** 20
+    d = arc_delta((FIX / "arcstats-a.txt").read_text(), (FIX / "arcstats-b.txt").read_text(), 1.0)
+    # hits 31369 - 29815 = 1554, misses 404 - 0 = 404, iohits 0 - 0 = 0
+    assert d["hits_s"] == 1554 and d["misses_s"] == 404 and d["iohits_s"] == 0
+    # demand data: hits 3927 - 3465 = 462, misses 404 - 0 = 404 (every miss is a data miss:
+    # metadata hits 27425 - 26333 = 1092, and 462 + 1092 = 1554 = all hits)
+    assert d["demand_data_hits_s"] == 462 and d["demand_data_misses_s"] == 404
+    assert d["demand_metadata_hits_s"] == 1092 and d["demand_metadata_misses_s"] == 0
+    assert d["hit_ratio"] == pytest.approx(1554 / (1554 + 0 + 404))          # 0.794
+    assert d["demand_data_hit_ratio"] == pytest.approx(462 / (462 + 404))     # 0.533
+    assert math.isnan(d["prefetch_data_hit_ratio"])  # prefetch data hits and misses both 0 -> no access, NaN
+    # gauges from the later snapshot
+    assert d["size_bytes"] == 253146280 and d["c_bytes"] == 333541376 and d["c_max_bytes"] == 1289011200
     assert math.isnan(arc_delta("x\nname type data\nhits 4 5\n", "x\nname type data\nhits 4 5\n", 2)["hit_ratio"])
 
 
-# --- zpool iostat -Hpvy -l (hand-written fixture) ---------------------------------
+# --- zpool iostat -Hpvy -l -T u (real lab capture) -------------------------------------
 
 def test_parse_zpool_iostat():
-    df = parse_zpool_iostat((FIX / "handwritten-zpool-iostat-Hpvyl.txt").read_text())
-    assert df["sample"].nunique() == 3 and list(df["t_s"].unique()) == [1795281000, 1795281001, 1795281002]
+    df = parse_zpool_iostat((FIX / "zpool-iostat-Hpvyl.txt").read_text())
+    # -T u printed 1795282565 and 1795282570 before the first block (the since-boot sample
+    # that -y skips still prints its stamp): the last stamp before a block is its time.
+    assert df["sample"].nunique() == 3 and list(df["t_s"].unique()) == [1795282570, 1795282572, 1795282573]
+    assert len(df) == 3 * 7
     s0 = df[df["sample"] == 0].set_index("name")
-    assert list(s0.index) == ["tank", "raidz2-0", "vdb", "vdc", "vdd", "vde", "vdf", "vdg",
-                              "mirror-1", "vdh", "vdi", "vdj"]
-    assert s0.loc["tank", "kind"] == "pool" and s0.loc["raidz2-0", "kind"] == "vdev"
-    assert s0.loc["vdb", "parent"] == "raidz2-0" and s0.loc["vdh", "parent"] == "mirror-1"
-    assert s0.loc["vdj", "parent"] == "tank" and s0.loc["vdj", "section"] == 2  # cache
-    assert s0.loc["mirror-1", "section"] == 1  # logs
-    top = s0[(s0.parent == "tank") & (s0.section < 2)]
-    assert s0.loc["tank", "write_ops_s"] == top["write_ops_s"].sum()
-    leaves = s0[s0.parent == "raidz2-0"]
-    assert s0.loc["raidz2-0", "write_bytes_s"] == leaves["write_bytes_s"].sum()
-    assert s0.loc["tank", "alloc_bytes"] == 9663676416 and s0.loc["vdb", "alloc_bytes"] == 0
-    assert math.isnan(s0.loc["vdh", "total_wait_read_ns"]) and s0.loc["vdh", "total_wait_write_ns"] == 305000
-    assert s0["rebuild_wait_ns"].isna().all()
+    assert list(s0.index) == ["tank", "raidz1-0", "vdb", "vdc", "vdd", "vdf", "vdg"]
+    assert s0.loc["tank", "kind"] == "pool" and s0.loc["raidz1-0", "kind"] == "vdev"
+    assert (s0.loc[["vdb", "vdc", "vdd", "vdf", "vdg"], "kind"] == "disk").all()
+    assert (s0.loc[["vdb", "vdc", "vdd"], "parent"] == "raidz1-0").all()
+    # a blank line opens the logs class (vdf), another the cache class (vdg)
+    assert s0.loc["vdf", "parent"] == "tank" and s0.loc["vdf", "section"] == 1
+    assert s0.loc["vdg", "parent"] == "tank" and s0.loc["vdg", "section"] == 2
+    assert (s0.loc[["tank", "raidz1-0", "vdb", "vdc", "vdd"], "section"] == 0).all()
+    for _, s in df.groupby("sample"):
+        s = s.set_index("name")
+        top = s[(s.parent == "tank") & (s.section < 2)]   # raidz1-0 and the log vdf, not the cache
+        # write ops 1 = 0 + 1, 6 = 6 + 0, 38 = 38 + 0; read ops 30 = 30 + 0, 2 = 2 + 0, 0 = 0 + 0
+        assert s.loc["tank", "write_ops_s"] == top["write_ops_s"].sum()
+        assert s.loc["tank", "read_ops_s"] == top["read_ops_s"].sum()
+    # Bytes do not add up like that in the real output: sample 0 pool writes 259576 B/s while
+    # raidz1-0 0 + vdf 224755 = 224755; and raidz leaves write parity, so in sample 1 the
+    # leaves write 4951 + 4792 + 3594 = 13337 B/s against 6479 for raidz1-0.
+    s1 = df[df["sample"] == 1].set_index("name")
+    assert s1.loc[["vdb", "vdc", "vdd"], "write_bytes_s"].sum() == 13337 > s1.loc["raidz1-0", "write_bytes_s"] == 6479
+    assert s0.loc["tank", "read_ops_s"] == 30 and s0.loc["tank", "read_bytes_s"] == 246772
+    assert s0.loc[["vdb", "vdc", "vdd"], "read_ops_s"].sum() == 26   # 7 + 11 + 8, fewer than raidz1-0's 30
+    # -p: the pool and raidz1-0 report 405209088 allocated (the log's 6291456 is not in it);
+    # leaves print 0 for alloc/free
+    assert s0.loc["tank", "alloc_bytes"] == s0.loc["raidz1-0", "alloc_bytes"] == 405209088
+    assert s0.loc["tank", "free_bytes"] == 2547580928
+    assert s0.loc["vdb", "alloc_bytes"] == 0 and s0.loc["vdf", "alloc_bytes"] == 6291456
+    # '-' where there was no I/O: the log only wrote, the cache did nothing
+    assert math.isnan(s0.loc["vdf", "total_wait_read_ns"]) and s0.loc["vdf", "total_wait_write_ns"] == 61566390
+    assert s0.loc["tank", "total_wait_write_ns"] == 61566390   # all sync writes of sample 0 went to the log
+    assert s0.loc["vdg", ZPOOL_LATENCY].isna().all()
+    assert df[["scrub_wait_ns", "trim_wait_ns", "rebuild_wait_ns"]].isna().all().all()
+    assert s1.loc["tank", "asyncq_wait_write_ns"] == 362397696
+
+
+def test_parse_zpool_iostat_mirrored_log():
+    # Hand-written (raidz2 + mirrored log): the real lab pool has no group vdev among its logs.
+    df = parse_zpool_iostat((FIX / "handwritten-zpool-iostat-Hpvyl.txt").read_text())
+    s0 = df[df["sample"] == 0].set_index("name")
+    assert s0.loc["mirror-1", "section"] == 1 and s0.loc["mirror-1", "parent"] == "tank"
+    assert s0.loc["vdh", "parent"] == "mirror-1" and s0.loc["vdi", "parent"] == "mirror-1"
+    assert s0.loc["vdj", "parent"] == "tank" and s0.loc["vdj", "section"] == 2  # cache after the group
 
 
 def test_parse_zpool_iostat_variants():
@@ -133,15 +172,22 @@ def test_parse_zpool_iostat_variants():
         parse_zpool_iostat("vdb\t0\t0\t1\t2\t3\t4\n", pool="tank")
 
 
-# --- txgs (hand-written fixture) --------------------------------------------------
+# --- txgs (real lab capture) ---------------------------------------------------------
 
 def test_parse_txgs():
-    df = parse_txgs((FIX / "handwritten-txgs.txt").read_text())
-    assert list(df["txg"]) == list(range(1207, 1215))
-    assert list(df["state"]) == ["C"] * 5 + ["S", "Q", "O"]
+    df = parse_txgs((FIX / "txgs.txt").read_text())
+    # no kstat header line in this capture, just the column header and TXGs 5..79
+    assert list(df["txg"]) == list(range(5, 80))
+    assert list(df["state"]) == ["C"] * 74 + ["O"]
     first = df.iloc[0]
-    assert (first.birth_ns, first.nwritten, first.writes, first.stime_ns) == (1058000000000, 53673984, 1602, 612445120)
-    assert (df["birth_ns"].diff().dropna() == 5_004_000_000).all()
+    assert (first.birth_ns, first.ndirty, first.nwritten, first.writes) == (104992615230, 688128, 163840, 118)
+    assert (first.otime_ns, first.qtime_ns, first.wtime_ns, first.stime_ns) == (1108564620, 82820, 253250, 972144830)
+    # a TXG stays open until the next one is born: 104992615230 + 1108564620 = 106101179850 (TXG 6)
+    c = df[df.state == "C"]
+    assert ((c["birth_ns"] + c["otime_ns"]).values == df["birth_ns"].iloc[1:].values).all()
+    last = df.iloc[-1]
+    assert last.txg == 79 and last.otime_ns == 0 and last.stime_ns == 0   # open: no times yet
+    assert df.loc[df.txg == 33, "nwritten"].item() == 58058752            # the busiest TXG
 
 
 # --- the sampler, for real ----------------------------------------------------------
@@ -213,7 +259,7 @@ def test_sampler_survives_failing_zpool(tmp_path):
 
 
 def test_sampler_kills_zpool_child_and_parses_it(tmp_path):
-    fixture = FIX / "handwritten-zpool-iostat-Hpvyl.txt"
+    fixture = FIX / "zpool-iostat-Hpvyl.txt"
     bindir = fake_zpool(tmp_path, f"echo \"$@\" > {tmp_path}/zpool.argv\necho $$ > {tmp_path}/zpool.pid\n"
                                   f"cat {fixture}\nexec sleep 300\n")
     out, rc, _ = run_sampler(tmp_path, 2.2, path_prefix=bindir)
@@ -227,27 +273,34 @@ def test_sampler_kills_zpool_child_and_parses_it(tmp_path):
     zp = parse_sampler_dir(out)["zpool"]
     assert list(zp.columns) == ["t_s", "layer", "device", "metric", "value", "kind"]
     tank = zp[(zp.device == "tank") & (zp.metric == "write_ops_s")]
-    assert list(tank["t_s"]) == [1795281000, 1795281001, 1795281002] and (tank["value"] > 0).all()
+    assert list(tank["t_s"]) == [1795282570, 1795282572, 1795282573]
+    assert list(tank["value"]) == [1, 6, 38]
 
 
 def test_parse_sampler_dir_with_zfs_files(tmp_path):
-    """A directory as the sampler writes it on the lab, built from the fixtures."""
+    """A directory as the sampler writes it on the lab, built from the real captures."""
     out = tmp_path / "out"
     shutil.copytree(LOCAL, out)
-    (out / "sampler.info").write_text("start 1795281000.0 interval 1 pool tank\n")
-    a, b = (FIX / "handwritten-arcstats-a.txt").read_text(), (FIX / "handwritten-arcstats-b.txt").read_text()
-    (out / "arcstats.txt").write_text(f"@@ 1795281000.5 1063.9\n{a}@@ 1795281001.5 1064.9\n{b}")
-    (out / "txgs.txt").write_text(f"@@ 1795281001.5 1064.9\n{(FIX / 'handwritten-txgs.txt').read_text()}")
-    shutil.copyfile(FIX / "handwritten-zpool-iostat-Hpvyl.txt", out / "zpool_iostat.txt")
+    (out / "sampler.info").write_text("start 1795282569.0 interval 1 pool tank\n")
+    a, b = (FIX / "arcstats-a.txt").read_text(), (FIX / "arcstats-b.txt").read_text()
+    (out / "arcstats.txt").write_text(f"@@ 1795282569.5 420.6\n{a}@@ 1795282570.5 421.6\n{b}")
+    (out / "txgs.txt").write_text(f"@@ 1795282570.5 421.6\n{(FIX / 'txgs.txt').read_text()}")
+    shutil.copyfile(FIX / "zpool-iostat-Hpvyl.txt", out / "zpool_iostat.txt")
     s = parse_sampler_dir(out)
     arc = s["arc"].set_index("metric")["value"]
-    assert arc["misses_s"] == 8410 and arc["hit_ratio"] < 0.25
+    # dt = 1795282570.5 - 1795282569.5 = 1 s: 404 misses, 1554 / 1958 hits
+    assert arc["misses_s"] == 404 and arc["hit_ratio"] == pytest.approx(1554 / 1958)
+    assert (s["arc"]["t_s"] == 1795282570.5).all()
     txg = s["txg"]
-    assert sorted(txg["txg"].unique()) == [1207, 1208, 1209, 1210, 1211]  # committed only
+    assert sorted(txg["txg"].unique()) == list(range(5, 79))  # committed only: 79 is still open
     assert set(txg["device"]) == {"tank"}
-    t1207 = txg[(txg.txg == 1207) & (txg.metric == "nwritten")]
-    assert t1207["t_s"].iloc[0] == pytest.approx(1795281001.5 - 1064.9 + 1058.0)
-    assert not s["zpool"].empty and not s["disk"].empty
+    t5 = txg[(txg.txg == 5) & (txg.metric == "nwritten")]
+    assert t5["value"].item() == 163840
+    assert t5["t_s"].item() == pytest.approx(1795282570.5 - 421.6 + 104.99261523)
+    zp = s["zpool"]
+    assert set(zp["t_s"]) == {1795282570, 1795282572, 1795282573}
+    assert set(zp["device"]) == {"tank", "raidz1-0", "vdb", "vdc", "vdd", "vdf", "vdg"}
+    assert not s["disk"].empty
 
 
 def test_parse_empty_sampler_dir(tmp_path):
@@ -264,33 +317,3 @@ def test_sampler_script_is_posix_sh():
     with pytest.raises(ValueError):
         sampler_argv("s.sh", "/tmp/o", 0)
 
-
-# --- real lab captures (OpenZFS 2.3.2; raidz1 of vdb vdc vdd + log vdf + cache vdg) -----
-
-def test_real_arcstats_capture():
-    a, b = (FIX / "arcstats-a.txt").read_text(), (FIX / "arcstats-b.txt").read_text()
-    assert parse_kstat(a)["hits"] == 29815 and parse_kstat(b)["hits"] == 31369
-    d = arc_delta(a, b, 1.0)
-    # hits 31369 - 29815 = 1554/s; misses 404 - 0 = 404/s (a cold 70/30 randrw, primarycache=metadata)
-    assert d["hits_s"] == 1554 and d["misses_s"] == 404 and d["demand_data_misses_s"] == 404
-
-
-def test_real_zpool_iostat_capture():
-    df = parse_zpool_iostat((FIX / "zpool-iostat-Hpvyl.txt").read_text())
-    # -T u printed two stamps before the first block (the skipped since-boot sample has one too)
-    assert df["sample"].nunique() == 3
-    assert list(df["t_s"].unique()) == [1795282570, 1795282572, 1795282573]
-    s0 = df[df["sample"] == 0].set_index("name")
-    assert list(s0.index) == ["tank", "raidz1-0", "vdb", "vdc", "vdd", "vdf", "vdg"]
-    assert s0.loc["vdb", "parent"] == "raidz1-0" and s0.loc["vdf", "section"] == 1
-    assert s0.loc["vdg", "section"] == 2
-    # the pool row reads 30 ops/s, 246772 B/s: the raidz vdev's children add up to it
-    assert s0.loc["tank", "read_ops_s"] == 30 and s0.loc["tank", "read_bytes_s"] == 246772
-    assert s0.loc[["vdb", "vdc", "vdd"], "read_ops_s"].sum() == 26   # 7 + 11 + 8
-    assert s0.loc["tank", "alloc_bytes"] == 405209088
-
-
-def test_real_txgs_capture():
-    df = parse_txgs((FIX / "txgs.txt").read_text())
-    assert df["txg"].iloc[0] == 5 and df["txg"].is_monotonic_increasing
-    assert (df["state"].iloc[:-2] == "C").all()

@@ -147,25 +147,36 @@ def test_get_argv():
     assert zpool_get_argv("zb-t") == ["zpool", "get", "-j", "-p", "all", "zb-t"]
 
 
-def test_parse_zfs_get_fixture():
-    # Hand-made fixture (see its _zbench_note): to be replaced by a lab capture.
-    props = parse_zfs_get_json((FIXTURES / "get-zvol-16k.json").read_text())
-    assert props["volsize"] == G and props["volblocksize"] == 16 * K
-    assert props["compression"] == "off" and props["sync"] == "always"
-    assert props["compressratio"] == "1.00" and props["type"] == "volume"
-    assert isinstance(props["logicalused"], int)
-    want = Zvol("vm0", G, 16 * K, compression="off", sync="always")
+def test_parse_zfs_get_lab_capture():
+    # Real `zfs get -j -p all tank/vol` (OpenZFS 2.3.2): values are strings, made int here.
+    props = parse_zfs_get_json((FIXTURES / "lab-get-zvol-16k.json").read_text())
+    assert parse_zfs_get_json((FIXTURES / "lab-get-zvol-16k.json").read_text(), "tank/vol") == props
+    assert len(props) == 46 and props["type"] == "volume"
+    assert props["volsize"] == 256 * M and props["volblocksize"] == 16 * K      # "268435456", "16384"
+    assert props["compression"] == "on" and props["sync"] == "standard" and props["logbias"] == "latency"
+    assert props["primarycache"] == "all" and props["secondarycache"] == "all"  # source DEFAULT
+    assert props["compressratio"] == "1.00"                                     # a ratio stays a string
+    # refreservation 274726912 = volsize 268435456 + 6291456 of overhead; used = refreservation
+    assert props["refreservation"] == props["used"] == 274726912
+    assert props["logicalused"] == 51620864 and props["referenced"] == 51743340
+    want = Zvol("vol", 256 * M, 16 * K, compression="on", sync="standard", logbias="latency")
     assert property_mismatches(want, props) == {}
-    other = Zvol("vm0", G, 8 * K, logbias="throughput")
-    assert property_mismatches(other, props) == {"volblocksize": (8 * K, 16 * K),
-                                                 "logbias": ("throughput", "latency")}
+    other = Zvol("vol", 256 * M, 8 * K, compression="off", sync="always", primarycache="metadata")
+    assert property_mismatches(other, props) == {"volblocksize": (8 * K, 16 * K), "compression": ("off", "on"),
+                                                 "sync": ("always", "standard"),
+                                                 "primarycache": ("metadata", "all")}
 
 
-def test_parse_zpool_get_fixture():
-    props = parse_zpool_get_json((FIXTURES / "zpool-get-raidz2.json").read_text(), pool="zb-test")
-    assert props["ashift"] == 12 and props["health"] == "ONLINE"
-    assert props["size"] == props["free"] + props["allocated"]
-    assert props["feature@raidz_expansion"] == "enabled"
+def test_parse_zpool_get_lab_capture():
+    # Real `zpool get -j -p all tank` (OpenZFS 2.3.2) of the raidz1(3) + log + cache pool.
+    props = parse_zpool_get_json((FIXTURES / "lab-zpool-get-raidz1.json").read_text(), pool="tank")
+    assert len(props) == 78 and props["health"] == "ONLINE"
+    assert props["size"] == props["free"] + props["allocated"]   # 2952790016 = 2874846208 + 77943808
+    assert props["capacity"] == 2                                  # 77943808 / 2952790016 = 2.6 %
+    assert props["ashift"] == 0      # the pool property: 0 = "auto", not the vdevs' actual ashift
+    assert props["guid"] == 3808672062586841025 and props["version"] == "-"
+    assert props["feature@raidz_expansion"] == "enabled" and props["feature@lz4_compress"] == "active"
+    assert sum(k.startswith("feature@") for k in props) == 44
 
 
 def test_parse_get_json_int_and_errors():

@@ -262,7 +262,8 @@ def _vdev_shape(name: str, v: dict) -> tuple[str, int]:
         if not m:
             raise ZbenchError(f"zpool status JSON: cannot tell the parity of raidz vdev {name!r}")
         return f"raidz{m.group(1)}", len(children)
-    if vtype in ("disk", "file") and not children:
+    if vtype in ("disk", "file", "") and not children:
+        # a device; a top-level single disk may come with only its name (no vdev_type, no path)
         return "leaf", 0
     return vtype or "unknown", len(children)
 

@@ -99,7 +99,10 @@ def parse_zpool_iostat(text: str, pool: str | None = None) -> pd.DataFrame:
 
     With -H each sample is a block of tab-separated rows: the pool first, then its
     vdevs depth-first; a blank line opens each further class (logs, cache, ...),
-    numbered in `section`. With -T u an epoch line precedes each sample (t_s).
+    numbered in `section` (0 data, then 1, 2, ... in the order printed: logs before cache).
+    With -T u an epoch line precedes each sample (t_s); the first block may follow two of
+    them (with -y the skipped since-boot sample still prints its stamp), so the last
+    stamp before a block is its time.
     -p prints raw numbers (bytes, ops/s, ns); '-' (no I/O, so no latency) is NaN.
     `kind` is pool, vdev (mirror/raidz/draid group) or disk; `parent` is the pool for
     top-level vdevs and disks with capacity, else the group above.
