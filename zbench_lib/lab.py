@@ -266,9 +266,7 @@ class Lab:
         log.close()
 
     def _wait_ready(self, t0: float):
-        self.host = SSHHost("root@127.0.0.1", port=self.port, identity=str(self.image / "id_ed25519"),
-                            known_hosts=str(self.image / "known_hosts"), host_key_alias="zbench-lab",
-                            connect_timeout=5, name=f"lab:{self.cfg.name}")
+        self.host = SSHHost(**self.connection(), connect_timeout=5, name=f"lab:{self.cfg.name}")
         while True:
             if self.proc.poll() is not None:
                 log = (self.dir / "qemu.log").read_text(errors="replace")
@@ -340,14 +338,18 @@ class Lab:
 
     def connection(self) -> dict:
         """Keyword arguments for SSHHost, so another process can reach this lab."""
-        return {"destination": "root@127.0.0.1", "port": self.port,
-                "identity": str(self.image / "id_ed25519"),
-                "known_hosts": str(self.image / "known_hosts"), "host_key_alias": "zbench-lab"}
+        return _connection(self.port, self.image)
 
     def provenance(self) -> dict:
         return {"lab_config": self.cfg.to_dict(), "lab_accel": self.accel, "lab_port": self.port,
                 "lab_image": self.image.name if self.image else None, "lab_boot_s": self.boot_s,
                 "lab_disk_models": {s: m.to_dict() for s, m in self.models.items()}}
+
+
+def _connection(port: int, image: Path) -> dict:
+    # The image carries the lab's key pair and pinned host key.
+    return {"destination": "root@127.0.0.1", "port": port, "identity": str(image / "id_ed25519"),
+            "known_hosts": str(image / "known_hosts"), "host_key_alias": "zbench-lab"}
 
 
 class _PortTaken(Exception):
@@ -386,10 +388,7 @@ def connect_lab(name: str = "default") -> SSHHost:
     st = read_state(name)
     if st is None:
         raise ZbenchError(f"no lab named {name!r} is running; start one with `zbench lab up`")
-    image = Path(st["image"])
-    return SSHHost("root@127.0.0.1", port=st["port"], identity=str(image / "id_ed25519"),
-                   known_hosts=str(image / "known_hosts"), host_key_alias="zbench-lab",
-                   name=f"lab:{name}")
+    return SSHHost(**_connection(st["port"], Path(st["image"])), name=f"lab:{name}")
 
 
 def stop_lab(name: str = "default") -> bool:

@@ -17,11 +17,11 @@ mismatched replication levels, a second line of defence we keep.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import asdict, dataclass, fields
 
+from .zfs_json import pick
 from .errors import ConfigError, ZbenchError
 
 FAMILIES = ("stripe", "mirror", "raidz1", "raidz2", "raidz3")
@@ -271,18 +271,7 @@ def _vdev_shape(name: str, v: dict) -> tuple[str, int]:
 def parse_zpool_status_json(text: str, pool: str | None = None) -> dict:
     """Turn ``zpool status -j`` (OpenZFS 2.3, nested vdevs) into expected_topology's shape.
     Classes other than data/log/cache/special (dedup, spare) appear only when present."""
-    try:
-        doc = json.loads(text)
-        pools = doc["pools"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise ZbenchError(f"not zpool status JSON: {e}") from None
-    if pool is None:
-        if len(pools) != 1:
-            raise ZbenchError(f"zpool status JSON has pools {sorted(pools)}; say which one")
-        pool = next(iter(pools))
-    if pool not in pools:
-        raise ZbenchError(f"pool {pool!r} not in zpool status JSON (has {sorted(pools)})")
-    p = pools[pool]
+    pool, p = pick(text, "pools", pool, "zpool status")
     out = {"data": [], "log": [], "cache": [], "special": []}
     roots = p.get("vdevs") or {}
     root = roots.get(pool) or next(iter(roots.values()), {})

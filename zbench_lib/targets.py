@@ -8,11 +8,11 @@ non-sparse (no ``-s``), so their space is reserved as a real deployment's would 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import KW_ONLY, dataclass, fields
 
 from . import sizes
+from .zfs_json import pick
 from .errors import ConfigError, ZbenchError
 from .layouts import validate_pool_name
 
@@ -206,18 +206,9 @@ def zpool_get_argv(pool: str) -> list[str]:
 
 
 def _flat_properties(text: str, top: str, name: str | None, what: str) -> dict:
-    try:
-        objects = json.loads(text)[top]
-    except (ValueError, KeyError, TypeError) as e:
-        raise ZbenchError(f"not {what} JSON: {e}") from None
-    if name is None:
-        if len(objects) != 1:
-            raise ZbenchError(f"{what} JSON has {sorted(objects)}; say which one")
-        name = next(iter(objects))
-    if name not in objects:
-        raise ZbenchError(f"{name!r} not in {what} JSON (has {sorted(objects)})")
+    name, obj = pick(text, top, name, what)
     out = {}
-    for prop, entry in (objects[name].get("properties") or {}).items():
+    for prop, entry in (obj.get("properties") or {}).items():
         v = entry.get("value") if isinstance(entry, dict) else entry
         if isinstance(v, str) and re.fullmatch(r"-?\d+", v):
             v = int(v)
