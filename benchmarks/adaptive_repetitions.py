@@ -26,6 +26,12 @@ def main(argv) -> int:
         timing = next((e for e in reversed(events) if e.get("event") == "timing"), {})
         print(f"{d.name}: {len(runs)} configurations, {runs.sum()} runs used vs {FIXED * len(runs)} "
               f"for a fixed {FIXED}-repetition plan ({100 * (1 - runs.sum() / (FIXED * len(runs))):.0f}% saved)")
+        reached = [c for c, r in stops.items() if r.startswith("reached target")]
+        capped = [c for c, r in stops.items() if r.startswith("hit max")]
+        if reached:
+            print(f"  {len(reached)} configurations reached the target CI with "
+                  f"{runs[reached].mean():.1f} runs on average; {len(capped)} stopped at the maximum "
+                  f"({', '.join(str(n) for n in sorted(set(runs[capped])))} runs) without reaching it")
         if timing:
             print(f"  wall {timing['wall_s']:.0f} s, inside fio windows {timing['measure_s']:.0f} s "
                   f"({100 * timing['measure_share']:.0f}%)")

@@ -195,11 +195,13 @@ def scaling_table(df: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
     return s
 
 
-def space_check(df: pd.DataFrame, used_col: str = "used_bytes", ashift: int | None = None) -> pd.DataFrame:
-    """Measured used/logicalused per layout × block size against the raidz allocation model.
+def space_check(df: pd.DataFrame, used_col: str = "referenced_bytes", ashift: int | None = None) -> pd.DataFrame:
+    """Measured charge per logical byte, per layout × block size, against the raidz allocation model.
 
-    `predicted_used_ratio` is what ZFS should charge per logical byte
-    (`zfs_charged_bytes`); `space_efficiency` is logical over raw bytes allocated.
+    The charge is `referenced` (the blocks the target holds), not `used`: a zvol created
+    without -s also counts the unwritten part of its refreservation in `used`, which is a
+    promise, not an allocation. `predicted_used_ratio` is what ZFS should charge per
+    logical byte (`zfs_charged_bytes`); `space_efficiency` is logical over raw bytes allocated.
     """
     bcol = _block_col(df)
     need = {"layout", "width", bcol, used_col, "logicalused_bytes"}
@@ -316,6 +318,6 @@ def conclusions_volblocksize(cmp: pd.DataFrame, cmp_p99: pd.DataFrame | None = N
         bcol = _block_col(space)
         out.append(f"{r['layout']} of {int(r['width'])} at {format_size(int(r[bcol]))}: the allocation "
                    f"model predicts {r['space_efficiency']:.0%} space efficiency and a charge of "
-                   f"{r['predicted_used_ratio']:.2f}x the logical size; measured used/logicalused "
+                   f"{r['predicted_used_ratio']:.2f}x the logical size; measured referenced/logicalused "
                    f"is {r['measured_used_ratio']:.2f}x ({r['rel_error']:+.1%}).")
     return out or ["Nothing to conclude: no comparison or space data."]

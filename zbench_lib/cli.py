@@ -94,6 +94,19 @@ def cmd_pools(args):
     return 0
 
 
+def cmd_pack(args):
+    from .publish import pack, verify
+    dest = pack(args.sweep_dir, args.dest)
+    rows = verify(dest)
+    print(f"packed {args.sweep_dir} -> {dest}; results rebuilt from raw.tar.xz match ({len(rows)} rows)")
+
+
+def cmd_verify(args):
+    from .publish import verify
+    rows = verify(args.packed_dir)
+    print(f"{args.packed_dir}: results.parquet matches its raw files ({len(rows)} rows)")
+
+
 def cmd_demo(args):
     from .demo import run_demo
     return run_demo()
@@ -117,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="render the HTML report of a sweep directory", add_help=False)
     rp.add_argument("rest", nargs=argparse.REMAINDER)
     rp.set_defaults(func=cmd_report)
+    pk = sub.add_parser("pack", help="pack a finished sweep for publication (raw/ as one xz archive)")
+    pk.add_argument("sweep_dir")
+    pk.add_argument("dest", help="new directory, e.g. data/examples/my-study")
+    pk.set_defaults(func=cmd_pack)
+    vf = sub.add_parser("verify", help="rebuild a packed sweep's results from its raw files and compare")
+    vf.add_argument("packed_dir")
+    vf.set_defaults(func=cmd_verify)
     po = sub.add_parser("pools", help="list or clean up zbench pools left by a crash")
     po.add_argument("action", choices=["list", "cleanup"])
     po.add_argument("--host", default="lab", help="lab, local or ssh://host")

@@ -86,7 +86,7 @@ def _layout_rank(name):
 
 
 def space_figure(space_df: pd.DataFrame) -> go.Figure:
-    """Measured used/logicalused against the allocation model, per layout × block size."""
+    """Measured referenced/logicalused against the allocation model, per layout × block size."""
     bcol = "volblocksize_bytes" if "volblocksize_bytes" in space_df else "recordsize_bytes"
     fig = go.Figure()
     for name, g in sorted(space_df.groupby(["layout", "width"]), key=lambda kv: _layout_rank(kv[0][0])):
@@ -96,8 +96,8 @@ def space_figure(space_df: pd.DataFrame) -> go.Figure:
         fig.add_trace(go.Bar(x=x, y=g["measured_used_ratio"], name=f"{label}: measured"))
         fig.add_trace(go.Scatter(x=x, y=g["predicted_used_ratio"], name=f"{label}: model",
                                  mode="markers", marker=dict(symbol="line-ew-open", size=18)))
-    fig.update_layout(barmode="group", title="used / logicalused: measured (bars) vs allocation model",
-                      xaxis_title="block size", yaxis_title="used / logicalused")
+    fig.update_layout(barmode="group", title="referenced / logicalused: measured (bars) vs allocation model",
+                      xaxis_title="block size", yaxis_title="referenced / logicalused")
     return fig
 
 

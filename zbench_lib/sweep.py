@@ -88,7 +88,8 @@ def open_host(spec: SweepSpec):
         cfg = LabConfig(disks=int(lab_cfg.get("disks", 4)),
                         disk_bytes=parse_size(lab_cfg.get("disk_size", "1G")),
                         model=lab_cfg.get("model", "hdd"),
-                        extra_disks=int(lab_cfg.get("extra_disks", 0)), name="sweep")
+                        extra_disks=int(lab_cfg.get("extra_disks", 0)),
+                        name=f"sweep-{spec.name}")   # one lab per spec: two sweeps can run at once
         with Lab(cfg) as lab:
             yield lab.host, lab.data_disks, lab.extra_disks, True, cfg.model, lab
     else:
