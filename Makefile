@@ -28,13 +28,19 @@ image: setup
 demo: image
 	$(BIN)/zbench demo
 
+# nbval re-executes the analysis notebooks on data/examples and compares every output with
+# the stored one (scripts/store_notebook_outputs.py writes them).
+NBVAL := notebooks/analysis-scaling.ipynb notebooks/analysis-volblocksize.ipynb \
+         notebooks/analysis-compare.ipynb --nbval --nbval-current-env \
+         --sanitize-with tests/nbval_sanitize.cfg
+
 # The whole suite; the lab tests share one booted lab for the session.
 test: image
 	@$(PYTHON) -m zbench_lib.setup_host --tests
-	$(BIN)/python -m pytest -q -ra tests
+	$(BIN)/python -m pytest -q -ra tests $(NBVAL)
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -ra -m "not lab" tests
+	$(BIN)/python -m pytest -q -ra -m "not lab" tests $(NBVAL)
 
 bench: image
 	$(BIN)/python benchmarks/disk_models.py

@@ -16,7 +16,7 @@ from zbench_lib.truth import flag_columns, steady_state, truth_checks
 
 MiB = 1024 * 1024
 FIX = Path(__file__).parent / "fixtures"
-STEADY = [1000, 1010, 990, 1005, 995, 1000, 1002, 998]  # range 2%, no trend
+STEADY = [1000, 1010, 990, 1005, 995, 1000, 1002, 998] * 4  # 32 s, no trend: long enough for writes too
 
 
 def rows(read=0, write=0, ss=None):
@@ -131,28 +131,46 @@ def test_write_amplification_reported_and_flagged_only_when_writes_missed_the_di
 # --- not_steady ----------------------------------------------------------------------------------
 
 def test_steady_state_hand_computed_series():
-    flat = steady_state([100] * 5)
+    flat = steady_state([10000] * 5)
     assert flat["flag"] is False and flat["range_pct"] == 0 and flat["slope_pct"] == pytest.approx(0, abs=1e-9)
-    # ramp 90..110: mean 100, range 20 (= 20%: at the limit, passes); slope 5 per sample,
-    # rise across the window 5 x (5 - 1) = 20 -> 20% > 10%: not steady.
-    ramp = steady_state([90, 95, 100, 105, 110])
+    # ramp 9000..11000 (five 1 s rounds): mean 10000, range 20% (at the limit, passes); slope
+    # 500 per round, rise 500 x 4 = 2000 -> 20%. Counting noise 100/sqrt(10000 x 1) = 1%, so the
+    # limits stay 20% and max(10%, 2.576 x 4/sqrt(10) x 1%) = 10%: not steady.
+    ramp = steady_state([9000, 9500, 10000, 10500, 11000])
+    assert ramp["noise_pct"] == pytest.approx(1.0) and ramp["slope_limit_pct"] == 10
     assert ramp["range_pct"] == pytest.approx(20) and ramp["slope_pct"] == pytest.approx(20)
     assert ramp["flag"] is True and ramp["reason"].startswith("slope")
     # the same ramp going down: the slope is reported signed, judged by its size
-    down = steady_state([110, 105, 100, 95, 90])
+    down = steady_state([11000, 10500, 10000, 9500, 9000])
     assert down["slope_pct"] == pytest.approx(-20) and down["flag"] is True
-    # 80,120 alternating over 6 samples: mean 100, range 40%. x - 2.5 = -2.5..2.5, y - 100 = -20,+20,...
-    # sum (x-xbar)(y-ybar) = 50 - 30 + 10 + 10 - 30 + 50 = 60, sum (x-xbar)^2 = 17.5,
-    # slope 60/17.5 = 3.4286 per sample, rise 3.4286 x 5 = 17.14 -> 17.14%: both rules fail.
-    saw = steady_state([80, 120, 80, 120, 80, 120])
-    assert saw["range_pct"] == pytest.approx(40) and saw["slope_pct"] == pytest.approx(60 / 17.5 * 5)
-    assert saw["flag"] is True and "range" in saw["reason"] and "slope" in saw["reason"]
-    # 95,105 alternating over 10 samples: range 10%. x - xbar = -4.5..4.5, y - ybar = -5,+5,...;
-    # each pair (x, x+1) adds -5(x - xbar) + 5(x + 1 - xbar) = 5, five pairs -> 25;
-    # sum (x-xbar)^2 = 82.5; slope 25/82.5 = 0.30303, rise x 9 = 2.727%: steady.
-    wobble = steady_state([95, 105] * 5)
-    assert wobble["range_pct"] == pytest.approx(10) and wobble["slope_pct"] == pytest.approx(25 / 82.5 * 9)
-    assert wobble["flag"] is False
+    # The same shape at 100 IOPS: a 1 s round holds ~100 I/Os, counting noise 10%, so a 20%
+    # rise is within what noise reaches (2.576 x 1.26491 x 10 = 32.58%): no evidence of a trend.
+    slow = steady_state([90, 95, 100, 105, 110])
+    assert slow["noise_pct"] == pytest.approx(10) and slow["slope_limit_pct"] == pytest.approx(32.584, abs=1e-3)
+    assert slow["range_limit_pct"] == pytest.approx(46.0) and slow["flag"] is False
+    # 10 samples alternating 9500/10500 form five rounds of two, each averaging 10000: range 0.
+    wobble = steady_state([9500, 10500] * 5)
+    assert wobble["range_pct"] == pytest.approx(0) and wobble["flag"] is False
+    # 6 samples make rounds of 2,1,1,1,1 (numpy array_split): 500,600 | 700 | 800 | 900 | 1000
+    # -> 550, 700, 800, 900, 1000 around the series mean 750: range 450/750 = 60%. Round
+    # deviations from 790: -240,-90,10,110,210 against x-2 = -2..2: sum 1100 / 10 = 110 per round,
+    # rise 440 -> 58.67%. Noise 100/sqrt(750 x 1.2) = 3.333%; slope limit 2.576 x 1.26491 x 3.333.
+    rising = steady_state([500, 600, 700, 800, 900, 1000])
+    assert rising["range_pct"] == pytest.approx(60) and rising["slope_pct"] == pytest.approx(440 / 750 * 100)
+    assert rising["slope_limit_pct"] == pytest.approx(2.576 * 4 / math.sqrt(10) * 100 / 30)
+    assert rising["flag"] is True and "range" in rising["reason"] and "slope" in rising["reason"]
+
+
+def test_write_windows_must_span_a_txg_period_per_round():
+    twelve = [1000] * 12                         # rounds of 2.4 s < 5 s
+    checks = truth_checks(rows(write=400 * MiB), counters(dev_write_bytes=800 * MiB), context(iops_series=twelve))
+    assert checks["not_steady"]["flag"] is True
+    assert checks["not_steady"]["reason"] == "too short to judge: rounds of 2.4 s < 5 s (one TXG period)"
+    thirty = [1000] * 30                         # rounds of 6 s: judged, and flat
+    checks = truth_checks(rows(write=400 * MiB), counters(dev_write_bytes=800 * MiB), context(iops_series=thirty))
+    assert checks["not_steady"]["flag"] is False
+    # reads have no TXG pulse: twelve seconds are judged
+    assert truth_checks(rows(read=400 * MiB), counters(), context(iops_series=twelve))["not_steady"]["flag"] is False
 
 
 def test_steady_state_too_short_or_idle():
@@ -164,10 +182,10 @@ def test_steady_state_too_short_or_idle():
 def test_not_steady_through_truth_checks():
     checks = truth_checks(rows(read=400 * MiB), counters(), context(iops_series=[500, 600, 700, 800, 900, 1000]))
     cols = flag_columns(checks)
-    # mean 750, range 500 -> 66.7%; slope 100 per sample, rise 500 -> 66.7%
+    # as `rising` above: range 60%, rise 58.67% across the five rounds
     assert cols["flag_not_steady"] is True
-    assert cols["steady_range_pct"] == pytest.approx(500 / 750 * 100)
-    assert cols["steady_slope_pct"] == pytest.approx(500 / 750 * 100) and cols["steady_samples"] == 6
+    assert cols["steady_range_pct"] == pytest.approx(60)
+    assert cols["steady_slope_pct"] == pytest.approx(440 / 750 * 100) and cols["steady_samples"] == 6
     # without a per-second series, fio's own steady-state verdict is used, else not judged
     no_series = context(iops_series=None)
     assert truth_checks(rows(read=400 * MiB, ss=False), counters(), no_series)["not_steady"]["flag"] is True

@@ -44,6 +44,10 @@ WA_LOW, WA_HIGH = 0.5, 10.0
 STEADY_RANGE_PCT = 20.0      # max - min <= 20% of the mean
 STEADY_SLOPE_PCT = 10.0      # least-squares rise across the window <= 10% of the mean
 STEADY_MIN_SAMPLES = 5       # fewer one-second samples than a TXG period: too short to judge
+STEADY_ROUNDS = 5            # the window is judged as five rounds, as SNIA's measurement window
+STEADY_NOISE_RANGE_Q = 4.60  # 99% quantile of the range of 5 normal samples, in SDs
+STEADY_NOISE_Z = 2.576       # two-sided 99% normal quantile, for the rise across the rounds
+TXG_PERIOD_S = 5.0           # zfs_txg_timeout default: writes pulse with it
 # compressible_data: incompressible buffers give compressratio 1.00x; 1.05 leaves room for
 # metadata and the rounding of the displayed ratio.
 COMPRESS_RATIO_MAX = 1.05
@@ -70,28 +74,47 @@ def fio_bytes(fio_rows: list[dict], direction: str) -> int:
     return int(sum(r.get("io_bytes") or 0 for r in fio_rows if r.get("direction") == direction))
 
 
-def steady_state(values) -> dict:
-    """SNIA-style steady-state test of a per-second series.
+def steady_state(values, min_round_s: float = 0.0) -> dict:
+    """SNIA-style steady-state test of a per-second IOPS series, judged as 5 rounds.
 
-    range_pct = 100 (max - min) / mean; slope_pct = 100 x (least-squares slope per sample x
-    (n - 1)) / mean, signed (negative: decaying). Not steady when |either| exceeds its bound.
+    The window is cut into STEADY_ROUNDS consecutive rounds (SNIA's measurement window is
+    five rounds) and the round means m_k are judged: range_pct = 100 (max - min) / mean,
+    slope_pct = 100 x least-squares rise across the rounds / mean (signed). A round of a
+    slow device holds few I/Os, so its mean carries counting noise of about
+    1/sqrt(I/Os per round) even when nothing changes; each limit is widened to what that
+    noise alone reaches 99% of the time (noise_pct x 4.60 for the range of 5 rounds, the
+    studentized range q(0.99; 5, inf); noise_pct x 2.576 x 4/sqrt(10) for the rise). Throttled
+    completions are more regular than Poisson, so the allowance errs towards "steady" only
+    at rates where the window could not tell anyway. `min_round_s`: rounds shorter than this
+    cannot be judged (writes pulse with the TXG commit, so their rounds must span one).
 
     >>> steady_state([100, 102, 98, 101, 99])["flag"]
     False
     """
     y = np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=float)
     out = dict(samples=len(y), mean=math.nan, range_pct=math.nan, slope_pct=math.nan,
-               range_limit_pct=STEADY_RANGE_PCT, slope_limit_pct=STEADY_SLOPE_PCT)
+               range_limit_pct=STEADY_RANGE_PCT, slope_limit_pct=STEADY_SLOPE_PCT, noise_pct=math.nan)
     if len(y) < STEADY_MIN_SAMPLES:
         return {**out, "flag": True, "reason": f"too short to judge ({len(y)} < {STEADY_MIN_SAMPLES} samples)"}
     mean = float(y.mean())
     if mean <= 0:
         return {**out, "mean": mean, "flag": True, "reason": "no I/O in the window"}
-    slope = float(np.polyfit(np.arange(len(y)), y, 1)[0])
-    rng, rise = 100 * float(y.max() - y.min()) / mean, 100 * slope * (len(y) - 1) / mean
-    fails = [f"range {rng:.1f}% > {STEADY_RANGE_PCT:g}%"] * (rng > STEADY_RANGE_PCT) + \
-            [f"slope {rise:+.1f}% > {STEADY_SLOPE_PCT:g}%"] * (abs(rise) > STEADY_SLOPE_PCT)
-    return {**out, "mean": mean, "range_pct": rng, "slope_pct": rise, "flag": bool(fails),
+    round_s = len(y) / STEADY_ROUNDS
+    if round_s < min_round_s:
+        return {**out, "mean": mean, "flag": True,
+                "reason": f"too short to judge: rounds of {round_s:.1f} s < {min_round_s:g} s (one TXG period)"}
+    rounds = np.array([r.mean() for r in np.array_split(y, STEADY_ROUNDS)])
+    x = np.arange(STEADY_ROUNDS)
+    slope = float(np.polyfit(x, rounds, 1)[0])
+    rng, rise = 100 * float(rounds.max() - rounds.min()) / mean, 100 * slope * (STEADY_ROUNDS - 1) / mean
+    noise = 100 / math.sqrt(mean * round_s)
+    rise_sd = (STEADY_ROUNDS - 1) / math.sqrt(float(((x - x.mean()) ** 2).sum()))
+    range_limit = max(STEADY_RANGE_PCT, STEADY_NOISE_RANGE_Q * noise)
+    slope_limit = max(STEADY_SLOPE_PCT, STEADY_NOISE_Z * rise_sd * noise)
+    fails = [f"range {rng:.1f}% > {range_limit:.3g}%"] * (rng > range_limit) + \
+            [f"slope {rise:+.1f}% > {slope_limit:.3g}%"] * (abs(rise) > slope_limit)
+    return {**out, "mean": mean, "range_pct": rng, "slope_pct": rise, "range_limit_pct": range_limit,
+            "slope_limit_pct": slope_limit, "noise_pct": noise, "flag": bool(fails),
             "reason": "; ".join(fails) or "steady"}
 
 
@@ -153,7 +176,8 @@ def _write_amplification(fio_rows, c, ctx) -> dict:
 def _not_steady(fio_rows, c, ctx) -> dict:
     series = ctx.get("iops_series")
     if series is not None:
-        return steady_state(series)
+        writes = fio_bytes(fio_rows, "write") >= MIN_FIO_BYTES
+        return steady_state(series, min_round_s=TXG_PERIOD_S if writes else 0.0)
     attained = [r.get("ss_attained") for r in fio_rows if r.get("ss_attained") is not None]
     if attained:
         return dict(samples=0, range_pct=math.nan, slope_pct=math.nan, flag=not all(attained),
@@ -240,7 +264,9 @@ def flag_columns(checks: dict) -> dict:
                 dev_to_fio_read_ratio=cache.get("ratio", math.nan), arc_hit_ratio=cache.get("arc_hit_ratio", math.nan),
                 arc_demand_data_hit_ratio=cache.get("arc_demand_data_hit_ratio", math.nan),
                 steady_range_pct=steady.get("range_pct", math.nan), steady_slope_pct=steady.get("slope_pct", math.nan),
-                steady_samples=steady.get("samples", 0),
+                steady_samples=steady.get("samples", 0), steady_noise_pct=steady.get("noise_pct", math.nan),
+                steady_range_limit_pct=steady.get("range_limit_pct", math.nan),
+                steady_slope_limit_pct=steady.get("slope_limit_pct", math.nan),
                 quiet_layers=",".join(checks.get("no_device_io", {}).get("quiet", [])),
                 pool_capacity_pct=fill.get("pool_capacity_pct", math.nan),
                 pool_fragmentation_pct=fill.get("pool_fragmentation_pct", math.nan))

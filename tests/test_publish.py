@@ -1,0 +1,69 @@
+"""Packed sweeps: the committed example datasets are rebuilt from their raw files."""
+
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from zbench_lib.errors import ZbenchError
+from zbench_lib.publish import RAW_ARCHIVE, pack, unpack_raw, verify
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
+PACKED = sorted(p for p in EXAMPLES.iterdir() if (p / RAW_ARCHIVE).is_file()) if EXAMPLES.is_dir() else []
+
+
+def test_the_two_example_datasets_are_there():
+    assert {p.name for p in PACKED} >= {"scaling", "volblocksize"}
+
+
+@pytest.mark.parametrize("packed", PACKED, ids=lambda p: p.name)
+def test_example_results_are_what_their_raw_files_give(packed):
+    rebuilt = verify(packed)
+    plan = json.loads((packed / "plan.json").read_text())
+    # every planned run (the minimum repetitions) is there; adaptive extra runs come on top
+    assert {r["run_id"] for r in plan["runs"]} <= set(rebuilt["run_id"])
+    assert rebuilt["sweep"].nunique() == 1
+
+
+def test_verify_catches_an_edited_result(tmp_path):
+    src = EXAMPLES / "volblocksize"
+    copy = tmp_path / "edited"
+    shutil.copytree(src, copy)
+    df = pd.read_parquet(copy / "results.parquet")
+    df.loc[0, "iops"] *= 1.10                      # a "better" number, not from the raw files
+    df.to_parquet(copy / "results.parquet", index=False)
+    with pytest.raises(ZbenchError, match="does not match what its raw files give"):
+        verify(copy)
+
+
+def test_pack_round_trip_refuses_overwrite_and_drops_duplicate_tarballs(tmp_path):
+    src = EXAMPLES / "volblocksize"
+    store = tmp_path / "sweep"
+    store.mkdir()
+    for f in src.iterdir():
+        if f.is_file() and f.name != RAW_ARCHIVE:
+            shutil.copy2(f, store / f.name)
+    unpack_raw(src, store)
+    some_run = next((store / "raw").iterdir())
+    attempt = next(some_run.iterdir())
+    (attempt / "counters.tar.gz").write_bytes(b"transfer copy of counters/")
+    with pytest.raises(ZbenchError, match="unpack into a fresh directory"):
+        unpack_raw(src, store)
+
+    dest = pack(store, tmp_path / "packed")
+    with tarfile.open(dest / RAW_ARCHIVE) as tf:
+        names = tf.getnames()
+        assert not any(n.endswith("counters.tar.gz") for n in names)
+        assert any(n.endswith("fio/fio.json") for n in names)
+        assert {m.uname for m in tf.getmembers()} == {""}
+    assert not (dest / "raw").exists()
+    pd.testing.assert_frame_equal(verify(dest), pd.read_parquet(src / "results.parquet"), check_dtype=False)
+    with pytest.raises(ZbenchError, match="never overwrites"):
+        pack(store, dest)
+    with pytest.raises(ZbenchError, match="results.parquet is missing"):
+        (store / "results.parquet").unlink()
+        pack(store, tmp_path / "again")
+    assert not (tmp_path / "again").exists()
