@@ -10,6 +10,8 @@ import pytest
 
 from zbench_lib.errors import ZbenchError
 from zbench_lib.publish import RAW_ARCHIVE, pack, unpack_raw, verify
+from zbench_lib.store import Store
+from zbench_lib.sweep import parse_results
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
 PACKED = sorted(p for p in EXAMPLES.iterdir() if (p / RAW_ARCHIVE).is_file()) if EXAMPLES.is_dir() else []
@@ -28,42 +30,48 @@ def test_example_results_are_what_their_raw_files_give(packed):
     assert rebuilt["sweep"].nunique() == 1
 
 
-def test_verify_catches_an_edited_result(tmp_path):
-    src = EXAMPLES / "volblocksize"
-    copy = tmp_path / "edited"
-    shutil.copytree(src, copy)
-    df = pd.read_parquet(copy / "results.parquet")
-    df.loc[0, "iops"] *= 1.10                      # a "better" number, not from the raw files
-    df.to_parquet(copy / "results.parquet", index=False)
-    with pytest.raises(ZbenchError, match="does not match what its raw files give"):
-        verify(copy)
-
-
-def test_pack_round_trip_refuses_overwrite_and_drops_duplicate_tarballs(tmp_path):
+def _small_store(tmp_path, runs=3):
+    """A sweep store made of the first `runs` runs of the volblocksize example, results rebuilt."""
     src = EXAMPLES / "volblocksize"
     store = tmp_path / "sweep"
     store.mkdir()
-    for f in src.iterdir():
-        if f.is_file() and f.name != RAW_ARCHIVE:
-            shutil.copy2(f, store / f.name)
+    for name in ("spec.yaml", "plan.json", "provenance.json", "events.jsonl"):
+        shutil.copy2(src / name, store / name)
     unpack_raw(src, store)
-    some_run = next((store / "raw").iterdir())
-    attempt = next(some_run.iterdir())
-    (attempt / "counters.tar.gz").write_bytes(b"transfer copy of counters/")
     with pytest.raises(ZbenchError, match="unpack into a fresh directory"):
         unpack_raw(src, store)
+    for run in sorted((store / "raw").iterdir())[runs:]:
+        shutil.rmtree(run)
+    return store, Store.open(store).rebuild_results(parse_results)
+
+
+def test_verify_catches_an_edited_result(tmp_path):
+    store, _ = _small_store(tmp_path)
+    dest = pack(store, tmp_path / "packed")
+    df = pd.read_parquet(dest / "results.parquet")
+    df.loc[0, "iops"] *= 1.10                      # a "better" number, not from the raw files
+    df.to_parquet(dest / "results.parquet", index=False)
+    with pytest.raises(ZbenchError, match="does not match what its raw files give"):
+        verify(dest)
+
+
+def test_pack_round_trip_refuses_overwrite_and_drops_duplicate_tarballs(tmp_path):
+    store, small = _small_store(tmp_path)
+    assert small["run_id"].nunique() == 3
+    attempt = next(next((store / "raw").iterdir()).iterdir())
+    (attempt / "counters.tar.gz").write_bytes(b"transfer copy of counters/")
 
     dest = pack(store, tmp_path / "packed")
     with tarfile.open(dest / RAW_ARCHIVE) as tf:
         names = tf.getnames()
         assert not any(n.endswith("counters.tar.gz") for n in names)
-        assert any(n.endswith("fio/fio.json") for n in names)
+        assert sum(n.endswith("fio/fio.json") for n in names) == 3
         assert {m.uname for m in tf.getmembers()} == {""}
-    assert not (dest / "raw").exists()
-    pd.testing.assert_frame_equal(verify(dest), pd.read_parquet(src / "results.parquet"), check_dtype=False)
+    assert not (dest / "raw").exists() and (dest / "results.csv").is_file()
+    pd.testing.assert_frame_equal(verify(dest), small, check_dtype=False)
     with pytest.raises(ZbenchError, match="never overwrites"):
         pack(store, dest)
+    (store / "results.parquet").unlink()
     with pytest.raises(ZbenchError, match="results.parquet is missing"):
-        (store / "results.parquet").unlink()
         pack(store, tmp_path / "again")
     assert not (tmp_path / "again").exists()
