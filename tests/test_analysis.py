@@ -93,6 +93,16 @@ def test_scaling_conclusion_numbers_come_from_the_table():
     assert "close to linear" in [t for t in text if t.startswith("mirror")][0]
 
 
+def test_scaling_verdict_says_when_it_cannot_judge():
+    # mirror 2 -> 4 data disks: one run at the top (no CI), or a CI wide enough to hold linear
+    single = pd.concat([_runs("mirror", 2, [300, 305, 295]), _runs("mirror", 4, [590])])
+    text = A.conclusions_scaling(A.scaling_table(single.assign(volblocksize_bytes=16384), "iops"), "iops")[0]
+    assert text.endswith("not judged: no CI (a single admissible run at one end).") and "nan" not in text
+    wide = pd.concat([_runs("mirror", 2, [300, 150, 450]), _runs("mirror", 4, [900, 500, 1300])])
+    text = A.conclusions_scaling(A.scaling_table(wide.assign(volblocksize_bytes=16384), "iops"), "iops")[0]
+    assert "too uncertain to call" in text and "below linear" not in text
+
+
 def test_compare_table_adds_tost_and_conclusions_follow_it():
     rng = np.random.default_rng(0)
     a = 100 + rng.normal(0, 0.5, 6)

@@ -246,12 +246,15 @@ def conclusions_scaling(scaling_df: pd.DataFrame, metric: str = "iops") -> list[
             out.append(f"{who}: a single configuration ({int(r['data_disks'])} data disks), no scaling to report.")
             continue
         e, lo, hi = r["efficiency"], r["efficiency_ci_low"], r["efficiency_ci_high"]
-        verdict = ("close to linear" if (lo <= 1 <= hi or lo >= 0.9) and hi <= 1.1 else
+        verdict = ("not judged: no CI (a single admissible run at one end)" if not (np.isfinite(lo) and np.isfinite(hi)) else
+                   "close to linear" if (lo <= 1 <= hi or lo >= 0.9) and hi <= 1.1 else
                    "above linear: check for cache effects" if lo > 1 else
-                   "far below linear" if hi < 0.5 else "below linear")
+                   "far below linear" if hi < 0.5 else "below linear" if hi < 1 else
+                   "too uncertain to call: the CI includes linear but is wide")
         text = (f"{who}: {metric} grows {r['scaling']:.2f}x from {int(r['baseline_disks'])} to "
                 f"{int(r['data_disks'])} data disks (ideal {r['ideal_scaling']:.2f}x), "
-                f"efficiency {e:.2f} ({_ci(lo, hi)}): {verdict}.")
+                f"efficiency {e:.2f}" + (f" ({_ci(lo, hi)})" if np.isfinite(lo) and np.isfinite(hi) else "")
+                + f": {verdict}.")
         if np.isfinite(r.get("disk_equivalents_per_vdev", np.nan)):
             per = " per vdev" if r.get("vdevs", 1) > 1 or r["layout"].startswith("raidz") else ""
             text += (f" At {int(r['data_disks'])} data disks it delivers the {metric} of "
