@@ -32,7 +32,7 @@ demo: image
 # the stored one (scripts/store_notebook_outputs.py writes them).
 NBVAL := notebooks/analysis-scaling.ipynb notebooks/analysis-volblocksize.ipynb \
          notebooks/analysis-compare.ipynb --nbval --nbval-current-env \
-         --sanitize-with tests/nbval_sanitize.cfg
+         --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 # The whole suite; the lab tests share one booted lab for the session.
 test: image

@@ -37,7 +37,7 @@ def store_outputs(path: Path) -> None:
             if PLOTLY in data:
                 data.pop("text/html", None)
         if any(PLOTLY in o.get("data", {}) for o in cell.get("outputs", [])):
-            if "# NBVAL_IGNORE_OUTPUT" not in cell.source:
+            if "# NBVAL_IGNORE_OUTPUT" not in cell.source.splitlines():
                 raise SystemExit(f"{path.name}: a cell draws a figure but is not marked "
                                  f"'# NBVAL_IGNORE_OUTPUT':\n{cell.source[:200]}")
     nb.metadata.pop("widgets", None)
