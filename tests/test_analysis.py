@@ -144,3 +144,20 @@ def test_sweep_spec_written_by_synthetic_is_plain_yaml(tmp_path):
     p = write_synthetic_sweep(tmp_path / "s", n_rows=20)
     assert json.loads((p / "provenance.json").read_text())["synthetic"] is True
     assert "SYNTHETIC" in (p / "spec.yaml").read_text()
+
+
+def test_single_run_sides_are_not_judged():
+    # raidz1 of 6 at three block sizes; only one admissible run at 4K (the others were flagged)
+    df = pd.concat([_runs("raidz1", 6, [560], volblocksize_bytes=4096),
+                    _runs("raidz1", 6, [106, 107, 107], volblocksize_bytes=16384),
+                    _runs("raidz1", 6, [117, 118, 116], volblocksize_bytes=131072)])
+    cmp = A.compare_table(df, "iops", "volblocksize_bytes", 16384)
+    text = A.conclusions_volblocksize(cmp, None, None, "iops")
+    assert any("4K not judged against 16K: n 1 vs 3 admissible runs" in t for t in text)
+    assert not any("4K gives" in t for t in text)     # the single 560 does not win by default
+    assert any(t.endswith("128K gives 1.10x the iops of 16K (95% CI "
+                          f"{cmp.iloc[-1]['ratio_ci_low']:.2f}–{cmp.iloc[-1]['ratio_ci_high']:.2f}, Holm p "
+                          f"{A._p(cmp.iloc[-1]['holm_p'])}).") for t in text), text
+    lines = A.conclusions_compare(cmp, "iops")
+    assert any("=4K vs 16K" in t and "not judged (a CI needs at least 2 runs a side)" in t for t in lines)
+    assert not any("nan" in t for t in lines + text)

@@ -275,6 +275,11 @@ def conclusions_compare(cmp: pd.DataFrame, metric: str = "iops", alpha: float = 
                     for k in ("level", "baseline"))
         where = f" ({_group_label(r, by)})" if by else ""
         m = r.get("margin", math.nan)
+        if min(r["n_level"], r["n_baseline"]) < 2:
+            out.append(f"{r['factor']}={lv} vs {base}{where}: {metric} ratio {r['ratio']:.2f} from "
+                       f"n {r['n_level']} vs {r['n_baseline']} admissible runs: not judged "
+                       f"(a CI needs at least 2 runs a side).")
+            continue
         text = (f"{r['factor']}={lv} vs {base}{where}: {metric} ratio {r['ratio']:.2f} "
                 f"({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}), Welch p {_p(r['welch_p'])}, "
                 f"Holm p {_p(r['holm_p'])}, Hedges g {r['hedges_g']:.2f}, n {r['n_level']} vs {r['n_baseline']}: ")
@@ -301,11 +306,21 @@ def conclusions_volblocksize(cmp: pd.DataFrame, cmp_p99: pd.DataFrame | None = N
         by = [c for c in cmp.columns if c in CONFIG_COLUMNS and c != cmp["factor"].iloc[0]]
         higher_better = not metric.startswith(("clat", "lat"))
         for key, g in cmp.groupby(by, sort=False, dropna=False) if by else [((), cmp)]:
+            thin = g[np.minimum(g["n_level"], g["n_baseline"]) < 2]
+            g = g.drop(thin.index)
+            who0 = _group_label(thin.iloc[0] if len(thin) else g.iloc[0], by)
+            for _, t in thin.iterrows():
+                out.append(f"{who0}: {format_size(int(t['level']))} not judged against "
+                           f"{format_size(int(t['baseline']))}: n {t['n_level']} vs {t['n_baseline']} "
+                           "admissible runs (a CI needs at least 2 a side).")
+            if g.empty:
+                continue
             r = g.loc[g["ratio"].idxmax() if higher_better else g["ratio"].idxmin()]
             who, lv, base = _group_label(r, by), format_size(int(r["level"])), format_size(int(r["baseline"]))
             clear = (r["ratio_ci_low"] > 1) if higher_better else (r["ratio_ci_high"] < 1)
             if not clear:
-                out.append(f"{who}: no block size is clearly better than {base} for {metric}.")
+                out.append(f"{who}: no block size {'judged ' if len(thin) else ''}is clearly better "
+                           f"than {base} for {metric}.")
                 continue
             text = (f"{who}: {lv} gives {r['ratio']:.2f}x the {metric} of {base} "
                     f"({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}, Holm p {_p(r['holm_p'])})")
