@@ -40,7 +40,7 @@ def test_raidz_space_model_matches_zfs_referenced(lab, lab_host, layout):
     for vbs, pred, meas, err in report:
         print(f"  {vbs // KiB:>4}k  {pred:.4f}  {meas:.4f}  {err:+.2%}")
     # The model must both fit and discriminate: the small blocks really cost more here.
-    assert report[0][1] > 1.5 and report[2][1] == pytest.approx(1.0)
+    assert report[0][1] > 1.5 and report[2][1] == pytest.approx(1.0, abs=0.005)
     for vbs, pred, meas, err in report:
         assert abs(err) <= TOLERANCE, (f"{layout.describe()} at {vbs // KiB}k: ZFS charged {meas:.4f} bytes per "
                                        f"written byte, the model predicts {pred:.4f} ({err:+.2%})")
