@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.zbench-installed
 setup: host-packages venv
 
 host-packages:
-	@$(PYTHON) -m zbench_lib.setup_host
+	@$(PYTHON) -m zbench_lib.hosts.setup_host
 
 $(STAMP): pyproject.toml environment.yml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
@@ -36,7 +36,7 @@ NBVAL := notebooks/analysis-scaling.ipynb notebooks/analysis-volblocksize.ipynb 
 
 # The whole suite; the lab tests share one booted lab for the session.
 test: image
-	@$(PYTHON) -m zbench_lib.setup_host --tests
+	@$(PYTHON) -m zbench_lib.hosts.setup_host --tests
 	$(BIN)/python -m pytest -q -ra tests $(NBVAL)
 
 test-fast: setup

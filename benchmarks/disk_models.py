@@ -14,8 +14,8 @@ import argparse
 import json
 import sys
 
-from zbench_lib.disk_models import parse_model
-from zbench_lib.lab import Lab, LabConfig
+from zbench_lib.hosts.disk_models import parse_model
+from zbench_lib.hosts.lab import Lab, LabConfig
 
 MODELS = ["unthrottled", "hdd-slow", "hdd", "custom:iops=500", "custom:iops=1000",
           "custom:iops=2000", "custom:iops=4000", "sata-ssd"]

@@ -17,15 +17,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from zbench_lib.compare import ratio_ci
-from zbench_lib.disk_models import parse_model
-from zbench_lib.fio import build_job
-from zbench_lib.lab import Lab, LabConfig
-from zbench_lib.layouts import Layout
-from zbench_lib.pools import Pool
-from zbench_lib.prefill import prefill
-from zbench_lib.runner import measure
-from zbench_lib.targets import Zvol
+from zbench_lib.analysis.compare import ratio_ci
+from zbench_lib.hosts.disk_models import parse_model
+from zbench_lib.measure.fio import build_job
+from zbench_lib.hosts.lab import Lab, LabConfig
+from zbench_lib.zfs.layouts import Layout
+from zbench_lib.zfs.pools import Pool
+from zbench_lib.zfs.prefill import prefill
+from zbench_lib.measure.runner import measure
+from zbench_lib.zfs.targets import Zvol
 
 MiB = 1024 ** 2
 MODEL = "custom:iops=400,bw=30M"

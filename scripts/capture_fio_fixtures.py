@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from zbench_lib.errors import ZbenchError  # noqa: E402
-from zbench_lib.fio import WORKLOADS, build_job, run_fio  # noqa: E402
-from zbench_lib.hosts import LocalHost  # noqa: E402
+from zbench_lib.core.errors import ZbenchError  # noqa: E402
+from zbench_lib.measure.fio import WORKLOADS, build_job, run_fio  # noqa: E402
+from zbench_lib.hosts.base import LocalHost  # noqa: E402
 
 MAX_BYTES = 60_000
 # Small but representative: a steady-state check on one job so its JSON block is captured.

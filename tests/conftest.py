@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from zbench_lib.lab import Lab, LabConfig
+from zbench_lib.hosts.lab import Lab, LabConfig
 
 GiB = 1024 ** 3
 

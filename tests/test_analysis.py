@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+from zbench_lib.analysis.conclusions import _p
 from zbench_lib import analysis as A
-from zbench_lib.errors import ConfigError
-from zbench_lib.stats import data_disks
-from zbench_lib.synthetic import COLUMNS, synthetic_results, write_synthetic_sweep
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.zfs.geometry import data_disks
+from zbench_lib.analysis.synthetic import COLUMNS, synthetic_results, write_synthetic_sweep
 
 
 def _runs(layout, disks, values, **extra):
@@ -157,7 +158,7 @@ def test_single_run_sides_are_not_judged():
     assert not any("4K gives" in t for t in text)     # the single 560 does not win by default
     assert any(t.endswith("128K gives 1.10x the iops of 16K (95% CI "
                           f"{cmp.iloc[-1]['ratio_ci_low']:.2f}–{cmp.iloc[-1]['ratio_ci_high']:.2f}, Holm p "
-                          f"{A._p(cmp.iloc[-1]['holm_p'])}).") for t in text), text
+                          f"{_p(cmp.iloc[-1]['holm_p'])}).") for t in text), text
     lines = A.conclusions_compare(cmp, "iops")
     assert any("=4K vs 16K" in t and "not judged (a CI needs at least 2 runs a side)" in t for t in lines)
     assert not any("nan" in t for t in lines + text)

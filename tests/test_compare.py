@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from zbench_lib.compare import (bootstrap_ratio_ci, cliffs_delta, compare, hedges_g,
+from zbench_lib.analysis.compare import (bootstrap_ratio_ci, cliffs_delta, compare, hedges_g,
                                 mannwhitney_min_p, ratio_ci, tost)
-from zbench_lib.errors import ConfigError
+from zbench_lib.core.errors import ConfigError
 
 A = [102.1, 98.7, 101.5, 99.9, 100.4]
 B = [95.2, 97.8, 94.1, 96.5, 95.9]

@@ -1,7 +1,7 @@
 import pytest
 
-from zbench_lib.disk_models import PRESETS, DiskModel, parse_model
-from zbench_lib.errors import ConfigError
+from zbench_lib.hosts.disk_models import PRESETS, DiskModel, parse_model
+from zbench_lib.core.errors import ConfigError
 
 MiB = 1024 * 1024
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zbench_lib.errors import CommandError, ConfigError, ZbenchError
-from zbench_lib.fio import (WORKLOADS, build_job, estimate_timeout, job_sections, load_fio_json,
+from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
+from zbench_lib.measure.fio import (WORKLOADS, build_job, estimate_timeout, job_sections, load_fio_json,
                             parse_fio_json, parse_fio_log, parse_fio_logs_dir, run_fio)
-from zbench_lib.fio_parse import COLUMNS
-from zbench_lib.hosts import LocalHost
+from zbench_lib.measure.fio_parse import COLUMNS
+from zbench_lib.hosts.base import LocalHost
 
 FIX = Path(__file__).parent / "fixtures" / "fio"
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")

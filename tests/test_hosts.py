@@ -1,7 +1,9 @@
 import pytest
 
-from zbench_lib.errors import CommandError, CommandTimeout, ConfigError
-from zbench_lib.hosts import LocalHost, SSHHost, parse_host
+from zbench_lib.core.errors import CommandError, CommandTimeout, ConfigError
+from zbench_lib.hosts.base import LocalHost
+from zbench_lib.hosts.resolve import parse_host
+from zbench_lib.hosts.ssh import SSHHost
 
 
 def test_local_run_returns_output_status_and_duration():

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from zbench_lib.errors import CommandError
+from zbench_lib.core.errors import CommandError
 
 pytestmark = pytest.mark.lab
 
@@ -71,10 +71,10 @@ def test_disk_model_can_be_changed_live_through_qmp(lab):
 def test_sigterm_during_boot_leaves_no_qemu_and_no_files(tmp_path):
     # A second, short-lived lab in a child process: SIGTERM it while it boots.
     env = dict(os.environ)
-    code = ("from zbench_lib.lab import Lab, LabConfig\n"
+    code = ("from zbench_lib.hosts.lab import Lab, LabConfig\n"
             "Lab(LabConfig(disks=1, disk_bytes=64*1024**2, name='sigterm', accel='tcg')).up()\n")
     child = subprocess.Popen([sys.executable, "-c", code], env=env)
-    from zbench_lib import paths
+    from zbench_lib.core import paths
     lab_dir = paths.labs_dir() / "sigterm"
     deadline = time.monotonic() + 120
     while not (lab_dir / "qemu.log").exists():

@@ -4,9 +4,10 @@ import os
 
 import pytest
 
-from zbench_lib import paths
-from zbench_lib.errors import ConfigError
-from zbench_lib.lab import Lab, LabConfig, check_can_start
+from zbench_lib.core import paths
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.hosts.lab import Lab, LabConfig
+from zbench_lib.hosts.lab_state import check_can_start
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from zbench_lib.errors import ConfigError
-from zbench_lib.layouts import (Layout, expected_topology, parse_zpool_status_json,
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.zfs.layouts import (Layout, expected_topology, parse_zpool_status_json,
                                 validate_pool_name, zpool_create_argv)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "zpool"
@@ -221,7 +221,7 @@ def test_parse_man_page_shape_with_dedup_and_special():
 
 
 def test_parse_rejects_garbage_and_ambiguity():
-    from zbench_lib.errors import ZbenchError
+    from zbench_lib.core.errors import ZbenchError
     with pytest.raises(ZbenchError, match="not zpool status JSON"):
         parse_zpool_status_json("pool: tank")
     with pytest.raises(ZbenchError, match="say which one"):

@@ -4,12 +4,12 @@ import itertools
 
 import pytest
 
-from zbench_lib.fio import WORKLOADS
-from zbench_lib.layouts import Layout
-from zbench_lib.pools import Pool
-from zbench_lib.prefill import prefill
-from zbench_lib.runner import measure
-from zbench_lib.targets import Dataset, Zvol
+from zbench_lib.measure.fio import WORKLOADS
+from zbench_lib.zfs.layouts import Layout
+from zbench_lib.zfs.pools import Pool
+from zbench_lib.zfs.prefill import prefill
+from zbench_lib.measure.runner import measure
+from zbench_lib.zfs.targets import Dataset, Zvol
 
 pytestmark = pytest.mark.lab
 MiB = 1024 ** 2

@@ -2,8 +2,8 @@
 
 import pytest
 
-from zbench_lib.errors import ConfigError
-from zbench_lib.models import (predicted_random_read_iops, raidz_asize, space_efficiency,
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.zfs.models import (predicted_random_read_iops, raidz_asize, space_efficiency,
                                space_table, zfs_charged_bytes)
 
 K = 1024
@@ -86,6 +86,6 @@ def test_random_read_iops_model():
 def test_docstring_examples_run():
     import doctest
 
-    from zbench_lib import models
+    from zbench_lib.zfs import models
     result = doctest.testmod(models)
     assert result.attempted > 0 and result.failed == 0

@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from zbench_lib.errors import ZbenchError
-from zbench_lib.plan import (BOOT_S, POOL_CREATE_S, RUN_OVERHEAD_S, TARGET_CREATE_S, AdaptiveRule,
-                             expand)
-from zbench_lib.stats import relative_ci_halfwidth
-from zbench_lib.sweep_spec import load_spec, parse_spec
+from zbench_lib.core.errors import ZbenchError
+from zbench_lib.sweeps.plan import BOOT_S, POOL_CREATE_S, RUN_OVERHEAD_S, TARGET_CREATE_S, expand
+from zbench_lib.sweeps.repetitions import AdaptiveRule, relative_ci_halfwidth
+from zbench_lib.sweeps.spec import load_spec, parse_spec
 
 SWEEPS = Path(__file__).resolve().parent.parent / "templates" / "sweeps"
 MiB = 1024 ** 2

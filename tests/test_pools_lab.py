@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from zbench_lib.errors import ConfigError
-from zbench_lib.layouts import Layout
-from zbench_lib.pools import Pool, file_vdevs, find_leftovers, remove_leftovers
-from zbench_lib.prefill import prefill
-from zbench_lib.targets import Dataset, Zvol
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.zfs.layouts import Layout
+from zbench_lib.zfs.pools import Pool, file_vdevs, find_leftovers, remove_leftovers
+from zbench_lib.zfs.prefill import prefill
+from zbench_lib.zfs.targets import Dataset, Zvol
 
 pytestmark = pytest.mark.lab
 MiB = 1024 ** 2
@@ -100,11 +100,11 @@ def test_dry_run_prints_commands_and_runs_nothing(lab, lab_host, capsys):
 
 CHILD = r"""
 import json, sys
-from zbench_lib.hosts import SSHHost
-from zbench_lib.layouts import Layout
-from zbench_lib.pools import Pool
-from zbench_lib.prefill import prefill
-from zbench_lib.targets import Zvol
+from zbench_lib.hosts.ssh import SSHHost
+from zbench_lib.zfs.layouts import Layout
+from zbench_lib.zfs.pools import Pool
+from zbench_lib.zfs.prefill import prefill
+from zbench_lib.zfs.targets import Zvol
 conn = json.loads(sys.argv[1]); disks = json.loads(sys.argv[2])
 host = SSHHost(**conn)
 with Pool(host, Layout("raidz1", 3), disks, owned_devices=True) as pool:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zbench_lib.errors import ZbenchError
-from zbench_lib.publish import RAW_ARCHIVE, pack, unpack_raw, verify
-from zbench_lib.store import Store
-from zbench_lib.sweep import parse_results
+from zbench_lib.core.errors import ZbenchError
+from zbench_lib.sweeps.publish import RAW_ARCHIVE, pack, unpack_raw, verify
+from zbench_lib.sweeps.store import Store
+from zbench_lib.measure.rows import parse_results
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
 PACKED = sorted(p for p in EXAMPLES.iterdir() if (p / RAW_ARCHIVE).is_file()) if EXAMPLES.is_dir() else []

@@ -1,6 +1,6 @@
 """End to end: a SYNTHETIC sweep -> papermill -> HTML report -> headless Chromium.
 
-The synthetic table (zbench_lib.synthetic) only exercises the mechanics; the real
+The synthetic table (zbench_lib.analysis.synthetic) only exercises the mechanics; the real
 example datasets are checked by nbval elsewhere.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from zbench_lib.errors import ZbenchError
-from zbench_lib.report import main_report, render_report
-from zbench_lib.synthetic import write_synthetic_sweep
+from zbench_lib.core.errors import ZbenchError
+from zbench_lib.analysis.report import main_report, render_report
+from zbench_lib.analysis.synthetic import write_synthetic_sweep
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run",

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zbench_lib.counters import TIDY, parse_sampler_dir, split_snapshots
-from zbench_lib.fio_parse import parse_fio_logs_dir
-from zbench_lib.run_summary import fio_timeseries, iops_series, summarize_counters, timeline, whole_disks
+from zbench_lib.measure.counters import TIDY, parse_sampler_dir, split_snapshots
+from zbench_lib.measure.fio_parse import parse_fio_logs_dir
+from zbench_lib.measure.run_summary import fio_timeseries, iops_series, summarize_counters, timeline, whole_disks
 
 FIX = Path(__file__).parent / "fixtures"
 LOCAL = FIX / "counters" / "sampler-local"

@@ -2,10 +2,10 @@
 
 import pytest
 
-from zbench_lib.errors import ConfigError
-from zbench_lib.layouts import Layout
-from zbench_lib.pools import Pool
-from zbench_lib.safety import check_devices
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.zfs.layouts import Layout
+from zbench_lib.zfs.pools import Pool
+from zbench_lib.zfs.safety import check_devices
 
 pytestmark = pytest.mark.lab
 

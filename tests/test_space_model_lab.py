@@ -9,11 +9,11 @@ their size, on raidz1(5) 1.6x, while 64k blocks are charged exactly 1x.
 
 import pytest
 
-from zbench_lib.layouts import Layout
-from zbench_lib.models import zfs_charged_bytes
-from zbench_lib.pools import Pool
-from zbench_lib.prefill import prefill
-from zbench_lib.targets import Zvol
+from zbench_lib.zfs.layouts import Layout
+from zbench_lib.zfs.models import zfs_charged_bytes
+from zbench_lib.zfs.pools import Pool
+from zbench_lib.zfs.prefill import prefill
+from zbench_lib.zfs.targets import Zvol
 
 pytestmark = pytest.mark.lab
 KiB, MiB = 1024, 1024 ** 2

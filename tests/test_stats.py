@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from zbench_lib.errors import ConfigError
-from zbench_lib.stats import (data_disks, flag_outliers, ratio_ci, relative_ci_halfwidth, scaling,
-                              summary)
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.analysis.stats import flag_outliers, ratio_ci, scaling, summary
+from zbench_lib.sweeps.repetitions import relative_ci_halfwidth
+from zbench_lib.zfs.geometry import data_disks
 
 
 def _runs():
@@ -145,7 +146,8 @@ def test_scaling_separate_families_and_ambiguous_baseline():
 def test_docstring_examples_run():
     import doctest
 
-    from zbench_lib import compare, stats
+    from zbench_lib.analysis import compare
+    from zbench_lib.analysis import stats
     for module in (stats, compare):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zbench_lib.errors import ZbenchError
-from zbench_lib.plan import expand
-from zbench_lib.store import Store, atomic_write, new_sweep_id
-from zbench_lib.sweep_spec import parse_spec
+from zbench_lib.core.errors import ZbenchError
+from zbench_lib.sweeps.plan import expand
+from zbench_lib.sweeps.store import Store, atomic_write, new_sweep_id
+from zbench_lib.sweeps.spec import parse_spec
 
 SWEEPS = Path(__file__).resolve().parent.parent / "templates" / "sweeps"
 SPEC_TEXT = (SWEEPS / "demo.yaml").read_text()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from zbench_lib.errors import ConfigError
-from zbench_lib.sweep_spec import load_spec, parse_spec
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.sweeps.spec import load_spec, parse_spec
 
 SWEEPS = Path(__file__).resolve().parent.parent / "templates" / "sweeps"
 K = 1024

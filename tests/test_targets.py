@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from zbench_lib.errors import ConfigError, ZbenchError
-from zbench_lib.targets import (Dataset, Zvol, parse_size, parse_zfs_get_json, parse_zpool_get_json,
+from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.zfs.targets import (Dataset, Zvol, parse_size, parse_zfs_get_json, parse_zpool_get_json,
                                 property_mismatches, target_from_dict, zfs_create_argv, zfs_get_argv,
                                 zpool_get_argv)
 

@@ -5,9 +5,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zbench_lib.errors import ConfigError
-from zbench_lib.publish import unpack_raw
-from zbench_lib.timeline import has_run, layer_series, run_files, typical_run
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.sweeps.publish import unpack_raw
+from zbench_lib.analysis.timeline import has_run, layer_series, run_files, typical_run
 
 SCALING = Path(__file__).resolve().parents[1] / "data" / "examples" / "scaling"
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from zbench_lib import truth
+from zbench_lib.measure import truth
 from zbench_lib.analysis import FLAG_MEANINGS
-from zbench_lib.counters import parse_sampler_dir, split_snapshots
-from zbench_lib.fio_parse import parse_fio_json
-from zbench_lib.run_summary import summarize_counters
-from zbench_lib.truth import flag_columns, steady_state, truth_checks
+from zbench_lib.measure.counters import parse_sampler_dir, split_snapshots
+from zbench_lib.measure.fio_parse import parse_fio_json
+from zbench_lib.measure.run_summary import summarize_counters
+from zbench_lib.measure.truth import flag_columns, steady_state, truth_checks
 
 MiB = 1024 * 1024
 FIX = Path(__file__).parent / "fixtures"

@@ -6,31 +6,31 @@ import argparse
 import json
 import sys
 
-from .errors import CommandError, ZbenchError
+from zbench_lib.core.errors import CommandError, ZbenchError
 
 
 def _lab_config(args):
-    from .disk_models import parse_model
-    from .lab import LabConfig
-    from .sizes import parse_size
+    from zbench_lib.hosts.disk_models import parse_model
+    from zbench_lib.hosts.lab import LabConfig
+    from zbench_lib.core.sizes import parse_size
     return LabConfig(disks=args.disks, disk_bytes=parse_size(args.disk_size), model=parse_model(args.model),
                      extra_disks=args.extra_disks, memory_mib=args.memory, cpus=args.cpus,
                      accel=args.accel, name=args.name)
 
 
 def cmd_setup(args):
-    from .setup_host import ensure_host_packages
+    from zbench_lib.hosts.setup_host import ensure_host_packages
     installed = ensure_host_packages()
     print("host packages: " + ("installed " + " ".join(installed) if installed else "all present"))
 
 
 def cmd_lab_build(args):
-    from .lab_image import build_image
+    from zbench_lib.hosts.lab_image import build_image
     print(build_image(force=args.force))
 
 
 def cmd_lab_up(args):
-    from .lab import Lab
+    from zbench_lib.hosts.lab import Lab
     lab = Lab(_lab_config(args), detach=True).up()
     print(f"lab {args.name!r} up in {lab.boot_s:.0f} s ({lab.accel}), ssh port {lab.port}, "
           f"{args.disks} x {args.disk_size} disks, model {lab.cfg.model.name}")
@@ -40,13 +40,13 @@ def cmd_lab_up(args):
 
 
 def cmd_lab_down(args):
-    from .lab import stop_lab
+    from zbench_lib.hosts.lab_state import stop_lab
     print("lab stopped" if stop_lab(args.name) else f"no lab named {args.name!r} was running")
 
 
 def cmd_lab_status(args):
-    from .lab import read_state
-    from .lab_image import cached_image, recipe_key
+    from zbench_lib.hosts.lab_state import read_state
+    from zbench_lib.hosts.lab_image import cached_image, recipe_key
     st = read_state(args.name)
     img = cached_image()
     print(f"image {recipe_key()}: {'cached at ' + str(img) if img else 'not built'}")
@@ -58,7 +58,7 @@ def cmd_lab_status(args):
 
 
 def cmd_lab_ssh(args):
-    from .lab import connect_lab
+    from zbench_lib.hosts.lab_state import connect_lab
     if not args.command:
         raise ZbenchError("give a command after --, e.g. zbench lab ssh -- zfs version")
     host = connect_lab(args.name)
@@ -69,19 +69,19 @@ def cmd_lab_ssh(args):
 
 
 def cmd_sweep(args):
-    from .sweep_cli import run_sweep_notebook
+    from zbench_lib.sweeps.notebook import run_sweep_notebook
     run_sweep_notebook(args.spec, args.out, resume_dir=args.resume or "", dry_run=args.dry_run,
                        progress=not args.no_progress)
 
 
 def cmd_report(args):
-    from .report import main_report
+    from zbench_lib.analysis.report import main_report
     return main_report(args.rest)
 
 
 def cmd_pools(args):
-    from .hosts import parse_host
-    from .pools import find_leftovers, remove_leftovers
+    from zbench_lib.hosts.resolve import parse_host
+    from zbench_lib.zfs.pools import find_leftovers, remove_leftovers
     host = parse_host(args.host)
     left = find_leftovers(host)
     if args.action == "cleanup":
@@ -95,20 +95,20 @@ def cmd_pools(args):
 
 
 def cmd_pack(args):
-    from .publish import pack, verify
+    from zbench_lib.sweeps.publish import pack, verify
     dest = pack(args.sweep_dir, args.dest)
     rows = verify(dest)
     print(f"packed {args.sweep_dir} -> {dest}; results rebuilt from raw.tar.xz match ({len(rows)} rows)")
 
 
 def cmd_verify(args):
-    from .publish import verify
+    from zbench_lib.sweeps.publish import verify
     rows = verify(args.packed_dir)
     print(f"{args.packed_dir}: results.parquet matches its raw files ({len(rows)} rows)")
 
 
 def cmd_demo(args):
-    from .demo import run_demo
+    from zbench_lib.demo import run_demo
     return run_demo()
 
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from zbench_lib.core.paths import REPO_ROOT
+
+ROOT = REPO_ROOT
 
 
 def run_demo(spec: str = "templates/sweeps/demo.yaml", out: str = "data/sweeps") -> int:
-    from .report import render_report
-    from .sweep_cli import run_sweep_notebook
+    from zbench_lib.analysis.report import render_report
+    from zbench_lib.sweeps.notebook import run_sweep_notebook
 
     t0 = time.monotonic()
     sweep_dir = run_sweep_notebook(str(ROOT / spec), str(ROOT / out))

@@ -1,0 +1,136 @@
+"""A sweep as the analysis sees it: load it, check its truth flags, pick admissible runs."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.paths import REPO_ROOT
+from zbench_lib.core.sizes import format_size, parse_size
+
+
+FLAG_MEANINGS = {
+    "flag_cache_served": "a disk-read test was served from ARC",
+    "flag_no_device_io": "fio, pool and device byte counts disagree (a layer was suspiciously quiet)",
+    "flag_not_steady": "never reached steady state",
+    "flag_background_work": "scrub, resilver or trim running at start",
+    "flag_compressible_data": "data was compressible although the question is not about compression",
+    "flag_emulation_bound": "the lab's emulation, not the disk model, was the bottleneck",
+}
+# Columns that define a configuration; the ones that vary in a sweep are its factors.
+CONFIG_COLUMNS = ("workload", "direction", "layout", "width", "vdevs", "data_disks", "total_disks",
+                  "ashift", "volblocksize_bytes", "recordsize_bytes", "compression", "sync", "logbias",
+                  "primarycache", "iodepth", "numjobs", "bs_bytes", "sweep_id")
+LAYOUT_COLUMNS = ("layout", "width", "vdevs", "data_disks", "total_disks")
+
+
+class Sweep(NamedTuple):
+    path: Path
+    spec: dict
+    provenance: dict
+    results: pd.DataFrame
+
+
+def resolve_sweep_dir(path) -> Path:
+    """`path` as given, or relative to the repository root (notebooks run from notebooks/)."""
+    p = Path(path).expanduser()
+    if not p.is_absolute() and not p.exists() and (REPO_ROOT / p).exists():
+        p = REPO_ROOT / p
+    return p.resolve()
+
+
+def load_sweep(path) -> Sweep:
+    """Read a sweep directory: spec.yaml, provenance.json and results.parquet (or .csv)."""
+    p = resolve_sweep_dir(path)
+    if not p.is_dir():
+        raise ConfigError(f"sweep directory {path!r} does not exist (looked at {p})")
+    spec = yaml.safe_load((p / "spec.yaml").read_text()) if (p / "spec.yaml").exists() else {}
+    prov = json.loads((p / "provenance.json").read_text()) if (p / "provenance.json").exists() else {}
+    # The executor records the host under test once per session (a resume may boot a new lab).
+    for extra in sorted(p.glob("host-provenance-*.json")):
+        prov.update({k: v for k, v in json.loads(extra.read_text()).items()
+                     if not k.startswith("zfs_param.")})
+    if (p / "results.parquet").exists():
+        df = pd.read_parquet(p / "results.parquet")
+    elif (p / "results.csv").exists():
+        df = pd.read_csv(p / "results.csv")
+    else:
+        raise ConfigError(f"{p} has no results.parquet or results.csv: has the sweep run?")
+    flags = df.filter(like="flag_").fillna(False).astype(bool)
+    df["flagged"] = df["flagged"].fillna(False).astype(bool) if "flagged" in df else flags.any(axis=1)
+    if "sweep_id" not in df:                  # two sweeps must stay apart when compared
+        df["sweep_id"] = df["sweep"] if "sweep" in df else spec.get("name", p.name) if spec else p.name
+    return Sweep(p, spec or {}, prov or {}, df)
+
+
+def truth_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows and runs raising each truth-check flag, plus any flag at all."""
+    key = "run_id" if "run_id" in df.columns else None
+    total = df[key].nunique() if key else len(df)
+    rows = []
+    for col in [c for c in df.columns if c.startswith("flag_")] + ["flagged"]:
+        hit = df[col].fillna(False).astype(bool)
+        runs = df.loc[hit, key].nunique() if key else int(hit.sum())
+        rows.append(dict(flag=col, meaning=FLAG_MEANINGS.get(col, "any flag" if col == "flagged" else ""),
+                         rows=int(hit.sum()), runs=runs, share_of_runs=runs / total if total else math.nan))
+    return pd.DataFrame(rows)
+
+
+def flagged_runs(df: pd.DataFrame) -> pd.DataFrame:
+    """The flagged rows with their identifying columns and the names of the flags raised."""
+    flags = [c for c in df.columns if c.startswith("flag_")]
+    f = df[df["flagged"]]
+    ids = [c for c in ("run_id", "config_id", "rep", "workload", "direction") if c in f.columns]
+    names = pd.Series("", index=f.index)
+    for c in flags:                                   # vectorised: 100k-row tables stay quick
+        hit = f[c].fillna(False).astype(bool)
+        names = names.where(~hit, names + np.where(names == "", "", ", ") + c[5:])
+    return f[ids].assign(flags=names).reset_index(drop=True)
+
+
+def select_admissible(df: pd.DataFrame, include_flagged: bool = False) -> pd.DataFrame:
+    """Rows that passed every truth check (all rows when `include_flagged`)."""
+    return df.copy() if include_flagged else df[~df["flagged"]].copy()
+
+
+def environment_table(provenance: dict) -> pd.DataFrame:
+    """Provenance as a two-column table; nested keys are joined with dots."""
+    flat = pd.json_normalize(provenance, sep=".").iloc[0] if provenance else pd.Series(dtype=object)
+    return pd.DataFrame({"item": list(flat.index), "value": [
+        ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v) for v in flat]})
+
+
+def varying_columns(df: pd.DataFrame, exclude=()) -> list[str]:
+    """Configuration columns that vary in `df`, minus those the earlier ones determine.
+
+    bs_bytes and numjobs usually follow the workload: grouping by them too would split
+    nothing, and labels stay short.
+    """
+    out = []
+    for c in (c for c in CONFIG_COLUMNS if c in df.columns and c not in exclude):
+        if df[c].nunique() > 1 and (not out or (df.groupby(out, dropna=False)[c].nunique() > 1).any()):
+            out.append(c)
+    return out
+
+
+def parse_level(df: pd.DataFrame, factor: str, text):
+    """The level of `factor` that `text` names ('16k' for a *_bytes column, '4', 'raidz2')."""
+    if factor not in df.columns:
+        raise ConfigError(f"no column {factor!r} in the results")
+    levels = list(pd.unique(df[factor].dropna()))
+    for lv in levels:
+        if str(lv) == str(text):
+            return lv
+    if factor.endswith("_bytes") and re.fullmatch(r"\s*\d+\s*[kKmM]?\s*", str(text)):
+        if parse_size(str(text)) in levels:
+            return parse_size(str(text))
+    shown = [format_size(int(v)) if factor.endswith("_bytes") else str(v) for v in sorted(levels, key=str)]
+    raise ConfigError(f"{factor}={text!r} is not in the results; levels are {shown}")

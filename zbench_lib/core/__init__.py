@@ -1,0 +1,1 @@
+"""Foundation shared by every layer: errors, sizes, paths, signal handling, crash points."""

@@ -1,0 +1,76 @@
+"""What a lab looks like: disks, their models, memory, CPUs. Validated before anything exists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.hosts.disk_models import DiskModel, parse_model
+
+GiB = 1024 ** 3
+MIN_DISK_BYTES = 64 * 1024 * 1024   # ZFS refuses vdevs below 64 MiB
+QEMU = "qemu-system-x86_64"
+
+
+@dataclass
+class LabConfig:
+    """What a lab looks like. Validated before anything is created."""
+
+    disks: int = 4
+    disk_bytes: int = 2 * GiB
+    model: DiskModel | str = "hdd"
+    extra_disks: int = 0             # for log / cache / special vdevs
+    extra_disk_bytes: int = 1 * GiB
+    extra_model: DiskModel | str = "unthrottled"
+    memory_mib: int = 2048
+    cpus: int = 2
+    accel: str = "auto"              # auto | kvm | tcg
+    name: str = "default"
+    boot_timeout_s: float = 240
+    disk_cache: str = "none"         # QEMU cache mode for data disks (none = O_DIRECT on host)
+
+    def __post_init__(self):
+        self.model = parse_model(self.model)
+        self.extra_model = parse_model(self.extra_model)
+        for f in ("disks", "extra_disks", "memory_mib", "cpus", "disk_bytes", "extra_disk_bytes"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ConfigError(f"lab: {f} must be an integer, got {v!r}")
+        if self.disks < 1:
+            raise ConfigError(f"lab: needs at least 1 data disk, got {self.disks}")
+        if self.disks + self.extra_disks > 24:
+            raise ConfigError(f"lab: at most 24 disks in all, got {self.disks + self.extra_disks}")
+        if self.extra_disks < 0:
+            raise ConfigError(f"lab: extra_disks cannot be negative, got {self.extra_disks}")
+        for f in ("disk_bytes", "extra_disk_bytes"):
+            if getattr(self, f) < MIN_DISK_BYTES:
+                raise ConfigError(f"lab: {f} must be at least 64 MiB (ZFS's minimum vdev size)")
+        if self.memory_mib < 1024:
+            raise ConfigError(f"lab: memory_mib must be at least 1024, got {self.memory_mib}")
+        if not 1 <= self.cpus <= 64:
+            raise ConfigError(f"lab: cpus must be 1..64, got {self.cpus}")
+        if self.accel not in ("auto", "kvm", "tcg"):
+            raise ConfigError(f"lab: accel must be auto, kvm or tcg, got {self.accel!r}")
+        if self.disk_cache not in ("none", "writeback", "writethrough", "directsync"):
+            raise ConfigError(f"lab: unknown disk_cache {self.disk_cache!r}")
+        if not self.name.replace("-", "").replace("_", "").isalnum():
+            raise ConfigError(f"lab: name must be alphanumeric (with - or _), got {self.name!r}")
+
+    @property
+    def data_serials(self) -> list[str]:
+        return [f"zbdata{i:02d}" for i in range(self.disks)]
+
+    @property
+    def extra_serials(self) -> list[str]:
+        return [f"zbextra{i:02d}" for i in range(self.extra_disks)]
+
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["model"] = self.model.to_dict()
+        d["extra_model"] = self.extra_model.to_dict()
+        return d
+
+
+def guest_disk_path(serial: str) -> str:
+    """Stable by-id path of a lab disk inside the guest."""
+    return f"/dev/disk/by-id/virtio-{serial}"

@@ -1,0 +1,80 @@
+"""A remote host through the system's OpenSSH client (the lab is one too).
+
+Every command is an argument list, quoted argument by argument with shlex.quote,
+so no user-supplied string is ever interpreted by the remote shell.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from zbench_lib.core.errors import CommandError, ConfigError
+from zbench_lib.hosts.base import Host
+
+
+class SSHHost(Host):
+    """A remote host through the system's OpenSSH client.
+
+    The user's ssh config, agent and jump hosts apply. A ControlMaster socket is
+    kept so that a sweep of thousands of short commands pays one handshake.
+    """
+
+    def __init__(self, destination: str, *, port: int | None = None,
+                 identity: str | None = None, known_hosts: str | None = None,
+                 host_key_alias: str | None = None, control_dir: str | None = None,
+                 connect_timeout: int = 10, name: str | None = None):
+        if not destination or destination.startswith("-"):
+            raise ConfigError(f"invalid ssh destination: {destination!r}")
+        self.destination = destination
+        self.name = name or f"ssh://{destination}" + (f":{port}" if port else "")
+        self._own_control_dir = control_dir is None
+        # ControlPath must be short (sun_path is 108 bytes): keep it in /tmp.
+        self.control_dir = control_dir or tempfile.mkdtemp(prefix="zb-ssh-")
+        opts = [
+            "-o", "BatchMode=yes",
+            "-o", f"ConnectTimeout={connect_timeout}",
+            "-o", "ControlMaster=auto",
+            "-o", f"ControlPath={self.control_dir}/cm-%C",
+            "-o", "ControlPersist=120",
+            "-o", "ServerAliveInterval=15",
+            "-o", "LogLevel=ERROR",
+        ]
+        if identity:
+            opts += ["-i", str(identity), "-o", "IdentitiesOnly=yes"]
+        if known_hosts:
+            opts += ["-o", f"UserKnownHostsFile={known_hosts}", "-o", "StrictHostKeyChecking=yes"]
+        if host_key_alias:
+            opts += ["-o", f"HostKeyAlias={host_key_alias}"]
+        self._opts = opts
+        self._port = port
+
+    def _ssh_base(self):
+        return ["ssh", *self._opts] + (["-p", str(self._port)] if self._port else [])
+
+    def _wrap(self, argv):
+        remote = " ".join(shlex.quote(a) for a in argv)
+        return [*self._ssh_base(), "--", self.destination, remote]
+
+    def _scp(self, src, dst, timeout=600):
+        argv = ["scp", "-q", *self._opts] + (["-P", str(self._port)] if self._port else []) + [src, dst]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            raise CommandError(self.name, argv, proc.returncode, proc.stderr)
+
+    def put(self, local, remote):
+        self._scp(str(local), f"{self.destination}:{remote}")
+
+    def get(self, remote, local):
+        Path(local).parent.mkdir(parents=True, exist_ok=True)
+        self._scp(f"{self.destination}:{remote}", str(local))
+
+    def close(self):
+        subprocess.run([*self._ssh_base(), "-O", "exit", self.destination],
+                       capture_output=True, stdin=subprocess.DEVNULL, timeout=20)
+        if self._own_control_dir:
+            shutil.rmtree(self.control_dir, ignore_errors=True)

@@ -1,0 +1,1 @@
+"""One measured run: fio job files and results, counters, truth checks, provenance."""

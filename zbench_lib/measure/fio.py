@@ -1,0 +1,235 @@
+"""fio in three layers: build_job renders a job file, run_fio runs it on a host,
+parse_fio_json / parse_fio_log (in fio_parse, re-exported here) make tidy rows.
+
+Job files come from the Jinja2 templates in templates/fio/ (one per workload of
+the standard suite, all extending _base.fio.j2). Every parameter is validated
+before rendering so that a bad sweep fails before anything touches a disk.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from zbench_lib.core.paths import REPO_ROOT
+from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
+from zbench_lib.measure.fio_parse import load_fio_json, parse_fio_json, parse_fio_log, parse_fio_logs_dir  # noqa: F401
+from zbench_lib.hosts.base import Host
+from zbench_lib.core.sizes import parse_size
+
+TEMPLATE_DIR = REPO_ROOT / "templates" / "fio"
+
+_COMMON = dict(filename=None, size=None, ioengine="libaio", direct=1, iodepth=16, numjobs=1,
+               runtime_s=60, ramp_time_s=10, time_based=True, randseed=1234,
+               compressible_percent=0, sync=0, fsync=0, log_prefix=None,
+               steadystate=None, ss_dur_s=None, ss_ramp_s=None, rwmixread=None)
+
+# Defaults per workload of the standard suite (domain.md); any key may be overridden.
+WORKLOADS: dict[str, dict] = {
+    "seqwrite": {**_COMMON, "bs": "1M", "iodepth": 16, "numjobs": 1},
+    "seqread": {**_COMMON, "bs": "1M", "iodepth": 16, "numjobs": 1},
+    "randread": {**_COMMON, "bs": "4k", "iodepth": 32, "numjobs": 4},
+    "randwrite": {**_COMMON, "bs": "4k", "iodepth": 16, "numjobs": 4},
+    "randwrite-sync": {**_COMMON, "bs": "4k", "iodepth": 8, "numjobs": 4, "sync": 1},
+    "mixed": {**_COMMON, "bs": "8k", "iodepth": 16, "numjobs": 4, "rwmixread": 70},
+    # A WAL: one writer, pwrite + fsync each 8k record, through the ARC/ZIL (no O_DIRECT).
+    "fsync-heavy": {**_COMMON, "bs": "8k", "iodepth": 1, "numjobs": 1, "fsync": 1,
+                    "ioengine": "psync", "direct": 0},
+}
+SEQUENTIAL = frozenset({"seqwrite", "seqread", "fsync-heavy"})
+IOENGINES = frozenset({"libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "posixaio"})
+_SYNC_VALUES = {0: 0, 1: 1, False: 0, True: 1, "0": 0, "1": 1, "none": 0, "sync": 1, "dsync": "dsync"}
+_SS_RE = re.compile(r"^(iops|bw|iops_slope|bw_slope):\d+(\.\d+)?%?$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _int(params, key, minimum):
+    value = params[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{key} must be >= {minimum}, got {value}")
+    return value
+
+
+def _seconds(params, key, *, positive):
+    value = params[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{key}: expected seconds as a number, got {value!r}")
+    if positive and value <= 0:
+        raise ConfigError(f"{key} must be > 0, got {value}")
+    if value < 0:
+        raise ConfigError(f"{key} cannot be negative, got {value}")
+    if value != int(value):
+        raise ConfigError(f"{key}: fio takes whole seconds, got {value}")
+    return int(value)
+
+
+def _validate(workload: str, p: dict) -> dict:
+    """Check and normalise the merged parameters; returns the template context."""
+    if not p["filename"] or not isinstance(p["filename"], str):
+        raise ConfigError(f"{workload}: filename is required (a block device or a file path)")
+    if any(c in p["filename"] for c in "\n\r\0"):
+        raise ConfigError(f"filename contains a control character: {p['filename']!r}")
+    bs = parse_size(p["bs"], "bs")
+    if bs < 512 or bs % 512 or bs & (bs - 1):
+        raise ConfigError(f"bs must be a power-of-two multiple of 512 (512, 4k, 8k, ... 1M), got {p['bs']!r}")
+    size = parse_size(p["size"], "size") if p["size"] is not None else None
+    if size is None and not p["filename"].startswith("/dev/"):
+        raise ConfigError(f"size is required when the target is a file ({p['filename']})")
+    if size is not None and size < bs:
+        raise ConfigError(f"size ({size} bytes) is smaller than bs ({bs} bytes)")
+    iodepth = _int(p, "iodepth", 1)
+    numjobs = _int(p, "numjobs", 1)
+    runtime = _seconds(p, "runtime_s", positive=True)
+    ramp = _seconds(p, "ramp_time_s", positive=False)
+    if ramp >= runtime:
+        raise ConfigError(f"ramp_time_s ({ramp}) must be shorter than runtime_s ({runtime})")
+    if p["ioengine"] not in IOENGINES:
+        raise ConfigError(f"ioengine {p['ioengine']!r} not supported; choose one of {sorted(IOENGINES)}")
+    if p["direct"] not in (0, 1):
+        raise ConfigError(f"direct must be 0 or 1, got {p['direct']!r}")
+    comp = _int(p, "compressible_percent", 0)
+    if comp > 100:
+        raise ConfigError(f"compressible_percent must be 0..100, got {comp}")
+    if p["sync"] not in _SYNC_VALUES:
+        raise ConfigError(f"sync must be 0, 1 or 'dsync', got {p['sync']!r}")
+    fsync = _int(p, "fsync", 0)
+    offset_increment = None
+    if workload in SEQUENTIAL and numjobs > 1:
+        if size is None:
+            raise ConfigError(f"{workload} with numjobs={numjobs} needs size to split the target into per-job regions")
+        # Each job writes its own contiguous region, so the stream stays sequential.
+        size = (size // numjobs) // bs * bs
+        if size == 0:
+            raise ConfigError(f"size is too small to give each of {numjobs} jobs one block")
+        offset_increment = size
+    mix = p["rwmixread"]
+    if workload == "mixed":
+        if isinstance(mix, bool) or not isinstance(mix, int) or not 0 < mix < 100:
+            raise ConfigError(f"rwmixread must be an integer 1..99, got {mix!r}")
+    elif mix is not None:
+        raise ConfigError(f"rwmixread only applies to the mixed workload, not {workload}")
+    prefix = p["log_prefix"] or workload
+    if not _NAME_RE.match(prefix):
+        raise ConfigError(f"log_prefix must be a plain file name prefix, got {prefix!r}")
+    ss = p["steadystate"]
+    ss_dur = ss_ramp = None
+    if ss is not None:
+        if not isinstance(ss, str) or not _SS_RE.match(ss):
+            raise ConfigError(f"steadystate must look like 'iops_slope:0.3%' or 'iops:10%', got {ss!r}")
+        if p["ss_dur_s"] is None:
+            raise ConfigError("steadystate needs ss_dur_s (the window, in seconds)")
+        ss_dur = _seconds(p, "ss_dur_s", positive=True)
+        ss_ramp = _seconds(p, "ss_ramp_s", positive=False) if p["ss_ramp_s"] is not None else 0
+        if ss_dur + ss_ramp > runtime:
+            raise ConfigError(f"ss_dur_s + ss_ramp_s ({ss_dur + ss_ramp}) exceed runtime_s ({runtime})")
+    elif p["ss_dur_s"] is not None or p["ss_ramp_s"] is not None:
+        raise ConfigError("ss_dur_s / ss_ramp_s given without steadystate")
+    return dict(workload=workload, filename=p["filename"], size=size, bs=bs, iodepth=iodepth,
+                numjobs=numjobs, runtime_s=runtime, ramp_time_s=ramp, time_based=bool(p["time_based"]),
+                randseed=_int(p, "randseed", 0), ioengine=p["ioengine"], direct=int(p["direct"]),
+                compressible_percent=comp, sync=_SYNC_VALUES[p["sync"]], fsync=fsync,
+                offset_increment=offset_increment, rwmixread=mix, log_prefix=prefix,
+                steadystate=ss, ss_dur_s=ss_dur, ss_ramp_s=ss_ramp)
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    # fio splits filename on ':'; device paths such as by-path names contain it.
+    env.filters["fio_escape"] = lambda s: s.replace(":", "\\:")
+    return env
+
+
+def build_job(workload: str, **overrides) -> str:
+    """Render the fio job file for `workload` with `overrides` on top of WORKLOADS defaults.
+
+    Raises ConfigError for an unknown workload or parameter and for invalid values.
+    """
+    if workload not in WORKLOADS:
+        raise ConfigError(f"unknown workload {workload!r}; choose one of {sorted(WORKLOADS)}")
+    unknown = sorted(set(overrides) - set(WORKLOADS[workload]))
+    if unknown:
+        raise ConfigError(f"unknown fio parameter(s) {unknown} for {workload}; "
+                          f"known: {sorted(WORKLOADS[workload])}")
+    context = _validate(workload, {**WORKLOADS[workload], **overrides})
+    text = _environment().get_template(f"{workload}.fio.j2").render(**context)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def job_sections(job_text: str) -> list[str]:
+    """Job section names of a job file (everything but [global])."""
+    names = re.findall(r"^\[([^\]]+)\]", job_text, flags=re.M)
+    return [n for n in names if n != "global"]
+
+
+def estimate_timeout(job_text: str, margin_s: float = 300) -> float:
+    """A generous timeout for a time-based job: ramp + runtime + margin (1 h if unknown)."""
+    get = lambda key: re.search(rf"^{key}=(\d+)\s*$", job_text, flags=re.M)  # noqa: E731
+    runtime, ramp = get("runtime"), get("ramp_time")
+    if not runtime or not re.search(r"^time_based=1", job_text, flags=re.M):
+        return 3600.0
+    return int(runtime.group(1)) + (int(ramp.group(1)) if ramp else 0) + margin_s
+
+
+@dataclass
+class FioRun:
+    """What run_fio brought back: raw files in local_dir and the parsed JSON."""
+    local_dir: Path
+    json_path: Path
+    log_paths: list[Path]
+    data: dict
+    duration_s: float
+    host: str
+    jobs: list[str] = field(default_factory=list)
+
+
+def run_fio(host: Host, job_text: str, remote_dir: str, local_dir, timeout: float | None = None) -> FioRun:
+    """Ship `job_text` to `remote_dir` on `host`, run fio, fetch JSON and logs into `local_dir`.
+
+    Refuses to overwrite an earlier run in local_dir. Raises ZbenchError naming the
+    job and host when a job reports a non-zero error, CommandError when fio fails
+    without usable JSON.
+    """
+    local = Path(local_dir)
+    if (local / "fio.json").exists():
+        raise ConfigError(f"{local} already holds a fio run; raw results are never overwritten")
+    jobs = job_sections(job_text) or ["?"]
+    timeout = estimate_timeout(job_text) if timeout is None else timeout
+    remote_dir = remote_dir.rstrip("/") or "/"
+    host.run(["mkdir", "-p", remote_dir], timeout=60)
+    host.write_text(f"{remote_dir}/job.fio", job_text)
+    # Run inside remote_dir so the relative log prefix lands there; env -C avoids a shell.
+    argv = ["env", "-C", remote_dir, "fio", "--output-format=json", "--output=fio.json", "job.fio"]
+    res = host.run(argv, timeout=timeout, check=False)
+    local.mkdir(parents=True, exist_ok=True)
+    (local / "job.fio").write_text(job_text)
+    (local / "fio.stderr").write_text(res.stderr)
+    json_path = local / "fio.json"
+    try:
+        host.get(f"{remote_dir}/fio.json", json_path)
+        data = load_fio_json(json_path.read_text())
+    except (ZbenchError, OSError, ValueError) as exc:
+        if res.returncode != 0:
+            raise CommandError(host.name, argv, res.returncode, res.stderr, res.stdout) from None
+        raise ZbenchError(f"fio job {', '.join(jobs)} on {host.name}: no usable JSON output ({exc})") from None
+    listing = host.run(["find", remote_dir, "-maxdepth", "1", "-type", "f", "-name", "*.log"],
+                       timeout=60, check=False)
+    log_paths = []
+    for remote in sorted(listing.stdout.split()):
+        target = local / os.path.basename(remote)
+        host.get(remote, target)
+        log_paths.append(target)
+    failed = [(j.get("jobname", "?"), j["error"]) for j in data.get("jobs", []) if j.get("error")]
+    if failed:
+        detail = "; ".join(f"job {name!r}: error {code} ({os.strerror(code)})" for name, code in failed)
+        tail = "\n".join(res.stderr.strip().splitlines()[-5:])
+        raise ZbenchError(f"fio failed on {host.name}: {detail}" + (f"\n{tail}" if tail else ""))
+    if res.returncode != 0:
+        raise CommandError(host.name, argv, res.returncode, res.stderr, res.stdout)
+    return FioRun(local, json_path, log_paths, data, res.duration_s, host.name, jobs)

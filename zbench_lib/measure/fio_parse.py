@@ -1,0 +1,156 @@
+"""Pure parsers for fio output: the JSON report and the per-second logs.
+
+One tidy row per job group x direction that did I/O (a mixed job gives a read
+row and a write row). Units are in the column names. fio's own per-job stddevs
+are reported as they are and must never be averaged across runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from zbench_lib.core.errors import ZbenchError
+
+DIRECTIONS = ("read", "write", "trim")
+PERCENTILES = {"50.000000": "p50", "90.000000": "p90", "95.000000": "p95",
+               "99.000000": "p99", "99.900000": "p99_9", "99.990000": "p99_99"}
+COLUMNS = [
+    "workload", "jobname", "groupid", "direction", "rw", "bs_bytes", "iodepth", "numjobs",
+    "iops", "bw_bytes_s", "io_bytes", "total_ios", "runtime_ms",
+    "clat_mean_ns", "clat_stddev_ns", "clat_min_ns", "clat_max_ns",
+    *(f"clat_{p}_ns" for p in PERCENTILES.values()),
+    "lat_mean_ns", "lat_p99_ns", "lat_p99_9_ns", "slat_mean_ns",
+    "sync_lat_mean_ns", "sync_lat_p99_ns",
+    "usr_cpu_pct", "sys_cpu_pct", "ss_attained", "error", "fio_version",
+]
+_SIZE_SUFFIX = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
+_LOG_NAME = re.compile(r"^(?P<prefix>.+)_(?P<metric>iops|bw|lat|clat|slat)(?:\.(?P<job>\d+))?\.log$")
+_LOG_DIR = {0: "read", 1: "write", 2: "trim", 3: "sync"}
+# fio prints C's "nan"/"-nan"/"inf" bare (e.g. steadystate slope over one sample).
+_BARE_NAN = re.compile(r"([:\[,]\s*)-?nan\b")
+_BARE_INF = re.compile(r"([:\[,]\s*)(-?)inf\b")
+
+
+def load_fio_json(text: str) -> dict:
+    """Decode fio's JSON output, skipping any warning lines fio prints before it."""
+    start = text.find("{")
+    if start < 0:
+        raise ZbenchError("fio output holds no JSON object")
+    text = _BARE_INF.sub(r"\1\2Infinity", _BARE_NAN.sub(r"\1NaN", text[start:]))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ZbenchError(f"fio output is not valid JSON: {exc}") from None
+    if "jobs" not in data:
+        raise ZbenchError("fio JSON has no 'jobs' list")
+    return data
+
+
+def _bytes(value):
+    """fio option strings such as '4k', '1M', '8192' to bytes (None if absent)."""
+    if value is None:
+        return None
+    m = re.match(r"^\s*(\d+)\s*([kmg]?)i?b?\s*$", str(value), re.I)
+    return int(m.group(1)) * _SIZE_SUFFIX[m.group(2).lower()] if m else None
+
+
+def _num(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _pct(stats: dict | None, key: str) -> float:
+    if not stats:
+        return math.nan
+    return float(stats.get("percentile", {}).get(key, math.nan))
+
+
+def _stat(stats: dict | None, key: str) -> float:
+    if not stats or not stats.get("N"):
+        return math.nan
+    return float(stats.get(key, math.nan))
+
+
+def parse_fio_json(data) -> list[dict]:
+    """Rows (dicts with COLUMNS) from fio's JSON report: a dict, or its text."""
+    if isinstance(data, (str, bytes)):
+        data = load_fio_json(data.decode() if isinstance(data, bytes) else data)
+    version = data.get("fio version")
+    glob = data.get("global options", {})
+    rows = []
+    for job in data["jobs"]:
+        opts = {**glob, **job.get("job options", {})}
+        ss = job.get("steadystate")
+        sync = job.get("sync") or {}
+        sync_lat = sync.get("lat_ns") if sync.get("total_ios") else None
+        for direction in DIRECTIONS:
+            d = job.get(direction)
+            if not d or not d.get("io_bytes"):
+                continue
+            row = dict(
+                workload=job.get("jobname"), jobname=job.get("jobname"), groupid=job.get("groupid"),
+                direction=direction, rw=opts.get("rw"), bs_bytes=_bytes(opts.get("bs")),
+                iodepth=_num(opts.get("iodepth", 1)), numjobs=_num(opts.get("numjobs", 1)),
+                iops=float(d["iops"]), bw_bytes_s=int(d["bw_bytes"]), io_bytes=int(d["io_bytes"]),
+                total_ios=int(d.get("total_ios", 0)), runtime_ms=int(d["runtime"]),
+                clat_mean_ns=_stat(d.get("clat_ns"), "mean"),
+                clat_stddev_ns=_stat(d.get("clat_ns"), "stddev"),
+                clat_min_ns=_stat(d.get("clat_ns"), "min"), clat_max_ns=_stat(d.get("clat_ns"), "max"),
+                lat_mean_ns=_stat(d.get("lat_ns"), "mean"),
+                lat_p99_ns=_pct(d.get("lat_ns"), "99.000000"),
+                lat_p99_9_ns=_pct(d.get("lat_ns"), "99.900000"),
+                slat_mean_ns=_stat(d.get("slat_ns"), "mean"),
+                # fsync/fdatasync latency belongs to the writes it made durable.
+                sync_lat_mean_ns=_stat(sync_lat, "mean") if direction == "write" else math.nan,
+                sync_lat_p99_ns=_pct(sync_lat, "99.000000") if direction == "write" else math.nan,
+                usr_cpu_pct=float(job.get("usr_cpu", math.nan)),
+                sys_cpu_pct=float(job.get("sys_cpu", math.nan)),
+                ss_attained=bool(ss["attained"]) if ss and "attained" in ss else None,
+                error=int(job.get("error", 0)), fio_version=version,
+            )
+            for key, name in PERCENTILES.items():
+                row[f"clat_{name}_ns"] = _pct(d.get("clat_ns"), key)
+            rows.append({c: row[c] for c in COLUMNS})
+    return rows
+
+
+def parse_fio_log(text: str) -> pd.DataFrame:
+    """A per-second fio log (iops/bw/lat) as t_ms, value, direction, bs.
+
+    fio 3.x writes `time, value, ddir, bs[, offset][, prio]`; bw is in KiB/s and
+    latencies in ns. With log_avg_msec the bs column is 0 (averaged windows).
+    """
+    records = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 4 or not parts[0].isdigit():
+            continue
+        records.append((int(parts[0]), int(parts[1]), _LOG_DIR.get(int(parts[2]), parts[2]), int(parts[3])))
+    return pd.DataFrame.from_records(records, columns=["t_ms", "value", "direction", "bs"])
+
+
+def parse_fio_logs_dir(path) -> pd.DataFrame:
+    """Every `<prefix>_<metric>.<job>.log` under `path` as one long table.
+
+    Columns: prefix, metric (iops, bw, lat, clat, slat), job, t_ms, value, direction, bs.
+    """
+    frames = []
+    for file in sorted(Path(path).glob("*.log")):
+        m = _LOG_NAME.match(file.name)
+        if not m:
+            continue
+        df = parse_fio_log(file.read_text())
+        df.insert(0, "job", int(m.group("job") or 1))
+        df.insert(0, "metric", m.group("metric"))
+        df.insert(0, "prefix", m.group("prefix"))
+        frames.append(df)
+    if not frames:
+        return pd.DataFrame(columns=["prefix", "metric", "job", "t_ms", "value", "direction", "bs"])
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,49 @@
+"""A run's tidy rows and truth checks, derived from its raw files only.
+
+Pure: reads an attempt directory, never a host. The executor calls it right after
+a run, and the store calls it again to rebuild results.parquet from raw/ (resume,
+`zbench verify`), so both paths give the same rows by construction.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from zbench_lib.measure.counters import parse_sampler_dir
+from zbench_lib.measure.fio_parse import parse_fio_json, parse_fio_logs_dir
+from zbench_lib.measure.run_summary import fio_timeseries, iops_series, summarize_counters
+from zbench_lib.measure.truth import flag_columns, truth_checks
+
+
+def derive_rows(raw_dir: Path) -> tuple[list, dict]:
+    """Tidy rows and truth checks of one run, rebuilt from its raw files only."""
+    raw_dir = Path(raw_dir)
+    rec = json.loads((raw_dir / "run.json").read_text())
+    rows = parse_fio_json((raw_dir / "fio" / "fio.json").read_text())
+    sampler = parse_sampler_dir(raw_dir / "counters")
+    counters = summarize_counters(sampler, rec["t_start"], rec["t_end"], rec["kernel_devices"],
+                                  rec["pool"])
+    series = None          # no per-second logs: the steady-state check falls back to fio's own
+    logs = parse_fio_logs_dir(raw_dir / "fio")
+    if logs is not None and len(logs):
+        fts = fio_timeseries(logs, rec["t_start"])
+        series = iops_series(fts, rec["t_start"], rec["t_end"])
+    ctx = dict(rec["context"], iops_series=series, window_s=rec["t_end"] - rec["t_start"])
+    checks = truth_checks(rows, counters, ctx)
+    flags = flag_columns(checks)
+    scalars = {k: v for k, v in counters.items() if not isinstance(v, (list, dict))}
+    return [{**r, **scalars, **flags} for r in rows], checks
+
+
+def parse_results(attempt_dir: Path, meta: dict) -> list[dict]:
+    """Rows of one run, derived from its raw files (used by Store.rebuild_results)."""
+    rows, _ = derive_rows(attempt_dir)
+    ctx = json.loads((Path(attempt_dir) / "run.json").read_text()).get("context", {})
+    extra = {"sweep_id": meta.get("sweep"), "config_id": meta.get("cell_id"),
+             "disk_model": ctx.get("disk_model"), "disk_model_iops": ctx.get("disk_model_iops"),
+             "disk_model_bw": ctx.get("disk_model_bw"), "cache_declared": ctx.get("cache")}
+    for k in ("used_bytes", "logicalused_bytes", "referenced_bytes", "compressratio",
+              "pool_capacity_pct", "pool_fragmentation_pct"):
+        extra[k] = ctx.get("space", {}).get(k)
+    return [{**r, **extra} for r in rows]

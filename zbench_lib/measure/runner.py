@@ -1,0 +1,102 @@
+"""One measured run: fio plus layered counters on one clock, and truth checks.
+
+The sampler runs on the host under test (so one clock serves fio, the pool,
+the devices and the CPU), is shipped as a file and stopped by pkill on its
+unique path. Everything fetched is kept as it came (raw), then summarised.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zbench_lib.measure.counters import sampler_argv, sampler_script
+from zbench_lib.measure.fio import build_job, parse_fio_json, run_fio
+from zbench_lib.hosts.base import Host
+from zbench_lib.measure.rows import derive_rows
+
+
+@dataclass
+class RunResult:
+    rows: list                 # tidy rows (one per direction) with counters and flags
+    checks: dict               # truth checks with the numbers behind them
+    raw_dir: Path
+    window: tuple              # (t_start, t_end) epoch seconds on the host's clock
+    context: dict = field(default_factory=dict)
+
+
+def kernel_names(host: Host, devices: list[str]) -> list[str]:
+    """/dev/disk/by-id/... -> vdb etc. (files have no kernel name and are skipped)."""
+    names = []
+    for d in devices:
+        real = host.run(["readlink", "-f", d]).stdout.strip()
+        if real.startswith("/dev/"):
+            names.append(real.rsplit("/", 1)[1])
+    return names
+
+
+def _host_time(host: Host) -> float:
+    return float(host.run(["date", "+%s.%N"]).stdout)
+
+
+def _fetch_dir(host: Host, remote_dir: str, local_tar: Path, into: Path) -> None:
+    remote_tar = remote_dir.rstrip("/") + ".tar.gz"
+    host.run(["tar", "-C", remote_dir, "-czf", remote_tar, "."], timeout=300)
+    host.get(remote_tar, local_tar)
+    host.run(["rm", "-f", remote_tar], check=False)
+    into.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(local_tar) as tf:
+        tf.extractall(into, filter="data")
+
+
+def measure(host: Host, *, pool: str, target_path: str, devices: list[str], workload: str,
+            overrides: dict, remote_dir: str, raw_dir: Path, context: dict,
+            target_name: str | None = None, sample_interval_s: float = 1.0) -> RunResult:
+    """Run `workload` on `target_path` with counters; keep raw files in `raw_dir`."""
+    raw_dir = Path(raw_dir)
+    params = dict(overrides)
+    params.setdefault("filename", target_path)
+    job = build_job(workload, **params)
+    host.run(["mkdir", "-p", f"{remote_dir}/counters"])
+    host.write_text(f"{remote_dir}/sampler.sh", sampler_script())
+    sampler = host.popen(sampler_argv(f"{remote_dir}/sampler.sh", f"{remote_dir}/counters",
+                                      sample_interval_s, pool))
+    try:
+        time.sleep(sample_interval_s * 1.5)       # at least one sample before fio starts
+        t0 = _host_time(host)
+        fio_run = run_fio(host, job, f"{remote_dir}/fio", raw_dir / "fio")
+        t1 = _host_time(host)
+        time.sleep(sample_interval_s * 1.5)       # and one after it ends
+    finally:
+        host.run(["pkill", "-TERM", "-f", f"{remote_dir}/sampler.sh"], check=False)
+        try:
+            sampler.wait(30)
+        except Exception:
+            sampler.kill()
+    _fetch_dir(host, f"{remote_dir}/counters", raw_dir / "counters.tar.gz", raw_dir / "counters")
+    rows = parse_fio_json(fio_run.data)
+    ramp = float(params.get("ramp_time_s", build_defaults(workload).get("ramp_time_s", 0)) or 0)
+    runtime = max(r["runtime_ms"] for r in rows) / 1000 if rows else t1 - t0
+    # fio stamps its output (host clock, ms) when the measurement ends; its
+    # per-second logs start after the ramp, i.e. `runtime` before that stamp.
+    t_end = fio_run.data.get("timestamp_ms", t1 * 1000) / 1000
+    t_start = t_end - runtime
+    context = dict(context)
+    if target_name:
+        # What the data just written compresses to is what the check must judge.
+        context["compressratio"] = float(host.run(["zfs", "get", "-Hp", "-o", "value",
+                                                   "compressratio", target_name]).stdout.strip().rstrip("x"))
+    record = {"t0": t0, "t1": t1, "t_start": t_start, "t_end": t_end, "ramp_s": ramp,
+              "pool": pool, "devices": devices, "kernel_devices": kernel_names(host, devices),
+              "workload": workload, "context": context}
+    (raw_dir / "run.json").write_text(json.dumps(record, indent=1, default=str))
+    rows, checks = derive_rows(raw_dir)
+    return RunResult(rows, checks, raw_dir, (t_start, t_end), context)
+
+
+def build_defaults(workload: str) -> dict:
+    from zbench_lib.measure.fio import WORKLOADS
+    return WORKLOADS.get(workload, {})

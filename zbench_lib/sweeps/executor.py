@@ -1,0 +1,249 @@
+"""Execute a sweep plan: pools, targets, prefill, runs, adaptive repetitions, resume.
+
+One pool per layout is created, used for every target and workload that can
+share it, and destroyed. Runs already COMPLETE in the store are skipped, so
+rerunning an interrupted sweep completes only what is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from zbench_lib.measure import provenance
+from zbench_lib.hosts.disk_models import parse_model
+from zbench_lib.hosts.resolve import parse_host
+from zbench_lib.hosts.disk_models import DiskModel
+from zbench_lib.core.crash import crash_point
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.hosts.lab import Lab, LabConfig
+from zbench_lib.hosts.lab_state import connect_lab, read_state
+from zbench_lib.zfs.layouts import Layout
+from zbench_lib.sweeps.plan import Plan, expand
+from zbench_lib.sweeps.repetitions import AdaptiveRule
+from zbench_lib.zfs.pools import Pool, find_leftovers, new_pool_name
+from zbench_lib.zfs.prefill import prefill
+from zbench_lib.measure.rows import parse_results
+from zbench_lib.measure.runner import measure
+from zbench_lib.core.sizes import parse_size
+from zbench_lib.sweeps.store import Store
+from zbench_lib.sweeps.spec import SweepSpec, load_spec
+from zbench_lib.zfs.targets import Dataset, Zvol
+
+_TARGET_PROPS = ("compression", "sync", "logbias", "primarycache", "secondarycache",
+                 "checksum", "copies")
+
+
+def make_target(t: dict):
+    props = {k: t[k] for k in _TARGET_PROPS if t.get(k) is not None}
+    if t["kind"] == "zvol":
+        return Zvol(t["target_id"].replace("-", "_"), t["size_bytes"], t["volblocksize_bytes"], **props)
+    return Dataset(t["target_id"].replace("-", "_"), t.get("recordsize_bytes", 131072),
+                   atime=t.get("atime"), **props)
+
+
+@contextlib.contextmanager
+def open_host(spec: SweepSpec):
+    """(host, data devices, extra devices, owned, disk model, lab) for the spec's host."""
+    if spec.host == "lab" and os.environ.get("ZBENCH_LAB"):
+        # Reuse a running lab (`zbench lab up`, or the test session's) instead of booting one.
+        name = os.environ["ZBENCH_LAB"]
+        state = read_state(name)
+        if state is None:
+            raise ConfigError(f"ZBENCH_LAB={name!r} but no lab of that name is running")
+        need = int((spec.lab or {}).get("disks", 1))
+        if len(state["data_disks"]) < need:
+            raise ConfigError(f"lab {name!r} has {len(state['data_disks'])} data disks, spec needs {need}")
+        host = connect_lab(name)
+        try:
+            yield (host, state["data_disks"], state["extra_disks"], True,
+                   DiskModel(**state["config"]["model"]), None)
+        finally:
+            host.close()
+    elif spec.host == "lab":
+        lab_cfg = spec.lab or {}
+        cfg = LabConfig(disks=int(lab_cfg.get("disks", 4)),
+                        disk_bytes=parse_size(lab_cfg.get("disk_size", "1G")),
+                        model=lab_cfg.get("model", "hdd"),
+                        extra_disks=int(lab_cfg.get("extra_disks", 0)),
+                        name=f"sweep-{spec.name}")   # one lab per spec: two sweeps can run at once
+        with Lab(cfg) as lab:
+            yield lab.host, lab.data_disks, lab.extra_disks, True, cfg.model, lab
+    else:
+        host = parse_host(spec.host)
+        try:
+            yield host, list(spec.devices), list(spec.extra_devices or []), False, None, None
+        finally:
+            host.close()
+
+
+class _RunBar:
+    """A per-run bar that advances with the clock while fio runs."""
+
+    def __init__(self, seconds: float, desc: str, enabled: bool):
+        self.bar = tqdm(total=round(seconds), desc=desc, unit="s", leave=False, disable=not enabled,
+                        position=1)
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._tick, daemon=True)
+        self._t.start()
+
+    def _tick(self):
+        while not self._stop.wait(1):
+            if self.bar.n < self.bar.total:
+                self.bar.update(1)
+
+    def close(self):
+        self._stop.set()
+        self._t.join(2)
+        self.bar.close()
+
+
+def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=None, progress=True,
+              dry_run=False, log=print, host=None) -> Path | None:
+    """Run (or resume) the sweep of `spec_path`; returns the sweep directory.
+
+    `host` may be an already-open (host, data_devices, extra_devices, owned, model, lab)
+    tuple, e.g. the test session's lab; otherwise the spec's host is opened.
+    """
+    spec = load_spec(spec_path)
+    plan = expand(spec)
+    if dry_run:
+        log(plan.describe())
+        return None
+    if resume_dir:
+        store = Store.resume(resume_dir, spec.text, plan)
+    else:
+        store = Store.create(out_root, spec.text, plan, sweep_id=sweep_id)
+    log(f"sweep {store.sweep_id}: {len(plan.runs)} planned runs -> {store.path}")
+    try:
+        _execute(spec, plan, store, progress, log, host)
+        crash_point("results")
+        df = store.rebuild_results(parse_results)
+        store.finish(rows=len(df))
+        log(f"results: {len(df)} rows in {store.path / 'results.parquet'}")
+    finally:
+        store.close()
+    return store.path
+
+
+def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log, given_host=None) -> None:
+    rule = AdaptiveRule.from_spec(spec)
+    metric = (spec.repetitions or {}).get("metric", "iops")
+    done = store.completed_runs()
+    todo_pools = [p for p in plan.pools
+                  if any(r.run_id not in done for r in plan.runs if r.pool_id == p["pool_id"])]
+    overall = tqdm(total=len(plan.runs), initial=len(plan.runs) - sum(
+        1 for r in plan.runs if r.run_id not in done), desc="sweep", unit="run",
+        disable=not progress, position=0)
+    measure_s = 0.0
+    t_sweep = time.monotonic()
+    opened = contextlib.nullcontext(given_host) if given_host else open_host(spec)
+    with opened as (host, data_devs, extra_devs, owned, model, lab):
+        leftovers = find_leftovers(host)
+        if leftovers:
+            log(f"note: zbench pools left from an earlier crash on {host.name}: {leftovers} "
+                "(remove them with `zbench pools cleanup`)")
+            store.record("leftovers found", pools=leftovers)
+        prov = provenance.collect(host, devices_list=data_devs + extra_devs,
+                                  extra=lab.provenance() if lab else None)
+        store.record("provenance", **{k: v for k, v in prov.items() if not k.startswith("zfs_param")})
+        # One environment record per session: a resumed sweep may run on a new lab boot.
+        _write_json(store.path / f"host-provenance-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json",
+                    prov)
+        for p in todo_pools:
+            layout = Layout.from_dict(p["layout"])
+            devices = data_devs[:layout.total_disks] + extra_devs[:layout.extra_disks]
+            with Pool(host, layout, devices, name=new_pool_name(p["pool_id"]),
+                      owned_devices=owned, allow_signatures=tuple(spec.allow_signatures or ())) as pool:
+                crash_point("pool-create")
+                store.record("pool created", pool_id=p["pool_id"], pool=pool.name, layout=p["label"])
+                for t in [t for t in plan.targets if t["pool_id"] == p["pool_id"]]:
+                    runs = [r for r in plan.runs if r.target_id == t["target_id"] and r.run_id not in done]
+                    if not runs:
+                        continue
+                    tinfo = pool.create_target(make_target(t))
+                    fill = {}
+                    if (spec.prefill or {}).get("policy", "once-per-target") != "none":
+                        fill = prefill(pool, tinfo, spec.prefill.get("fill", "whole"), progress=progress)
+                        store.record("prefilled", target_id=t["target_id"], **fill)
+                    ctx = _context(host, pool, tinfo, t, model, lab, fill)
+                    values: dict[str, list] = {}
+                    queue = list(runs)
+                    while queue:
+                        run = queue.pop(0)
+                        cell = plan.cell(run.cell_id)
+                        rows, secs = _one_run(host, store, plan, run, cell, pool, tinfo, devices,
+                                              ctx, progress)
+                        measure_s += secs
+                        overall.update(1)
+                        vals = values.setdefault(run.cell_id, [])
+                        vals += [r[metric] for r in rows if r["direction"] == _primary(cell)]
+                        if not any(q.cell_id == run.cell_id for q in queue):
+                            more, reason = rule.decide(vals)
+                            if more:
+                                reps = [r.rep for r in runs + queue if r.cell_id == run.cell_id]
+                                extra = plan.extra_run(run.cell_id, max(reps + [run.rep]) + 1)
+                                runs.append(extra)
+                                queue.append(extra)
+                                overall.total += 1
+                            store.record("repetitions", cell_id=run.cell_id, runs=len(vals),
+                                         more=more, reason=reason)
+    overall.close()
+    wall = time.monotonic() - t_sweep
+    store.record("timing", wall_s=round(wall, 1), measure_s=round(measure_s, 1),
+                 measure_share=round(measure_s / wall, 3) if wall else None)
+    log(f"wall {wall:.0f} s, inside fio measurement windows {measure_s:.0f} s "
+        f"({100 * measure_s / wall:.0f}%)")
+
+
+def _primary(cell: dict) -> str:
+    return "read" if cell.get("reads_only") else "write"
+
+
+def _context(host, pool, tinfo, t, model, lab, fill) -> dict:
+    status = pool.status()
+    primarycache = tinfo.properties.get("primarycache", "all")
+    ctx = {"cache": "cold" if primarycache in ("metadata", "none") else "warm",
+           "scan_at_start": status["scan"], "pool_capacity_pct": status["capacity_pct"],
+           "pool_fragmentation_pct": status["fragmentation_pct"],
+           "compressratio": fill.get("compressratio"), "incompressible_intended": True,
+           "lab": lab is not None, "space": fill}
+    if model is not None:
+        m = parse_model(model)
+        ctx.update(disk_model_iops=m.read_iops_limit(), disk_model_bw=m.bw or m.bw_read,
+                   disk_model=m.name)
+    return ctx
+
+
+def _one_run(host, store, plan, run, cell, pool, tinfo, devices, ctx, progress):
+    attempt = store.begin_attempt(run.run_id)
+    fio = dict(cell.get("fio") or {})
+    for k in ("iodepth", "numjobs"):
+        if k in cell["factors"]:
+            fio.setdefault(k, cell["factors"][k])
+    secs = float(fio.get("runtime_s", 60)) + float(fio.get("ramp_time_s", 10))
+    bar = _RunBar(secs + 5, f"{run.run_id} {cell['workload']}", progress)
+    try:
+        res = measure(host, pool=pool.name, target_path=tinfo.path, devices=devices,
+                      workload=cell["template"], overrides=fio,
+                      remote_dir=f"{pool.work_dir()}/{run.run_id}-{attempt.name}",
+                      raw_dir=attempt, context=ctx, target_name=tinfo.full_name)
+    finally:
+        bar.close()
+    crash_point("run")
+    meta = plan.run_meta(run)
+    meta.update(pool=pool.name, target=tinfo.full_name, target_properties=tinfo.properties,
+                window=list(res.window))
+    store.complete_attempt(run.run_id, attempt, meta)
+    return res.rows, res.window[1] - res.window[0]
+
+
+def _write_json(path: Path, data: dict) -> None:
+    import json
+    from zbench_lib.sweeps.store import atomic_write
+    atomic_write(path, json.dumps(data, indent=1, default=str).encode(), exclusive=True)

@@ -1,0 +1,295 @@
+"""A plan before any run: one pure expansion of a sweep spec.
+
+``expand(spec)`` turns the factor grid into cells (valid combination x workload),
+skipped cells with their reasons, pools (one per layout + ashift + log; targets and
+workloads share it), targets (one per distinct target-level settings within a pool)
+and runs in execution order. Only ``repetitions.min`` runs per cell are planned up
+front; ``AdaptiveRule`` decides whether a cell gets more (``Plan.extra_run``).
+Run ids (``c1a2b3c-r02``) hash the cell's factors, so they survive re-expansion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+from dataclasses import dataclass
+
+import pandas as pd
+
+from zbench_lib.measure import fio
+from zbench_lib.hosts.disk_models import parse_model
+from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.zfs.layouts import Layout
+from zbench_lib.core.sizes import format_size, parse_size
+from zbench_lib.sweeps.spec import BLOCKSIZE, PROPERTIES, SweepSpec
+from zbench_lib.zfs.targets import Dataset, Zvol
+
+MiB, GiB = 1024 ** 2, 1024 ** 3
+BOOT_S = 90.0            # lab boot to SSH
+POOL_CREATE_S = 10.0     # zpool create + checks + destroy
+TARGET_CREATE_S = 5.0    # zfs create + property read-back
+RUN_OVERHEAD_S = 15.0    # job shipping, counters, result fetch, TXG settle
+ASSUMED_BW, ASSUMED_IOPS = 200 * MiB, 10_000   # per disk, when no model caps it
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    cell_id: str
+    rep: int
+    pool_id: str
+    target_id: str
+    order: int | None = None    # position in the planned sequence; None for adaptive extras
+
+
+def _layout(f: dict, spec: SweepSpec) -> Layout:
+    """The Layout a combination asks for; ConfigError says why it cannot be built."""
+    lay, fam = f["layout"], f["layout"]["family"]
+    if "width" in lay:
+        width, vdevs = lay["width"], lay.get("vdevs", 1)
+    elif "width" in f:
+        width, vdevs = f["width"], f.get("vdevs", 1)
+    else:
+        disks = f.get("disks", spec.available_disks[0])
+        if fam == "stripe":
+            width, vdevs = disks, 1
+        elif fam == "mirror" and "vdevs" not in lay:
+            width = f.get("mirror_width", 2)
+            if disks % width:
+                raise ConfigError(f"mirror of {width}-way vdevs cannot use {disks} disks "
+                                  f"({disks} is not a multiple of {width})")
+            vdevs = disks // width
+        else:
+            vdevs = lay.get("vdevs", 1)
+            if disks % vdevs:
+                raise ConfigError(f"{disks} disks do not split into {vdevs} {fam} vdevs")
+            width = disks // vdevs
+    layout = Layout(fam, width, vdevs, ashift=f.get("ashift", 12), log=f.get("log", 0)).validate()
+    data, extra = spec.available_disks
+    if layout.total_disks > data:
+        raise ConfigError(f"{layout.describe()} needs {layout.total_disks} data disks "
+                          f"but the host has {data}")
+    if layout.log > extra:
+        raise ConfigError(f"{layout.describe()} needs {layout.log} extra disk(s) for the log "
+                          f"but the host has {extra}")
+    return layout
+
+
+def _short_id(factors: dict, n: int = 6) -> str:
+    return hashlib.sha1(json.dumps(factors, sort_keys=True).encode()).hexdigest()[:n]
+
+
+@dataclass
+class Plan:
+    spec: SweepSpec
+    cells: list
+    skipped: list
+    pools: list
+    targets: list
+    runs: list
+    estimates: dict
+
+    def cell(self, cell_id: str) -> dict:
+        for c in (c for c in self.cells if c["cell_id"] == cell_id):
+            return c
+        raise ZbenchError(f"no cell {cell_id!r} in this plan")
+
+    def extra_run(self, cell_id: str, rep: int) -> Run:
+        """An adaptive repetition beyond the planned ones (rep counts from 1)."""
+        c = self.cell(cell_id)
+        if not self.spec.repetitions["min"] < rep <= self.spec.repetitions["max"]:
+            raise ZbenchError(f"{cell_id}: rep {rep} is outside the adaptive range "
+                              f"{self.spec.repetitions['min'] + 1}..{self.spec.repetitions['max']}")
+        return Run(f"{cell_id}-r{rep:02d}", cell_id, rep, c["pool_id"], c["target_id"])
+
+    def run_meta(self, run: Run) -> dict:
+        """Everything meta.json records about a run: its ids, rep, order and every factor."""
+        c = self.cell(run.cell_id)
+        return {"sweep": self.spec.name, "run_id": run.run_id, "cell_id": run.cell_id, "rep": run.rep,
+                "order_index": run.order, "pool_id": run.pool_id, "target_id": run.target_id,
+                "seed": self.spec.seed, "factors": dict(c["factors"]), "fio": dict(c["fio"])}
+
+    def summary(self) -> pd.DataFrame:
+        """One row per cell: ids, factors, planned and maximum runs, estimated time and bytes."""
+        r = self.spec.repetitions
+        rows = [{"cell_id": c["cell_id"], "pool_id": c["pool_id"], "target_id": c["target_id"],
+                 **c["factors"], "runs_planned": r["min"], "runs_max": r["max"],
+                 "est_time_s": r["min"] * c["run_s"], "est_bytes_written": r["min"] * c["write_bytes_per_run"]}
+                for c in self.cells]
+        return pd.DataFrame(rows)
+
+    def describe(self) -> str:
+        """A few lines for the notebook, the CLI and --dry-run."""
+        s, e = self.spec, self.estimates
+        host = s.host if s.lab is None else (f"lab ({s.lab['disks']} x {format_size(s.lab['disk_bytes'])} "
+                                             f"{s.lab['model']}, {s.lab['extra_disks']} extra)")
+        hms = lambda t: f"{int(t // 3600)}h{int(t % 3600 // 60):02d}m{int(t % 60):02d}s"  # noqa: E731
+        order = ("randomised within each pool" if s.order == "randomised" else "as written") + \
+            (", reads before writes within a target" if s.reads_first else "")
+        lines = [f"sweep {s.name!r}: {s.question}", f"surface {s.surface} on {host}",
+                 f"cells: {len(self.cells)} ({len(self.skipped)} skipped), pools: {len(self.pools)}, "
+                 f"targets: {len(self.targets)}",
+                 f"runs: {len(self.runs)} planned ({s.repetitions['min']} per cell), up to "
+                 f"{e['runs_max']} with adaptive repetitions (target rel CI "
+                 f"{s.repetitions['target_rel_ci'] * 100:g}% on {s.repetitions['metric']})",
+                 f"estimated wall time: {hms(e['wall_s'])} (up to {hms(e['wall_max_s'])}), "
+                 f"{hms(e['measure_s'])} inside fio measurement windows",
+                 f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
+                 f"(up to {e['bytes_written_max'] / GiB:.2f} GiB), prefill {e['prefill_bytes'] / GiB:.2f} GiB",
+                 f"order: {order}; seed {s.seed}"]
+        brief = lambda f: {k: v["family"] if k == "layout" and len(v) == 1 else v for k, v in f.items()}  # noqa: E731
+        lines += [f"  skipped {sk['workload']} {brief(sk['factors'])}: {sk['reason']}" for sk in self.skipped]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        """Deterministic: the same spec gives the same dict (what plan.json holds)."""
+        s = self.spec
+        return {"format": 1, "sweep": s.name, "question": s.question, "surface": s.surface, "host": s.host,
+                "lab": s.lab, "seed": s.seed, "order": s.order, "reads_first": s.reads_first,
+                "repetitions": s.repetitions, "prefill": s.prefill, "pools": self.pools,
+                "targets": self.targets, "cells": self.cells, "skipped": self.skipped,
+                "runs": [vars(r) for r in self.runs], "estimates": self.estimates}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
+
+
+def _disk_rates(spec: SweepSpec) -> tuple[float, float]:
+    """(write bytes/s, write IOPS) of one disk: the lab's model, else assumed."""
+    m = parse_model(spec.lab["model"] if spec.lab else "unthrottled")
+    return float(m.bw_write or m.bw or ASSUMED_BW), float(m.write_iops_limit() or ASSUMED_IOPS)
+
+
+def _target_spec(spec: SweepSpec, f: dict, layout: Layout) -> dict:
+    """Target-level settings of a combination; ConfigError if ZFS would refuse or it cannot fit."""
+    bkey = f"{BLOCKSIZE[spec.surface]}_bytes"
+    settings = {k: v for k, v in spec.target.items() if k != "kind"}
+    settings.update({k: f[k] for k in PROPERTIES if k in f})
+    if BLOCKSIZE[spec.surface] in f:
+        settings[bkey] = f[BLOCKSIZE[spec.surface]]
+    kw = {k: v for k, v in settings.items() if k in PROPERTIES or k == bkey}
+    t = Zvol("target", volsize_bytes=settings["size_bytes"], **kw) if spec.surface == "zvol" \
+        else Dataset("target", **kw)
+    settings[bkey] = getattr(t.validate(), bkey)
+    usable = layout.usable_bytes(spec.disk_bytes) if spec.disk_bytes else None
+    if usable and settings["size_bytes"] > usable:
+        raise ConfigError(f"target of {format_size(settings['size_bytes'])} does not fit in "
+                          f"{layout.describe()} (about {format_size(usable)} usable)")
+    return settings
+
+
+def _cell(spec: SweepSpec, w, f: dict, layout: Layout, settings: dict, rates: tuple) -> dict:
+    """One cell without ids: its factors (the result columns), fio overrides and estimates."""
+    params = {**w.overrides, **{k: f[k] for k in ("iodepth", "numjobs", "bs") if k in f}}
+    try:
+        fio.build_job(w.template, filename="/dev/zvol/plan/target", size=settings["size_bytes"], **params)
+    except ConfigError as e:
+        raise ConfigError(f"workload {w.name}: {e}") from None
+    merged = {**fio.WORKLOADS[w.template], **params}
+    factors = {"layout": layout.family, "width": layout.width, "vdevs": layout.vdevs,
+               "data_disks": layout.data_disks, "total_disks": layout.total_disks, "log": layout.log,
+               "ashift": layout.ashift, "layout_label": layout.describe(),
+               **{k: v for k, v in settings.items() if k != "size_bytes"},
+               ("volsize_bytes" if spec.surface == "zvol" else "file_size_bytes"): settings["size_bytes"],
+               "workload": w.name, "template": w.template, "iodepth": merged["iodepth"],
+               "numjobs": merged["numjobs"], "bs_bytes": parse_size(merged["bs"], "bs")}
+    measured = merged["ramp_time_s"] + merged["runtime_s"]
+    share = (0.0 if w.reads_only else 1.0) if merged["rwmixread"] is None else 1 - merged["rwmixread"] / 100
+    rate = layout.data_disks * min(rates[0], rates[1] * factors["bs_bytes"])
+    return {"workload": w.name, "template": w.template, "reads_only": w.reads_only, "factors": factors,
+            "fio": params, "runtime_s": merged["runtime_s"], "run_s": measured + RUN_OVERHEAD_S,
+            "write_bytes_per_run": int(share * rate * measured)}
+
+
+def expand(spec: SweepSpec) -> Plan:
+    """Every factor combination x workload: a cell, or a skipped cell with its reason."""
+    keys, rates = list(spec.factors), _disk_rates(spec)
+    cells, skipped, seen, pools, targets = [], [], set(), {}, {}
+    for combo in itertools.product(*(spec.factors[k] for k in keys)):
+        f = dict(zip(keys, combo))
+        for w in spec.workloads:
+            try:
+                layout = _layout(f, spec)
+                settings = _target_spec(spec, f, layout)
+                cell = _cell(spec, w, f, layout, settings, rates)
+            except ConfigError as e:
+                skipped.append({"workload": w.name, "factors": f, "reason": str(e)})
+                continue
+            key = json.dumps(cell["factors"], sort_keys=True)
+            if key in seen:
+                continue            # e.g. mirror_width varied for a raidz layout
+            seen.add(key)
+            pkey = json.dumps([layout.family, layout.width, layout.vdevs, layout.ashift, layout.log])
+            pool = pools.setdefault(pkey, {"pool_id": f"p{len(pools) + 1:02d}", "layout": layout.to_dict(),
+                                           "label": layout.describe(), "data_disks": layout.data_disks})
+            n_in_pool = sum(t["pool_id"] == pool["pool_id"] for t in targets.values())
+            target = targets.setdefault(json.dumps([pool["pool_id"], settings], sort_keys=True),
+                                        {"target_id": f"{pool['pool_id']}-t{n_in_pool + 1:02d}",
+                                         "pool_id": pool["pool_id"], "kind": spec.surface, **settings})
+            cells.append({"cell_id": None, "pool_id": pool["pool_id"], "target_id": target["target_id"], **cell})
+    _assign_ids(cells)
+    pools_l, targets_l = list(pools.values()), list(targets.values())
+    for t in targets_l:
+        data = next(p["data_disks"] for p in pools_l if p["pool_id"] == t["pool_id"])
+        t["prefill_bytes"] = _prefill_bytes(spec, t, data)
+        t["prefill_s"] = round(t["prefill_bytes"] / (data * rates[0]), 1)
+    runs = _order(spec, cells, targets_l)
+    return Plan(spec, cells, skipped, pools_l, targets_l, runs, _estimates(spec, cells, pools_l, targets_l))
+
+
+def _assign_ids(cells: list, n: int = 6) -> None:
+    ids = [f"c{_short_id(c['factors'], n)}" for c in cells]
+    if len(set(ids)) < len(ids):    # a prefix collision: longer ids for everyone, still stable
+        return _assign_ids(cells, n + 2)
+    for c, i in zip(cells, ids):
+        c["cell_id"] = i
+
+
+def _prefill_bytes(spec: SweepSpec, target: dict, data_disks: int) -> int:
+    if spec.prefill["policy"] == "none":
+        return 0
+    fill, size = spec.prefill["fill"], target["size_bytes"]
+    if fill == "whole":
+        return size
+    pct = float(fill[:-1]) / 100
+    room = data_disks * spec.disk_bytes if spec.disk_bytes else size
+    return int(min(size, pct * room)) // MiB * MiB
+
+
+def _order(spec: SweepSpec, cells: list, targets: list) -> list:
+    """Pool by pool; targets in random order; reads then writes within a target, each phase shuffled."""
+    rng = random.Random(spec.seed)
+    randomised = spec.order == "randomised"
+    out = []
+    for pool_id in dict.fromkeys(t["pool_id"] for t in targets):
+        tids = [t["target_id"] for t in targets if t["pool_id"] == pool_id]
+        if randomised:
+            rng.shuffle(tids)
+        for tid in tids:
+            mine = [c for c in cells if c["target_id"] == tid]
+            phases = [[c for c in mine if c["reads_only"]], [c for c in mine if not c["reads_only"]]] \
+                if spec.reads_first else [mine]
+            for phase in phases:
+                runs = [(c, rep) for c in phase for rep in range(1, spec.repetitions["min"] + 1)]
+                if randomised:
+                    rng.shuffle(runs)
+                out += [Run(f"{c['cell_id']}-r{rep:02d}", c["cell_id"], rep, pool_id, tid, len(out) + i)
+                        for i, (c, rep) in enumerate(runs)]
+    return out
+
+
+def _estimates(spec: SweepSpec, cells: list, pools: list, targets: list) -> dict:
+    lo, hi = spec.repetitions["min"], spec.repetitions["max"]
+    fixed = (BOOT_S if spec.host == "lab" else 0.0) + POOL_CREATE_S * len(pools) + \
+        sum(TARGET_CREATE_S + t["prefill_s"] for t in targets)
+    prefill = sum(t["prefill_bytes"] for t in targets)
+    per_run = sum(c["run_s"] for c in cells)
+    written = sum(c["write_bytes_per_run"] for c in cells)
+    return {"runs": lo * len(cells), "runs_max": hi * len(cells),
+            "wall_s": round(fixed + lo * per_run, 1), "wall_max_s": round(fixed + hi * per_run, 1),
+            "measure_s": lo * sum(c["runtime_s"] for c in cells), "prefill_bytes": prefill,
+            "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written,
+            "assumptions": {"boot_s": BOOT_S, "pool_create_s": POOL_CREATE_S, "target_create_s": TARGET_CREATE_S,
+                            "run_overhead_s": RUN_OVERHEAD_S, "disk_write_bw_iops": _disk_rates(spec)}}

@@ -1,0 +1,296 @@
+"""The results store of one sweep, ``<root>/<sweep-id>/``.
+
+    spec.yaml          the spec as given            (written once, never changed)
+    plan.json          the expanded plan            (written once, never changed)
+    provenance.json    who/where/when it started    (written once)
+    events.jsonl       append-only: started, run started, run completed, run discarded,
+                       resumed, finished
+    raw/<run_id>/attempt-<n>/   job.fio, fio.json, logs, counters, meta.json, COMPLETE
+    results.parquet, results.csv    derived: rebuilt from raw COMPLETE attempts only
+
+Every file is written to a temporary name, fsynced, then moved into place; files that
+must never change are linked into place, which fails if the name exists. ``COMPLETE``
+is written last, so an attempt without it was cut off: a resume records it as
+discarded, leaves its files alone, and the run is done again in a new attempt.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import platform
+import re
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from zbench_lib.core.errors import ZbenchError
+
+_ATTEMPT_RE = re.compile(r"^attempt-(\d+)$")
+_RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+SPEC_CHANGED = "spec changed since this sweep started; start a new sweep"
+ID_COLUMNS = ["sweep", "run_id", "cell_id", "rep", "attempt", "order_index"]
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_sweep_id(spec_name: str) -> str:
+    """``<spec-name>-<UTC timestamp>``, e.g. ``demo-20240501T120000Z``."""
+    return f"{spec_name}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_tmp(path: Path, data: bytes) -> Path:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return tmp
+
+
+def atomic_write(path, data, *, exclusive: bool = False) -> None:
+    """Write ``data`` (str or bytes) to ``path`` atomically: tmp + fsync + rename.
+
+    With ``exclusive``, refuse (FileExistsError) if ``path`` exists, even under a race.
+    """
+    path = Path(path)
+    tmp = _write_tmp(path, data.encode() if isinstance(data, str) else data)
+    try:
+        if exclusive:
+            os.link(tmp, path)          # fails if path exists; replace would not
+        else:
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(path.parent)
+
+
+def _plan_identity(plan_json: str) -> dict:
+    """What must not change on resume: everything but the time/bytes estimates."""
+    d = json.loads(plan_json)
+    d.pop("estimates", None)
+    return d
+
+
+class Store:
+    """One sweep's directory. ``create`` starts one, ``resume`` continues one, ``open`` reads one."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self._lock = None
+        if not (self.path / "spec.yaml").is_file() or not (self.path / "plan.json").is_file():
+            raise ZbenchError(f"{self.path} is not a sweep store (no spec.yaml / plan.json)")
+
+    @property
+    def sweep_id(self) -> str:
+        return self.path.name
+
+    @property
+    def raw(self) -> Path:
+        return self.path / "raw"
+
+    # -- life cycle ----------------------------------------------------------
+    @classmethod
+    def create(cls, root, spec_text: str, plan, *, sweep_id: str | None = None,
+               provenance: dict | None = None) -> "Store":
+        """Start a new sweep directory; refuses one that exists (use ``resume``)."""
+        sweep_id = sweep_id or new_sweep_id(plan.spec.name)
+        if not _RUN_ID_RE.match(sweep_id):
+            raise ZbenchError(f"sweep id {sweep_id!r} must be a plain name")
+        path = Path(root) / sweep_id
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir()
+        except FileExistsError:
+            raise ZbenchError(f"{path} already exists; resume it or choose another sweep id") from None
+        (path / "raw").mkdir()
+        atomic_write(path / "spec.yaml", spec_text, exclusive=True)
+        atomic_write(path / "plan.json", plan.to_json(), exclusive=True)
+        prov = {"created": utc_now(), "sweep_id": sweep_id, "python": sys.version.split()[0],
+                "node": platform.node(), **(provenance or {})}
+        atomic_write(path / "provenance.json", json.dumps(prov, indent=1, sort_keys=True, default=str) + "\n",
+                     exclusive=True)
+        store = cls(path)
+        store._acquire()
+        store.record("started", runs_planned=len(plan.runs), cells=len(plan.cells))
+        return store
+
+    @classmethod
+    def open(cls, path) -> "Store":
+        """Open for reading (results, events); takes no lock."""
+        return cls(path)
+
+    @classmethod
+    def resume(cls, path, spec_text: str, plan, provenance: dict | None = None) -> "Store":
+        """Continue an interrupted sweep with the same spec; record cut-off attempts as discarded."""
+        store = cls(path)
+        if (store.path / "spec.yaml").read_text() != spec_text:
+            raise ZbenchError(f"{store.path}: {SPEC_CHANGED}")
+        if _plan_identity((store.path / "plan.json").read_text()) != _plan_identity(plan.to_json()):
+            raise ZbenchError(f"{store.path}: the plan expanded from this spec differs from plan.json "
+                              "(zbench changed how it expands sweeps); start a new sweep")
+        store._acquire()
+        discarded = store.discard_incomplete()
+        done = store.completed_runs()
+        store.record("resumed", completed=len(done), discarded=len(discarded),
+                     remaining=len([r for r in plan.runs if r.run_id not in done]), provenance=provenance or {})
+        return store
+
+    def _acquire(self) -> None:
+        """One executor per sweep: a second one would race on attempts."""
+        fd = open(self.path / ".lock", "a")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fd.close()
+            raise ZbenchError(f"sweep {self.sweep_id} is being run by another process") from None
+        self._lock = fd
+
+    def close(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def finish(self, **fields) -> None:
+        self.record("finished", completed=len(self.completed_runs()), **fields)
+
+    # -- events --------------------------------------------------------------
+    def record(self, event: str, **fields) -> dict:
+        """Append one event line (fsynced) to events.jsonl."""
+        entry = {"ts": utc_now(), "event": event, **fields}
+        line = (json.dumps(entry, sort_keys=True, default=str) + "\n").encode()
+        with open(self.path / "events.jsonl", "a+b") as f:
+            if f.seek(0, os.SEEK_END) and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n":
+                line = b"\n" + line            # a torn last line stays alone, never glued to this one
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+        return entry
+
+    def events(self) -> list[dict]:
+        """Events so far; a torn last line (power cut mid-append) is ignored."""
+        try:
+            lines = (self.path / "events.jsonl").read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+    # -- attempts ------------------------------------------------------------
+    def _attempts(self, run_id: str) -> list[Path]:
+        d = self.raw / run_id
+        found = [(int(m.group(1)), p) for p in d.iterdir() if p.is_dir() and (m := _ATTEMPT_RE.match(p.name))] \
+            if d.is_dir() else []
+        return [p for _, p in sorted(found)]
+
+    def begin_attempt(self, run_id: str) -> Path:
+        """A new, empty ``raw/<run_id>/attempt-<n>/``; never reuses or overwrites one."""
+        if not _RUN_ID_RE.match(run_id):
+            raise ZbenchError(f"run id {run_id!r} must be a plain name")
+        if any((a / "COMPLETE").exists() for a in self._attempts(run_id)):
+            raise ZbenchError(f"run {run_id} is already complete; raw results are never overwritten")
+        (self.raw / run_id).mkdir(parents=True, exist_ok=True)
+        existing = self._attempts(run_id)
+        n = int(_ATTEMPT_RE.match(existing[-1].name).group(1)) + 1 if existing else 1
+        while True:
+            path = self.raw / run_id / f"attempt-{n}"
+            try:
+                path.mkdir()
+                break
+            except FileExistsError:
+                n += 1
+        _fsync_dir(path.parent)
+        self.record("run started", run_id=run_id, attempt=n)
+        return path
+
+    def complete_attempt(self, run_id: str, path, meta: dict) -> None:
+        """Write meta.json, then the COMPLETE marker, each atomically; the attempt is then final."""
+        path = Path(path)
+        if path.parent != self.raw / run_id or not _ATTEMPT_RE.match(path.name) or not path.is_dir():
+            raise ZbenchError(f"{path} is not an attempt directory of run {run_id}")
+        others = [a for a in self._attempts(run_id) if a != path and (a / "COMPLETE").exists()]
+        if others:
+            raise ZbenchError(f"run {run_id} already has a complete attempt ({others[0].name})")
+        attempt = int(_ATTEMPT_RE.match(path.name).group(1))
+        meta = {**meta, "run_id": run_id, "attempt": attempt, "completed_at": utc_now()}
+        try:
+            atomic_write(path / "meta.json", json.dumps(meta, indent=1, sort_keys=True, default=str) + "\n",
+                         exclusive=True)
+            atomic_write(path / "COMPLETE", meta["completed_at"] + "\n", exclusive=True)
+        except FileExistsError:
+            raise ZbenchError(f"{path} is already complete; raw results are never overwritten") from None
+        self.record("run completed", run_id=run_id, attempt=attempt)
+
+    def completed_runs(self) -> set:
+        if not self.raw.is_dir():
+            return set()
+        return {d.name for d in self.raw.iterdir() if any((a / "COMPLETE").exists() for a in self._attempts(d.name))}
+
+    def incomplete_attempts(self) -> list[Path]:
+        """Attempt directories without COMPLETE (cut off, or running right now)."""
+        if not self.raw.is_dir():
+            return []
+        return [a for d in sorted(self.raw.iterdir()) for a in self._attempts(d.name)
+                if not (a / "COMPLETE").exists()]
+
+    def discard_incomplete(self) -> list[Path]:
+        """Record each cut-off attempt once as discarded; files stay where they are."""
+        known = {e.get("path") for e in self.events() if e.get("event") == "run discarded"}
+        out = []
+        for a in self.incomplete_attempts():
+            rel = str(a.relative_to(self.path))
+            if rel not in known:
+                self.record("run discarded", run_id=a.parent.name, attempt=int(a.name.split("-")[1]),
+                            path=rel, reason="no COMPLETE marker: interrupted mid-run; excluded from results")
+                out.append(a)
+        return out
+
+    # -- derived results -----------------------------------------------------
+    def rebuild_results(self, parse_run) -> pd.DataFrame:
+        """Rebuild results.parquet and results.csv from COMPLETE attempts only.
+
+        ``parse_run(attempt_dir, meta) -> list[dict]`` gives the rows of one run (one per
+        direction); every factor of meta["factors"] and the run's ids become columns
+        (the factors win over a parser column of the same name).
+        """
+        rows, factor_cols = [], []
+        for d in sorted(self.raw.iterdir()) if self.raw.is_dir() else []:
+            done = [a for a in self._attempts(d.name) if (a / "COMPLETE").exists()]
+            if len(done) > 1:
+                raise ZbenchError(f"run {d.name} has {len(done)} complete attempts "
+                                  f"({', '.join(a.name for a in done)}); the store is inconsistent")
+            if not done:
+                continue
+            meta = json.loads((done[0] / "meta.json").read_text())
+            factors = meta.get("factors", {})
+            factor_cols += [k for k in factors if k not in factor_cols]
+            ids = {"sweep": meta.get("sweep", self.sweep_id), "run_id": d.name, "cell_id": meta.get("cell_id"),
+                   "rep": meta.get("rep"), "attempt": meta.get("attempt"), "order_index": meta.get("order_index")}
+            rows += [{**row, **factors, **ids} for row in parse_run(done[0], meta)]
+        df = pd.DataFrame(rows)
+        if len(df):
+            first = ID_COLUMNS + [c for c in factor_cols if c not in ID_COLUMNS]
+            df = df[first + [c for c in df.columns if c not in first]]
+            df = df.sort_values(["run_id"] + (["direction"] if "direction" in df else []), kind="stable")
+            df = df.reset_index(drop=True)
+        atomic_write(self.path / "results.parquet", df.to_parquet(index=False))
+        atomic_write(self.path / "results.csv", df.to_csv(index=False))
+        return df

@@ -1,0 +1,217 @@
+"""Pools and targets on a host, with guaranteed teardown.
+
+`Pool` is a context manager: whatever happens inside the block (an exception,
+Ctrl-C, SIGTERM), the pool and everything in it is destroyed on the way out.
+Pools made by zbench carry the POOL_PREFIX, so leftovers from a crash are
+recognisable; they are reported, and removed only when asked.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+import time
+from dataclasses import dataclass, field
+
+from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
+from zbench_lib.hosts.base import Host
+from zbench_lib.zfs.layouts import Layout, expected_topology, parse_zpool_status_json, zpool_create_argv
+from zbench_lib.zfs.safety import POOL_PREFIX, check_devices
+from zbench_lib.core.signals import terminate_as_exit
+from zbench_lib.zfs.targets import (Dataset, Zvol, parse_zfs_get_json, parse_zpool_get_json,
+                      property_mismatches, zfs_create_argv, zfs_get_argv, zpool_get_argv)
+
+REMOTE_WORK = "/var/tmp/zbench"
+
+
+def new_pool_name(tag: str = "") -> str:
+    tag = "".join(c for c in tag if c.isalnum() or c in "-_")[:20]
+    return f"{POOL_PREFIX}{tag + '-' if tag else ''}{secrets.token_hex(3)}"
+
+
+def find_leftovers(host: Host) -> list[str]:
+    """Imported pools whose name says zbench made them (e.g. after a crash)."""
+    out = host.run(["zpool", "list", "-H", "-o", "name"], timeout=60).stdout.split()
+    return [p for p in out if p.startswith(POOL_PREFIX)]
+
+
+def remove_leftovers(host: Host, pools: list[str] | None = None) -> list[str]:
+    """Destroy zbench leftovers: only pools with the prefix, only when asked."""
+    pools = find_leftovers(host) if pools is None else pools
+    for p in pools:
+        if not p.startswith(POOL_PREFIX):
+            raise ConfigError(f"refusing to destroy {p!r}: not a zbench pool")
+        _destroy(host, p)
+    return pools
+
+
+# Kills every fio whose working directory is under $1 (passed as an argument,
+# never interpolated into the script).
+_KILL_BY_CWD = ('for p in $(pgrep -x fio); do case "$(readlink /proc/$p/cwd)" in "$1"*) '
+                'kill -TERM "$p";; esac; done; exit 0')
+
+
+def _kill_workers(host: Host, pool: str) -> None:
+    # fio started over SSH survives the local ssh client; stop what uses the pool.
+    host.run(["pkill", "-TERM", "-f", f"{REMOTE_WORK}/{pool}/"], check=False, timeout=30)
+    host.run(["pkill", "-TERM", "-f", f"/dev/zvol/{pool}/"], check=False, timeout=30)
+    host.run(["sh", "-c", _KILL_BY_CWD, "kill-by-cwd", f"{REMOTE_WORK}/{pool}/"],
+             check=False, timeout=30)
+
+
+def _destroy(host: Host, pool: str) -> None:
+    _kill_workers(host, pool)
+    last = None
+    for attempt in range(10):
+        res = host.run(["zpool", "destroy", "-f", pool], check=False, timeout=120)
+        if res.ok or "no such pool" in res.stderr:
+            host.run(["rm", "-rf", f"{REMOTE_WORK}/{pool}"], check=False, timeout=60)
+            return
+        last = res
+        _kill_workers(host, pool)
+        time.sleep(1 + attempt)
+    raise CommandError(host.name, last.argv, last.returncode, last.stderr)
+
+
+def file_vdevs(host: Host, scratch_dir: str, count: int, size_bytes: int) -> list[str]:
+    """Sparse files to use as vdevs on a host without spare disks."""
+    if not scratch_dir.startswith("/") or scratch_dir in ("/", "/dev", "/etc", "/usr", "/boot"):
+        raise ConfigError(f"scratch directory must be an absolute, dedicated path: {scratch_dir!r}")
+    if count < 1 or size_bytes < 64 * 1024 ** 2:
+        raise ConfigError("file vdevs: need at least 1 file of at least 64 MiB")
+    host.run(["mkdir", "-p", scratch_dir])
+    paths = [f"{scratch_dir.rstrip('/')}/zbench-vdev{i:02d}.img" for i in range(count)]
+    existing = host.run(["ls", "-1", scratch_dir]).stdout.split()
+    clash = [p for p in paths if p.rsplit("/", 1)[1] in existing]
+    if clash:
+        raise ConfigError(f"file vdevs already exist (in use by an earlier pool?): {clash}")
+    for p in paths:
+        host.run(["truncate", "-s", str(size_bytes), p])
+    return paths
+
+
+@dataclass
+class Pool:
+    """A pool made from `layout` on `devices` (ordered data, log, cache, special)."""
+
+    host: Host
+    layout: Layout
+    devices: list
+    name: str = field(default_factory=new_pool_name)
+    properties: dict = field(default_factory=dict)       # zpool -o
+    fs_properties: dict = field(default_factory=dict)    # zpool -O
+    owned_devices: bool = False     # lab disks: ours, wiped before use
+    allow_signatures: tuple = ()    # per-device override, real hosts only
+    dry_run: bool = False
+    created: bool = False
+    topology: dict | None = None
+    pool_properties: dict | None = None
+    commands: list = field(default_factory=list)
+
+    def argv(self) -> list[str]:
+        return zpool_create_argv(self.name, list(self.devices), self.layout,
+                                 self.properties or None, self.fs_properties or None)
+
+    def validate(self) -> None:
+        if not self.name.startswith(POOL_PREFIX):
+            raise ConfigError(f"pool names must start with {POOL_PREFIX!r}, got {self.name!r}")
+        self.layout.validate()
+        self.layout.check_disks(len(self.devices))
+        self.argv()
+
+    def _run(self, argv, **kw):
+        self.commands.append(list(argv))
+        if self.dry_run:
+            print("would run: " + " ".join(map(str, argv)), file=sys.stderr)
+            return None
+        return self.host.run(argv, **kw)
+
+    def create(self) -> "Pool":
+        self.validate()
+        if not self.dry_run and not self.owned_devices:
+            check_devices(self.host, list(self.devices), overrides=self.allow_signatures)
+        if self.owned_devices:
+            for dev in self.devices:   # lab disks only: clear labels of earlier pools
+                self._run(["zpool", "labelclear", "-f", dev], check=False, timeout=60)
+                self._run(["wipefs", "-a", "-q", dev], timeout=60)
+        self._run(self.argv(), timeout=300)
+        self.created = not self.dry_run
+        if self.created:
+            self.host.run(["mkdir", "-p", f"{REMOTE_WORK}/{self.name}"])
+            self.topology = parse_zpool_status_json(
+                self.host.run(["zpool", "status", "-j", "-P", self.name]).stdout, self.name)
+            want = expected_topology(self.layout)
+            if self.topology != want:
+                raise ZbenchError(f"pool {self.name} topology {self.topology} != requested {want}")
+            self.pool_properties = parse_zpool_get_json(
+                self.host.run(zpool_get_argv(self.name)).stdout, self.name)
+        return self
+
+    def destroy(self) -> None:
+        if self.created:
+            _destroy(self.host, self.name)
+            self.created = False
+
+    def __enter__(self):
+        self._signals = terminate_as_exit()
+        self._signals.__enter__()
+        try:
+            return self.create()
+        except BaseException:
+            self.destroy()
+            self._signals.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc):
+        try:
+            self.destroy()
+        finally:
+            self._signals.__exit__(None, None, None)
+
+    # --- targets ---------------------------------------------------------------
+    def create_target(self, target: Zvol | Dataset) -> "TargetInfo":
+        argv = zfs_create_argv(self.name, target)
+        self._run(argv, timeout=300)
+        full = f"{self.name}/{target.name}"
+        if self.dry_run:
+            return TargetInfo(target, full, self._target_path(target), {}, {})
+        if isinstance(target, Zvol):
+            # The zvol's device node appears asynchronously (udev).
+            self.host.run(["udevadm", "settle"], check=False, timeout=60)
+            self.host.run(["sh", "-c", 'for i in $(seq 100); do [ -e "$1" ] && exit 0; sleep 0.1; '
+                           'done; exit 1', "wait-zvol", f"/dev/zvol/{full}"], timeout=60)
+        props = parse_zfs_get_json(self.host.run(zfs_get_argv(full)).stdout, full)
+        return TargetInfo(target, full, self._target_path(target), props,
+                          property_mismatches(target, props))
+
+    def _target_path(self, target) -> str:
+        full = f"{self.name}/{target.name}"
+        return f"/dev/zvol/{full}" if isinstance(target, Zvol) else f"/{full}/fio.data"
+
+    def work_dir(self) -> str:
+        return f"{REMOTE_WORK}/{self.name}"
+
+    def status(self) -> dict:
+        """Capacity, fragmentation and background work (scrub/resilver/trim) right now."""
+        props = parse_zpool_get_json(self.host.run(zpool_get_argv(self.name)).stdout, self.name)
+        st = json.loads(self.host.run(["zpool", "status", "-j", "-t", self.name]).stdout)
+        return {"capacity_pct": props.get("capacity"), "fragmentation_pct": props.get("fragmentation"),
+                "allocated_bytes": props.get("allocated"), "size_bytes": props.get("size"),
+                "free_bytes": props.get("free"), "scan": _scan_state(st, self.name)}
+
+
+def _scan_state(status: dict, pool: str) -> str:
+    p = status.get("pools", {}).get(pool, {})
+    scan = p.get("scan_stats") or {}
+    state = str(scan.get("state", "none")).lower()
+    return f"{scan.get('function', 'scan').lower()}:{state}" if state in ("scanning",) else "none"
+
+
+@dataclass
+class TargetInfo:
+    target: Zvol | Dataset
+    full_name: str
+    path: str                 # block device (zvol) or file (dataset) that fio uses
+    properties: dict          # effective, read back
+    mismatches: dict          # requested property -> (requested, effective)
