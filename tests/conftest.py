@@ -7,6 +7,7 @@ import os
 import pytest
 
 from zbench_lib.hosts.lab import Lab, LabConfig
+from zbench_lib.zfs.pools import remove_leftovers
 
 GiB = 1024 ** 3
 
@@ -29,3 +30,21 @@ def lab():
 @pytest.fixture(scope="session")
 def lab_host(lab):
     return lab.host
+
+
+@pytest.fixture(autouse=True)
+def _reclaim_leftover_pools(request):
+    """Every lab test starts on a lab without zbench pools.
+
+    A test that fails mid-teardown (a destroy outrun by slow disks on a busy machine)
+    must not make every later test fail on busy disks: its leftovers are destroyed here,
+    before the next lab test, and named so the cause is not hidden.
+    """
+    if request.node.get_closest_marker("lab") is None or "lab" not in request.fixturenames:
+        yield
+        return
+    lab = request.getfixturevalue("lab")
+    reclaimed = remove_leftovers(lab.host)
+    if reclaimed:
+        print(f"\nreclaimed leftover pools before {request.node.name}: {reclaimed}")
+    yield

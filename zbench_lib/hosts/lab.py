@@ -21,7 +21,7 @@ from pathlib import Path
 
 from zbench_lib.core import paths
 from zbench_lib.core.errors import ConfigError, ZbenchError
-from zbench_lib.core.signals import terminate_as_exit
+from zbench_lib.core.signals import signals_deferred, terminate_as_exit
 from zbench_lib.hosts import lab_image
 from zbench_lib.hosts.disk_models import DiskModel, parse_model
 from zbench_lib.hosts.kvm import choose_accel
@@ -97,7 +97,15 @@ class Lab:
         return self
 
     def down(self) -> None:
-        """Stop QEMU and remove every file of this lab. Safe to call twice."""
+        """Stop QEMU and remove every file of this lab. Safe to call twice.
+
+        Signals arriving meanwhile are delivered once the files are gone, so a second
+        Ctrl-C cannot leave a half-deleted lab directory behind.
+        """
+        with signals_deferred():
+            self._down()
+
+    def _down(self) -> None:
         if self.host:
             try:
                 self.host.close()

@@ -14,11 +14,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
+from zbench_lib.core.errors import CommandError, CommandTimeout, ConfigError, ZbenchError
 from zbench_lib.hosts.base import Host
 from zbench_lib.zfs.layouts import Layout, expected_topology, parse_zpool_status_json, zpool_create_argv
 from zbench_lib.zfs.safety import POOL_PREFIX, check_devices
-from zbench_lib.core.signals import terminate_as_exit
+from zbench_lib.core.signals import signals_deferred, terminate_as_exit
 from zbench_lib.zfs.targets import (Dataset, Zvol, parse_zfs_get_json, parse_zpool_get_json,
                       property_mismatches, zfs_create_argv, zfs_get_argv, zpool_get_argv)
 
@@ -60,18 +60,54 @@ def _kill_workers(host: Host, pool: str) -> None:
              check=False, timeout=30)
 
 
-def _destroy(host: Host, pool: str) -> None:
+# A destroy of a busy pool on slow disks first writes out its dirty data: allow for
+# the most ZFS holds dirty (zfs_dirty_data_max, 10% of RAM and at most 4 GiB) at the
+# slowest disk rate zbench models (a few MiB/s under load), plus the unmount itself.
+DESTROY_ATTEMPT_S = 300
+DESTROY_BUDGET_S = 1200
+
+
+def _pool_exists(host: Host, pool: str) -> bool:
+    try:
+        res = host.run(["zpool", "list", "-H", "-o", "name", pool], check=False, timeout=120)
+    except CommandTimeout:      # blocked behind a destroy still in progress: not gone yet
+        return True
+    return res.ok and res.stdout.strip() == pool
+
+
+def _destroy(host: Host, pool: str, budget_s: float = DESTROY_BUDGET_S) -> None:
+    """Destroy `pool` for sure: kill its workers, retry, and wait out a slow sync.
+
+    A `zpool destroy` that times out on our side may still be running on the host
+    (it is syncing dirty data to slow disks), so a timeout is not a failure: the pool
+    is looked for again and the destroy retried until the budget is spent.
+    """
     _kill_workers(host, pool)
-    last = None
-    for attempt in range(10):
-        res = host.run(["zpool", "destroy", "-f", pool], check=False, timeout=120)
-        if res.ok or "no such pool" in res.stderr:
-            host.run(["rm", "-rf", f"{REMOTE_WORK}/{pool}"], check=False, timeout=60)
-            return
-        last = res
+    deadline = time.monotonic() + budget_s
+    last, attempt = None, 0
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            res = host.run(["zpool", "destroy", "-f", pool], check=False,
+                           timeout=max(30.0, min(DESTROY_ATTEMPT_S, remaining)))
+            if res.ok or "no such pool" in res.stderr:
+                break
+            last = res
+        except CommandTimeout as exc:
+            print(f"zbench: destroying {pool} on {host.name}: still syncing dirty data to its disks "
+                  f"after {DESTROY_ATTEMPT_S:.0f} s, waiting (up to {remaining:.0f} s more)",
+                  file=sys.stderr)
+            last = exc
+        if not _pool_exists(host, pool):
+            break
+        attempt += 1
+        if time.monotonic() >= deadline:
+            if isinstance(last, CommandTimeout):
+                raise last
+            raise CommandError(host.name, last.argv, last.returncode, last.stderr)
         _kill_workers(host, pool)
-        time.sleep(1 + attempt)
-    raise CommandError(host.name, last.argv, last.returncode, last.stderr)
+        time.sleep(min(1 + attempt, 10))
+    host.run(["rm", "-rf", f"{REMOTE_WORK}/{pool}"], check=False, timeout=60)
 
 
 def file_vdevs(host: Host, scratch_dir: str, count: int, size_bytes: int) -> list[str]:
@@ -135,8 +171,10 @@ class Pool:
             for dev in self.devices:   # lab disks only: clear labels of earlier pools
                 self._run(["zpool", "labelclear", "-f", dev], check=False, timeout=60)
                 self._run(["wipefs", "-a", "-q", dev], timeout=60)
-        self._run(self.argv(), timeout=300)
+        # Marked created before the command runs: if we are interrupted while `zpool
+        # create` works, teardown still looks for the pool (destroy tolerates its absence).
         self.created = not self.dry_run
+        self._run(self.argv(), timeout=300)
         if self.created:
             self.host.run(["mkdir", "-p", f"{REMOTE_WORK}/{self.name}"])
             self.topology = parse_zpool_status_json(
@@ -149,9 +187,11 @@ class Pool:
         return self
 
     def destroy(self) -> None:
+        """Destroy the pool; signals that arrive meanwhile are delivered afterwards."""
         if self.created:
-            _destroy(self.host, self.name)
-            self.created = False
+            with signals_deferred():
+                _destroy(self.host, self.name)
+                self.created = False
 
     def __enter__(self):
         self._signals = terminate_as_exit()

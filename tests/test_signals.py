@@ -1,0 +1,59 @@
+"""Teardown cannot be cut short: signals are held back during it and delivered after."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from zbench_lib.core.signals import signals_deferred, terminate_as_exit
+
+
+def test_a_sigterm_during_a_deferred_block_arrives_after_it():
+    events = []
+    with terminate_as_exit():
+        try:
+            with signals_deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.05)
+                events.append("teardown finished")
+        except SystemExit as exc:
+            events.append(f"exit {exc.code}")
+    assert events == ["teardown finished", f"exit {128 + signal.SIGTERM}"]
+
+
+def test_the_mask_is_restored_after_the_block():
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    with signals_deferred():
+        inside = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+        assert {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} <= inside
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == before
+
+
+def test_ctrl_c_twice_does_not_abort_a_teardown_in_another_process(tmp_path):
+    # The shape of Pool.__exit__: work, then a teardown that must finish although
+    # SIGINT and SIGTERM arrive in the middle of it (nbclient sends both).
+    marker = tmp_path / "torn-down"
+    code = textwrap.dedent(f"""
+        import os, signal, time, sys
+        from zbench_lib.core.signals import signals_deferred, terminate_as_exit
+        with terminate_as_exit():
+            try:
+                print("working", flush=True)
+                time.sleep(30)
+            finally:
+                with signals_deferred():
+                    print("tearing down", flush=True)
+                    time.sleep(1.5)
+                    open({str(marker)!r}, "w").write("done")
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "working"
+    proc.send_signal(signal.SIGINT)
+    assert proc.stdout.readline().strip() == "tearing down"
+    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    assert marker.read_text() == "done"
+    assert proc.returncode != 0
