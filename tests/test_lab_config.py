@@ -26,7 +26,7 @@ def cache(tmp_path, monkeypatch):
     (dict(model="floppy"), "unknown disk model 'floppy'"),
     (dict(model="custom:iops=-100"), "iops must be positive"),
     (dict(accel="xen"), "accel must be auto, kvm or tcg"),
-    (dict(name="../etc"), "name must be alphanumeric"),
+    (dict(name="../etc"), "name must be 1-32 letters"),
     (dict(disks="4"), "disks must be an integer"),
 ])
 def test_bad_lab_config(kwargs, message):

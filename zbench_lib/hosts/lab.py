@@ -26,7 +26,8 @@ from zbench_lib.hosts import lab_image
 from zbench_lib.hosts.disk_models import DiskModel, parse_model
 from zbench_lib.hosts.kvm import choose_accel
 from zbench_lib.hosts.lab_config import QEMU, LabConfig, guest_disk_path
-from zbench_lib.hosts.lab_state import check_can_start, connection_kwargs, remove_stale
+from zbench_lib.hosts.lab_state import (check_can_start, connection_kwargs, process_start_time,
+                                         remove_stale, take_lock)
 from zbench_lib.hosts.qmp import QMPClient
 from zbench_lib.hosts.ssh import SSHHost
 
@@ -60,12 +61,18 @@ class Lab:
         self.boot_s: float | None = None
         self.image: Path | None = None
         self._signals = None
+        self._lock_fd: int | None = None
         self.models = {s: self.cfg.model for s in self.cfg.data_serials}
         self.models.update({s: self.cfg.extra_model for s in self.cfg.extra_serials})
 
     # --- lifecycle -----------------------------------------------------------
     def up(self) -> "Lab":
-        check_can_start(self.cfg, self.dir)
+        self._lock_fd = take_lock(self.cfg.name)     # two `up`s of one name: the second stops here
+        try:
+            check_can_start(self.cfg, self.dir)
+        except BaseException:
+            self._release_lock()
+            raise
         self.image = lab_image.cached_image()
         if self.image is None:
             self.image = lab_image.build_image()
@@ -123,6 +130,14 @@ class Lab:
         if self.dir.exists() and not self.detach:
             shutil.rmtree(self.dir, ignore_errors=True)
         self._restore_signal_handlers()
+        self._release_lock()
+        # An old Lab object's handler must not run at exit and delete a newer lab's files.
+        atexit.unregister(self.down)
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     def __enter__(self):
         return self.up()
@@ -170,7 +185,8 @@ class Lab:
         log = open(self.dir / "qemu.log", "w")
         self.proc = subprocess.Popen(self.qemu_argv(), stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True,
-                                     preexec_fn=None if self.detach else _die_with_parent)
+                                     preexec_fn=None if self.detach else _die_with_parent,
+                                     pass_fds=(self._lock_fd,) if self._lock_fd is not None else ())
         log.close()
 
     def _wait_ready(self, t0: float):
@@ -199,7 +215,8 @@ class Lab:
         return "\n".join(p.read_text(errors="replace").splitlines()[-n:]) if p.exists() else ""
 
     def _write_state(self):
-        state = {"pid": self.proc.pid, "port": self.port, "accel": self.accel, "image": str(self.image),
+        state = {"pid": self.proc.pid, "qemu_start_ticks": process_start_time(self.proc.pid),
+                 "owner_pid": os.getpid(), "port": self.port, "accel": self.accel, "image": str(self.image),
                  "boot_s": round(self.boot_s, 1), "config": self.cfg.to_dict(),
                  "data_disks": [guest_disk_path(s) for s in self.cfg.data_serials],
                  "extra_disks": [guest_disk_path(s) for s in self.cfg.extra_serials],

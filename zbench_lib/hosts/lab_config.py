@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from zbench_lib.core.errors import ConfigError
@@ -10,6 +11,15 @@ from zbench_lib.hosts.disk_models import DiskModel, parse_model
 GiB = 1024 ** 3
 MIN_DISK_BYTES = 64 * 1024 * 1024   # ZFS refuses vdevs below 64 MiB
 QEMU = "qemu-system-x86_64"
+_LAB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+
+
+def check_lab_name(name) -> str:
+    """A lab name is a directory name under the labs directory, never a path."""
+    if not isinstance(name, str) or not _LAB_NAME.fullmatch(name):
+        raise ConfigError(f"lab: name must be 1-32 letters, digits, - or _ (starting with a letter "
+                          f"or digit), got {name!r}")
+    return name
 
 
 @dataclass
@@ -53,8 +63,7 @@ class LabConfig:
             raise ConfigError(f"lab: accel must be auto, kvm or tcg, got {self.accel!r}")
         if self.disk_cache not in ("none", "writeback", "writethrough", "directsync"):
             raise ConfigError(f"lab: unknown disk_cache {self.disk_cache!r}")
-        if not self.name.replace("-", "").replace("_", "").isalnum():
-            raise ConfigError(f"lab: name must be alphanumeric (with - or _), got {self.name!r}")
+        check_lab_name(self.name)
 
     @property
     def data_serials(self) -> list[str]:

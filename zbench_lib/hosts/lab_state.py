@@ -6,6 +6,7 @@ another process (connect, status, down) and clean up after a lab whose owner die
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from zbench_lib.core import paths
 from zbench_lib.core.errors import ConfigError, ZbenchError
-from zbench_lib.hosts.lab_config import GiB, QEMU, LabConfig
+from zbench_lib.hosts.lab_config import GiB, QEMU, LabConfig, check_lab_name
 from zbench_lib.hosts.ssh import SSHHost
 
 
@@ -47,12 +48,57 @@ def check_can_start(cfg: LabConfig, lab_dir: Path) -> None:
         raise ConfigError(f"no space for the lab's disk files: they may grow to {need / GiB:.1f} GiB "
                           f"but {probe} has {free / GiB:.1f} GiB free (use fewer or smaller disks, "
                           "or set ZBENCH_CACHE to a larger filesystem)")
-    state = lab_dir / "state.json"
-    if state.exists():
-        pid = json.loads(state.read_text()).get("pid", 0)
-        if _pid_alive(pid):
-            raise ConfigError(f"a lab named {cfg.name!r} is already running (pid {pid}); "
-                              "`zbench lab down` stops it")
+    st = _load(lab_dir / "state.json")
+    if st is not None and is_lab_qemu(st, cfg.name):
+        raise ConfigError(f"a lab named {cfg.name!r} is already running (pid {st.get('pid')}); "
+                          "`zbench lab down` stops it")
+
+
+def process_start_time(pid: int) -> int | None:
+    """Start time of `pid` in clock ticks since boot (/proc/PID/stat field 22), or None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def is_lab_qemu(state: dict, name: str) -> bool:
+    """Is the PID recorded in `state` still this lab's QEMU (not a reused PID)?"""
+    pid = state.get("pid")
+    if not isinstance(pid, int) or pid <= 1 or not _pid_alive(pid):
+        return False
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    if not argv or not argv[0].decode(errors="replace").endswith(QEMU) \
+            or f"zbench-lab-{name}".encode() not in argv:
+        return False
+    started = state.get("qemu_start_ticks")
+    return started is None or started == process_start_time(pid)
+
+
+def take_lock(name: str) -> int:
+    """Hold the lab name's lock; the returned fd keeps it (QEMU inherits it, so the
+    lock lives exactly as long as the lab does, detached or not)."""
+    labs = paths.labs_dir()
+    labs.mkdir(parents=True, exist_ok=True)
+    fd = os.open(labs / f".{check_lab_name(name)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ConfigError(f"a lab named {name!r} is already running or starting (its lock is held); "
+                          "`zbench lab status` shows it, `zbench lab down` stops it") from None
+    return fd
+
+
+def _load(state_path: Path) -> dict | None:
+    try:
+        return json.loads(state_path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def connection_kwargs(port: int, image: Path) -> dict:
@@ -62,22 +108,19 @@ def connection_kwargs(port: int, image: Path) -> dict:
 
 
 def remove_stale(lab_dir: Path):
-    state = lab_dir / "state.json"
-    if state.exists():
-        pid = json.loads(state.read_text()).get("pid", 0)
-        if _pid_alive(pid):
-            raise ConfigError(f"lab directory {lab_dir} belongs to running pid {pid}")
+    st = _load(lab_dir / "state.json")
+    if st is not None and is_lab_qemu(st, lab_dir.name):
+        raise ConfigError(f"lab directory {lab_dir} belongs to running pid {st.get('pid')}")
     shutil.rmtree(lab_dir)
 
 
 def read_state(name: str = "default") -> dict | None:
-    """State of a detached lab, or None when none runs (stale state is removed)."""
-    d = paths.labs_dir() / name
-    state = d / "state.json"
-    if not state.exists():
+    """State of a running lab, or None when none runs (a dead lab's files are removed)."""
+    d = paths.labs_dir() / check_lab_name(name)
+    data = _load(d / "state.json")
+    if data is None:
         return None
-    data = json.loads(state.read_text())
-    if not _pid_alive(data.get("pid", 0)):
+    if not is_lab_qemu(data, name):
         shutil.rmtree(d, ignore_errors=True)
         return None
     return data
@@ -85,22 +128,27 @@ def read_state(name: str = "default") -> dict | None:
 
 def connect_lab(name: str = "default") -> SSHHost:
     """An SSH host for a lab started with `zbench lab up`."""
-    st = read_state(name)
+    st = read_state(check_lab_name(name))
     if st is None:
         raise ZbenchError(f"no lab named {name!r} is running; start one with `zbench lab up`")
     return SSHHost(**connection_kwargs(st["port"], Path(st["image"])), name=f"lab:{name}")
 
 
 def stop_lab(name: str = "default") -> bool:
-    """Stop a detached lab and remove its files. False when none was running."""
-    d = paths.labs_dir() / name
+    """Stop a detached lab and remove its files. False when none was running.
+
+    The PID is signalled only while it is still this lab's QEMU (command line and
+    start time checked again before each signal), never whatever reused the number.
+    """
+    d = paths.labs_dir() / check_lab_name(name)
     st = read_state(name)
     if st is None:
         return False
     pid = st["pid"]
-    os.kill(pid, signal.SIGTERM)
+    if is_lab_qemu(st, name):
+        os.kill(pid, signal.SIGTERM)
     for _ in range(100):
-        if not _pid_alive(pid):
+        if not is_lab_qemu(st, name):
             break
         time.sleep(0.1)
     else:
