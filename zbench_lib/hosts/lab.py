@@ -73,9 +73,9 @@ class Lab:
         except BaseException:
             self._release_lock()
             raise
-        self.image = lab_image.cached_image()
+        self.image = lab_image.cached_image(self.cfg.zfs)
         if self.image is None:
-            self.image = lab_image.build_image()
+            self.image = lab_image.build_image(zfs=self.cfg.zfs)
         if self.dir.exists():
             remove_stale(self.dir)
         self.dir.mkdir(parents=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.hosts.disk_models import DiskModel, parse_model
+from zbench_lib.hosts.lab_image import DEFAULT_ZFS, ZFS_RELEASES
 
 GiB = 1024 ** 3
 MIN_DISK_BYTES = 64 * 1024 * 1024   # ZFS refuses vdevs below 64 MiB
@@ -38,6 +39,7 @@ class LabConfig:
     name: str = "default"
     boot_timeout_s: float = 240
     disk_cache: str = "none"         # QEMU cache mode for data disks (none = O_DIRECT on host)
+    zfs: str = DEFAULT_ZFS           # OpenZFS release of the image (lab_image.ZFS_RELEASES)
 
     def __post_init__(self):
         self.model = parse_model(self.model)
@@ -64,6 +66,9 @@ class LabConfig:
         if self.disk_cache not in ("none", "writeback", "writethrough", "directsync"):
             raise ConfigError(f"lab: unknown disk_cache {self.disk_cache!r}")
         check_lab_name(self.name)
+        self.zfs = str(self.zfs)
+        if self.zfs not in ZFS_RELEASES:
+            raise ConfigError(f"lab: zfs must be one of {', '.join(sorted(ZFS_RELEASES))}, got {self.zfs!r}")
 
     @property
     def data_serials(self) -> list[str]:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from zbench_lib.core import paths
-from zbench_lib.core.errors import CommandError, ZbenchError
+from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
 
 MIRROR = os.environ.get("ZBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
@@ -60,21 +60,36 @@ GUEST_FILES = {
     "etc/systemd/journald.conf.d/zbench.conf": "[Journal]\nStorage=volatile\n",
 }
 
+# OpenZFS releases a lab can run: where Debian bookworm takes each from. 2.3 is the
+# default (backports); 2.1 is bookworm's own release, what Debian 12 and Ubuntu 22.04
+# hosts run. The default's recipe is RECIPE itself, so its cache key never moves.
+ZFS_RELEASES = {"2.3": {}, "2.1": {"zfs_suite": "bookworm", "zfs_release": "2.1"}}
+DEFAULT_ZFS = "2.3"
+
+
+def recipe(zfs: str = DEFAULT_ZFS) -> dict:
+    """The image recipe for one OpenZFS release (ConfigError for one zbench cannot build)."""
+    if zfs not in ZFS_RELEASES:
+        raise ConfigError(f"lab: unknown OpenZFS release {zfs!r}; the lab builds "
+                          f"{', '.join(sorted(ZFS_RELEASES))}")
+    return {**RECIPE, **ZFS_RELEASES[zfs]}
+
+
 STAGES = ["debootstrap", "packages", "openzfs", "dkms", "configure", "slim", "image"]
 
 
-def recipe_key() -> str:
-    blob = json.dumps({"recipe": RECIPE, "files": GUEST_FILES}, sort_keys=True).encode()
+def recipe_key(zfs: str = DEFAULT_ZFS) -> str:
+    blob = json.dumps({"recipe": recipe(zfs), "files": GUEST_FILES}, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def image_dir() -> Path:
-    return paths.images_dir() / recipe_key()
+def image_dir(zfs: str = DEFAULT_ZFS) -> Path:
+    return paths.images_dir() / recipe_key(zfs)
 
 
-def cached_image() -> Path | None:
-    """The ready image directory for the current recipe, or None."""
-    d = image_dir()
+def cached_image(zfs: str = DEFAULT_ZFS) -> Path | None:
+    """The ready image directory for the recipe of this OpenZFS release, or None."""
+    d = image_dir(zfs)
     return d if (d / "manifest.json").exists() else None
 
 
@@ -83,7 +98,9 @@ def _say(msg: str) -> None:
 
 
 class _Builder:
-    def __init__(self, work: Path, log):
+    def __init__(self, work: Path, log, zfs: str = DEFAULT_ZFS):
+        self.zfs = zfs
+        self.recipe = recipe(zfs)
         self.work = work
         self.root = work / "root"
         self.log = log
@@ -129,7 +146,7 @@ class _Builder:
 
     # --- stages -------------------------------------------------------------
     def debootstrap(self):
-        self.sh(["debootstrap", "--variant=minbase", RECIPE["suite"], self.root, MIRROR])
+        self.sh(["debootstrap", "--variant=minbase", self.recipe["suite"], self.root, MIRROR])
 
     def packages(self):
         for rel, text in GUEST_FILES.items():
@@ -140,11 +157,11 @@ class _Builder:
         self.mount_api()
         self.chroot("apt-get", "update", "-q")
         self.chroot("apt-get", "install", "-y", "-q", "--no-install-recommends",
-                    *RECIPE["base_packages"], *RECIPE["build_packages"])
+                    *self.recipe["base_packages"], *self.recipe["build_packages"])
 
     def openzfs(self):
         self.chroot("apt-get", "install", "-y", "-q", "--no-install-recommends",
-                    "-t", RECIPE["zfs_suite"], *RECIPE["zfs_packages"])
+                    "-t", self.recipe["zfs_suite"], *self.recipe["zfs_packages"])
 
     def dkms(self):
         # zfs-dkms's postinst skips the build inside a chroot; build explicitly.
@@ -169,7 +186,7 @@ class _Builder:
         (ssh_dir / "authorized_keys").write_text(Path(f"{key}.pub").read_text())
         os.chmod(ssh_dir / "authorized_keys", 0o600)
         self.chroot("systemctl", "enable", "systemd-networkd", "ssh")
-        for unit in RECIPE["disabled_units"]:
+        for unit in self.recipe["disabled_units"]:
             subprocess.run(["chroot", str(self.root), "systemctl", "mask", unit],
                            stdout=self.log, stderr=subprocess.STDOUT)
         host_pub = (self.root / "etc/ssh/ssh_host_ed25519_key.pub").read_text().split()
@@ -186,9 +203,9 @@ class _Builder:
             if ko.parent.name == "dkms" or "updates" in ko.parts:
                 shutil.copy2(ko, stash / ko.name)
         self.chroot("apt-mark", "manual", "zfsutils-linux")
-        self.chroot("apt-get", "purge", "-y", "-q", "zfs-dkms", *RECIPE["build_packages"],
+        self.chroot("apt-get", "purge", "-y", "-q", "zfs-dkms", *self.recipe["build_packages"],
                     f"linux-headers-{kver}")
-        installed = self._installed(RECIPE["purge_after_build"])
+        installed = self._installed(self.recipe["purge_after_build"])
         if installed:
             self.chroot("apt-get", "purge", "-y", "-q", *installed)
         self.chroot("apt-get", "autoremove", "--purge", "-y", "-q")
@@ -209,9 +226,9 @@ class _Builder:
         shutil.copy2(self.root / "boot" / f"vmlinuz-{kver}", self.work / "vmlinuz")
         shutil.copy2(self.root / "boot" / f"initrd.img-{kver}", self.work / "initrd.img")
         self.sh(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "zbench-root", "-d", self.root,
-                 self.work / "rootfs.raw", RECIPE["image_size"]])
+                 self.work / "rootfs.raw", self.recipe["image_size"]])
         manifest = {
-            "key": recipe_key(), "recipe": RECIPE, "kernel": kver,
+            "key": recipe_key(self.zfs), "recipe": self.recipe, "kernel": kver,
             "zfs_version": getattr(self, "zfs_version", None),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
@@ -230,21 +247,22 @@ def check_build_prerequisites() -> None:
         raise ZbenchError(f"missing build tools: {', '.join(missing)}; run `zbench setup` first")
 
 
-def build_image(force: bool = False) -> Path:
-    """Return the cached image for the current recipe, building it if needed."""
-    ready = cached_image()
+def build_image(force: bool = False, zfs: str = DEFAULT_ZFS) -> Path:
+    """Return the cached image for this OpenZFS release's recipe, building it if needed."""
+    key = recipe_key(zfs)
+    ready = cached_image(zfs)
     if ready and not force:
-        _say(f"lab image {recipe_key()} is cached in {ready}")
+        _say(f"lab image {key} (OpenZFS {zfs}) is cached in {ready}")
         return ready
     check_build_prerequisites()
-    final = image_dir()
+    final = image_dir(zfs)
     work = final.with_name(final.name + ".build")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     log_path = work / "build.log"
     t0 = time.monotonic()
     with open(log_path, "w") as log:
-        b = _Builder(work, log)
+        b = _Builder(work, log, zfs)
         try:
             for i, stage in enumerate(STAGES, 1):
                 _say(f"[lab build {i}/{len(STAGES)}] {stage} ...")
@@ -263,5 +281,5 @@ def build_image(force: bool = False) -> Path:
     if final.exists():
         shutil.rmtree(final)
     os.rename(work, final)
-    _say(f"lab image {recipe_key()} built in {time.monotonic() - t0:.0f} s: {final}")
+    _say(f"lab image {key} (OpenZFS {zfs}) built in {time.monotonic() - t0:.0f} s: {final}")
     return final

@@ -8,7 +8,6 @@ recognisable; they are reported, and removed only when asked.
 
 from __future__ import annotations
 
-import json
 import secrets
 import sys
 import time
@@ -16,11 +15,12 @@ from dataclasses import dataclass, field
 
 from zbench_lib.core.errors import CommandError, CommandTimeout, ConfigError, ZbenchError
 from zbench_lib.hosts.base import Host
-from zbench_lib.zfs.layouts import Layout, expected_topology, parse_zpool_status_json, zpool_create_argv
+from zbench_lib.zfs import readback
+from zbench_lib.zfs.layouts import Layout, expected_topology, zpool_create_argv
 from zbench_lib.zfs.safety import POOL_PREFIX, check_devices
 from zbench_lib.core.signals import signals_deferred, terminate_as_exit
-from zbench_lib.zfs.targets import (Dataset, Zvol, parse_zfs_get_json, parse_zpool_get_json,
-                      property_mismatches, zfs_create_argv, zfs_get_argv, zpool_get_argv)
+from zbench_lib.zfs.targets import Dataset, Zvol, property_mismatches, zfs_create_argv
+from zbench_lib.zfs.version import require_supported
 
 REMOTE_WORK = "/var/tmp/zbench"
 
@@ -165,6 +165,8 @@ class Pool:
 
     def create(self) -> "Pool":
         self.validate()
+        if not self.dry_run:
+            require_supported(self.host)     # an OpenZFS too old is refused before anything is made
         if not self.dry_run and not self.owned_devices:
             check_devices(self.host, list(self.devices), overrides=self.allow_signatures)
         if self.owned_devices:
@@ -177,13 +179,11 @@ class Pool:
         self._run(self.argv(), timeout=300)
         if self.created:
             self.host.run(["mkdir", "-p", f"{REMOTE_WORK}/{self.name}"])
-            self.topology = parse_zpool_status_json(
-                self.host.run(["zpool", "status", "-j", "-P", self.name]).stdout, self.name)
+            self.topology = readback.pool_topology(self.host, self.name)
             want = expected_topology(self.layout)
             if self.topology != want:
                 raise ZbenchError(f"pool {self.name} topology {self.topology} != requested {want}")
-            self.pool_properties = parse_zpool_get_json(
-                self.host.run(zpool_get_argv(self.name)).stdout, self.name)
+            self.pool_properties = readback.pool_properties(self.host, self.name)
         return self
 
     def destroy(self) -> None:
@@ -221,7 +221,7 @@ class Pool:
             self.host.run(["udevadm", "settle"], check=False, timeout=60)
             self.host.run(["sh", "-c", 'for i in $(seq 100); do [ -e "$1" ] && exit 0; sleep 0.1; '
                            'done; exit 1', "wait-zvol", f"/dev/zvol/{full}"], timeout=60)
-        props = parse_zfs_get_json(self.host.run(zfs_get_argv(full)).stdout, full)
+        props = readback.target_properties(self.host, full)
         return TargetInfo(target, full, self._target_path(target), props,
                           property_mismatches(target, props))
 
@@ -234,18 +234,10 @@ class Pool:
 
     def status(self) -> dict:
         """Capacity, fragmentation and background work (scrub/resilver/trim) right now."""
-        props = parse_zpool_get_json(self.host.run(zpool_get_argv(self.name)).stdout, self.name)
-        st = json.loads(self.host.run(["zpool", "status", "-j", "-t", self.name]).stdout)
+        props = readback.pool_properties(self.host, self.name)
         return {"capacity_pct": props.get("capacity"), "fragmentation_pct": props.get("fragmentation"),
                 "allocated_bytes": props.get("allocated"), "size_bytes": props.get("size"),
-                "free_bytes": props.get("free"), "scan": _scan_state(st, self.name)}
-
-
-def _scan_state(status: dict, pool: str) -> str:
-    p = status.get("pools", {}).get(pool, {})
-    scan = p.get("scan_stats") or {}
-    state = str(scan.get("state", "none")).lower()
-    return f"{scan.get('function', 'scan').lower()}:{state}" if state in ("scanning",) else "none"
+                "free_bytes": props.get("free"), "scan": readback.pool_scan(self.host, self.name)}
 
 
 @dataclass

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.hosts.base import Host
+from zbench_lib.zfs import readback
 
 POOL_PREFIX = "zbench-"
 
@@ -53,22 +54,7 @@ def _zfs_label_pool(host: Host, dev: str) -> str | None:
 
 
 def _imported_pool_devices(host: Host) -> set[str]:
-    res = host.run(["zpool", "status", "-P", "-L", "-j"], check=False, timeout=60)
-    devices = set()
-    if not res.ok or not res.stdout.strip():
-        return devices
-
-    def walk(node):
-        # A top-level single-disk vdev carries neither vdev_type nor path in
-        # OpenZFS 2.3's JSON, only its name: take any leaf named by a path.
-        if isinstance(node, dict):
-            leaf = node.get("path") or node.get("name")
-            if not node.get("vdevs") and isinstance(leaf, str) and leaf.startswith("/"):
-                devices.add(leaf)
-            for v in node.values():
-                walk(v)
-    walk(json.loads(res.stdout))
-    return devices
+    return readback.imported_device_paths(host)
 
 
 def check_device(host: Host, device: str, *, lsblk: dict | None = None,
