@@ -7,7 +7,7 @@ import os
 import pytest
 
 from zbench_lib.hosts.lab import Lab, LabConfig
-from zbench_lib.zfs.pools import remove_leftovers
+from zbench_lib.zfs.pools import find_leftovers, live_pools, remove_leftovers
 
 GiB = 1024 ** 3
 
@@ -44,7 +44,9 @@ def _reclaim_leftover_pools(request):
         yield
         return
     lab = request.getfixturevalue("lab")
-    reclaimed = remove_leftovers(lab.host)
+    # Pools of live fixtures (a module's shared pool) are not leftovers.
+    owned = live_pools(lab.host)
+    reclaimed = remove_leftovers(lab.host, [p for p in find_leftovers(lab.host) if p not in owned])
     if reclaimed:
         print(f"\nreclaimed leftover pools before {request.node.name}: {reclaimed}")
     yield

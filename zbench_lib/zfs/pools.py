@@ -23,6 +23,14 @@ from zbench_lib.zfs.targets import Dataset, Zvol, property_mismatches, zfs_creat
 from zbench_lib.zfs.version import require_supported
 
 REMOTE_WORK = "/var/tmp/zbench"
+# Pools this process has created and not yet destroyed, by host name: a leftover
+# sweep of the same host must never take one of these for a crash's leftover.
+_LIVE: set[tuple[str, str]] = set()
+
+
+def live_pools(host: Host) -> set[str]:
+    """Pools that Pool objects of this process own on `host` right now."""
+    return {pool for h, pool in _LIVE if h == host.name}
 
 
 def new_pool_name(tag: str = "") -> str:
@@ -176,6 +184,8 @@ class Pool:
         # Marked created before the command runs: if we are interrupted while `zpool
         # create` works, teardown still looks for the pool (destroy tolerates its absence).
         self.created = not self.dry_run
+        if self.created:
+            _LIVE.add((self.host.name, self.name))
         self._run(self.argv(), timeout=300)
         if self.created:
             self.host.run(["mkdir", "-p", f"{REMOTE_WORK}/{self.name}"])
@@ -192,6 +202,7 @@ class Pool:
             with signals_deferred():
                 _destroy(self.host, self.name)
                 self.created = False
+                _LIVE.discard((self.host.name, self.name))
 
     def __enter__(self):
         self._signals = terminate_as_exit()
