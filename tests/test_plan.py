@@ -1,4 +1,4 @@
-"""Plan expansion and adaptive repetitions: counted on small specs, nothing runs."""
+"""Plan expansion: counted on small specs, nothing runs (the repetition rule: test_repetitions.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import yaml
 
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.sweeps.plan import BOOT_S, POOL_CREATE_S, RUN_OVERHEAD_S, TARGET_CREATE_S, expand
-from zbench_lib.sweeps.repetitions import AdaptiveRule, relative_ci_halfwidth
 from zbench_lib.sweeps.spec import load_spec, parse_spec
 
 SWEEPS = Path(__file__).resolve().parent.parent / "templates" / "sweeps"
@@ -114,6 +113,7 @@ def test_order_pool_by_pool_reads_first_and_seeded():
     p = expand(spec())
     pools = [r.pool_id for r in p.runs]
     assert pools == sorted(pools, key=lambda x: pools.index(x))          # each pool contiguous
+    assert list(dict.fromkeys(pools)) == p.blocks[0] and sorted(p.blocks[0]) == ["p01", "p02", "p03"]
     assert [r.order for r in p.runs] == list(range(len(p.runs)))
     for t in p.targets:
         kinds = [p.cell(r.cell_id)["reads_only"] for r in p.runs if r.target_id == t["target_id"]]
@@ -166,10 +166,12 @@ def test_extra_runs_and_run_meta():
     c = p.cells[0]
     extra = p.extra_run(c["cell_id"], 3)
     assert extra.run_id == f"{c['cell_id']}-r03" and extra.order is None
-    with pytest.raises(ZbenchError, match="outside the adaptive range 3..4"):
-        p.extra_run(c["cell_id"], 5)
+    assert p.extra_run(c["cell_id"], 12).run_id == f"{c['cell_id']}-r12"   # beyond max: replacements
+    with pytest.raises(ZbenchError, match=r"rep 2 is not an added repetition \(planned reps are 1..2"):
+        p.extra_run(c["cell_id"], 2)
     meta = p.run_meta(p.runs[0])
     assert meta["order_index"] == 0 and meta["factors"]["volsize_bytes"] == 64 * MiB
+    assert meta["pool_replicate"] == 1 and meta["pool_id"] == p.runs[0].pool_id and meta["base_cell_id"] == p.runs[0].cell_id
     assert set(meta["factors"]) >= {"layout", "width", "vdevs", "data_disks", "ashift", "volblocksize_bytes",
                                     "workload", "iodepth", "numjobs", "bs_bytes"}
 
@@ -177,39 +179,5 @@ def test_extra_runs_and_run_meta():
 def test_describe_mentions_the_numbers():
     text = expand(spec(**{"factors": {"layout": ["raidz2", "stripe"], "disks": [2]}})).describe()
     assert "cells: 2 (2 skipped), pools: 1, targets: 1" in text
-    assert "runs: 4 planned (2 per cell), up to 8" in text and "skipped randread" in text
-
-
-# -- adaptive repetitions ---------------------------------------------------
-RULE = AdaptiveRule(min=3, max=10, target_rel_ci=0.05)
-
-
-def test_adaptive_min_not_reached():
-    assert RULE.decide([100.0, 100.0]) == (True, "min runs not reached (2 of 3)")
-
-
-def test_adaptive_reached_target():
-    values = [100.0, 101.0, 99.0, 100.0]
-    rel = relative_ci_halfwidth(values)
-    assert RULE.decide(values) == (False, f"reached target: rel CI half-width {rel * 100:.1f}% <= 5% after 4 runs")
-
-
-def test_adaptive_keeps_going_when_noisy():
-    go, why = RULE.decide([100.0, 120.0, 80.0])
-    assert go and why == "rel CI half-width 49.7% > 5% after 3 runs"
-
-
-def test_adaptive_hits_max():
-    values = [100.0, 120.0, 80.0, 110.0, 90.0, 105.0, 95.0, 115.0, 85.0, 100.0]
-    rel = relative_ci_halfwidth(values)
-    assert rel > 0.05
-    assert RULE.decide(values) == (False, f"hit max 10 runs (rel CI {rel * 100:.1f}%)")
-
-
-def test_adaptive_target_wins_at_max_and_identical_values():
-    assert RULE.decide([100.0] * 10)[1] == "reached target: rel CI half-width 0.0% <= 5% after 10 runs"
-    assert AdaptiveRule(1, 1, 0.05).decide([7.0]) == (False, "hit max 1 runs (rel CI undefined)")
-
-
-def test_adaptive_from_spec():
-    assert AdaptiveRule.from_spec(spec()) == AdaptiveRule(2, 4, 0.05)
+    assert "runs: 4 planned (2 per cell), up to 8 by Stein's two-stage rule (pilot 2, max 4" in text
+    assert "excluded runs replaced up to 6 attempts per cell" in text and "skipped randread" in text

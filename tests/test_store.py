@@ -186,3 +186,18 @@ def test_finish_and_torn_event_lines(store):
     assert [e["event"] for e in store.events()] == ["started", "finished"]   # torn line skipped
     store.finish()
     assert store.events()[-1]["event"] == "finished"
+
+
+def test_completed_attempts_are_the_raw_record(store, plan):
+    fake_run(store, plan, plan.runs[0], iops=120.0)
+    store.begin_attempt(plan.runs[1].run_id)                     # cut off: not complete
+    a = store.begin_attempt(plan.runs[2].run_id)                 # complete, but its meta is torn
+    store.complete_attempt(plan.runs[2].run_id, a, plan.run_meta(plan.runs[2]))
+    (a / "meta.json").chmod(0o644)
+    (a / "meta.json").write_text("{torn")
+    got = store.completed_attempts()
+    assert [(r, p.name) for r, p, _ in got] == sorted([(plan.runs[0].run_id, "attempt-1"),
+                                                       (plan.runs[2].run_id, "attempt-1")])
+    meta = dict((r, m) for r, _, m in got)
+    assert meta[plan.runs[0].run_id]["rep"] == plan.runs[0].rep and meta[plan.runs[2].run_id] == {}
+    assert meta[plan.runs[0].run_id]["pool_replicate"] == 1

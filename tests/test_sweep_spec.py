@@ -54,7 +54,8 @@ def test_base_spec_is_valid():
     assert [(w.name, w.template, w.reads_only) for w in s.workloads] == [
         ("randread", "randread", True), ("rw", "randwrite", False)]
     assert s.lab["disk_bytes"] == 1024 ** 3 and s.available_disks == (4, 1)
-    assert s.repetitions == {"min": 2, "max": 3, "target_rel_ci": 0.05, "metric": "iops"}
+    assert s.repetitions == {"design": "stein", "pilot": 2, "max": 3, "target_rel_ci": 0.05, "metric": "iops",
+                             "max_attempts": 5, "pool_replicates": 1}
     assert s.reads_first is True and s.order == "randomised"
 
 
@@ -62,7 +63,8 @@ def test_defaults_and_yaml_booleans():
     s = parse_spec(variant({"repetitions": DELETE, "prefill": DELETE, "order": DELETE, "seed": DELETE,
                             "target.compression": False, "factors.sync": ["always", "disabled"],
                             "repetitions": {"target_rel_ci": "3%"}}))
-    assert s.repetitions == {"min": 3, "max": 10, "target_rel_ci": 0.03, "metric": "iops"}
+    assert s.repetitions == {"design": "stein", "pilot": 3, "max": 10, "target_rel_ci": 0.03, "metric": "iops",
+                             "max_attempts": 13, "pool_replicates": 1}
     assert s.prefill == {"fill": "whole", "policy": "once-per-target"}
     assert s.order == "randomised" and s.seed == 0
     assert s.target["compression"] == "off"       # YAML `off` unquoted is False
@@ -136,9 +138,23 @@ def test_non_lab_host_and_dataset_surface():
      r"workloads\[0\].overrides.iodepth: iodepth is also a factor"),
     ({"repetitions.min": 0}, "repetitions.min: must be at least 1, got 0"),
     ({"repetitions.max": 1}, "repetitions.max: 1 is smaller than min 2"),
+    ({"repetitions": {"pilot": 4, "max": 3}}, "repetitions.max: 3 is smaller than pilot 4"),
+    ({"repetitions.pilot": 3}, "repetitions.min: is the old name of pilot; give one of them"),
+    ({"repetitions": {"pilot": 1, "max": 5}}, "repetitions.pilot: Stein's two-stage rule needs a pilot of at least 2"),
+    ({"repetitions.min": 1}, "repetitions.min: Stein's two-stage rule needs a pilot of at least 2"),
+    ({"repetitions": {"pilot": "3"}}, "repetitions.pilot: expected an integer, got '3'"),
+    ({"repetitions.fixed": 5}, "repetitions.fixed: a fixed design takes no min, max, target_rel_ci"),
+    ({"repetitions": {"fixed": 0}}, "repetitions.fixed: must be at least 1, got 0"),
+    ({"repetitions": {"fixed": True}}, "repetitions.fixed: expected an integer, got True"),
+    ({"repetitions": {"pilot": 3, "max": 10, "max_attempts": 8}},
+     "repetitions.max_attempts: must be at least 10, got 8"),
+    ({"repetitions.pool_replicates": 0}, "repetitions.pool_replicates: must be at least 1, got 0"),
+    ({"repetitions.pool_replicates": 11}, "repetitions.pool_replicates: must be at most 10, got 11"),
+    ({"repetitions.pool_replicates": 1.5}, "repetitions.pool_replicates: expected an integer, got 1.5"),
+    ({"repetitions": [3, 10]}, "repetitions: expected a mapping, got list"),
     ({"repetitions.target_rel_ci": 5}, "repetitions.target_rel_ci: expected a fraction in \\(0, 1\\)"),
     ({"repetitions.metric": "speed"}, "repetitions.metric: 'speed' is not a result column"),
-    ({"repetitions.reps": 5}, r"repetitions: unknown key\(s\) 'reps'"),
+    ({"repetitions.reps": 5}, r"repetitions: unknown key\(s\) 'reps' \(allowed: pilot, min, max, fixed"),
     ({"prefill.fill": "120%"}, "prefill.fill: expected 'whole' or a percentage"),
     ({"prefill.policy": "always"}, "prefill.policy: expected 'once-per-target' or 'none'"),
     ({"order": "random"}, "order: expected 'randomised' or 'as-written', got 'random'"),
@@ -183,3 +199,28 @@ def test_shipped_specs_load(path):
 
 def test_all_four_shipped_specs_exist():
     assert {p.stem for p in SWEEPS.glob("*.yaml")} >= {"demo", "scaling", "volblocksize", "sync-slog"}
+
+
+@pytest.mark.parametrize("block, expected", [
+    ({"pilot": 3, "max": 10, "target_rel_ci": "5%", "metric": "clat_p99_ns"},
+     {"design": "stein", "pilot": 3, "max": 10, "target_rel_ci": 0.05, "metric": "clat_p99_ns",
+      "max_attempts": 13, "pool_replicates": 1}),
+    ({"fixed": 5}, {"design": "fixed", "pilot": 5, "max": 5, "target_rel_ci": None, "metric": "iops",
+                    "max_attempts": 10, "pool_replicates": 1}),
+    ({"min": 2, "max": 2, "target_rel_ci": 0.05}, {"design": "fixed", "pilot": 2, "max": 2, "target_rel_ci": None,
+                                                   "metric": "iops", "max_attempts": 4, "pool_replicates": 1}),
+    ({"fixed": 1, "max_attempts": 3, "pool_replicates": 2},
+     {"design": "fixed", "pilot": 1, "max": 1, "target_rel_ci": None, "metric": "iops", "max_attempts": 3,
+      "pool_replicates": 2}),
+])
+def test_repetition_designs(block, expected):
+    assert parse_spec(variant({"repetitions": block})).repetitions == expected
+
+
+@pytest.mark.parametrize("path", sorted(SWEEPS.glob("*.yaml")) + sorted(
+    (Path(__file__).resolve().parent.parent / "data" / "examples").glob("*/spec.yaml")),
+    ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_old_min_max_blocks_still_load(path):
+    """Example datasets keep their spec.yaml as run (``min``); the shipped templates say ``pilot``."""
+    r = parse_spec(path.read_text()).repetitions
+    assert r["pilot"] >= 2 and r["design"] in ("stein", "fixed")

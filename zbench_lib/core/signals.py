@@ -42,16 +42,29 @@ def terminate_as_exit():
 
 @contextlib.contextmanager
 def signals_deferred():
-    """Block SIGINT/SIGTERM/SIGHUP inside the block; pending ones arrive at its end.
+    """Hold SIGINT/SIGTERM/SIGHUP back inside the block; replay them at its end.
 
-    The previous mask is restored exactly (nesting is safe). Outside the main thread
-    the mask is per-thread and signals go to the main thread anyway, so it is a no-op.
+    Python runs signal handlers in the main thread whichever thread the kernel picked,
+    so swapping the handlers (not the thread's signal mask, which other threads of the
+    process would bypass) catches every one. At the end the previous handlers are put
+    back and each signal that arrived is raised again, once, in arrival order: Ctrl-C
+    still interrupts and SIGTERM still ends the process, just after the teardown.
+    Outside the main thread handlers cannot be set, so the block runs as it is.
     """
     if not _main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+    pending: list[int] = []
+
+    def hold(signum, frame):
+        if signum not in pending:
+            pending.append(signum)
+
+    previous = {sig: signal.signal(sig, hold) for sig in _DEFERRED}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in pending:
+            signal.raise_signal(sig)

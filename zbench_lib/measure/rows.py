@@ -12,6 +12,7 @@ from pathlib import Path
 
 from zbench_lib.measure.counters import parse_sampler_dir
 from zbench_lib.measure.fio_parse import parse_fio_json, parse_fio_logs_dir
+from zbench_lib.measure.host_load import summarize as summarize_host_load
 from zbench_lib.measure.run_summary import fio_timeseries, iops_series, summarize_counters
 from zbench_lib.measure.truth import flag_columns, truth_checks
 
@@ -30,10 +31,36 @@ def derive_rows(raw_dir: Path) -> tuple[list, dict]:
         fts = fio_timeseries(logs, rec["t_start"])
         series = iops_series(fts, rec["t_start"], rec["t_end"])
     ctx = dict(rec["context"], iops_series=series, window_s=rec["t_end"] - rec["t_start"])
+    if ctx.get("block_bytes") is None:
+        ctx["block_bytes"] = _block_bytes(raw_dir)
+    for key, value in _layout_facts(raw_dir).items():
+        ctx.setdefault(key, value)
+    controller = raw_dir / "controller.json"   # the controller's load around a lab run
+    ctx.update(summarize_host_load(json.loads(controller.read_text()) if controller.exists() else None))
     checks = truth_checks(rows, counters, ctx)
     flags = flag_columns(checks)
     scalars = {k: v for k, v in counters.items() if not isinstance(v, (list, dict))}
     return [{**r, **scalars, **flags} for r in rows], checks
+
+
+def _block_bytes(raw_dir: Path):
+    """The target's volblocksize / recordsize from meta.json, for runs recorded before the
+    context carried it (meta.json is raw too: the store writes it when the run completes)."""
+    meta = raw_dir / "meta.json"
+    props = (json.loads(meta.read_text()).get("target_properties") or {}) if meta.exists() else {}
+    key = "volblocksize" if props.get("type") == "volume" else "recordsize"
+    try:
+        return int(props[key])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _layout_facts(raw_dir: Path) -> dict:
+    """Layout family, vdev width and ashift of the run's pool, from meta.json's factors."""
+    meta = raw_dir / "meta.json"
+    f = (json.loads(meta.read_text()).get("factors") or {}) if meta.exists() else {}
+    return {k: f[src] for k, src in (("layout", "layout"), ("layout_width", "width"), ("ashift", "ashift"))
+            if f.get(src) is not None}
 
 
 def parse_results(attempt_dir: Path, meta: dict) -> list[dict]:
@@ -42,7 +69,8 @@ def parse_results(attempt_dir: Path, meta: dict) -> list[dict]:
     ctx = json.loads((Path(attempt_dir) / "run.json").read_text()).get("context", {})
     extra = {"sweep_id": meta.get("sweep"), "config_id": meta.get("cell_id"),
              "disk_model": ctx.get("disk_model"), "disk_model_iops": ctx.get("disk_model_iops"),
-             "disk_model_bw": ctx.get("disk_model_bw"), "cache_declared": ctx.get("cache")}
+             "disk_model_bw": ctx.get("disk_model_bw"), "cache_declared": ctx.get("cache"),
+             "pool_id": meta.get("pool_id"), "pool_replicate": meta.get("pool_replicate", 1)}
     for k in ("used_bytes", "logicalused_bytes", "referenced_bytes", "compressratio",
               "pool_capacity_pct", "pool_fragmentation_pct"):
         extra[k] = ctx.get("space", {}).get(k)

@@ -16,6 +16,7 @@ from pathlib import Path
 from zbench_lib.measure.counters import sampler_argv, sampler_script
 from zbench_lib.measure.fio import build_job, parse_fio_json, run_fio
 from zbench_lib.hosts.base import Host
+from zbench_lib.measure.host_load import Sampler as HostLoadSampler
 from zbench_lib.measure.rows import derive_rows
 
 
@@ -55,7 +56,11 @@ def _fetch_dir(host: Host, remote_dir: str, local_tar: Path, into: Path) -> None
 def measure(host: Host, *, pool: str, target_path: str, devices: list[str], workload: str,
             overrides: dict, remote_dir: str, raw_dir: Path, context: dict,
             target_name: str | None = None, sample_interval_s: float = 1.0) -> RunResult:
-    """Run `workload` on `target_path` with counters; keep raw files in `raw_dir`."""
+    """Run `workload` on `target_path` with counters; keep raw files in `raw_dir`.
+
+    With `context["qemu_pid"]` (a lab's QEMU on this machine) the controller's own load is
+    sampled around fio too, into raw_dir/controller.json (the host_contention check).
+    """
     raw_dir = Path(raw_dir)
     params = dict(overrides)
     params.setdefault("filename", target_path)
@@ -64,10 +69,18 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
     host.write_text(f"{remote_dir}/sampler.sh", sampler_script())
     sampler = host.popen(sampler_argv(f"{remote_dir}/sampler.sh", f"{remote_dir}/counters",
                                       sample_interval_s, pool))
+    load = HostLoadSampler(context["qemu_pid"], sample_interval_s) if context.get("qemu_pid") else None
     try:
         time.sleep(sample_interval_s * 1.5)       # at least one sample before fio starts
         t0 = _host_time(host)
-        fio_run = run_fio(host, job, f"{remote_dir}/fio", raw_dir / "fio")
+        if load:
+            load.start()
+        try:
+            fio_run = run_fio(host, job, f"{remote_dir}/fio", raw_dir / "fio")
+        finally:
+            if load:
+                raw_dir.mkdir(parents=True, exist_ok=True)
+                load.write(raw_dir / "controller.json")
         t1 = _host_time(host)
         time.sleep(sample_interval_s * 1.5)       # and one after it ends
     finally:
@@ -89,12 +102,21 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
         # What the data just written compresses to is what the check must judge.
         context["compressratio"] = float(host.run(["zfs", "get", "-Hp", "-o", "value",
                                                    "compressratio", target_name]).stdout.strip().rstrip("x"))
+        if context.get("block_bytes") is None:
+            context["block_bytes"] = _block_bytes(host, target_name)
     record = {"t0": t0, "t1": t1, "t_start": t_start, "t_end": t_end, "ramp_s": ramp,
               "pool": pool, "devices": devices, "kernel_devices": kernel_names(host, devices),
               "workload": workload, "context": context}
     (raw_dir / "run.json").write_text(json.dumps(record, indent=1, default=str))
     rows, checks = derive_rows(raw_dir)
     return RunResult(rows, checks, raw_dir, (t_start, t_end), context)
+
+
+def _block_bytes(host: Host, target_name: str) -> int | None:
+    """volblocksize of a zvol or recordsize of a dataset (the read_amplification check's block)."""
+    res = host.run(["zfs", "get", "-Hp", "-o", "value", "volblocksize,recordsize", target_name], check=False)
+    values = [v for v in res.stdout.split() if v.isdigit()] if res.returncode == 0 else []
+    return int(values[0]) if values else None
 
 
 def build_defaults(workload: str) -> dict:

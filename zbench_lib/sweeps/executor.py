@@ -1,8 +1,10 @@
-"""Execute a sweep plan: pools, targets, prefill, runs, adaptive repetitions, resume.
+"""Execute a sweep plan: pools, targets, prefill, runs, repetitions, resume.
 
-One pool per layout is created, used for every target and workload that can
-share it, and destroyed. Runs already COMPLETE in the store are skipped, so
-rerunning an interrupted sweep completes only what is missing.
+Pools are created block by block (``Plan.blocks``: replicate k of every pool in block
+k), each used for every target and workload that can share it, and destroyed. What
+runs where is a ``schedule.Schedule`` built from the plan and the raw record: runs
+already COMPLETE are skipped, and a resumed cell decides with all its completed runs,
+so rerunning an interrupted sweep completes only what is missing.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from zbench_lib.hosts.lab import Lab, LabConfig
 from zbench_lib.hosts.lab_state import connect_lab, read_state
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.sweeps.plan import Plan, expand
-from zbench_lib.sweeps.repetitions import AdaptiveRule
+from zbench_lib.sweeps.repetitions import RepetitionRule
+from zbench_lib.sweeps.schedule import Schedule, outcomes_from_raw
 from zbench_lib.zfs.pools import Pool, find_leftovers, new_pool_name
 from zbench_lib.zfs.prefill import prefill
 from zbench_lib.measure.rows import parse_results
@@ -132,67 +135,19 @@ def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=No
 
 
 def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log, given_host=None) -> None:
-    rule = AdaptiveRule.from_spec(spec)
-    metric = (spec.repetitions or {}).get("metric", "iops")
-    done = store.completed_runs()
-    todo_pools = [p for p in plan.pools
-                  if any(r.run_id not in done for r in plan.runs if r.pool_id == p["pool_id"])]
-    overall = tqdm(total=len(plan.runs), initial=len(plan.runs) - sum(
-        1 for r in plan.runs if r.run_id not in done), desc="sweep", unit="run",
-        disable=not progress, position=0)
+    sched = _schedule(plan, store, parse_results)
+    _flush(store, sched)
+    todo_pools = [p for p in plan.pool_order() if sched.pool_has_work(p["pool_id"])]
+    overall = tqdm(total=sched.done_count + sched.remaining(), initial=sched.done_count, desc="sweep",
+                   unit="run", disable=not progress, position=0)
     measure_s = 0.0
     t_sweep = time.monotonic()
     opened = contextlib.nullcontext(given_host) if given_host else open_host(spec)
     with opened as (host, data_devs, extra_devs, owned, model, lab):
-        leftovers = find_leftovers(host)
-        if leftovers:
-            log(f"note: zbench pools left from an earlier crash on {host.name}: {leftovers} "
-                "(remove them with `zbench pools cleanup`)")
-            store.record("leftovers found", pools=leftovers)
-        prov = provenance.collect(host, devices_list=data_devs + extra_devs,
-                                  extra=lab.provenance() if lab else None)
-        store.record("provenance", **{k: v for k, v in prov.items() if not k.startswith("zfs_param")})
-        # One environment record per session: a resumed sweep may run on a new lab boot.
-        _write_json(store.path / f"host-provenance-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json",
-                    prov)
+        _record_environment(store, host, lab, data_devs + extra_devs, log)
         for p in todo_pools:
-            layout = Layout.from_dict(p["layout"])
-            devices = data_devs[:layout.total_disks] + extra_devs[:layout.extra_disks]
-            with Pool(host, layout, devices, name=new_pool_name(p["pool_id"]),
-                      owned_devices=owned, allow_signatures=tuple(spec.allow_signatures or ())) as pool:
-                crash_point("pool-create")
-                store.record("pool created", pool_id=p["pool_id"], pool=pool.name, layout=p["label"])
-                for t in [t for t in plan.targets if t["pool_id"] == p["pool_id"]]:
-                    runs = [r for r in plan.runs if r.target_id == t["target_id"] and r.run_id not in done]
-                    if not runs:
-                        continue
-                    tinfo = pool.create_target(make_target(t))
-                    fill = {}
-                    if (spec.prefill or {}).get("policy", "once-per-target") != "none":
-                        fill = prefill(pool, tinfo, spec.prefill.get("fill", "whole"), progress=progress)
-                        store.record("prefilled", target_id=t["target_id"], **fill)
-                    ctx = _context(host, pool, tinfo, t, model, lab, fill)
-                    values: dict[str, list] = {}
-                    queue = list(runs)
-                    while queue:
-                        run = queue.pop(0)
-                        cell = plan.cell(run.cell_id)
-                        rows, secs = _one_run(host, store, plan, run, cell, pool, tinfo, devices,
-                                              ctx, progress)
-                        measure_s += secs
-                        overall.update(1)
-                        vals = values.setdefault(run.cell_id, [])
-                        vals += [r[metric] for r in rows if r["direction"] == _primary(cell)]
-                        if not any(q.cell_id == run.cell_id for q in queue):
-                            more, reason = rule.decide(vals)
-                            if more:
-                                reps = [r.rep for r in runs + queue if r.cell_id == run.cell_id]
-                                extra = plan.extra_run(run.cell_id, max(reps + [run.rep]) + 1)
-                                runs.append(extra)
-                                queue.append(extra)
-                                overall.total += 1
-                            store.record("repetitions", cell_id=run.cell_id, runs=len(vals),
-                                         more=more, reason=reason)
+            measure_s += _run_pool(spec, plan, store, sched, p, host, (data_devs, extra_devs, owned, model, lab),
+                                   progress, overall)
     overall.close()
     wall = time.monotonic() - t_sweep
     store.record("timing", wall_s=round(wall, 1), measure_s=round(measure_s, 1),
@@ -201,18 +156,92 @@ def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log, giv
         f"({100 * measure_s / wall:.0f}%)")
 
 
-def _primary(cell: dict) -> str:
-    return "read" if cell.get("reads_only") else "write"
+def _schedule(plan: Plan, store: Store, parse_run) -> Schedule:
+    """What is left to run, from the plan and the raw record (every completed attempt and its rows)."""
+    attempts = store.completed_attempts()
+    return Schedule(plan, RepetitionRule.from_spec(plan.spec), outcomes_from_raw(attempts, plan, parse_run),
+                    known_events=store.events(), seed=plan.spec.seed, completed=[a[0] for a in attempts])
+
+
+def _flush(store: Store, sched: Schedule) -> None:
+    """Record what the schedule decided (Stein's numbers, runs added, cells done or given up)."""
+    while sched.events:
+        name, fields = sched.events.pop(0)
+        store.record(name, **fields)
+
+
+def _record_environment(store: Store, host, lab, devices: list, log) -> None:
+    leftovers = find_leftovers(host)
+    if leftovers:
+        log(f"note: zbench pools left from an earlier crash on {host.name}: {leftovers} "
+            "(remove them with `zbench pools cleanup`)")
+        store.record("leftovers found", pools=leftovers)
+    prov = provenance.collect(host, devices_list=devices, extra=lab.provenance() if lab else None)
+    store.record("provenance", **{k: v for k, v in prov.items() if not k.startswith("zfs_param")})
+    # One environment record per session: a resumed sweep may run on a new lab boot.
+    _write_json(store.path / f"host-provenance-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json", prov)
+
+
+def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> float:
+    """Create one pool (replicate), run every target of it that has work, destroy it; seconds measured."""
+    data_devs, extra_devs, owned, model, lab = env
+    layout = Layout.from_dict(p["layout"])
+    devices = data_devs[:layout.total_disks] + extra_devs[:layout.extra_disks]
+    measure_s = 0.0
+    with Pool(host, layout, devices, name=new_pool_name(p["pool_id"]),
+              owned_devices=owned, allow_signatures=tuple(spec.allow_signatures or ())) as pool:
+        crash_point("pool-create")
+        store.record("pool created", pool_id=p["pool_id"], pool=pool.name, layout=p["label"],
+                     pool_replicate=p["pool_replicate"],
+                     block=next(i for i, b in enumerate(plan.blocks, 1) if p["pool_id"] in b))
+        targets = {t["target_id"]: t for t in plan.targets if t["pool_id"] == p["pool_id"]}
+        order = dict.fromkeys([r.target_id for r in plan.runs if r.target_id in targets] + list(targets))
+        for t in [targets[tid] for tid in order if sched.has_work(tid)]:    # the plan's (shuffled) order
+            tinfo = pool.create_target(make_target(t))
+            fill = {}
+            if (spec.prefill or {}).get("policy", "once-per-target") != "none":
+                fill = prefill(pool, tinfo, spec.prefill.get("fill", "whole"), progress=progress)
+                store.record("prefilled", target_id=t["target_id"], **fill)
+            ctx = _context(host, pool, tinfo, t, model, lab, fill)
+
+            def run_one(run):
+                return _one_run(host, store, plan, run, plan.cell(run.cell_id), pool, tinfo, devices, ctx, progress)
+            measure_s += run_target(store, sched, t["target_id"], run_one, overall)
+    return measure_s
+
+
+def run_target(store: Store, sched: Schedule, target_id: str, run_one, bar=None) -> float:
+    """Run a target's queue to its end: each run, then the rule on its cell (which may queue more).
+
+    ``run_one(run) -> (rows, seconds measured)`` does the run and completes its attempt.
+    """
+    measure_s = 0.0
+    while (run := sched.next_run(target_id)) is not None:
+        rows, secs = run_one(run)
+        measure_s += secs
+        sched.complete(run, rows)
+        _flush(store, sched)
+        if bar is not None:
+            bar.total = sched.done_count + sched.remaining()
+            bar.update(1)
+    return measure_s
 
 
 def _context(host, pool, tinfo, t, model, lab, fill) -> dict:
     status = pool.status()
     primarycache = tinfo.properties.get("primarycache", "all")
+    # The lab's QEMU on this machine (host_contention): ours, or a detached lab's (`lab:<name>`).
+    qemu_pid = lab.proc.pid if lab is not None and lab.proc is not None else None
+    if lab is None and str(getattr(host, "name", "")).startswith("lab:"):
+        qemu_pid = (read_state(host.name[4:]) or {}).get("pid")
+    txg = host.run(["cat", "/sys/module/zfs/parameters/zfs_txg_timeout"], check=False).stdout.strip()
     ctx = {"cache": "cold" if primarycache in ("metadata", "none") else "warm",
            "scan_at_start": status["scan"], "pool_capacity_pct": status["capacity_pct"],
            "pool_fragmentation_pct": status["fragmentation_pct"],
            "compressratio": fill.get("compressratio"), "incompressible_intended": True,
-           "lab": lab is not None, "space": fill}
+           "lab": lab is not None or qemu_pid is not None, "qemu_pid": qemu_pid, "space": fill,
+           "txg_timeout_s": int(txg) if txg.isdigit() else None,
+           "block_bytes": t.get("volblocksize_bytes") if t.get("kind") == "zvol" else t.get("recordsize_bytes", 131072)}
     if model is not None:
         m = parse_model(model)
         ctx.update(disk_model_iops=m.read_iops_limit(), disk_model_bw=m.bw or m.bw_read,
@@ -240,7 +269,8 @@ def _one_run(host, store, plan, run, cell, pool, tinfo, devices, ctx, progress):
     meta.update(pool=pool.name, target=tinfo.full_name, target_properties=tinfo.properties,
                 window=list(res.window))
     store.complete_attempt(run.run_id, attempt, meta)
-    return res.rows, res.window[1] - res.window[0]
+    # The rule sees the run as the raw record gives it, exactly as a resume would.
+    return parse_results(attempt, {**meta, "run_id": run.run_id}), res.window[1] - res.window[0]
 
 
 def _write_json(path: Path, data: dict) -> None:

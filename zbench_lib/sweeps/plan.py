@@ -2,9 +2,10 @@
 
 ``expand(spec)`` turns the factor grid into cells (valid combination x workload),
 skipped cells with their reasons, pools (one per layout + ashift + log; targets and
-workloads share it), targets (one per distinct target-level settings within a pool)
-and runs in execution order. Only ``repetitions.min`` runs per cell are planned up
-front; ``AdaptiveRule`` decides whether a cell gets more (``Plan.extra_run``).
+workloads share it; each pool replicated ``repetitions.pool_replicates`` times, see
+``blocks``), targets (one per distinct target-level settings within a pool) and runs in
+execution order. Only the pilot (``repetitions.pilot``, or all of a fixed design) is
+planned up front; ``RepetitionRule`` decides what a cell gets more (``Plan.extra_run``).
 Run ids (``c1a2b3c-r02``) hash the cell's factors, so they survive re-expansion.
 """
 
@@ -13,8 +14,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -23,6 +23,7 @@ from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.core.sizes import format_size, parse_size
+from zbench_lib.sweeps.blocks import Run, order_runs, replicate, run_id
 from zbench_lib.sweeps.spec import BLOCKSIZE, PROPERTIES, SweepSpec
 from zbench_lib.zfs.targets import Dataset, Zvol
 
@@ -32,16 +33,6 @@ POOL_CREATE_S = 10.0     # zpool create + checks + destroy
 TARGET_CREATE_S = 5.0    # zfs create + property read-back
 RUN_OVERHEAD_S = 15.0    # job shipping, counters, result fetch, TXG settle
 ASSUMED_BW, ASSUMED_IOPS = 200 * MiB, 10_000   # per disk, when no model caps it
-
-
-@dataclass(frozen=True)
-class Run:
-    run_id: str
-    cell_id: str
-    rep: int
-    pool_id: str
-    target_id: str
-    order: int | None = None    # position in the planned sequence; None for adaptive extras
 
 
 def _layout(f: dict, spec: SweepSpec) -> Layout:
@@ -90,33 +81,41 @@ class Plan:
     targets: list
     runs: list
     estimates: dict
+    blocks: list = field(default_factory=list)     # pool ids per block, in run order
 
     def cell(self, cell_id: str) -> dict:
         for c in (c for c in self.cells if c["cell_id"] == cell_id):
             return c
         raise ZbenchError(f"no cell {cell_id!r} in this plan")
 
+    def pool_order(self) -> list:
+        """The pools in the order they are run: block by block (``blocks``)."""
+        by_id = {p["pool_id"]: p for p in self.pools}
+        return [by_id[pid] for block in self.blocks for pid in block]
+
     def extra_run(self, cell_id: str, rep: int) -> Run:
-        """An adaptive repetition beyond the planned ones (rep counts from 1)."""
+        """A run the repetition rule adds beyond the planned ones (a replacement or Stein's second stage)."""
         c = self.cell(cell_id)
-        if not self.spec.repetitions["min"] < rep <= self.spec.repetitions["max"]:
-            raise ZbenchError(f"{cell_id}: rep {rep} is outside the adaptive range "
-                              f"{self.spec.repetitions['min'] + 1}..{self.spec.repetitions['max']}")
-        return Run(f"{cell_id}-r{rep:02d}", cell_id, rep, c["pool_id"], c["target_id"])
+        if not self.spec.repetitions["pilot"] < rep <= 999:
+            raise ZbenchError(f"{cell_id}: rep {rep} is not an added repetition (planned reps are "
+                              f"1..{self.spec.repetitions['pilot']}, added ones up to 999)")
+        return Run(run_id(cell_id, rep), cell_id, rep, c["pool_id"], c["target_id"])
 
     def run_meta(self, run: Run) -> dict:
-        """Everything meta.json records about a run: its ids, rep, order and every factor."""
+        """Everything meta.json records about a run: its ids, rep, order, pool replicate and every factor."""
         c = self.cell(run.cell_id)
         return {"sweep": self.spec.name, "run_id": run.run_id, "cell_id": run.cell_id, "rep": run.rep,
                 "order_index": run.order, "pool_id": run.pool_id, "target_id": run.target_id,
+                "pool_replicate": c["pool_replicate"], "base_cell_id": c["base_cell_id"],
                 "seed": self.spec.seed, "factors": dict(c["factors"]), "fio": dict(c["fio"])}
 
     def summary(self) -> pd.DataFrame:
         """One row per cell: ids, factors, planned and maximum runs, estimated time and bytes."""
         r = self.spec.repetitions
         rows = [{"cell_id": c["cell_id"], "pool_id": c["pool_id"], "target_id": c["target_id"],
-                 **c["factors"], "runs_planned": r["min"], "runs_max": r["max"],
-                 "est_time_s": r["min"] * c["run_s"], "est_bytes_written": r["min"] * c["write_bytes_per_run"]}
+                 "pool_replicate": c["pool_replicate"], **c["factors"], "runs_planned": r["pilot"],
+                 "runs_max": r["max"], "est_time_s": r["pilot"] * c["run_s"],
+                 "est_bytes_written": r["pilot"] * c["write_bytes_per_run"]}
                 for c in self.cells]
         return pd.DataFrame(rows)
 
@@ -126,14 +125,18 @@ class Plan:
         host = s.host if s.lab is None else (f"lab ({s.lab['disks']} x {format_size(s.lab['disk_bytes'])} "
                                              f"{s.lab['model']}, {s.lab['extra_disks']} extra)")
         hms = lambda t: f"{int(t // 3600)}h{int(t % 3600 // 60):02d}m{int(t % 60):02d}s"  # noqa: E731
-        order = ("randomised within each pool" if s.order == "randomised" else "as written") + \
-            (", reads before writes within a target" if s.reads_first else "")
+        r, nblocks = s.repetitions, len(self.blocks)
+        order = ("randomised (pools within each block, targets within each pool)" if s.order == "randomised"
+                 else "as written") + (", reads before writes within a target" if s.reads_first else "")
+        design = (f"up to {e['runs_max']} by Stein's two-stage rule (pilot {r['pilot']}, max {r['max']}, "
+                  f"target rel CI half-width {r['target_rel_ci'] * 100:g}% on {r['metric']})"
+                  if r["design"] == "stein" else f"a fixed design on {r['metric']}")
         lines = [f"sweep {s.name!r}: {s.question}", f"surface {s.surface} on {host}",
-                 f"cells: {len(self.cells)} ({len(self.skipped)} skipped), pools: {len(self.pools)}, "
-                 f"targets: {len(self.targets)}",
-                 f"runs: {len(self.runs)} planned ({s.repetitions['min']} per cell), up to "
-                 f"{e['runs_max']} with adaptive repetitions (target rel CI "
-                 f"{s.repetitions['target_rel_ci'] * 100:g}% on {s.repetitions['metric']})",
+                 f"cells: {len(self.cells)} ({len(self.skipped)} skipped), pools: {len(self.pools)}"
+                 + (f" ({len(self.pools) // nblocks} x {nblocks} pool replicates in randomised blocks)"
+                    if nblocks > 1 else "") + f", targets: {len(self.targets)}",
+                 f"runs: {len(self.runs)} planned ({r['pilot']} per cell), {design}; "
+                 f"excluded runs replaced up to {r['max_attempts']} attempts per cell",
                  f"estimated wall time: {hms(e['wall_s'])} (up to {hms(e['wall_max_s'])}), "
                  f"{hms(e['measure_s'])} inside fio measurement windows",
                  f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
@@ -150,7 +153,7 @@ class Plan:
                 "lab": s.lab, "seed": s.seed, "order": s.order, "reads_first": s.reads_first,
                 "repetitions": s.repetitions, "prefill": s.prefill, "pools": self.pools,
                 "targets": self.targets, "cells": self.cells, "skipped": self.skipped,
-                "runs": [vars(r) for r in self.runs], "estimates": self.estimates}
+                "blocks": self.blocks, "runs": [vars(r) for r in self.runs], "estimates": self.estimates}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
@@ -235,8 +238,10 @@ def expand(spec: SweepSpec) -> Plan:
         data = next(p["data_disks"] for p in pools_l if p["pool_id"] == t["pool_id"])
         t["prefill_bytes"] = _prefill_bytes(spec, t, data)
         t["prefill_s"] = round(t["prefill_bytes"] / (data * rates[0]), 1)
-    runs = _order(spec, cells, targets_l)
-    return Plan(spec, cells, skipped, pools_l, targets_l, runs, _estimates(spec, cells, pools_l, targets_l))
+    pools_l, targets_l, cells = replicate(pools_l, targets_l, cells, spec.repetitions["pool_replicates"])
+    blocks, runs = order_runs(spec, pools_l, targets_l, cells)
+    return Plan(spec, cells, skipped, pools_l, targets_l, runs, _estimates(spec, cells, pools_l, targets_l),
+                blocks)
 
 
 def _assign_ids(cells: list, n: int = 6) -> None:
@@ -258,36 +263,16 @@ def _prefill_bytes(spec: SweepSpec, target: dict, data_disks: int) -> int:
     return int(min(size, pct * room)) // MiB * MiB
 
 
-def _order(spec: SweepSpec, cells: list, targets: list) -> list:
-    """Pool by pool; targets in random order; reads then writes within a target, each phase shuffled."""
-    rng = random.Random(spec.seed)
-    randomised = spec.order == "randomised"
-    out = []
-    for pool_id in dict.fromkeys(t["pool_id"] for t in targets):
-        tids = [t["target_id"] for t in targets if t["pool_id"] == pool_id]
-        if randomised:
-            rng.shuffle(tids)
-        for tid in tids:
-            mine = [c for c in cells if c["target_id"] == tid]
-            phases = [[c for c in mine if c["reads_only"]], [c for c in mine if not c["reads_only"]]] \
-                if spec.reads_first else [mine]
-            for phase in phases:
-                runs = [(c, rep) for c in phase for rep in range(1, spec.repetitions["min"] + 1)]
-                if randomised:
-                    rng.shuffle(runs)
-                out += [Run(f"{c['cell_id']}-r{rep:02d}", c["cell_id"], rep, pool_id, tid, len(out) + i)
-                        for i, (c, rep) in enumerate(runs)]
-    return out
-
-
 def _estimates(spec: SweepSpec, cells: list, pools: list, targets: list) -> dict:
-    lo, hi = spec.repetitions["min"], spec.repetitions["max"]
+    lo, hi = spec.repetitions["pilot"], spec.repetitions["max"]
     fixed = (BOOT_S if spec.host == "lab" else 0.0) + POOL_CREATE_S * len(pools) + \
         sum(TARGET_CREATE_S + t["prefill_s"] for t in targets)
     prefill = sum(t["prefill_bytes"] for t in targets)
     per_run = sum(c["run_s"] for c in cells)
     written = sum(c["write_bytes_per_run"] for c in cells)
     return {"runs": lo * len(cells), "runs_max": hi * len(cells),
+            "attempts_max": spec.repetitions["max_attempts"] * len(cells),
+            "pool_replicates": spec.repetitions["pool_replicates"], "pools_created": len(pools),
             "wall_s": round(fixed + lo * per_run, 1), "wall_max_s": round(fixed + hi * per_run, 1),
             "measure_s": lo * sum(c["runtime_s"] for c in cells), "prefill_bytes": prefill,
             "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written,

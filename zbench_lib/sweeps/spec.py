@@ -18,7 +18,8 @@ from zbench_lib.measure import fio
 from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs.layouts import FAMILIES
-from zbench_lib.sweeps.spec_values import blocksize, fail, integer, mapping, size, zfs_property
+from zbench_lib.sweeps.spec_values import METRICS, blocksize, fail, integer, mapping, size, zfs_property  # noqa: F401
+from zbench_lib.sweeps.spec_values import repetitions as parse_repetitions
 
 PROPERTIES = ("compression", "sync", "logbias", "primarycache", "secondarycache", "checksum",
               "copies", "atime")
@@ -26,8 +27,6 @@ POOL_FACTORS = ("layout", "disks", "width", "vdevs", "mirror_width", "log", "ash
 WORKLOAD_FACTORS = ("iodepth", "numjobs", "bs")
 BLOCKSIZE = {"zvol": "volblocksize", "dataset": "recordsize"}
 MAX_BLOCKSIZE = {"volblocksize": 128 * 1024, "recordsize": 1024 ** 2}
-METRICS = ("iops", "bw_bytes_s", "clat_mean_ns", "clat_p50_ns", "clat_p99_ns", "clat_p99_9_ns",
-           "lat_p99_ns")
 TOP_KEYS = ("name", "question", "surface", "host", "lab", "devices", "extra_devices",
             "allow_signatures", "factors", "target", "workloads", "repetitions", "prefill",
             "order", "reads_first", "seed")
@@ -210,27 +209,6 @@ def _host(d: dict):
     return host, None, *lists
 
 
-def _repetitions(d) -> dict:
-    r = {"min": 3, "max": 10, "target_rel_ci": 0.05, "metric": "iops",
-         **mapping(d or {}, "repetitions", ("min", "max", "target_rel_ci", "metric"))}
-    integer(r["min"], "repetitions.min", 1, 100)
-    integer(r["max"], "repetitions.max", 1, 100)
-    if r["max"] < r["min"]:
-        fail("repetitions.max", f"{r['max']} is smaller than min {r['min']}")
-    t = r["target_rel_ci"]
-    if isinstance(t, str) and t.endswith("%"):
-        try:
-            t = float(t[:-1]) / 100
-        except ValueError:
-            pass
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1:
-        fail("repetitions.target_rel_ci",
-              f"expected a fraction in (0, 1) such as 0.05 or '5%', got {r['target_rel_ci']!r}")
-    if r["metric"] not in METRICS:
-        fail("repetitions.metric", f"{r['metric']!r} is not a result column; choose one of {', '.join(METRICS)}")
-    return {**r, "target_rel_ci": float(t)}
-
-
 def _prefill(d) -> dict:
     p = {"fill": "whole", "policy": "once-per-target", **mapping(d or {}, "prefill", ("fill", "policy"))}
     fill = p["fill"]
@@ -270,7 +248,7 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     return SweepSpec(name=name, question=q.strip(), surface=surface, host=host, lab=lab, devices=devices,
                      extra_devices=extra, allow_signatures=sigs, factors=factors, target=target,
                      workloads=_workloads(d["workloads"], target, factors),
-                     repetitions=_repetitions(d.get("repetitions")), prefill=_prefill(d.get("prefill")),
+                     repetitions=parse_repetitions(d.get("repetitions")), prefill=_prefill(d.get("prefill")),
                      order=order.replace("randomized", "randomised"), reads_first=reads_first,
                      seed=integer(d.get("seed", 0), "seed", 0), text=text)
 

@@ -58,3 +58,58 @@ def zfs_property(key: str, v, path: str):
         shown = ", ".join(sorted(ALLOWED[key])) if len(ALLOWED[key]) < 12 else "on, off, lz4, gzip[-N], zstd[-N], ..."
         fail(path, f"{v!r} is not a valid {key}; expected one of {shown}")
     return v
+
+
+METRICS = ("iops", "bw_bytes_s", "clat_mean_ns", "clat_p50_ns", "clat_p99_ns", "clat_p99_9_ns",
+           "lat_p99_ns")
+REPETITION_KEYS = ("pilot", "min", "max", "fixed", "target_rel_ci", "metric", "max_attempts",
+                   "pool_replicates")
+
+
+def _fraction(v, path: str) -> float:
+    t = v
+    if isinstance(t, str) and t.endswith("%"):
+        try:
+            t = float(t[:-1]) / 100
+        except ValueError:
+            pass
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1:
+        fail(path, f"expected a fraction in (0, 1) such as 0.05 or '5%', got {v!r}")
+    return float(t)
+
+
+def repetitions(d) -> dict:
+    """The ``repetitions`` block, normalised: design 'stein' (pilot, max, target_rel_ci) or 'fixed'.
+
+    ``min`` is the old name of ``pilot``; ``min == max`` (or ``fixed: n``) is a fixed design.
+    ``max_attempts`` caps the runs of a cell, excluded ones included (default max + pilot);
+    ``pool_replicates`` re-creates every pool that many times, in randomised blocks.
+    """
+    r = mapping({} if d is None else d, "repetitions", REPETITION_KEYS)
+    if "min" in r and "pilot" in r:
+        fail("repetitions.min", "is the old name of pilot; give one of them")
+    metric = r.get("metric", "iops")
+    if metric not in METRICS:
+        fail("repetitions.metric", f"{metric!r} is not a result column; choose one of {', '.join(METRICS)}")
+    replicates = integer(r.get("pool_replicates", 1), "repetitions.pool_replicates", 1, 10)
+    if "fixed" in r:
+        others = [k for k in ("pilot", "min", "max", "target_rel_ci") if k in r]
+        if others:
+            fail("repetitions.fixed", f"a fixed design takes no {', '.join(others)}")
+        pilot = top = integer(r["fixed"], "repetitions.fixed", 1, 100)
+    else:
+        key = "min" if "min" in r else "pilot"
+        pilot = integer(r.get(key, 3), f"repetitions.{key}", 1, 100)
+        top = integer(r.get("max", 10), "repetitions.max", 1, 100)
+        if top < pilot:
+            fail("repetitions.max", f"{top} is smaller than {key} {pilot}")
+    target = _fraction(r.get("target_rel_ci", 0.05), "repetitions.target_rel_ci")
+    design = "fixed" if pilot == top else "stein"
+    if design == "stein" and pilot < 2:
+        fail(f"repetitions.{'min' if 'min' in r else 'pilot'}",
+             "Stein's two-stage rule needs a pilot of at least 2 runs (for its SD); "
+             "use fixed for a single run per cell")
+    attempts = integer(r.get("max_attempts", top + pilot), "repetitions.max_attempts", top, 1000)
+    return {"design": design, "pilot": pilot, "max": top,
+            "target_rel_ci": target if design == "stein" else None, "metric": metric,
+            "max_attempts": attempts, "pool_replicates": replicates}

@@ -4,7 +4,8 @@
     plan.json          the expanded plan            (written once, never changed)
     provenance.json    who/where/when it started    (written once)
     events.jsonl       append-only: started, run started, run completed, run discarded,
-                       resumed, finished
+                       resumed, repetitions decided, runs added, repetitions done / gave up,
+                       finished
     raw/<run_id>/attempt-<n>/   job.fio, fio.json, logs, counters, meta.json, COMPLETE
     results.parquet, results.csv    derived: rebuilt from raw COMPLETE attempts only
 
@@ -243,6 +244,22 @@ class Store:
         if not self.raw.is_dir():
             return set()
         return {d.name for d in self.raw.iterdir() if any((a / "COMPLETE").exists() for a in self._attempts(d.name))}
+
+    def completed_attempts(self) -> list[tuple[str, Path, dict]]:
+        """(run_id, attempt directory, meta) of every COMPLETE attempt, by run id: the raw record.
+
+        A meta.json that does not parse gives ``{}`` (the run stays complete; its cell is
+        unknown), so a resume can still read every other run.
+        """
+        out = []
+        for d in sorted(self.raw.iterdir()) if self.raw.is_dir() else []:
+            for a in (a for a in self._attempts(d.name) if (a / "COMPLETE").exists()):
+                try:
+                    meta = json.loads((a / "meta.json").read_text())
+                except (OSError, ValueError):
+                    meta = {}
+                out.append((d.name, a, meta if isinstance(meta, dict) else {}))
+        return out
 
     def incomplete_attempts(self) -> list[Path]:
         """Attempt directories without COMPLETE (cut off, or running right now)."""

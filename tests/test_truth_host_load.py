@@ -1,0 +1,144 @@
+"""host_contention: the controller's load around a lab run, parsed, sampled, summarised and judged."""
+
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from zbench_lib.measure.counters import split_snapshots
+from zbench_lib.measure.host_load import (OTHER_CORES_MAX, Sampler, cpu_ticks, host_contention, process_ticks,
+                                          summarize, zbench_qemus)
+from zbench_lib.measure.rows import derive_rows
+
+FIX = Path(__file__).parent / "fixtures" / "counters" / "sampler-local"
+SCALING = Path(__file__).resolve().parent.parent / "data" / "examples" / "scaling" / "raw.tar.xz"
+
+
+def test_cpu_ticks_of_a_real_proc_stat_capture():
+    blocks = split_snapshots((FIX / "stat.txt").read_text())
+    (b1, t1, n1), (b2, t2, n2) = cpu_ticks(blocks[1][2]), cpu_ticks(blocks[2][2])
+    assert n1 == n2 == 2                                   # cpu0, cpu1
+    # t1 -> t2 (as in test_run_summary): user 131, system 32, softirq 3 busy; idle 30, iowait 5
+    assert (b2 - b1, t2 - t1) == (166, 201)
+    # first block: cpu  84426 0 19859 184009 2209 0 1120 8014: steal counts as busy, iowait as idle
+    assert cpu_ticks(blocks[0][2])[:2] == (84426 + 19859 + 1120 + 8014, 84426 + 19859 + 184009 + 2209 + 1120 + 8014)
+
+
+def test_process_ticks_parses_utime_and_stime_whatever_comm_holds():
+    tail = "S 1 100 100 0 -1 4194560 5000 0 12 0 {u} {s} 0 0 20 0 9 0 1234 0 0"
+    assert process_ticks("4242 (qemu-system-x86) " + tail.format(u=7000, s=1500)) == 8500
+    assert process_ticks("4242 (a) b (c)) " + tail.format(u=3, s=4)) == 7
+    # the real thing: this process's own ticks, against what the kernel reports through os.times()
+    t = os.times()
+    real = process_ticks(Path(f"/proc/{os.getpid()}/stat").read_text())
+    assert abs(real - (t.user + t.system) * os.sysconf("SC_CLK_TCK")) <= 5
+
+
+def fake_proc(root: Path, cmdlines: dict) -> Path:
+    for pid, argv in cmdlines.items():
+        (root / str(pid)).mkdir(parents=True)
+        (root / str(pid) / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+    return root
+
+
+def test_zbench_qemus_are_found_by_their_name(tmp_path):
+    proc = fake_proc(tmp_path, {
+        101: ["/usr/bin/qemu-system-x86_64", "-name", "zbench-lab-pytest", "-accel", "tcg"],
+        102: ["qemu-system-x86_64", "-name", "zbench-lab-sweep-demo"],
+        200: ["/usr/bin/qemu-system-x86_64", "-name", "someone-elses-vm"],
+        300: ["python", "-c", "print('zbench-lab-pytest')"],
+    })
+    (proc / "self").mkdir()
+    assert zbench_qemus(proc) == [101, 102]
+
+
+def snap(t, busy, total, qemu, qemus=(4242,), ncpu=2):
+    return dict(t=t, busy=busy, total=total, ncpu=ncpu, qemu=qemu, qemus=list(qemus))
+
+
+def record(*snaps, pid=4242):
+    return dict(qemu_pid=pid, interval_s=1.0, error=None, snapshots=list(snaps))
+
+
+def test_summary_in_cores():
+    # 2 CPUs, 10 s at 100 ticks/s: 2000 ticks pass; 1500 busy = 1.5 cores, the QEMU 1200 = 1.2 cores
+    s = summarize(record(snap(0, 0, 0, 0), snap(5, 700, 1000, 600), snap(10, 1500, 2000, 1200)))
+    assert s["host_busy_cores"] == pytest.approx(1.5) and s["host_qemu_cores"] == pytest.approx(1.2)
+    # the second half was busier: 800 of 1000 ticks against the QEMU's 600, 0.4 cores beside it
+    assert s["host_other_cores"] == pytest.approx(0.3) and s["host_other_cores_peak"] == pytest.approx(0.4)
+    assert (s["host_cpus"], s["host_load_s"], s["host_other_qemus"], s["host_load_error"]) == (2, 10, 0, None)
+    assert summarize(None) == {}
+    gone = summarize(record(snap(0, 0, 0, 0), snap(10, 1500, 2000, None)))
+    assert "not seen" in gone["host_load_error"] and gone["host_other_cores"] != gone["host_other_cores"]
+
+
+def judge(rec, **ctx):
+    return host_contention([], {}, {"qemu_pid": 4242, **summarize(rec), **ctx})
+
+
+def test_host_contention_flags_cpu_taken_beside_the_lab_and_a_crowd_of_labs():
+    quiet = judge(record(snap(0, 0, 0, 0), snap(10, 1500, 2000, 1200)))
+    assert quiet["flag"] is False and quiet["other_cores"] == pytest.approx(0.3)
+    # another busy lab (or a compile) took 0.9 of a core while ours ran
+    busy = judge(record(snap(0, 0, 0, 0), snap(10, 1900, 2000, 1000)))
+    assert busy["flag"] is True and busy["reason"].startswith("0.90 cores busy beside the lab's QEMU")
+    assert busy["other_cores_max"] == OTHER_CORES_MAX
+    # one idle lab beside ours is allowed, two are not
+    one = judge(record(snap(0, 0, 0, 0, qemus=(4242, 7)), snap(10, 1300, 2000, 1200, qemus=(4242, 7))))
+    assert one["flag"] is False and one["other_qemus"] == 1
+    two = judge(record(snap(0, 0, 0, 0, qemus=(4242, 7, 8)), snap(10, 1300, 2000, 1200, qemus=(4242, 7))))
+    assert two["flag"] is True and "2 other zbench labs running" in two["reason"]
+
+
+def test_host_contention_not_judged_outside_a_lab_or_without_samples():
+    nolab = host_contention([], {}, {})
+    assert nolab["flag"] is None and nolab["reason"].startswith("not a lab run")
+    unrecorded = host_contention([], {}, {"qemu_pid": 4242})
+    assert unrecorded["flag"] is None and unrecorded["reason"] == "controller load not recorded"
+    gone = judge(record(snap(0, 0, 0, 0), snap(10, 1500, 2000, None)))
+    assert gone["flag"] is None and "QEMU pid 4242 not seen" in gone["reason"]
+
+
+def test_sampler_on_this_machine_with_this_process_as_the_qemu(tmp_path):
+    s = Sampler(os.getpid(), interval_s=0.05).start()
+    end = time.monotonic() + 0.4
+    while time.monotonic() < end:          # keep this process busy: it stands in for the QEMU
+        sum(range(1000))
+    rec = s.write(tmp_path / "controller.json")
+    assert json.loads((tmp_path / "controller.json").read_text()) == rec
+    assert rec["error"] is None and len(rec["snapshots"]) >= 3 and rec["qemu_pid"] == os.getpid()
+    out = summarize(rec)
+    assert out["host_cpus"] == os.cpu_count() and out["host_qemu_cores"] > 0
+    assert out["host_busy_cores"] >= out["host_qemu_cores"] - 0.2        # tick granularity
+    assert Sampler(os.getpid(), 0.05, proc=tmp_path).start().stop()["error"]   # no /proc there: recorded
+
+
+@pytest.fixture()
+def real_attempt(tmp_path):
+    """One raw run of the scaling example (stripe(4) seqread, rep 2), copied so it can be edited."""
+    with tarfile.open(SCALING) as tf:
+        tf.extractall(tmp_path, members=[m for m in tf.getmembers() if m.name.startswith("raw/c62159e-r02/")],
+                      filter="data")
+    return tmp_path / "raw" / "c62159e-r02" / "attempt-1"
+
+
+def test_derive_rows_reads_the_controllers_record(real_attempt):
+    rows, checks = derive_rows(real_attempt)
+    assert rows[0]["flag_host_contention"] is None                  # recorded before: no QEMU pid
+    run = json.loads((real_attempt / "run.json").read_text())
+    run["context"]["qemu_pid"] = 4242
+    (real_attempt / "run.json").write_text(json.dumps(run))
+    rows, checks = derive_rows(real_attempt)
+    assert rows[0]["flag_host_contention"] is None and "host_contention: controller load not recorded" in \
+        rows[0]["not_judged"]
+    (real_attempt / "controller.json").write_text(json.dumps(record(snap(0, 0, 0, 0), snap(15, 2800, 3000, 1500))))
+    rows, checks = derive_rows(real_attempt)
+    r = rows[0]
+    assert r["flag_host_contention"] is True and r["host_other_cores"] == pytest.approx(0.87, abs=0.01)
+    assert r["host_qemu_cores"] == pytest.approx(1.0) and "host_contention" in r["truth_flags"].split(",")
+    assert "host_contention" not in r["not_judged"] and r["flagged"] is True
