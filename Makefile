@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.zbench-installed
 
-.PHONY: demo test test-fast setup host-packages venv image bench clean-venv
+.PHONY: demo test test-fast setup host-packages venv image image-zfs21 bench clean-venv
 
 setup: host-packages venv
 
@@ -25,6 +25,10 @@ venv: $(STAMP)
 image: setup
 	$(BIN)/zbench lab build
 
+# The OpenZFS 2.1 image, for the focused 2.1 subset of the lab tests (built once, cached).
+image-zfs21: setup
+	$(BIN)/zbench lab build --zfs 2.1
+
 demo: image
 	$(BIN)/zbench demo
 
@@ -35,7 +39,7 @@ NBVAL := notebooks/analysis-scaling.ipynb notebooks/analysis-volblocksize.ipynb 
          --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 # The whole suite; the lab tests share one booted lab for the session.
-test: image
+test: image image-zfs21
 	@$(PYTHON) -m zbench_lib.hosts.setup_host --tests
 	$(BIN)/python -m pytest -q -ra tests $(NBVAL)
 

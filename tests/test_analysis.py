@@ -51,8 +51,8 @@ def test_truth_summary_counts_runs_per_flag():
                            flag_cache_served=[False, False, True, False]))
     df["flagged"] = df.filter(like="flag_").any(axis=1)
     t = A.truth_summary(df).set_index("flag")
-    assert t.loc["flag_not_steady", "runs"] == 1 and t.loc["flag_not_steady", "rows"] == 2
-    assert t.loc["flagged", "runs"] == 2 and t.loc["flagged", "share_of_runs"] == pytest.approx(2 / 3)
+    assert t.loc["flag_not_steady", ["raised", "passed", "not_judged", "runs"]].tolist() == [1, 2, 0, 3]
+    assert t.loc["flagged", "raised"] == 2 and t.loc["flagged", "share_raised"] == pytest.approx(2 / 3)
     assert A.flagged_runs(df)["flags"].tolist() == ["not_steady", "not_steady", "cache_served"]
     assert len(A.select_admissible(df)) == 1 and len(A.select_admissible(df, include_flagged=True)) == 4
 
@@ -86,7 +86,8 @@ def test_scaling_conclusion_numbers_come_from_the_table():
     assert r["scaling"] == pytest.approx(161.2 / 150.0)
     assert r["efficiency"] == pytest.approx(161.2 / 150.0 / 2)
     assert r["disk_equivalents_per_vdev"] == pytest.approx(161.2 / 150)
-    assert r["model_per_disk"] == pytest.approx(150 / 4)   # 16K on raidz2 of 6 spans all 4 data disks
+    # 16K on raidz2 of 6 spans all 4 data columns: 150 · 6/4 for the vdev, over 4 data disks
+    assert r["model_per_disk"] == pytest.approx(150 * 6 / 4 / 4)
     text = A.conclusions_scaling(s, "iops")
     rz = [t for t in text if t.startswith("raidz2")][0]
     assert f"efficiency {r['efficiency']:.2f} (95% CI {r['efficiency_ci_low']:.2f}–{r['efficiency_ci_high']:.2f})" in rz
@@ -97,8 +98,13 @@ def test_scaling_conclusion_numbers_come_from_the_table():
 def test_scaling_verdict_says_when_it_cannot_judge():
     # mirror 2 -> 4 data disks: one run at the top (no CI), or a CI wide enough to hold linear
     single = pd.concat([_runs("mirror", 2, [300, 305, 295]), _runs("mirror", 4, [590])])
-    text = A.conclusions_scaling(A.scaling_table(single.assign(volblocksize_bytes=16384), "iops"), "iops")[0]
-    assert text.endswith("not judged: no CI (a single admissible run at one end).") and "nan" not in text
+    text = A.conclusions_scaling(A.scaling_table(single.assign(volblocksize_bytes=16384), "iops"), "iops")
+    assert text[0].endswith("at 2 data disks: not judged: 1 admissible run (a CI needs 2).") and "nan" not in text[0]
+    assert "conditional on one pool" in text[-1]
+    base1 = pd.concat([_runs("mirror", 2, [300]), _runs("mirror", 4, [590, 600, 610])])
+    text = A.conclusions_scaling(A.scaling_table(base1.assign(volblocksize_bytes=16384), "iops"), "iops")
+    assert text[0].endswith("at 1 data disks: not judged: 1 admissible run (a CI needs 2).")
+    assert text[1].endswith("not judged: no CI (a single admissible run at one end).") and "nan" not in text[1]
     wide = pd.concat([_runs("mirror", 2, [300, 150, 450]), _runs("mirror", 4, [900, 500, 1300])])
     text = A.conclusions_scaling(A.scaling_table(wide.assign(volblocksize_bytes=16384), "iops"), "iops")[0]
     assert "too uncertain to call" in text and "below linear" not in text
@@ -112,19 +118,27 @@ def test_compare_table_adds_tost_and_conclusions_follow_it():
     d = 101 + rng.normal(0, 8, 3)
     df = pd.concat([_runs("mirror", 4, a, vbs=1), _runs("raidz1", 4, b, vbs=1), _runs("raidz2", 4, c, vbs=1),
                     _runs("stripe", 4, d, vbs=1)])
-    cmp = A.compare_table(df, "iops", "layout", "mirror", margin=0.05).set_index("level")
-    # reference: scipy.stats.ttest_ind(b, a, equal_var=False)
-    assert cmp.loc["raidz1", "welch_p"] == pytest.approx(sps.ttest_ind(b, a, equal_var=False).pvalue)
+    # mirror of 4 has 2 data disks, raidz1 of 4 three, stripe of 4 four: at equal data disks only
+    # raidz2 of 4 (2 data disks) compares with the mirror; "equal total disks" compares them all
+    eq_data = A.compare_table(df, "iops", "layout", "mirror", margin=0.05, disks="data")
+    assert eq_data["level"].tolist() == ["raidz2"] and (eq_data["comparison"] == "equal data disks").all()
+    cmp = A.compare_table(df, "iops", "layout", "mirror", margin=0.05, disks="total").set_index("level")
+    assert (cmp["comparison"] == "equal total disks").all()
+    # reference: scipy.stats.ttest_ind_from_stats on (ln mean, SD/mean, n) of each side, Welch
+    ref = sps.ttest_ind_from_stats(np.log(b.mean()), b.std(ddof=1) / b.mean(), 6,
+                                   np.log(a.mean()), a.std(ddof=1) / a.mean(), 6, equal_var=False).pvalue
+    assert cmp.loc["raidz1", "p"] == pytest.approx(ref)
     assert bool(cmp.loc["raidz1", "equivalent"]) and not bool(cmp.loc["raidz2", "equivalent"])
     text = {t.split(" vs")[0]: t for t in A.conclusions_compare(cmp.reset_index(), "iops")}
+    assert "Each comparison holds every other varying factor equal, at equal total disks." in text
     assert "no meaningful difference (equivalent within ±5%" in text["layout=raidz1"]
-    assert "higher than mirror, a significant difference" in text["layout=raidz2"]
+    assert "higher than mirror, significant after Holm correction" in text["layout=raidz2"]
     assert "inconclusive" in text["layout=stripe"] and "no meaningful difference" not in text["layout=stripe"]
     assert f"ratio {cmp.loc['raidz2', 'ratio']:.2f}" in text["layout=raidz2"]
     assert not any("Mann–Whitney U is not reported" in t for t in text.values())    # 6 vs 6, 3 vs 6 can
     small = pd.concat([_runs("mirror", 4, a[:3]), _runs("raidz1", 4, c[:3])])
-    assert "Mann–Whitney U is not reported for 1" in A.conclusions_compare(A.compare_table(small, "iops", "layout",
-                                                                                          "mirror"))[-1]
+    lines = A.conclusions_compare(A.compare_table(small, "iops", "layout", "mirror", disks="total"))
+    assert any("Mann–Whitney U is not reported for 1" in t for t in lines)
 
 
 def test_space_check_and_volblocksize_conclusions():
@@ -156,9 +170,11 @@ def test_single_run_sides_are_not_judged():
     text = A.conclusions_volblocksize(cmp, None, None, "iops")
     assert any("4K not judged against 16K: n 1 vs 3 admissible runs" in t for t in text)
     assert not any("4K gives" in t for t in text)     # the single 560 does not win by default
-    assert any(t.endswith("128K gives 1.10x the iops of 16K (95% CI "
-                          f"{cmp.iloc[-1]['ratio_ci_low']:.2f}–{cmp.iloc[-1]['ratio_ci_high']:.2f}, Holm p "
-                          f"{_p(cmp.iloc[-1]['holm_p'])}).") for t in text), text
+    r = cmp.iloc[-1]
+    assert any(t.endswith(f"128K gives 1.10x the IOPS of 16K (95% CI {r['ratio_ci_low']:.2f}–{r['ratio_ci_high']:.2f}, "
+                          f"Holm p {_p(r['holm_p'])}, Holm-adjusted 95.0% CI {r['adj_ci_low']:.2f}–"
+                          f"{r['adj_ci_high']:.2f}).") for t in text), text
     lines = A.conclusions_compare(cmp, "iops")
-    assert any("=4K vs 16K" in t and "not judged (a CI needs at least 2 runs a side)" in t for t in lines)
+    assert any("=4K vs 16K" in t and "not judged (n 1 vs 3 admissible runs; a CI needs at least 2 runs a side)" in t
+               for t in lines)
     assert not any("nan" in t for t in lines + text)

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats as sps
 
 from zbench_lib.analysis.compare import (bootstrap_ratio_ci, cliffs_delta, compare, hedges_g,
-                                mannwhitney_min_p, ratio_ci, tost)
+                                         mannwhitney_min_p, ratio_ci, tost)
 from zbench_lib.core.errors import ConfigError
 
 A = [102.1, 98.7, 101.5, 99.9, 100.4]
@@ -94,6 +94,14 @@ def test_mannwhitney_min_p_exact():
         pytest.approx(mannwhitney_min_p(5, 5))
 
 
+def _log_welch_p(a, b):
+    """Reference: the delta-method log-ratio test through scipy's from-moments Welch test."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return sps.ttest_ind_from_stats(math.log(a.mean()), a.std(ddof=1) / a.mean(), len(a),
+                                    math.log(b.mean()), b.std(ddof=1) / b.mean(), len(b),
+                                    equal_var=False).pvalue
+
+
 def _two_level(n, lo=80.0, hi=100.0):
     return pd.DataFrame({"layout": ["mirror"] * n + ["raidz1"] * n,
                          "iops": [hi + i for i in range(n)] + [lo + i for i in range(n)]})
@@ -116,15 +124,21 @@ def test_compare_reference_values():
     out = compare(df, "iops", "layout", baseline="mirror")
     row = out.iloc[0]
     assert (row.level, row.baseline, row.n_level, row.n_baseline) == ("raidz1", "mirror", 5, 5)
-    # R: t.test(A, B, var.equal=FALSE)$p.value -> 0.000681918 (from scipy ttest_ind, same test)
-    assert row.welch_p == pytest.approx(0.000681918, rel=1e-5)
-    assert row.holm_p == pytest.approx(row.welch_p)                 # family of one
+    # The p of the ratio's own statistic: t = ln(100.52/95.9) / 0.0087939 = 5.35039 on 7.9457 df
+    # (scipy.stats.ttest_ind_from_stats(ln mA, sA/mA, 5, ln mB, sB/mB, 5, equal_var=False))
+    assert row.p == pytest.approx(0.000701213, rel=1e-5)
+    assert row.p == pytest.approx(_log_welch_p(A, B), rel=1e-9)
+    assert row.welch_df == pytest.approx(7.9457115, rel=1e-6)
+    assert row.holm_p == pytest.approx(row.p)                         # family of one
+    assert row.holm_alpha == pytest.approx(0.05)
+    assert (row.adj_ci_low, row.adj_ci_high) == pytest.approx((row.ratio_ci_low, row.ratio_ci_high))
     assert row.ratio == pytest.approx(1.0481752, rel=1e-6)
     assert row.ratio_ci_low == pytest.approx(1.0271088, rel=1e-6)
     assert row.hedges_g == pytest.approx(3.060956, rel=1e-6)
     assert row.cliffs_delta == 1.0
-    # R: wilcox.test(A, B)$p.value -> 0.007937 (exact; 2/252)
+    # R: wilcox.test(A, B, exact=TRUE)$p.value -> 0.007937 (2/252)
     assert row.mannwhitney_p == pytest.approx(0.0079365, rel=1e-4)
+    assert row.significant and row.verdict == "higher" and row.unit == "run"
 
 
 def test_compare_groups_by_and_holm_family():
@@ -136,16 +150,14 @@ def test_compare_groups_by_and_holm_family():
     df = pd.DataFrame(rows)
     out = compare(df, "iops", "layout", "mirror", by="workload")
     assert len(out) == 4 and set(out.level) == {"raidz1", "raidz2"}
-    ref = sps.ttest_ind(df.query("workload == 'randread' and layout == 'raidz1'").iops,
-                        df.query("workload == 'randread' and layout == 'mirror'").iops,
-                        equal_var=False).pvalue
-    assert out.query("workload == 'randread' and level == 'raidz1'").welch_p.item() == \
-        pytest.approx(ref)
+    ref = _log_welch_p(df.query("workload == 'randread' and layout == 'raidz1'").iops,
+                       df.query("workload == 'randread' and layout == 'mirror'").iops)
+    assert out.query("workload == 'randread' and level == 'raidz1'").p.item() == pytest.approx(ref)
     from statsmodels.stats.multitest import multipletests
-    assert out.holm_p.tolist() == pytest.approx(multipletests(out.welch_p, method="holm")[1])
+    assert out.holm_p.tolist() == pytest.approx(multipletests(out.p, method="holm")[1])
     per = compare(df, "iops", "layout", "mirror", by="workload", family="workload")
     for _, g in per.groupby("workload"):
-        assert g.holm_p.tolist() == pytest.approx(multipletests(g.welch_p, method="holm")[1])
+        assert g.holm_p.tolist() == pytest.approx(multipletests(g.p, method="holm")[1])
 
 
 def _holm_by_hand(p):
@@ -165,7 +177,7 @@ def test_holm_hand_reference():
             (("mirror", [100, 101, 99, 100]), ("raidz1", [97, 99, 98, 96]),
              ("raidz2", [99, 102, 98, 100]), ("raidz3", [90, 92, 91, 89])) for v in vals]
     out = compare(pd.DataFrame(rows), "iops", "layout", "mirror")
-    assert out.holm_p.to_numpy() == pytest.approx(_holm_by_hand(out.welch_p.to_numpy()))
+    assert out.holm_p.to_numpy() == pytest.approx(_holm_by_hand(out.p.to_numpy()))
 
 
 def test_compare_rejects_unknown_baseline():

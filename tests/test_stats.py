@@ -30,18 +30,20 @@ def test_summary_reference_values():
     assert (m.n, m["mean"], m["std"], m["median"]) == (3, 100.0, 10.0, 100.0)
     assert m["cov"] == pytest.approx(0.10)
     assert m.mad == 10.0                               # |110−100|, |90−100|, 0 → median 10
-    # R: t.test(c(100, 110, 90))$conf.int → 75.1587 124.8413 (qt(0.975, 2) = 4.302653)
-    assert (m.ci95_low, m.ci95_high) == pytest.approx((75.15866, 124.84134), rel=1e-6)
+    # On the log scale (docs/methods.md §1): 100 · exp(± qt(0.975, 2) · 0.1 / sqrt(3)), qt = 4.302653
+    # → 78.00371 .. 128.19903 (R: exp(t.test(log(100) + (x − 100)/100)$conf.int))
+    assert (m.ci95_low, m.ci95_high) == pytest.approx((78.003712, 128.199027), rel=1e-6)
     assert m.cov_warning and not m.range_warning
     r = s.loc["raidz1"]
     v = np.array([50.0, 52.0, 48.0, 51.0, 120.0])
     assert r["std"] == pytest.approx(v.std(ddof=1))
     assert r.mad == pytest.approx(sps.median_abs_deviation(v))
-    half = sps.t.ppf(0.975, 4) * v.std(ddof=1) / math.sqrt(5)
-    assert r.ci95_high == pytest.approx(v.mean() + half)
-    assert r.rel_ci_halfwidth == pytest.approx(half / v.mean())
+    half = sps.t.ppf(0.975, 4) * v.std(ddof=1) / math.sqrt(5) / v.mean()
+    assert r.ci95_high == pytest.approx(v.mean() * math.exp(half))
+    assert r.rel_ci_halfwidth == pytest.approx(math.sinh(half))      # (high − low) / 2 / mean
     assert r.range_warning                             # 120 > 1.5 × mean 64.2
     assert list(s.columns[:6]) == ["n", "mean", "std", "cov", "median", "mad"]
+    assert (s["unit"] == "run").all() and (s["n_pools"] == 1).all() and s["conditional_on_pool"].all()
 
 
 def test_summary_quiet_group_and_single_run():
@@ -146,8 +148,7 @@ def test_scaling_separate_families_and_ambiguous_baseline():
 def test_docstring_examples_run():
     import doctest
 
-    from zbench_lib.analysis import compare
-    from zbench_lib.analysis import stats
-    for module in (stats, compare):
+    from zbench_lib.analysis import compare, coverage, flags, ratio, replication, stats, tables
+    for module in (stats, compare, ratio, replication, flags, coverage, tables):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__

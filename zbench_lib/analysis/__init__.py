@@ -1,21 +1,26 @@
 """Analysis of a finished sweep: statistics, tables, conclusions, plots, reports.
 
 The analysis notebooks import this package as `A`; the names below are their API.
-Analysis reads the store (results.parquet, raw/) and never talks to a host.
+Analysis reads the store (results.parquet, raw/, plan.json) and never talks to a host.
+The methods are written down in docs/methods.md.
 """
 
 from zbench_lib.analysis.conclusions import (conclusions_compare, conclusions_scaling,
-                                             conclusions_volblocksize)
+                                             conclusions_volblocksize, efficiency_verdict)
+from zbench_lib.analysis.coverage import cell_status, load_plan
+from zbench_lib.analysis.flags import admissible_mask, tristate
+from zbench_lib.analysis.replication import resolve_unit
 from zbench_lib.analysis.sweep_data import (CONFIG_COLUMNS, FLAG_MEANINGS, LAYOUT_COLUMNS, Sweep,
                                             environment_table, flagged_runs, load_sweep, parse_level,
                                             resolve_sweep_dir, select_admissible, truth_summary,
                                             varying_columns)
-from zbench_lib.analysis.tables import compare_table, scaling_table, space_check
+from zbench_lib.analysis.tables import compare_table, scaling_table, space_check, workload_metric
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
 
-__all__ = ["CONFIG_COLUMNS", "FLAG_MEANINGS", "LAYOUT_COLUMNS", "ConfigError", "Sweep",
-           "compare_table", "conclusions_compare", "conclusions_scaling", "conclusions_volblocksize",
-           "environment_table", "flagged_runs", "format_size", "load_sweep", "parse_level",
-           "resolve_sweep_dir", "scaling_table", "select_admissible", "space_check", "truth_summary",
-           "varying_columns"]
+__all__ = ["CONFIG_COLUMNS", "FLAG_MEANINGS", "LAYOUT_COLUMNS", "ConfigError", "Sweep", "admissible_mask",
+           "cell_status", "compare_table", "conclusions_compare", "conclusions_scaling",
+           "conclusions_volblocksize", "efficiency_verdict", "environment_table", "flagged_runs",
+           "format_size", "load_plan", "load_sweep", "parse_level", "resolve_sweep_dir", "resolve_unit",
+           "scaling_table", "select_admissible", "space_check", "truth_summary", "tristate",
+           "varying_columns", "workload_metric"]

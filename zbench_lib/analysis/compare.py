@@ -1,147 +1,27 @@
 """Comparing configurations: ratio of means with its interval, tests and effect sizes.
 
-The house rule (docs/statistics.md): lead with the ratio of means and its 95% CI,
-then a p-value, an effect size, and claim "no difference" only through an
-equivalence test. `compare` applies all of that along one factor against a baseline.
+The house rule (docs/methods.md §1–§6): lead with the ratio of means and its 95% CI, then
+the p-value of the same statistic (log ratio, Welch df), Holm-adjusted within the family
+with the matching adjusted CI; "higher"/"lower" only from the adjusted test, "no
+difference" only from TOST at a stated margin. `compare` applies all of that along one
+factor against a baseline, on runs or on pool replicates (`replication.py`).
 """
 
 from __future__ import annotations
 
-import inspect
 import math
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
-from statsmodels.stats.multitest import multipletests
 
+from zbench_lib.analysis.ratio import (RatioCI, RatioTest, TOSTResult, bootstrap_ratio_ci,  # noqa: F401
+                                       equivalence_bounds, holm, linearised_log, log_ratio_moments,
+                                       log_ratio_test, ratio_ci, ratio_ci_from_moments, tost, values)
+from zbench_lib.analysis.replication import to_units
 from zbench_lib.core.errors import ConfigError
 
-
-# scipy >= 1.15 calls the seed `rng`; older releases only know `random_state`.
-_BOOTSTRAP_SEED_ARG = "rng" if "rng" in inspect.signature(sps.bootstrap).parameters else "random_state"
-
-
-class RatioCI(NamedTuple):
-    ratio: float
-    low: float
-    high: float
-    df: float
-
-
-class TOSTResult(NamedTuple):
-    ratio: float
-    low: float           # (1 - 2*alpha) interval of the ratio
-    high: float
-    lower_bound: float   # equivalence bounds on the ratio
-    upper_bound: float
-    p_lower: float
-    p_upper: float
-    p: float
-    equivalent: bool
-
-
-def _values(x) -> np.ndarray:
-    v = np.asarray(x, dtype=float).ravel()
-    return v[~np.isnan(v)]
-
-
-def log_ratio_moments(m_a, s_a, n_a, m_b, s_b, n_b):
-    """ln(mA/mB), its delta-method standard error and Welch–Satterthwaite df.
-
-    Var ln(mean) ≈ s² / (n m²) for each side; df pools the two variances like Welch's test.
-    Works element-wise on arrays; a side with n < 2 gives NaN se and df.
-    """
-    m_a, s_a, n_a, m_b, s_b, n_b = (np.asarray(v, dtype=float) for v in (m_a, s_a, n_a, m_b, s_b, n_b))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        v_a = s_a ** 2 / (n_a * m_a ** 2)
-        v_b = s_b ** 2 / (n_b * m_b ** 2)
-        est = np.log(m_a / m_b)
-        se = np.sqrt(v_a + v_b)
-        df = (v_a + v_b) ** 2 / (v_a ** 2 / (n_a - 1) + v_b ** 2 / (n_b - 1))
-    return est, se, df
-
-
-def ratio_ci_from_moments(m_a, s_a, n_a, m_b, s_b, n_b, conf=0.95):
-    """Ratio mA/mB, CI low/high and df from summary moments (element-wise; see `ratio_ci`)."""
-    est, se, df = log_ratio_moments(m_a, s_a, n_a, m_b, s_b, n_b)
-    t = sps.t.ppf((1 + conf) / 2, df)
-    return np.exp(est), np.exp(est - t * se), np.exp(est + t * se), df
-
-
-def ratio_ci(a, b, conf: float = 0.95) -> RatioCI:
-    """Ratio of means mean(a)/mean(b) with a log-ratio delta-method interval.
-
-    ln(mA/mB) ± t(df) · sqrt(sA²/(nA·mA²) + sB²/(nB·mB²)), df by Welch–Satterthwaite.
-    Needs positive means and at least 2 values a side (else low/high are NaN).
-
-    Examples
-    --------
-    >>> r = ratio_ci([110, 112, 108], [100, 101, 99])
-    >>> round(r.ratio, 3), round(r.low, 3), round(r.high, 3)
-    (1.1, 1.06, 1.142)
-    """
-    a, b = _values(a), _values(b)
-    if len(a) == 0 or len(b) == 0:
-        raise ConfigError("ratio_ci: both samples need at least one value")
-    r, lo, hi, df = ratio_ci_from_moments(a.mean(), a.std(ddof=1) if len(a) > 1 else np.nan, len(a),
-                                           b.mean(), b.std(ddof=1) if len(b) > 1 else np.nan, len(b), conf)
-    return RatioCI(float(r), float(lo), float(hi), float(df))
-
-
-def bootstrap_ratio_ci(a, b, conf: float = 0.95, n_resamples: int = 9999, rng=None) -> RatioCI:
-    """Ratio of means with a BCa bootstrap interval (`scipy.stats.bootstrap`).
-
-    Resamples runs within each side independently (one level; a pool re-create level
-    would need hierarchical resampling). At 3 runs a side the bootstrap distribution is
-    coarse: prefer `ratio_ci` there. `df` is NaN.
-
-    Examples
-    --------
-    >>> r = bootstrap_ratio_ci([110, 112, 108, 111], [100, 101, 99, 100], rng=0)
-    >>> r.low < r.ratio < r.high
-    True
-    """
-    a, b = _values(a), _values(b)
-
-    def stat(x, y, axis=-1):
-        return np.mean(x, axis=axis) / np.mean(y, axis=axis)
-
-    seed = {_BOOTSTRAP_SEED_ARG: np.random.default_rng(rng)}
-    res = sps.bootstrap((a, b), stat, vectorized=True, paired=False, confidence_level=conf,
-                        n_resamples=n_resamples, method="BCa", **seed)
-    ci = res.confidence_interval
-    return RatioCI(float(stat(a, b)), float(ci.low), float(ci.high), math.nan)
-
-
-def tost(a, b, margin_ratio: float = 0.05, alpha: float = 0.05) -> TOSTResult:
-    """Equivalence test of mean(a)/mean(b) within ±margin, on the log scale.
-
-    Bounds are symmetric in log space: [1/(1+m), 1+m] (m=0.25 gives the familiar
-    0.80–1.25). Two one-sided Welch-type t tests on ln(mA/mB) with the delta-method
-    standard error and Welch–Satterthwaite df; p = max of the two. Equivalently, the
-    (1 − 2α) `ratio_ci` lies inside the bounds exactly when `equivalent` is True.
-
-    Examples
-    --------
-    >>> r = tost([100, 101, 99, 100, 100], [100, 100.5, 99.5, 100, 100.2], margin_ratio=0.05)
-    >>> bool(r.equivalent)
-    True
-    """
-    a, b = _values(a), _values(b)
-    if len(a) < 2 or len(b) < 2:
-        raise ConfigError("tost: needs at least 2 values on each side")
-    if margin_ratio <= 0:
-        raise ConfigError(f"tost: margin_ratio must be positive, got {margin_ratio}")
-    est, se, df = log_ratio_moments(a.mean(), a.std(ddof=1), len(a), b.mean(), b.std(ddof=1), len(b))
-    hi_log = math.log1p(margin_ratio)
-    p_lower = float(sps.t.sf((est + hi_log) / se, df))    # H0: ln r <= -ln(1+m)
-    p_upper = float(sps.t.cdf((est - hi_log) / se, df))   # H0: ln r >= +ln(1+m)
-    t = sps.t.ppf(1 - alpha, df)
-    p = max(p_lower, p_upper)
-    return TOSTResult(float(np.exp(est)), float(np.exp(est - t * se)), float(np.exp(est + t * se)),
-                      1 / (1 + margin_ratio), 1 + margin_ratio, p_lower, p_upper, p, bool(p < alpha))
+VERDICTS = ("higher", "lower", "equivalent", "inconclusive", "not judged")
 
 
 def hedges_g(a, b) -> float:
@@ -150,7 +30,7 @@ def hedges_g(a, b) -> float:
     Uses J = 1 − 3 / (4(nA + nB) − 9), as R's effsize::cohen.d(hedges.correction=TRUE)
     and pingouin do.
     """
-    a, b = _values(a), _values(b)
+    a, b = values(a), values(b)
     n_a, n_b = len(a), len(b)
     if n_a < 2 or n_b < 2:
         return math.nan
@@ -161,10 +41,16 @@ def hedges_g(a, b) -> float:
 
 
 def cliffs_delta(a, b) -> float:
-    """Cliff's δ = P(a > b) − P(a < b) over all pairs, in [−1, 1]."""
-    a, b = _values(a), _values(b)
-    diff = np.sign(a[:, None] - b[None, :])
-    return float(diff.mean()) if diff.size else math.nan
+    """Cliff's δ = P(a > b) − P(a < b) over all pairs, in [−1, 1].
+
+    From the Mann–Whitney U of a (ties count one half): δ = 2U / (nA·nB) − 1.
+    """
+    a, b = values(a), values(b)
+    if not len(a) or not len(b):
+        return math.nan
+    ranks = sps.rankdata(np.concatenate([a, b]))
+    u = ranks[:len(a)].sum() - len(a) * (len(a) + 1) / 2
+    return float(2 * u / (len(a) * len(b)) - 1)
 
 
 def mannwhitney_min_p(n_a: int, n_b: int) -> float:
@@ -175,71 +61,128 @@ def mannwhitney_min_p(n_a: int, n_b: int) -> float:
     >>> mannwhitney_min_p(3, 3), round(mannwhitney_min_p(5, 5), 4)
     (0.1, 0.0079)
     """
+    if n_a < 1 or n_b < 1:
+        return 1.0
     return min(1.0, 2 / math.comb(n_a + n_b, n_a))
 
 
-def compare(df: pd.DataFrame, metric: str, factor: str, baseline, by=None,
-            alpha: float = 0.05, family=None) -> pd.DataFrame:
+MW_EXACT_MAX = 40      # runs a side up to which the exact null distribution is computed
+
+
+def mannwhitney(a, b, alpha: float = 0.05) -> tuple[float, str]:
+    """Exact two-sided Mann–Whitney p (scipy, method="exact") and a note.
+
+    Reported only where the smallest achievable p at these sizes is below `alpha`; else NaN
+    and the note says why. scipy's exact distribution assumes no ties: ties are noted.
+    Beyond MW_EXACT_MAX values a side (far from benchmark run counts) the normal
+    approximation with tie correction is used, and the note says so.
+    """
+    a, b = values(a), values(b)
+    min_p = mannwhitney_min_p(len(a), len(b))
+    if min_p >= alpha:
+        return math.nan, (f"too small: smallest achievable two-sided p at {len(a)} vs {len(b)} "
+                          f"is {min_p:.3g} >= alpha {alpha}")
+    exact = max(len(a), len(b)) <= MW_EXACT_MAX
+    p = float(sps.mannwhitneyu(a, b, alternative="two-sided", method="exact" if exact else "asymptotic").pvalue)
+    if not exact:
+        return p, f"asymptotic: more than {MW_EXACT_MAX} values a side"
+    ties = len(np.unique(np.concatenate([a, b]))) < len(a) + len(b)
+    return p, "exact p assumes no ties; the samples have ties" if ties else ""
+
+
+def _one(x, base, alpha: float, margin: float) -> dict:
+    """Every statistic of one comparison (level values `x` against baseline values `base`)."""
+    r = log_ratio_test(x, base, 1 - alpha)
+    ok = len(x) > 1 and len(base) > 1 and np.isfinite(r.low)
+    t = tost(x, base, margin, alpha) if ok else None
+    mw_p, mw_note = mannwhitney(x, base, alpha)
+    return dict(ratio=r.ratio, ratio_ci_low=r.low, ratio_ci_high=r.high, p=r.p,
+                tost_ci90_low=t.low if t else math.nan, tost_ci90_high=t.high if t else math.nan,
+                tost_p=t.p if t else math.nan, equivalent=bool(t.equivalent) if t else False,
+                margin=margin, hedges_g=hedges_g(x, base), cliffs_delta=cliffs_delta(x, base),
+                mannwhitney_p=mw_p, mannwhitney_note=mw_note, log_se=r.se, welch_df=r.df)
+
+
+def adjust(out: pd.DataFrame, family, alpha: float = 0.05) -> pd.DataFrame:
+    """Holm p, the Holm step's level, the adjusted CI and the verdict, per family (`ratio.holm`).
+
+    `family` lists the columns whose values delimit a family (None: the whole table).
+    """
+    fam = [family] if isinstance(family, str) else list(family or [])
+    out = out.copy()
+    out["holm_p"], out["holm_alpha"] = math.nan, math.nan
+    for _, g in (out.groupby(fam, dropna=False) if fam else [(None, out)]):
+        adj, level = holm(g["p"].to_numpy(float), alpha)
+        out.loc[g.index, "holm_p"], out.loc[g.index, "holm_alpha"] = adj, level
+    with np.errstate(invalid="ignore"):
+        t = sps.t.ppf(1 - out["holm_alpha"].to_numpy(float) / 2, out["welch_df"].to_numpy(float))
+        est, se = np.log(out["ratio"].to_numpy(float)), out["log_se"].to_numpy(float)
+        out["adj_ci_low"], out["adj_ci_high"] = np.exp(est - t * se), np.exp(est + t * se)
+    out["significant"] = out["holm_p"].lt(alpha)
+    out["verdict"] = [verdict(r, alpha) for _, r in out.iterrows()]
+    return out
+
+
+def verdict(row, alpha: float = 0.05) -> str:
+    """higher / lower (Holm p < alpha), equivalent (TOST), inconclusive, or not judged."""
+    if min(row["n_level"], row["n_baseline"]) < 2 or not np.isfinite(row["ratio_ci_low"]):
+        return "not judged"
+    if np.isfinite(row["holm_p"]) and row["holm_p"] < alpha:
+        return "higher" if row["ratio"] > 1 else "lower"
+    return "equivalent" if bool(row["equivalent"]) else "inconclusive"
+
+
+COLUMNS = ("factor", "level", "baseline", "unit", "n_level", "n_baseline", "runs_level", "runs_baseline",
+           "mean_level", "mean_baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "p", "holm_p",
+           "holm_alpha", "adj_ci_low", "adj_ci_high", "significant", "tost_ci90_low", "tost_ci90_high",
+           "tost_p", "equivalent", "margin", "hedges_g", "cliffs_delta", "mannwhitney_p",
+           "mannwhitney_note", "verdict", "log_se", "welch_df")
+
+
+def compare(df: pd.DataFrame, metric: str, factor: str, baseline, by=None, alpha: float = 0.05,
+            family=None, margin: float = 0.05, unit: str = "auto") -> pd.DataFrame:
     """Each level of `factor` against `baseline`, within each group of `by`.
 
-    Rows of `df` are repetitions; `by` must list every other column that varies
-    between configurations, or runs of different configurations get pooled.
-    `family` lists the `by` columns that delimit a Holm family (default: the whole
-    table is one family). Mann–Whitney p is reported only where its smallest
-    achievable two-sided p at those sample sizes is below `alpha`.
+    Rows of `df` are repetitions; `by` must list every other column that varies between
+    configurations, or runs of different configurations get pooled. `family` lists the `by`
+    columns that delimit a Holm family (default: the whole table is one family). `unit`:
+    'auto' works on pool replicates when any configuration has two or more, else on runs
+    (`replication.resolve_unit`); n_level / n_baseline count units, runs_* count runs.
+
+    Columns: `ratio` with its (1 − alpha) CI `ratio_ci_low/high`; `p`, the two-sided p of the
+    log ratio (the CI excludes 1 iff p < alpha); `holm_p` within the family; `holm_alpha`, the
+    level Holm's step assigns, and `adj_ci_low/high`, the (1 − holm_alpha) CI, which excludes
+    1 iff holm_p < alpha (`significant`); TOST at ±`margin` (`tost_*`, `equivalent`);
+    Hedges' g, Cliff's δ; exact Mann–Whitney where n allows; `verdict` (see `verdict`).
 
     Examples
     --------
     >>> df = pd.DataFrame({"layout": ["mirror"] * 3 + ["raidz1"] * 3,
     ...                    "iops": [100, 102, 98, 80, 82, 79]})
     >>> out = compare(df, "iops", "layout", "mirror")
-    >>> round(float(out.loc[0, "ratio"]), 3), out.loc[0, "mannwhitney_note"][:9]
-    (0.803, 'too small')
+    >>> round(float(out.loc[0, "ratio"]), 3), out.loc[0, "verdict"], out.loc[0, "mannwhitney_note"][:9]
+    (0.803, 'lower', 'too small')
     """
     by = [by] if isinstance(by, str) else list(by or [])
     if baseline not in set(df[factor]):
         raise ConfigError(f"compare: baseline {baseline!r} is not a level of {factor!r}")
+    units, unit = to_units(df, metric, by + [factor], unit)
     rows = []
-    groups = df.groupby(by, sort=True, dropna=False) if by else [((), df)]
-    for key, g in groups:
+    for key, g in (units.groupby(by, sort=True, dropna=False) if by else [((), units)]):
         key = key if isinstance(key, tuple) else (key,)
-        base = _values(g.loc[g[factor] == baseline, metric])
+        is_base = g[factor] == baseline
+        base = values(g.loc[is_base, metric])
         if len(base) == 0:
             continue
-        for level, gl in g.groupby(factor, sort=True):
-            if level == baseline:
-                continue
-            x = _values(gl[metric])
+        for level, gl in g[~is_base].groupby(factor, sort=True):
+            x = values(gl[metric])
             row = dict(zip(by, key))
-            row.update(factor=factor, level=level, baseline=baseline, n_level=len(x),
-                       n_baseline=len(base), mean_level=x.mean(), mean_baseline=base.mean())
-            r = ratio_ci(x, base)
-            row.update(ratio=r.ratio, ratio_ci_low=r.low, ratio_ci_high=r.high)
-            row["welch_p"] = (float(sps.ttest_ind(x, base, equal_var=False).pvalue)
-                              if len(x) > 1 and len(base) > 1 else math.nan)
-            row["hedges_g"] = hedges_g(x, base)
-            row["cliffs_delta"] = cliffs_delta(x, base)
-            min_p = mannwhitney_min_p(len(x), len(base))
-            if min_p < alpha:
-                row["mannwhitney_p"] = float(sps.mannwhitneyu(x, base, alternative="two-sided").pvalue)
-                row["mannwhitney_note"] = ""
-            else:
-                row["mannwhitney_p"] = math.nan
-                row["mannwhitney_note"] = (f"too small: smallest achievable two-sided p at "
-                                           f"{len(x)} vs {len(base)} is {min_p:.3g} >= alpha {alpha}")
+            row.update(factor=factor, level=level, baseline=baseline, unit=unit, n_level=len(x),
+                       n_baseline=len(base), runs_level=int(gl["n_runs"].sum()),
+                       runs_baseline=int(g.loc[is_base, "n_runs"].sum()), mean_level=x.mean(),
+                       mean_baseline=base.mean(), **_one(x, base, alpha, margin))
             rows.append(row)
     out = pd.DataFrame(rows)
     if out.empty:
         return out
-    fam = [family] if isinstance(family, str) else list(family or [])
-    out["holm_p"] = math.nan
-    for _, g in (out.groupby(fam, dropna=False) if fam else [(None, out)]):
-        p = g["welch_p"]
-        ok = p.notna()
-        if ok.any():
-            out.loc[p[ok].index, "holm_p"] = multipletests(p[ok], alpha=alpha, method="holm")[1]
-    cols = [c for c in out.columns if c not in ("holm_p", "hedges_g", "cliffs_delta",
-                                                  "mannwhitney_p", "mannwhitney_note")]
-    i = cols.index("welch_p") + 1
-    cols[i:i] = ["holm_p", "hedges_g", "cliffs_delta", "mannwhitney_p", "mannwhitney_note"]
-    return out[cols]
+    return adjust(out, family, alpha)[by + list(COLUMNS)]

@@ -1,30 +1,27 @@
-"""A sweep as the analysis sees it: load it, check its truth flags, pick admissible runs."""
+"""A sweep as the analysis sees it: load it with its plan, check its truth flags, pick admissible runs.
+
+The flags themselves (three-valued: True / False / None) are read in `flags.py` and
+re-exported here; the planned cells and their status in `coverage.py`.
+"""
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import NamedTuple
 
-import numpy as np
 import pandas as pd
 import yaml
 
+from zbench_lib.analysis.coverage import load_plan
+from zbench_lib.analysis.flags import (FLAG_MEANINGS, admissible_mask, flagged_runs,  # noqa: F401
+                                       normalise_flags, select_admissible, tristate, truth_summary)
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.paths import REPO_ROOT
 from zbench_lib.core.sizes import format_size, parse_size
 
 
-FLAG_MEANINGS = {
-    "flag_cache_served": "a disk-read test was served from ARC",
-    "flag_no_device_io": "fio, pool and device byte counts disagree (a layer was suspiciously quiet)",
-    "flag_not_steady": "never reached steady state",
-    "flag_background_work": "scrub, resilver or trim running at start",
-    "flag_compressible_data": "data was compressible although the question is not about compression",
-    "flag_emulation_bound": "the lab's emulation, not the disk model, was the bottleneck",
-}
 # Columns that define a configuration; the ones that vary in a sweep are its factors.
 CONFIG_COLUMNS = ("workload", "direction", "layout", "width", "vdevs", "data_disks", "total_disks",
                   "ashift", "volblocksize_bytes", "recordsize_bytes", "compression", "sync", "logbias",
@@ -37,6 +34,7 @@ class Sweep(NamedTuple):
     spec: dict
     provenance: dict
     results: pd.DataFrame
+    plan: pd.DataFrame | None = None    # planned cells (coverage.load_plan); empty without plan.json
 
 
 def resolve_sweep_dir(path) -> Path:
@@ -48,7 +46,11 @@ def resolve_sweep_dir(path) -> Path:
 
 
 def load_sweep(path) -> Sweep:
-    """Read a sweep directory: spec.yaml, provenance.json and results.parquet (or .csv)."""
+    """Read a sweep directory: spec.yaml, provenance.json, results.parquet (or .csv), plan.json.
+
+    Flag columns become True / False / <NA> (`flags.tristate`), `flagged` is "any flag
+    True", and `plan` holds the planned cells so that none is silently dropped.
+    """
     p = resolve_sweep_dir(path)
     if not p.is_dir():
         raise ConfigError(f"sweep directory {path!r} does not exist (looked at {p})")
@@ -64,41 +66,11 @@ def load_sweep(path) -> Sweep:
         df = pd.read_csv(p / "results.csv")
     else:
         raise ConfigError(f"{p} has no results.parquet or results.csv: has the sweep run?")
-    flags = df.filter(like="flag_").fillna(False).astype(bool)
-    df["flagged"] = df["flagged"].fillna(False).astype(bool) if "flagged" in df else flags.any(axis=1)
+    df = normalise_flags(df)
     if "sweep_id" not in df:                  # two sweeps must stay apart when compared
         df["sweep_id"] = df["sweep"] if "sweep" in df else spec.get("name", p.name) if spec else p.name
-    return Sweep(p, spec or {}, prov or {}, df)
-
-
-def truth_summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows and runs raising each truth-check flag, plus any flag at all."""
-    key = "run_id" if "run_id" in df.columns else None
-    total = df[key].nunique() if key else len(df)
-    rows = []
-    for col in [c for c in df.columns if c.startswith("flag_")] + ["flagged"]:
-        hit = df[col].fillna(False).astype(bool)
-        runs = df.loc[hit, key].nunique() if key else int(hit.sum())
-        rows.append(dict(flag=col, meaning=FLAG_MEANINGS.get(col, "any flag" if col == "flagged" else ""),
-                         rows=int(hit.sum()), runs=runs, share_of_runs=runs / total if total else math.nan))
-    return pd.DataFrame(rows)
-
-
-def flagged_runs(df: pd.DataFrame) -> pd.DataFrame:
-    """The flagged rows with their identifying columns and the names of the flags raised."""
-    flags = [c for c in df.columns if c.startswith("flag_")]
-    f = df[df["flagged"]]
-    ids = [c for c in ("run_id", "config_id", "rep", "workload", "direction") if c in f.columns]
-    names = pd.Series("", index=f.index)
-    for c in flags:                                   # vectorised: 100k-row tables stay quick
-        hit = f[c].fillna(False).astype(bool)
-        names = names.where(~hit, names + np.where(names == "", "", ", ") + c[5:])
-    return f[ids].assign(flags=names).reset_index(drop=True)
-
-
-def select_admissible(df: pd.DataFrame, include_flagged: bool = False) -> pd.DataFrame:
-    """Rows that passed every truth check (all rows when `include_flagged`)."""
-    return df.copy() if include_flagged else df[~df["flagged"]].copy()
+    ids = df["sweep_id"].dropna().unique()
+    return Sweep(p, spec or {}, prov or {}, df, load_plan(p, ids[0] if len(ids) == 1 else None))
 
 
 def environment_table(provenance: dict) -> pd.DataFrame:

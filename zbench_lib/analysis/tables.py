@@ -1,4 +1,12 @@
-"""The tables of the analysis notebooks: comparisons along a factor, scaling, space."""
+"""The tables of the analysis notebooks: comparisons along a factor, scaling, space.
+
+Each workload is judged in its own metric (docs/methods.md §9): bandwidth for sequential
+workloads, IOPS (and p99 latency beside) for random ones; `metric="auto"` picks it per
+row. A comparison along one factor holds every other factor equal, disk count included;
+along `layout` (whose levels differ in width, vdevs and data disks) it is one of two named
+comparisons: at equal total disks (`disks="total"`, the default: the same hardware) or at
+equal data disks (`disks="data"`).
+"""
 
 from __future__ import annotations
 
@@ -7,48 +15,189 @@ import math
 import numpy as np
 import pandas as pd
 
-from zbench_lib.analysis.stats import compare, scaling, tost
-from zbench_lib.analysis.sweep_data import LAYOUT_COLUMNS, varying_columns
+from zbench_lib.analysis.compare import adjust, compare
+from zbench_lib.analysis.coverage import planned_comparisons
+from zbench_lib.analysis.flags import admissible_mask, select_admissible
+from zbench_lib.analysis.stats import scaling
+from zbench_lib.analysis.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS, varying_columns
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs.models import predicted_random_read_iops, space_efficiency, zfs_charged_bytes
 
+METRIC_UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "clat_p99_ns": "ms p99", "clat_p99_9_ns": "ms p99.9"}
+DISKS_HELD = {"data": ("data_disks", "equal data disks"), "total": ("total_disks", "equal total disks")}
+
+
+def workload_metric(workload, template=None) -> str:
+    """The metric a workload is judged in: bw_bytes_s for sequential ones, else iops.
+
+    Examples
+    --------
+    >>> workload_metric("seqread"), workload_metric("randread-4k"), workload_metric("big", "seqwrite")
+    ('bw_bytes_s', 'iops', 'bw_bytes_s')
+    """
+    name = str(template if template is not None and template == template else workload)
+    return "bw_bytes_s" if name.startswith("seq") else "iops"
+
+
+def _metric_parts(df: pd.DataFrame, metric: str):
+    if metric != "auto":
+        return [(metric, df)]
+    wl = df["workload"].astype(str) if "workload" in df else pd.Series("", index=df.index)
+    name = df["template"].astype(object).where(df["template"].notna(), wl) if "template" in df else wl
+    m = pd.Series(np.where(name.astype(str).str.startswith("seq"), "bw_bytes_s", "iops"), index=df.index)
+    return [(k, df[m == k]) for k in sorted(m.unique())]
+
+
+def comparison_by(df: pd.DataFrame, factor: str, disks: str = "total") -> tuple[list[str], str]:
+    """Columns held equal in a comparison along `factor`, and the comparison's name.
+
+    A column that copies the factor (volblocksize_bytes set from recordsize_bytes) is not held.
+    """
+    same = tuple(c for c in CONFIG_COLUMNS if c in df and c != factor and df[c].equals(df[factor]))
+    if factor not in LAYOUT_COLUMNS:
+        return varying_columns(df, exclude=(factor,) + same), "all other factors equal"
+    if disks not in DISKS_HELD:
+        raise ConfigError(f"disks must be one of {sorted(DISKS_HELD)}, got {disks!r}")
+    held, name = DISKS_HELD[disks]
+    by = varying_columns(df, exclude=tuple(c for c in LAYOUT_COLUMNS if c != held) + same)
+    if held in df and df[held].nunique() > 1 and held not in by:
+        by.append(held)
+    return by, name
+
+
+def _mixed(df: pd.DataFrame, by: list, factor: str) -> dict:
+    """(by values..., level) -> configuration columns that vary inside that side of a comparison."""
+    cols = [c for c in CONFIG_COLUMNS if c in df and c not in by and c != factor]
+    if not cols or df.empty:
+        return {}
+    n = df.groupby(by + [factor], dropna=False)[cols].nunique()
+    return {k if isinstance(k, tuple) else (k,): [c for c in cols if r[c] > 1]
+            for k, r in n.iterrows() if (r > 1).any()}
+
+
+def _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit) -> pd.DataFrame:
+    parts = []
+    for m, d in _metric_parts(df, metric):
+        if d.empty or baseline not in set(d[factor]):
+            continue
+        out = compare(d, m, factor, baseline, by=by, alpha=alpha, family=family, margin=margin, unit=unit)
+        if not out.empty:
+            parts.append(out.assign(metric=m))
+    if len(parts) < 2:                       # compare() already adjusted a single part
+        return parts[0] if parts else pd.DataFrame()
+    return adjust(pd.concat(parts, ignore_index=True), family, alpha)
+
+
+def _sensitivity(out, df, all_runs, metric, factor, baseline, by, alpha, family, margin, unit):
+    """Verdicts recomputed with flagged runs included (or excluded, if the main table had them).
+
+    Adds `sensitivity_runs` (which way), `sensitivity_verdict`, `sensitivity_ratio` and the
+    clause `sensitivity`.
+    """
+    had_flagged = not admissible_mask(df).all()
+    alt = select_admissible(all_runs) if had_flagged else all_runs
+    out["sensitivity_runs"] = what = "flagged runs " + ("excluded" if had_flagged else "included")
+    if len(alt) == len(df):
+        out["sensitivity_verdict"], out["sensitivity_ratio"] = out["verdict"], out["ratio"]
+        out["sensitivity"] = "no flagged runs to " + ("exclude" if had_flagged else "include")
+        return out
+    alt_cmp = _compare_all(alt, metric, factor, baseline, by, alpha, family, margin, unit)
+    keys = by + ["level", "metric"]
+    alt_cmp = alt_cmp[keys + ["verdict", "ratio", "holm_p"]] if not alt_cmp.empty else \
+        pd.DataFrame(columns=keys + ["verdict", "ratio", "holm_p"])
+    m = out[keys].merge(alt_cmp.rename(columns={"verdict": "_v", "ratio": "_r", "holm_p": "_p"}),
+                        on=keys, how="left")
+    out["sensitivity_verdict"] = m["_v"].fillna("not judged").to_numpy()
+    out["sensitivity_ratio"] = m["_r"].astype(float).to_numpy()
+    out["sensitivity"] = [
+        f"unchanged with {what}" if v == sv else
+        f"with {what}: {sv}" + (f" (ratio {r:.2f}, Holm p {p:.3g})" if np.isfinite(r) and np.isfinite(p) else "")
+        for v, sv, r, p in zip(out["verdict"], out["sensitivity_verdict"], m["_r"].astype(float),
+                               m["_p"].astype(float))]
+    return out
+
 
 def compare_table(df, metric: str, factor: str, baseline, by=None, margin: float = 0.05,
-                  alpha: float = 0.05, family=None) -> pd.DataFrame:
-    """`stats.compare` plus a TOST column set (equivalence within ±margin) per comparison."""
-    by = varying_columns(df, exclude=(factor,) + (LAYOUT_COLUMNS[1:] if factor == "layout" else ())) \
-        if by is None else list(by)
+                  alpha: float = 0.05, family=None, disks: str = "total", unit: str = "auto",
+                  all_runs: pd.DataFrame | None = None, cells: pd.DataFrame | None = None) -> pd.DataFrame:
+    """`compare.compare` along `factor`, holding every other varying factor equal.
+
+    `metric` may be "auto" (each workload's own metric, in a `metric` column). Along a layout
+    column the disk count is held equal too: `disks` "total" (default) or "data"; the
+    `comparison` column names which. Holm families are workload × direction by default. With
+    `all_runs` (every run, flagged included) a `sensitivity` column says whether each verdict
+    changes when flagged runs are included; with `cells` (`coverage.cell_status`) every planned
+    comparison appears, a side without enough admissible runs as "not judged" with its reasons
+    in `note`. A side that pools several configurations is not judged either.
+    """
+    held_by, name = comparison_by(df, factor, disks)
+    by = held_by if by is None else list(by)
     if family is None:
-        family = [c for c in ("workload", "direction") if c in by]
-    out = compare(df, metric, factor, baseline, by=by, alpha=alpha, family=family or None)
+        family = [c for c in ("workload", "direction") if c in by] or None
+    out = _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit)
+    if not out.empty:
+        mixed = _mixed(df, by, factor)
+        notes = []
+        for _, r in out.iterrows():
+            k = tuple(r[c] for c in by)
+            cols = sorted(set(mixed.get(k + (r["level"],), []) + mixed.get(k + (r["baseline"],), [])))
+            notes.append(f"not judged: a side pools several configurations ({', '.join(cols)} differ)"
+                         if cols else "")
+        out["note"] = notes
+        out.loc[out["note"] != "", "verdict"] = "not judged"
+        out["comparison"] = name
+    if cells is not None and not cells.empty:
+        out = planned_comparisons(out, cells, factor, baseline, by, name,
+                                  lambda w, t: metric if metric != "auto" else workload_metric(w, t))
     if out.empty:
-        return out
-    groups = df.groupby(by + [factor], dropna=False)[metric]
-    res = []
-    for _, r in out.iterrows():
-        a, b = (groups.get_group(tuple(r[c] for c in by) + (r[k],)) for k in ("level", "baseline"))
-        ok = a.count() > 1 and b.count() > 1               # TOST needs 2 runs a side
-        t = tost(a, b, margin, alpha) if ok else None
-        res.append((t.low, t.high, t.p, t.equivalent) if t else (math.nan, math.nan, math.nan, False))
-    out[["tost_ci90_low", "tost_ci90_high", "tost_p", "equivalent"]] = pd.DataFrame(res, index=out.index)
-    out["margin"] = margin
-    return out
+        return pd.DataFrame()
+    if all_runs is not None:
+        out = _sensitivity(out, df, all_runs, metric, factor, baseline, by, alpha, family, margin, unit)
+    return out.reset_index(drop=True)
 
 
 def block_column(df):
     return "volblocksize_bytes" if "volblocksize_bytes" in df.columns else "recordsize_bytes"
 
 
-def scaling_table(df: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
+def scaling_table(df: pd.DataFrame, metric: str = "iops", unit: str = "auto",
+                  cells: pd.DataFrame | None = None, all_runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """`stats.scaling` per workload × direction (× other varying factors), with models.
 
-    Adds `disk_equivalents` (mean over one modelled disk, per vdev in
-    `disk_equivalents_per_vdev`) and, for random reads, `model_per_disk`: the
-    first-order `predicted_random_read_iops` per data disk.
+    `metric` "auto" scales each workload in its own metric (`metric` column). Adds
+    `disk_equivalents` (mean over one modelled disk, per vdev in `disk_equivalents_per_vdev`)
+    and, for random reads, `model_per_disk`: the `predicted_random_read_iops` per data disk.
+    With `cells` (`coverage.cell_status`) each row gets its `status`, and planned
+    configurations without enough admissible runs are appended with n 0 and their status.
+    With `all_runs`, `sensitivity_*` columns give the efficiency and its CI recomputed with
+    the flagged runs included (or excluded, if `df` had them).
     """
+    s = _scaling(df, metric, unit)
+    if all_runs is not None and len(s):
+        s = _scaling_sensitivity(s, df, all_runs, metric, unit)
+    return _with_cells(s, cells) if cells is not None else s
+
+
+def _scaling_sensitivity(s, df, all_runs, metric, unit):
+    had_flagged = not admissible_mask(df).all()
+    alt = select_admissible(all_runs) if had_flagged else all_runs
+    s["sensitivity_runs"] = "flagged runs " + ("excluded" if had_flagged else "included")
+    cols = ["baseline_disks", "efficiency", "efficiency_ci_low", "efficiency_ci_high"]
+    a = _scaling(alt, metric, unit) if len(alt) != len(df) else s
+    keys = [c for c in s.columns if (c in CONFIG_COLUMNS or c == "metric") and c in a.columns]
+    m = s[keys].merge(a[keys + cols].rename(columns={c: "sensitivity_" + c for c in cols}), on=keys, how="left")
+    for c in cols:
+        s["sensitivity_" + c] = m["sensitivity_" + c].to_numpy()
+    return s
+
+
+def _scaling(df: pd.DataFrame, metric: str, unit: str) -> pd.DataFrame:
+    if metric == "auto":
+        parts = [_scaling(d, m, unit).assign(metric=m) for m, d in _metric_parts(df, metric) if len(d)]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     by = varying_columns(df, exclude=LAYOUT_COLUMNS + ("sweep_id",))
     by = by or [c for c in ("workload", "direction") if c in df.columns]
-    s = scaling(df, metric, by=by)
+    s = scaling(df, metric, by=by, unit=unit)
     single, kind = {"iops": ("disk_model_iops", "rand"), "bw_bytes_s": ("disk_model_bw", "seq")}.get(
         metric, (None, None))
     if single in df.columns and df[single].notna().any() and "workload" in s.columns:
@@ -64,6 +213,25 @@ def scaling_table(df: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
                                / r.data_disks if ok else math.nan
                                for r, b, ok in zip(s.itertuples(), blocks, rand)]
     return s
+
+
+def _with_cells(s: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
+    """Status per scaling row, and the planned configurations the table lacks (n 0)."""
+    if cells.empty:
+        return s
+    on = [c for c in ("workload", "direction", "layout", "width", "vdevs", "data_disks", "volblocksize_bytes",
+                      "recordsize_bytes") if c in s and c in cells]
+    st = cells.groupby(on, dropna=False)["status"].agg("; ".join).reset_index()
+    out = s.merge(st, on=on, how="outer", indicator=True)
+    missing = out["_merge"] == "right_only"
+    out.loc[missing, "n"] = 0
+    fam = [c for c in ("workload", "direction", "layout") if c in out]
+    for col in ("baseline_disks", "baseline_mean"):
+        if col in out:
+            out[col] = out.groupby(fam, dropna=False)[col].transform(lambda v: v.fillna(v.dropna().iloc[0])
+                                                                     if v.notna().any() else v)
+    out["ideal_scaling"] = out.get("data_disks") / out.get("baseline_disks") if "baseline_disks" in out else np.nan
+    return out.drop(columns="_merge").sort_values(on).reset_index(drop=True)
 
 
 def space_check(df: pd.DataFrame, used_col: str = "referenced_bytes", ashift: int | None = None) -> pd.DataFrame:
@@ -88,5 +256,3 @@ def space_check(df: pd.DataFrame, used_col: str = "referenced_bytes", ashift: in
     out["rel_error"] = out["measured_used_ratio"] / out["predicted_used_ratio"] - 1
     return out
 
-
-# -- plain-language conclusions -------------------------------------------------------------------

@@ -6,8 +6,6 @@ for incompressible data (compression changes psize, not the rounding rule).
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from zbench_lib.core.errors import ConfigError
@@ -105,33 +103,51 @@ def space_table(configs, ashift: int = 12, volblocksizes=DEFAULT_VOLBLOCKSIZES) 
     return pd.DataFrame(rows)
 
 
-def predicted_random_read_iops(layout: str, width: int, vdevs: int, disk_iops: float,
-                               volblocksize: int, ashift: int = 12,
-                               count_parity: bool = True) -> float:
-    """First-order random-read IOPS of a pool from one disk's random-read IOPS.
+def raidz_data_columns(psize: int, ashift: int, width: int, parity: int) -> int:
+    """Disks a healthy raidz read of one block touches: its data columns.
 
-    stripe: disk_iops × disks (each block lives on one disk); mirror: disk_iops × all
-    disks (any copy can serve a read). raidz: each read occupies the disks its block
-    touches, so a vdev serves disk_iops · width / touched, with touched =
-    min(width, ceil(volblocksize / sector) + p): one disk's IOPS once the block spans
-    all data disks (volblocksize >= (width − p) · sector), more for small blocks.
-    Approximations: healthy raidz reads skip parity columns, so with
-    `count_parity=False` touched = min(width − p, sectors) (an upper estimate);
-    queueing, ARC hits, aggregation and CPU limits are ignored.
+    The block's ceil(psize / 2^ashift) data sectors are laid out over the width − p data
+    columns of its row (as in vdev_raidz_map_alloc), one column per disk, so a read touches
+    min(width − p, sectors) disks; parity columns are read only to reconstruct.
 
     Examples
     --------
-    >>> predicted_random_read_iops("raidz2", 6, 1, 200, 128 * 1024)
-    200.0
+    >>> raidz_data_columns(4096, 12, 6, 1), raidz_data_columns(16384, 12, 6, 1), raidz_data_columns(131072, 12, 6, 1)
+    (1, 4, 5)
+    """
+    _check(width, parity, ashift)
+    return min(width - parity, -(-psize >> ashift))
+
+
+def predicted_random_read_iops(layout: str, width: int, vdevs: int, disk_iops: float,
+                               volblocksize: int, ashift: int = 12,
+                               count_parity: bool = False) -> float:
+    """First-order random-read IOPS of a pool from one disk's random-read IOPS.
+
+    stripe: disk_iops × disks (each block lives on one disk); mirror: disk_iops × all disks
+    (any copy can serve a read). raidz: each read occupies the disks it touches, its data
+    columns (`raidz_data_columns`), and the vdev's disks serve reads independently, so a
+    vdev gives disk_iops · width / touched. A block that fits in one sector touches one disk:
+    small-block raidz reads scale with all disks of the vdev (raidz1 of 6 at 4K: 6 disks'
+    worth). A block spanning all data columns touches width − p disks: width/(width − p),
+    about one disk's worth per vdev (1.2 for raidz1 of 6). `count_parity=True` adds the p
+    parity columns (reads that must reconstruct, e.g. a degraded vdev). Ignored: queueing
+    and the fork-join wait of multi-column reads (measured below the model at mid sizes),
+    ARC hits, aggregation and CPU limits. docs/methods.md §11.
+
+    Examples
+    --------
+    >>> predicted_random_read_iops("raidz1", 6, 1, 100, 4 * 1024)
+    600.0
+    >>> predicted_random_read_iops("raidz1", 6, 1, 100, 128 * 1024)
+    120.0
     >>> predicted_random_read_iops("mirror", 2, 3, 200, 16384)
     1200.0
     """
     p = parity_of(layout)
     data_disks(layout, width, vdevs)               # validates width and vdevs
-    if layout == "stripe":
+    if layout in ("stripe", "mirror"):
         return float(disk_iops * width * vdevs)
-    if layout == "mirror":
-        return float(disk_iops * width * vdevs)
-    sectors = math.ceil(volblocksize / (1 << ashift))
-    touched = min(width, sectors + p) if count_parity else min(width - p, sectors)
+    touched = raidz_data_columns(volblocksize, ashift, width, p)
+    touched = min(width, touched + p) if count_parity else touched
     return float(vdevs * disk_iops * width / touched)

@@ -1,0 +1,181 @@
+"""What was planned against what could be judged: every planned cell, judged or not (docs/methods.md §8).
+
+A cell whose runs were all excluded by the truth checks must not vanish: `cell_status`
+gives each planned cell (from the sweep's plan.json, or the cells seen in the results)
+its runs, admissible runs, the reasons of the exclusions and a plain status sentence.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from zbench_lib.analysis.flags import admissible_mask, raised_flags
+from zbench_lib.core.sizes import format_size
+
+MIN_UNITS = 2          # a CI needs at least two values a side
+# What identifies a cell when there is no plan (the configuration columns of the results).
+_CELL_COLUMNS = ("sweep_id", "cell_id", "config_id", "pool_id", "workload", "template", "direction", "layout",
+                 "width", "vdevs", "data_disks", "total_disks", "ashift", "volblocksize_bytes", "recordsize_bytes",
+                 "compression", "sync", "logbias", "primarycache", "iodepth", "numjobs", "bs_bytes")
+
+
+def load_plan(path, sweep_id: str | None = None) -> pd.DataFrame:
+    """The planned cells of a sweep directory's plan.json: one row per cell with its factors.
+
+    Columns: sweep_id, cell_id, pool_id, target_id, the cell's factors (layout, width,
+    workload, volblocksize_bytes...) and runs_planned (runs in the planned sequence).
+    Empty when there is no plan.json or it holds no cells (old or synthetic sweeps).
+    """
+    p = Path(path) / "plan.json"
+    if not p.exists():
+        return pd.DataFrame()
+    plan = json.loads(p.read_text())
+    cells = plan.get("cells") or []
+    if not cells:
+        return pd.DataFrame()
+    planned = pd.Series([r["cell_id"] for r in plan.get("runs", [])], dtype=object).value_counts()
+    rows = [{"sweep_id": sweep_id or plan.get("sweep"), "cell_id": c["cell_id"], "pool_id": c.get("pool_id"),
+             "target_id": c.get("target_id"), **c.get("factors", {}), "workload": c.get("workload"),
+             "template": c.get("template"), "runs_planned": int(planned.get(c["cell_id"], 0))}
+            for c in cells]
+    return pd.DataFrame(rows)
+
+
+def _directions(template) -> list[str]:
+    t = str(template)
+    if any(k in t for k in ("mix", "rw", "readwrite")):
+        return ["read", "write"]
+    return ["write"] if "write" in t or "fsync" in t else ["read"]
+
+
+def _reasons(counts: dict) -> str:
+    """'not_steady 3, cache_served 1' from {flag column: runs raised}, most frequent first."""
+    hit = {c.removeprefix("flag_"): int(n) for c, n in counts.items() if n}
+    return ", ".join(f"{k} {n}" for k, n in sorted(hit.items(), key=lambda kv: -kv[1]))
+
+
+def status_text(runs: int, admissible: int, excluded: int, reasons: str, planned: int | None = None,
+                included: bool = False) -> str:
+    """'judged: ...' or 'not judged: k of n runs excluded (reasons)'.
+
+    Examples
+    --------
+    >>> status_text(5, 0, 5, "not_steady 5")
+    'not judged: 5 of 5 runs excluded (not_steady 5)'
+    >>> status_text(3, 3, 0, "")
+    'judged: 3 of 3 runs admissible'
+    """
+    if runs == 0:
+        return "not judged: no run recorded" + (f" ({planned} planned)" if planned else "")
+    why = f" ({reasons})" if reasons else ""
+    if included:
+        admissible, extra = runs, (f", {excluded} flagged run(s) included{why}" if excluded else "")
+    else:
+        extra = f", {excluded} excluded{why}" if excluded else ""
+    if admissible >= MIN_UNITS:
+        return f"judged: {admissible} of {runs} runs admissible" + extra
+    if included:
+        return f"not judged: {runs} run (a CI needs {MIN_UNITS})" + extra
+    text = f"not judged: {excluded} of {runs} runs excluded{why}"
+    return text + (f", {admissible} admissible run (a CI needs {MIN_UNITS})" if admissible else "")
+
+
+def cell_status(results: pd.DataFrame, plan: pd.DataFrame | None = None,
+                include_flagged: bool = False) -> pd.DataFrame:
+    """One row per planned cell × direction: runs, admissible, excluded, reasons, judged, status.
+
+    `plan` is `Sweep.plan` (several sweeps' plans concatenated are fine); without one, the
+    cells seen in `results` (by cell_id, else config_id) are taken as the plan. Excluded runs
+    are those with a truth-check flag raised (None, not judged, does not exclude); with
+    `include_flagged` they count as admissible and the status still names them.
+    """
+    cid = "cell_id" if "cell_id" in results else "config_id" if "config_id" in results else None
+    if cid is None or results.empty:
+        return pd.DataFrame()
+    if "direction" not in results:
+        results = results.assign(direction="all")
+    plan = None if plan is None or plan.empty else plan.rename(columns={"cell_id": cid})
+    key = [k for k in ("sweep_id", cid) if k in results and (plan is None or k in plan)]
+    run = ["run_id"] if "run_id" in results else []
+    flags = raised_flags(results)
+    names = list(flags.columns)
+    d = pd.concat([results[key + run + ["direction"]], flags], axis=1).assign(
+        _excl=~admissible_mask(results))
+    per_run = d.groupby(key + run + ["direction"], dropna=False)[names + ["_excl"]].any() if run else \
+        d.set_index(key + ["direction"])[names + ["_excl"]]
+    agg = per_run.groupby(key + ["direction"], dropna=False).agg(
+        runs=("_excl", "size"), excluded=("_excl", "sum"), **{c: (c, "sum") for c in names}).reset_index()
+    if plan is None:
+        cells = results.drop_duplicates(key + ["direction"])[[c for c in _CELL_COLUMNS if c in results]]
+    else:
+        seen = agg.groupby(key)["direction"].apply(list).to_dict()
+        cells = pd.DataFrame([{**c, "direction": dr} for c in plan.to_dict("records")
+                              for dr in seen.get(tuple(c[k] for k in key) if len(key) > 1 else c[key[0]],
+                                                 _directions(c.get("template") or c.get("workload")))])
+    out = cells.drop(columns=[c for c in ("runs", "excluded", *names) if c in cells]).merge(
+        agg, on=key + ["direction"], how="left")
+    out[["runs", "excluded"] + names] = out[["runs", "excluded"] + names].fillna(0).astype(int)
+    out["admissible"] = out["runs"] - (0 if include_flagged else out["excluded"])
+    out["reasons"] = [_reasons(r) for r in out[names].to_dict("records")]
+    out["judged"] = out["admissible"] >= MIN_UNITS
+    planned = out["runs_planned"] if "runs_planned" in out else pd.Series(None, index=out.index)
+    out["status"] = [status_text(r, a, e, why, int(p) if pd.notna(p) else None, include_flagged) for r, a, e, why, p
+                     in zip(out["runs"], out["admissible"], out["excluded"], out["reasons"], planned)]
+    return out.drop(columns=names)
+
+
+def _side(cells: pd.DataFrame, cols: list, key: tuple) -> pd.DataFrame:
+    m = pd.Series(True, index=cells.index)
+    for c, v in zip(cols, key):
+        m &= (cells[c] == v) | (cells[c].isna() & pd.isna(v))
+    return cells[m]
+
+
+def planned_comparisons(out: pd.DataFrame, cells: pd.DataFrame, factor: str, baseline, by: list,
+                        name: str, metric_for) -> pd.DataFrame:
+    """`out` with a `note` per comparison and a "not judged" row for each planned one it lacks.
+
+    A planned comparison is a group of `cells` (over the `by` columns they have) holding the
+    baseline level of `factor` and another level. A side whose cells are not judged gives
+    the comparison its status: "not judged: k of n runs excluded (reasons)".
+    `metric_for(workload, template)` names the metric of a missing row.
+    """
+    if factor not in cells:
+        return out
+    cols = [c for c in by if c in cells]
+    out = out.copy()
+    if "note" not in out:
+        out["note"] = ""
+    rows = []
+    for key, g in cells.groupby(cols, dropna=False) if cols else [((), cells)]:
+        key = key if isinstance(key, tuple) else (key,)
+        if not (g[factor] == baseline).any():
+            continue
+        base = g[g[factor] == baseline]
+        for level, lv in g[g[factor] != baseline].groupby(factor, dropna=False):
+            have = _side(out, cols + ["level"], key + (level,)) if len(out) else out
+            bad = [f"{s} {_label(factor, v)}: {st}" for s, v, c in (("level", level, lv), ("baseline", baseline, base))
+                   for st in c["status"] if not st.startswith("judged")]
+            if len(have):
+                idx = have.index
+                out.loc[idx, "note"] = ["; ".join([n] + bad if n else bad) for n in out.loc[idx, "note"]]
+                continue
+            first = lv.iloc[0]
+            rows.append({**dict(zip(cols, key)), "factor": factor, "level": level, "baseline": baseline,
+                         "metric": metric_for(first.get("workload"), first.get("template")),
+                         "n_level": int(lv["admissible"].sum()), "n_baseline": int(base["admissible"].sum()),
+                         "runs_level": int(lv["runs"].sum()), "runs_baseline": int(base["runs"].sum()),
+                         "verdict": "not judged", "significant": False, "equivalent": False,
+                         "comparison": name, "note": "; ".join(bad) or "not judged: no comparison could be made"})
+    if rows:
+        out = pd.concat([out, pd.DataFrame(rows)], ignore_index=True) if len(out) else pd.DataFrame(rows)
+        order = [c for c in cols if c in out]
+        out = out.sort_values(order + ["level"], kind="stable") if order else out
+    return out
+
+
+def _label(factor: str, v) -> str:
+    return format_size(int(v)) if factor.endswith("_bytes") and pd.notna(v) else str(v)
