@@ -67,7 +67,8 @@ def test_cold_random_reads_agree_across_layers_and_raise_no_flag(lab, bench_pool
         lab.set_model(s, "custom:iops=150")
     try:
         res = _measure(lab, bench_pool, tmp_path, z, "randread", bs="16k", numjobs=1, iodepth=8,
-                       runtime_s=10, ramp_time_s=2, context={"disk_model_iops": 150})
+                       runtime_s=10, ramp_time_s=2,
+                       context={"disk_model_iops": 150, "qemu_pid": lab.proc.pid, "block_bytes": 16384})
     finally:
         for s in serials:
             lab.set_model(s, lab.cfg.model)
@@ -75,8 +76,13 @@ def test_cold_random_reads_agree_across_layers_and_raise_no_flag(lab, bench_pool
     # Block size matches volblocksize: every fio read is one disk read.
     assert 0.8 <= r["dev_read_bytes"] / r["io_bytes"] <= 1.3, r
     assert 0.8 <= r["pool_read_bytes"] / r["io_bytes"] <= 1.3, r
-    raised = [k for k, v in res.checks.items() if v.get("flag")]
-    assert raised == [], {k: res.checks[k] for k in raised}
+    raised = {k for k, v in res.checks.items() if v.get("flag")}
+    # On a busy machine the emulation may really stall: timing flags are then true, and
+    # allowed only when the host-contention check measured the cause. Nothing else, ever.
+    timing = {"not_steady", "emulation_bound", "host_contention"}
+    allowed = timing if res.checks["host_contention"]["flag"] else set()
+    assert raised <= allowed, {k: res.checks[k] for k in raised}
+    assert res.checks["read_amplification"]["flag"] is False, res.checks["read_amplification"]
 
 
 def test_warm_rereads_of_a_small_file_raise_cache_served(lab, bench_pool, tmp_path):
