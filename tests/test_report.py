@@ -1,7 +1,7 @@
-"""End to end: a SYNTHETIC sweep -> papermill -> HTML report -> headless Chromium.
+"""End to end: SYNTHETIC and example sweeps -> papermill -> HTML report -> headless Chromium.
 
 The synthetic table (zbench_lib.analysis.synthetic) only exercises the mechanics; the real
-example datasets are checked by nbval elsewhere.
+example datasets are checked by nbval elsewhere and here drive the timeline option.
 """
 
 from __future__ import annotations
@@ -15,13 +15,18 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from zbench_lib.core.errors import ZbenchError
-from zbench_lib.analysis.report import main_report, render_report
+from zbench_lib.analysis.report import ReportOptions, render_report
+from zbench_lib.analysis.report_assets import PLOTLY_JS, dir_size
 from zbench_lib.analysis.synthetic import write_synthetic_sweep
+from zbench_lib.cli import main
+from zbench_lib.core.errors import ZbenchError
 
+ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run",
-                  "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000", "--dump-dom"]
+                  "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000"]
+BUNDLE = re.compile(r"\*\s*plotly\.js v\d")
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +39,20 @@ def scaling_report(tmp_path_factory):
 def vbs_report(tmp_path_factory):
     sweep = write_synthetic_sweep(tmp_path_factory.mktemp("v") / "synthetic-vbs", n_rows=400, seed=2,
                                   shape="volblocksize")
-    return sweep, render_report(sweep, notebooks=["analysis-volblocksize"],
-                                parameters={"analysis-volblocksize": {"static_figures": True}})
+    return sweep, render_report(sweep, options=ReportOptions(
+        notebooks=["volblocksize"], figures=("png", "svg"), single_file=True,
+        parameters={"analysis-volblocksize": {"static_figures": True}}))
+
+
+@pytest.fixture(scope="module")
+def example_report(tmp_path_factory):
+    """The real scaling example (raw archive included), with a chosen timeline run."""
+    sweep = tmp_path_factory.mktemp("e") / "scaling"
+    shutil.copytree(ROOT / "data" / "examples" / "scaling", sweep)
+    import pandas as pd
+    df = pd.read_parquet(sweep / "results.parquet")
+    run = df[(df["layout"] == "raidz2") & ~df["flagged"]]["run_id"].iloc[0]
+    return sweep, run, render_report(sweep, options=ReportOptions(notebooks=["scaling"], timeline=run))
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +66,12 @@ def chromium():
     return exe
 
 
-def _open(chromium, html: Path):
-    """DOM after scripts ran, and the console lines Chromium logged."""
+def _open(chromium, html: Path, screenshot: Path | None = None):
+    """DOM after scripts ran, and the console lines Chromium logged (and a screenshot if asked)."""
     with tempfile.TemporaryDirectory() as profile:
-        res = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", html.as_uri()],
+        extra = [f"--screenshot={screenshot}", "--window-size=1280,6000", "--hide-scrollbars"] if screenshot \
+            else ["--dump-dom"]
+        res = subprocess.run([chromium, *CHROMIUM_FLAGS, *extra, f"--user-data-dir={profile}", html.as_uri()],
                              capture_output=True, text=True, timeout=180)
     console = [line for line in res.stderr.splitlines() if ":CONSOLE" in line]
     return res.stdout, console
@@ -75,37 +94,110 @@ def test_report_pages_exist_with_charts_and_no_code(scaling_report):
         # code hidden: no input cells, no source of the notebook's code
         assert "import pandas" not in html and "A.scaling_table" not in html
         assert not re.search(r'<div class="jp-Cell jp-CodeCell[^"]*"[^>]*>\s*<div class="jp-Cell-inputWrapper', html)
-        # offline: no scripts fetched from anywhere
-        assert not re.search(r"<script[^>]+src=", html)
+        # offline: the only script loaded is the report's own plotly.js, beside the page
+        assert re.findall(r"<script[^>]+src=\"([^\"]+)\"", html) == [PLOTLY_JS]
     assert "SYNTHETIC DATA" in page
     assert "efficiency" in page                  # conclusions are lifted onto the index page
 
 
-def test_executed_notebook_kept_with_conclusions(scaling_report):
+def test_one_plotly_js_per_report_and_a_small_directory(scaling_report):
     sweep, _ = scaling_report
-    nb = nbformat.read(str(sweep / "report" / "analysis-scaling.ipynb"), as_version=4)
-    assert nb.metadata["papermill"]["parameters"]["sweep_dir"] == str(sweep)
-    last = nb.cells[-1]
-    text = "".join(o.get("text", "") for o in last.outputs)
-    assert "raidz2" in text and "95% CI" in text and "SYNTHETIC" in text
+    out = sweep / "report"
+    bundles = [p.name for p in out.iterdir() if p.is_file() and BUNDLE.search(p.read_text(errors="ignore"))]
+    assert bundles == [PLOTLY_JS]
+    size = dir_size(out)
+    assert size < 8 * 2 ** 20, f"report directory is {size / 2 ** 20:.1f} MiB"
+    nb = nbformat.read(str(out / "analysis-scaling.ipynb"), 4)
+    html_outputs = [o["data"]["text/html"] for c in nb.cells for o in c.get("outputs", [])
+                    if PLOTLY_MIME in o.get("data", {})]
+    assert html_outputs and not any(BUNDLE.search(h) for h in html_outputs)
 
 
-def test_static_figures_and_volblocksize_report(vbs_report):
+def test_index_page_reads_like_a_write_up(scaling_report):
+    sweep, index = scaling_report
+    page = index.read_text()
+    env = page.split("<h2>Environment</h2>", 1)[1].split("<details>", 1)[0]
+    assert "Pool layouts" in env and "raidz2 1x4" in env and env.count("<tr>") <= 14
+    assert "<details><summary>Full environment record</summary>" in page
+    summary = page.split("<h2>Summary</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "raidz1 1x6" in summary and "IOPS 95% CI" in summary and "p99 (ms)" in summary
+    assert not re.search(r"\d\.\d+e[+-]\d", summary)                  # no scientific notation
+    for name in ("summary.md", "summary.csv", "summary.tex"):
+        assert f'href="{name}"' in page and (sweep / "report" / name).exists()
+    assert 'id="zbench-headline"' in page and "drives in the pool" in page
+    assert '<ul class="conclusions">' in page and "<pre" not in page
+
+
+def test_notebook_pages_list_conclusions_and_caption_figures(scaling_report):
+    sweep, _ = scaling_report
+    html = (sweep / "report" / "analysis-scaling.html").read_text()
+    assert '<ul class="zbench-conclusions">' in html
+    conclusions = html.split('<ul class="zbench-conclusions">', 1)[1].split("</ul>", 1)[0]
+    assert conclusions.count("<li>") >= 4 and "efficiency" in conclusions
+    nb = nbformat.read(str(sweep / "report" / "analysis-scaling.ipynb"), 4)
+    figs = [o["data"][PLOTLY_MIME] for c in nb.cells for o in c.get("outputs", []) if PLOTLY_MIME in o.get("data", {})]
+    captions = [a["text"] for f in figs for a in f["layout"].get("annotations", []) if a.get("name") == "zbench-caption"]
+    assert len(captions) == len(figs)
+    assert all("SYNTHETIC-scaling" in c and "iodepth 16" in c and "numjobs" in c and "60 s runs" in c
+               for c in captions)
+    assert 'class="zbench-table"' in html                              # readable tables, index hidden
+    assert not re.search(r"<td[^>]*>\s*-?\d\.\d+e[+-]\d+\s*</td>", html)
+
+
+def test_static_figures_for_every_figure_and_a_single_file(vbs_report):
     sweep, index = vbs_report
-    html = (sweep / "report" / "analysis-volblocksize.html").read_text()
+    out = sweep / "report"
+    html = (out / "analysis-volblocksize.html").read_text()
     assert "plotly-graph-div" in html and "allocation model" in html
-    figs = sorted(p.name for p in (sweep / "figures").iterdir())
-    assert any(f.endswith(".png") for f in figs) and any(f.endswith(".svg") for f in figs)
+    nb = nbformat.read(str(out / "analysis-volblocksize.ipynb"), 4)
+    n_figs = sum(PLOTLY_MIME in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+    pngs, svgs = sorted((out / "figures").glob("*.png")), sorted((out / "figures").glob("*.svg"))
+    assert len(pngs) == len(svgs) == n_figs > 4
+    assert all(p.read_bytes()[:4] == b"\x89PNG" for p in pngs)
+    assert all(f'href="figures/{p.name}"' in index.read_text() for p in pngs)
+    legacy = sorted(p.name for p in (sweep / "figures").iterdir())   # the notebook's own static_figures
+    assert any(f.endswith(".png") for f in legacy) and any(f.endswith(".svg") for f in legacy)
+    single = (out / "report.html").read_text()
+    assert len(BUNDLE.findall(single)) == 1 and not re.search(r"<script[^>]+src=", single)
+    assert 'id="analysis-volblocksize"' in single and 'href="#analysis-volblocksize"' in single
 
 
-def test_charts_render_in_headless_chromium_without_script_errors(scaling_report, vbs_report, chromium):
-    for sweep, _ in (scaling_report, vbs_report):
-        for html in sorted((sweep / "report").glob("analysis-*.html")):
-            dom, console = _open(chromium, html)
-            n_charts = html.read_text().count('class="plotly-graph-div"')
-            assert n_charts > 0
-            assert dom.count('class="main-svg"') >= n_charts, f"{html.name}: charts did not render"
-            assert not _errors(console), f"{html.name}: console errors {_errors(console)}"
+def test_timeline_run_and_example_report(example_report):
+    sweep, run, index = example_report
+    nb = nbformat.read(str(sweep / "report" / "analysis-scaling.ipynb"), 4)
+    assert nb.metadata["papermill"]["parameters"]["timeline_run"] == run
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    line = next(ln for ln in text.splitlines() if ln.startswith(f"run {run}:"))
+    assert "raidz2" in line
+    page = index.read_text()
+    assert "OpenZFS</th><td>2.3.2" in page and "TCG emulation" in page
+
+
+def test_compare_with_another_sweep(tmp_path):
+    a = write_synthetic_sweep(tmp_path / "a", n_rows=300, seed=1)
+    b = write_synthetic_sweep(tmp_path / "b", n_rows=300, seed=3)
+    import pandas as pd
+    df = pd.read_parquet(b / "results.parquet")
+    df.assign(sweep_id="SYNTHETIC-scaling-b").to_parquet(b / "results.parquet", index=False)
+    index = render_report(a, options=ReportOptions(notebooks=["scaling"], compare=str(b)))
+    nb = nbformat.read(str(a / "report" / "analysis-compare.ipynb"), 4)
+    assert nb.metadata["papermill"]["parameters"]["other_sweep_dir"] == str(b.resolve())
+    assert "compared with" in index.read_text()
+
+
+def test_charts_render_in_headless_chromium_without_script_errors(scaling_report, vbs_report, example_report,
+                                                                  chromium, tmp_path):
+    pages = [p for sweep in (scaling_report[0], vbs_report[0], example_report[0])
+             for p in sorted((sweep / "report").glob("*.html"))]
+    assert len(pages) >= 8
+    for html in pages:
+        dom, console = _open(chromium, html)
+        n_charts = html.read_text().count('class="plotly-graph-div"')
+        assert dom.count('class="main-svg"') >= n_charts, f"{html.name}: charts did not render"
+        assert not _errors(console), f"{html.name}: console errors {_errors(console)}"
+        shot = tmp_path / f"{html.parent.parent.name}-{html.stem}.png"
+        _open(chromium, html, shot)
+        assert shot.exists() and shot.stat().st_size > 20_000, f"{html.name}: no screenshot"
 
 
 def test_chromium_check_catches_script_errors(chromium, tmp_path):
@@ -115,14 +207,17 @@ def test_chromium_check_catches_script_errors(chromium, tmp_path):
     assert _errors(console), "the console capture would not notice a broken page"
 
 
-def test_failing_notebook_still_renders_and_raises(tmp_path):
+def test_failing_notebook_still_renders_and_raises_one_line(tmp_path):
     sweep = write_synthetic_sweep(tmp_path / "s", n_rows=300)
-    with pytest.raises(ZbenchError, match="metric must be one of"):
+    with pytest.raises(ZbenchError, match="metric must be one of") as info:
         render_report(sweep, notebooks=["analysis-scaling"],
                       parameters={"analysis-scaling": {"metric": "nonsense"}})
+    assert "\n" not in str(info.value) and "report-errors.log" in str(info.value)
     assert (sweep / "report" / "analysis-scaling.html").exists()
+    assert "ValueError" in (sweep / "report" / "report-errors.log").read_text()
 
 
-def test_main_report_reports_a_missing_sweep(tmp_path, capsys):
-    assert main_report([str(tmp_path / "nope")]) == 2
-    assert "does not exist" in capsys.readouterr().err
+def test_report_of_a_missing_sweep(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert "does not exist" in err and len(err.strip().splitlines()) == 1

@@ -64,3 +64,18 @@ def test_run_files_reads_an_unpacked_tree_too(results, tmp_path):
     with pytest.raises(ConfigError, match="not in"):
         with run_files(SCALING, "c0000000-r99"):
             pass
+
+
+def test_the_timeline_chart_of_a_real_run_explains_every_colour(results):
+    from zbench_lib.analysis import plots
+    rid = _stripe6_randread(results)["run_id"].iloc[0]
+    with run_files(SCALING, rid) as attempt:
+        series = layer_series(attempt)
+    fig = plots.plot_timeseries_interactive(series, metrics=["ops_s", "bytes_s"], title=f"run {rid}")
+    legend = {t.name: t.line.color for t in fig.data if t.showlegend}
+    assert set(legend) == {"fio", "pool", "device"}
+    assert all(legend[t.name] == t.line.color for t in fig.data)      # the bytes panel too
+    assert [fig.layout.yaxis.title.text, fig.layout.yaxis2.title.text] == ["operations/s", "MiB/s"]
+    fio_mib = [t for t in fig.data if t.yaxis == "y2" and t.name == "fio"][0]
+    b = series[(series["metric"] == "bytes_s") & (series["layer"] == "fio")].sort_values("t_s")["value"]
+    assert list(fio_mib.y) == pytest.approx(list(b / 2 ** 20))

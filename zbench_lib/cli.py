@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from zbench_lib.core.errors import CommandError, ZbenchError
+from zbench_lib.core.errors import ConfigError, ZbenchError
 
 
 def _lab_config(args):
@@ -70,13 +71,55 @@ def cmd_lab_ssh(args):
 
 def cmd_sweep(args):
     from zbench_lib.sweeps.notebook import run_sweep_notebook
-    run_sweep_notebook(args.spec, args.out, resume_dir=args.resume or "", dry_run=args.dry_run,
-                       progress=not args.no_progress)
+    from zbench_lib.sweeps.plan import expand
+    from zbench_lib.sweeps.spec import load_spec
+    plan = expand(load_spec(args.spec))        # validates before anything starts
+    if args.dry_run:
+        print(plan.describe())
+        return 0
+    args.log_hint = Path(args.out) / "zbench-sweep-error.log"
+    run_sweep_notebook(args.spec, plan, args.out, resume_dir=args.resume or "", progress=not args.no_progress)
+    return 0
 
 
 def cmd_report(args):
-    from zbench_lib.analysis.report import main_report
-    return main_report(args.rest)
+    from zbench_lib.analysis.report import ReportOptions, parse_param, render_report
+    from zbench_lib.analysis.figures_static import FORMATS
+    params: dict = {}
+    for text in args.param:
+        nb, key, value = parse_param(text)
+        params.setdefault(nb, {})[key] = value
+    figures = tuple(f.strip().lower() for f in (args.figures or "").split(",") if f.strip())
+    bad = [f for f in figures if f not in FORMATS]
+    if bad:
+        raise ConfigError(f"--figures takes {','.join(FORMATS)} (comma-separated), not {','.join(bad)}")
+    opts = ReportOptions(notebooks=[n for n in args.notebooks.split(",") if n] or None,
+                         include_flagged=args.include_flagged, parameters=params, compare=args.compare,
+                         timeline=args.timeline, figures=figures, single_file=args.single_file,
+                         show_code=args.show_code)
+    args.log_hint = Path(args.sweep_dir) / "report" / "report-errors.log"
+    index = render_report(args.sweep_dir, options=opts)
+    print(index)
+    if args.single_file:
+        print(index.with_name("report.html"))
+    return 0
+
+
+def cmd_table(args):
+    from zbench_lib.analysis.pub_tables import export_table, summary_table
+    from zbench_lib.analysis.sweep_data import load_sweep
+    sweep = load_sweep(args.sweep_dir)
+    sid = str(sweep.results["sweep_id"].iloc[0]) if len(sweep.results) else sweep.path.name
+    note = (f"Sweep {sid}. Mean over n admissible runs; IOPS 95% CI of the mean; "
+            + ("flagged runs included." if args.include_flagged else "runs flagged by a truth check excluded."))
+    text = export_table(summary_table(sweep.results, args.include_flagged), args.format,
+                        title=f"zbench summary: {sid}", source_note=note)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(args.out)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def cmd_pools(args):
@@ -125,11 +168,30 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", default="data/sweeps", help="where sweep directories go")
     sw.add_argument("--resume", help="complete an interrupted sweep directory")
     sw.add_argument("--dry-run", action="store_true", help="print the plan and exit")
-    sw.add_argument("--no-progress", action="store_true")
+    sw.add_argument("--no-progress", action="store_true",
+                    help="no progress view (the notebook's output is passed through as it comes)")
     sw.set_defaults(func=cmd_sweep)
-    rp = sub.add_parser("report", help="render the HTML report of a sweep directory", add_help=False)
-    rp.add_argument("rest", nargs=argparse.REMAINDER)
+    rp = sub.add_parser("report", help="render the HTML report of a sweep directory",
+                        description="Run the analysis notebooks on a sweep and write <sweep>/report/index.html.")
+    rp.add_argument("sweep_dir", help="sweep directory (spec.yaml, provenance.json, results.parquet)")
+    rp.add_argument("--notebooks", default="", metavar="A,B",
+                    help="comma-separated subset of scaling,volblocksize,compare (default: those that apply)")
+    rp.add_argument("--compare", metavar="OTHER_SWEEP", help="compare with another sweep (analysis-compare)")
+    rp.add_argument("--timeline", metavar="RUN", help="run_id drawn layer by layer (default: a typical run)")
+    rp.add_argument("--param", action="append", default=[], metavar="NOTEBOOK:KEY=VALUE",
+                    help="a notebook parameter, e.g. scaling:metric=bw_bytes_s (repeatable)")
+    rp.add_argument("--include-flagged", action="store_true", help="analyse flagged runs too")
+    rp.add_argument("--figures", metavar="png,svg", default="",
+                    help="also write every figure as static files into report/figures/")
+    rp.add_argument("--single-file", action="store_true", help="also write report/report.html, self-contained")
+    rp.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")
     rp.set_defaults(func=cmd_report)
+    tb = sub.add_parser("table", help="the summary table of a sweep as Markdown, CSV, LaTeX or HTML")
+    tb.add_argument("sweep_dir")
+    tb.add_argument("--format", choices=["md", "csv", "latex", "html"], default="md")
+    tb.add_argument("--include-flagged", action="store_true", help="count flagged runs too")
+    tb.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
+    tb.set_defaults(func=cmd_table)
     pk = sub.add_parser("pack", help="pack a finished sweep for publication (raw/ as one xz archive)")
     pk.add_argument("sweep_dir")
     pk.add_argument("dest", help="new directory, e.g. data/examples/my-study")
@@ -173,20 +235,35 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _internal_error(args, exc: BaseException) -> int:
+    """An unexpected exception: the traceback to a log, one line on the terminal."""
+    import traceback
+    from datetime import datetime, timezone
+    from zbench_lib.core.paths import cache_dir
+    hint = getattr(args, "log_hint", None)
+    log = Path(hint) if hint and Path(hint).parent.parent.is_dir() else \
+        cache_dir() / "logs" / f"zbench-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write("".join(traceback.format_exception(exc)))
+    first = " ".join(str(exc).split())[:300]
+    print(f"zbench: {type(exc).__name__}: {first} (full traceback: {log})", file=sys.stderr)
+    return 1
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "command", None) and args.command[:1] == ["--"]:
         args.command = args.command[1:]
     try:
         rc = args.func(args)
-    except CommandError as exc:
-        print(f"zbench: {exc}", file=sys.stderr)
-        return 2
     except ZbenchError as exc:
         print(f"zbench: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        return _internal_error(args, exc)
     return rc or 0
 
 

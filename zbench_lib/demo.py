@@ -12,9 +12,12 @@ ROOT = REPO_ROOT
 def run_demo(spec: str = "templates/sweeps/demo.yaml", out: str = "data/sweeps") -> int:
     from zbench_lib.analysis.report import render_report
     from zbench_lib.sweeps.notebook import run_sweep_notebook
+    from zbench_lib.sweeps.plan import expand
+    from zbench_lib.sweeps.spec import load_spec
 
     t0 = time.monotonic()
-    sweep_dir = run_sweep_notebook(str(ROOT / spec), str(ROOT / out))
+    plan = expand(load_spec(ROOT / spec))
+    sweep_dir = run_sweep_notebook(str(ROOT / spec), plan, str(ROOT / out))
     t1 = time.monotonic()
     report = render_report(sweep_dir)
     print(f"sweep: {sweep_dir} ({t1 - t0:.0f} s)")

@@ -1,128 +1,62 @@
-"""Reports: run the analysis notebooks with papermill and render self-contained HTML.
+"""Reports: run the analysis notebooks with papermill and write an HTML report directory.
 
 `render_report(sweep_dir)` executes each chosen notebook into `<sweep_dir>/report/`
 (the executed .ipynb is kept next to its HTML), renders it with nbconvert with the
-code hidden, and writes an index page linking them. Nothing is fetched from the
-network when the pages are opened: the `zbench` nbconvert template drops require.js,
-MathJax and mermaid, and `show` embeds plotly.js once per notebook.
+code hidden, and writes an index page: the question, the environment in a dozen lines
+(the full record behind a disclosure), the summary table (with its Markdown, CSV and
+LaTeX exports), the headline IOPS-against-drives chart, and each notebook's conclusions.
+Nothing is fetched from the network: the `zbench` nbconvert template drops require.js,
+MathJax and mermaid, and every page loads the report's one `plotly.min.js`.
 
-Also here: the few display helpers the notebooks share (`show`, `header_markdown`,
-`overlay_model`, `space_figure`, `ratio_figure`).
+Also here, for the notebooks (`from zbench_lib.analysis.report import ...`): `show`,
+`header_markdown`, `overlay_model`, `space_figure`, `ratio_figure`, `plot_iops_vs_drives`.
 """
 
 from __future__ import annotations
 
-import argparse
-import itertools
-import json
-import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import plotly.graph_objects as go
 
-from zbench_lib.analysis.sweep_data import Sweep, environment_table, load_sweep
+from zbench_lib.analysis.env_summary import environment_summary
+from zbench_lib.analysis.notebook_display import (figure_caption, header_markdown, is_synthetic, show,  # noqa: F401
+                                                  sweep_id)
+from zbench_lib.analysis.plot_base import add_caption
+from zbench_lib.analysis.pub_tables import export_table, summary_table, write_tables
+from zbench_lib.analysis.report_assets import (PLOTLY_JS, dir_size, prepare_notebook, single_file,  # noqa: F401
+                                               write_plotlyjs)
+from zbench_lib.analysis.report_figures import (overlay_model, plot_iops_vs_drives, ratio_figure,  # noqa: F401
+                                                space_figure)
+from zbench_lib.analysis.sweep_data import Sweep, environment_table, load_sweep, select_admissible
+from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.paths import REPO_ROOT
-from zbench_lib.core.errors import ZbenchError
-from zbench_lib.analysis.plots import LAYOUT_ORDER
-from zbench_lib.core.sizes import format_size
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 TEMPLATE_DIR = REPO_ROOT / "templates" / "report"
 ALL_NOTEBOOKS = ("analysis-scaling", "analysis-volblocksize", "analysis-compare")
 TITLES = {"analysis-scaling": "Scaling per data disk", "analysis-volblocksize": "volblocksize",
           "analysis-compare": "Comparisons along one factor"}
-_figure_ids = itertools.count()
+LOG_NAME = "report-errors.log"
+__all__ = ["ALL_NOTEBOOKS", "ReportOptions", "applicable_notebooks", "dir_size", "header_markdown", "is_synthetic",
+           "notebook_to_html", "overlay_model", "parse_param", "plot_iops_vs_drives", "ratio_figure",
+           "render_report", "show", "space_figure"]
 
 
-# -- display helpers for the notebooks ----------------------------------------------------------
+@dataclass
+class ReportOptions:
+    """What `zbench report` can ask for beyond the sweep directory."""
+    notebooks: list[str] | None = None       # default: those the sweep supports
+    include_flagged: bool = False
+    parameters: dict = field(default_factory=dict)   # notebook -> {parameter: value}
+    compare: str | None = None               # another sweep directory (analysis-compare)
+    timeline: str | None = None              # run_id drawn layer by layer
+    figures: tuple = ()                      # static formats: png, svg
+    single_file: bool = False                # also report.html, self-contained
+    show_code: bool = False
+    kernel_name: str | None = None
+    timeout: int = 1800
 
-def show(fig: go.Figure) -> None:
-    """Display a plotly figure for JupyterLab *and* for the HTML report.
-
-    The bundle carries the plotly mimetype (JupyterLab renders it natively) and
-    text/html (what nbconvert keeps). The first figure of a kernel embeds plotly.js
-    so the report works offline; div ids are a counter, so outputs are reproducible.
-    """
-    from IPython.display import display
-    n = next(_figure_ids)
-    html = fig.to_html(full_html=False, include_plotlyjs=n == 0, div_id=f"zbench-figure-{n}",
-                       config={"displaylogo": False, "responsive": True})
-    display({"application/vnd.plotly.v1+json": json.loads(fig.to_json()), "text/html": html}, raw=True)
-
-
-def header_markdown(sweep: Sweep) -> str:
-    """The question, the surface and the size of the sweep, as Markdown."""
-    df, spec = sweep.results, sweep.spec
-    sid = df["sweep_id"].iloc[0] if "sweep_id" in df and len(df) else spec.get("name", sweep.path.name)
-    runs = df["run_id"].nunique() if "run_id" in df else len(df)
-    text = (f"**Sweep** `{sid}`  \n**Question:** {str(spec.get('question', '(no question written)')).strip()}  \n"
-            f"**Surface:** {spec.get('surface', '(not declared)')} · {runs} runs, {len(df)} result rows")
-    if is_synthetic(sweep):
-        text = ("**SYNTHETIC DATA: made up to test the analysis mechanics, not measured. "
-                "Nothing below is a result.**\n\n" + text)
-    return text
-
-
-def is_synthetic(sweep: Sweep) -> bool:
-    df = sweep.results
-    return bool(sweep.spec.get("synthetic") or ("synthetic" in df and df["synthetic"].fillna(False).any()))
-
-
-def overlay_model(fig: go.Figure, scaling_df: pd.DataFrame, family: str = "layout") -> go.Figure:
-    """Add the first-order random-read model per data disk (dotted) to a per-disk scaling figure."""
-    if "model_per_disk" not in scaling_df or scaling_df["model_per_disk"].isna().all():
-        return fig
-    for i, (name, g) in enumerate(sorted(scaling_df.groupby(family), key=lambda kv: _layout_rank(kv[0]))):
-        g = g.sort_values("data_disks")
-        fig.add_trace(go.Scatter(x=g["data_disks"], y=g["model_per_disk"], mode="lines",
-                                 name="IOPS model" if i == 0 else f"model {name}", legendgroup="model",
-                                 showlegend=i == 0, hovertext=f"model: {name}",
-                                 line=dict(dash="dot", width=1.5, color="grey")))
-    return fig
-
-
-def _layout_rank(name):
-    return (LAYOUT_ORDER.index(name), "") if name in LAYOUT_ORDER else (len(LAYOUT_ORDER), str(name))
-
-
-def space_figure(space_df: pd.DataFrame) -> go.Figure:
-    """Measured referenced/logicalused against the allocation model, per layout × block size."""
-    bcol = "volblocksize_bytes" if "volblocksize_bytes" in space_df else "recordsize_bytes"
-    fig = go.Figure()
-    for name, g in sorted(space_df.groupby(["layout", "width"]), key=lambda kv: _layout_rank(kv[0][0])):
-        g = g.sort_values(bcol)
-        x = [format_size(int(v)) for v in g[bcol]]
-        label = f"{name[0]} of {name[1]}"
-        fig.add_trace(go.Bar(x=x, y=g["measured_used_ratio"], name=f"{label}: measured"))
-        fig.add_trace(go.Scatter(x=x, y=g["predicted_used_ratio"], name=f"{label}: model",
-                                 mode="markers", marker=dict(symbol="line-ew-open", size=18)))
-    fig.update_layout(barmode="group", title="referenced / logicalused: measured (bars) vs allocation model",
-                      xaxis_title="block size", yaxis_title="referenced / logicalused")
-    return fig
-
-
-def ratio_figure(cmp: pd.DataFrame, metric: str, margin: float | None = None) -> go.Figure:
-    """Forest plot: ratio of means to the baseline with its 95% CI, one row per comparison."""
-    by = [c for c in cmp.columns if c not in ("factor", "level", "baseline") and c in
-          ("workload", "direction", "layout", "volblocksize_bytes", "iodepth", "total_disks", "sweep_id")]
-    fmt = (lambda v: format_size(int(v))) if str(cmp["factor"].iloc[0]).endswith("_bytes") else str
-    labels = [" ".join([fmt(r["level"])] + [format_size(int(r[c])) if c.endswith("_bytes") else str(r[c])
-                                           for c in by]) for _, r in cmp.iterrows()]
-    fig = go.Figure(go.Scatter(x=cmp["ratio"], y=labels, mode="markers", name="ratio (95% CI)",
-                               error_x=dict(type="data", array=cmp["ratio_ci_high"] - cmp["ratio"],
-                                            arrayminus=cmp["ratio"] - cmp["ratio_ci_low"])))
-    fig.add_vline(x=1.0, line_color="black", line_dash="dash")
-    if margin:
-        fig.add_vrect(x0=1 / (1 + margin), x1=1 + margin, fillcolor="green", opacity=0.12, line_width=0)
-    fig.update_layout(title=f"{metric}: ratio to baseline {fmt(cmp['baseline'].iloc[0])} (95% CI"
-                            + (f"; shaded: ±{margin:.0%} equivalence margin)" if margin else ")"),
-                      xaxis_title="ratio of means", xaxis_type="log",
-                      height=max(300, 28 * len(cmp) + 150))
-    return fig
-
-
-# -- rendering ----------------------------------------------------------------------------------
 
 def applicable_notebooks(results: pd.DataFrame) -> list[str]:
     """The analyses a results table supports: scaling if disk counts vary within a layout, etc."""
@@ -136,6 +70,28 @@ def applicable_notebooks(results: pd.DataFrame) -> list[str]:
     return out
 
 
+def notebook_name(text: str) -> str:
+    """'scaling' or 'analysis-scaling' -> 'analysis-scaling'."""
+    name = text if text.startswith("analysis-") else f"analysis-{text}"
+    if name not in ALL_NOTEBOOKS:
+        raise ConfigError(f"no analysis notebook {text!r}; have {', '.join(ALL_NOTEBOOKS)}")
+    return name
+
+
+def parse_param(text: str) -> tuple[str, str, object]:
+    """'scaling:metric=bw_bytes_s' -> ('analysis-scaling', 'metric', 'bw_bytes_s'); values as YAML."""
+    import yaml
+    head, eq, value = text.partition("=")
+    nb, colon, key = head.partition(":")
+    if not (eq and colon and nb.strip() and key.strip()):
+        raise ConfigError(f"--param {text!r}: write notebook:key=value, e.g. scaling:metric=bw_bytes_s")
+    try:
+        parsed = yaml.safe_load(value) if value.strip() else ""
+    except yaml.YAMLError:
+        parsed = value
+    return notebook_name(nb.strip()), key.strip(), parsed
+
+
 def _conclusions(nb) -> list[str]:
     for cell in nb.cells:
         if "conclusions" in cell.get("metadata", {}).get("tags", []):
@@ -145,10 +101,10 @@ def _conclusions(nb) -> list[str]:
 
 
 def notebook_to_html(nb_path, html_path, meta: dict | None = None, show_code: bool = False) -> Path:
-    """Render an executed notebook as one self-contained HTML page (code hidden by default)."""
+    """Render an executed notebook as an HTML page of the report (code hidden by default)."""
     import nbformat
     from nbconvert import HTMLExporter
-    nb = nbformat.read(str(nb_path), as_version=4)
+    nb = prepare_notebook(nbformat.read(str(nb_path), as_version=4))
     nb.metadata["zbench"] = dict(meta or {})
     exporter = HTMLExporter(template_name="zbench", extra_template_basedirs=[str(TEMPLATE_DIR)],
                             exclude_input=not show_code, exclude_input_prompt=True,
@@ -158,79 +114,117 @@ def notebook_to_html(nb_path, html_path, meta: dict | None = None, show_code: bo
     return Path(html_path)
 
 
+def _parameters(sweep: Sweep, names, opts: ReportOptions) -> dict:
+    """Papermill parameters per notebook; unknown notebooks, parameters or runs are refused."""
+    import papermill as pm
+    params = {}
+    for n, extra in opts.parameters.items():
+        if n not in names:
+            raise ConfigError(f"--param for {n}, which this report does not run (it runs {', '.join(names)})")
+    if opts.timeline and "run_id" in sweep.results and opts.timeline not in set(sweep.results["run_id"]):
+        some = ", ".join(sorted(sweep.results["run_id"].unique())[:3])
+        raise ConfigError(f"--timeline {opts.timeline!r} is not a run of {sweep.path.name} (runs look like {some})")
+    for name in names:
+        declared = pm.inspect_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"))
+        base = {"sweep_dir": str(sweep.path), "include_flagged": bool(opts.include_flagged)}
+        if opts.timeline:
+            base["timeline_run"] = opts.timeline
+        if opts.compare and name == "analysis-compare":
+            base["other_sweep_dir"] = str(Path(opts.compare).resolve())
+        params[name] = {k: v for k, v in base.items() if k in declared}
+        unknown = [k for k in opts.parameters.get(name, {}) if k not in declared]
+        if unknown:
+            raise ConfigError(f"{name} has no parameter {', '.join(unknown)}; it has {', '.join(declared)}")
+        params[name].update(opts.parameters.get(name, {}))
+    return params
+
+
+def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dict:
+    """Environment, summary table and its exports, headline chart: what the index page shows."""
+    df = sweep.results
+    note = (f"Sweep {sid}. Mean over n admissible runs; IOPS 95% CI of the mean; "
+            + ("flagged runs included." if opts.include_flagged else "runs flagged by a truth check excluded."))
+    table = summary_table(df, opts.include_flagged)
+    write_tables(table, out, title=f"zbench summary: {sid}", source_note=note)
+    extras = dict(environment_lines=environment_summary(sweep.provenance, df, sweep.spec.get("surface", "")),
+                  summary_html=export_table(table, "html", title="Summary per configuration", source_note=note),
+                  headline_html="")
+    adm = select_admissible(df, opts.include_flagged)
+    if {"layout", "total_disks"} <= set(adm) and len(adm) and (adm.groupby("layout")["total_disks"].nunique() > 1).any():
+        fig = plot_iops_vs_drives(adm)
+        add_caption(fig, figure_caption(fig.layout.title.text or "", [sweep]))
+        extras["headline_html"] = fig.to_html(full_html=False, include_plotlyjs=False, div_id="zbench-headline",
+                                              config={"displaylogo": False, "responsive": True})
+        extras["headline_fig"] = fig
+    return extras
+
+
 def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, parameters=None,
-                  show_code: bool = False, kernel_name: str | None = None, timeout: int = 1800) -> Path:
+                  show_code: bool = False, kernel_name: str | None = None, timeout: int = 1800,
+                  options: ReportOptions | None = None) -> Path:
     """Execute the analysis notebooks on a sweep and write `<sweep_dir>/report/index.html`.
 
-    `notebooks` defaults to those the sweep supports (`applicable_notebooks`).
-    `parameters` maps a notebook name to extra papermill parameters. A notebook that
-    fails still gets its page (with the traceback); a ZbenchError names the failures.
+    `options` (a ReportOptions) carries everything; the keyword arguments are its
+    shorthand. A notebook that fails still gets its page (with the traceback, which also
+    goes to report/report-errors.log); a ZbenchError names the failures in one line.
     """
     import nbformat
-    import papermill as pm
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     from zbench_lib import __version__
+    from zbench_lib.analysis.figures_static import export_notebook_figures, save_static
+    from zbench_lib.sweeps.notebook import NotebookFailed, execute_notebook
+    opts = options or ReportOptions(notebooks=notebooks, include_flagged=include_flagged,
+                                    parameters=parameters or {}, show_code=show_code,
+                                    kernel_name=kernel_name, timeout=timeout)
     sweep = load_sweep(sweep_dir)
-    names = list(notebooks) if notebooks else applicable_notebooks(sweep.results)
-    unknown = [n for n in names if not (NOTEBOOK_DIR / f"{n}.ipynb").exists()]
-    if unknown or not names:
-        raise ZbenchError(f"no such analysis notebook(s) {unknown} (have {list(ALL_NOTEBOOKS)})" if unknown
-                          else f"{sweep.path}: no analysis applies (one layout, one disk count, one block size?)")
+    names = [notebook_name(n) for n in opts.notebooks] if opts.notebooks else applicable_notebooks(sweep.results)
+    if opts.compare and "analysis-compare" not in names:
+        names.append("analysis-compare")
+    if not names:
+        raise ZbenchError(f"{sweep.path}: no analysis applies (one layout, one disk count, one block size?)")
+    params = _parameters(sweep, names, opts)
     out = sweep.path / "report"
     out.mkdir(exist_ok=True)
-    sid = str(sweep.results["sweep_id"].iloc[0]) if "sweep_id" in sweep.results else sweep.path.name
-    meta = dict(sweep_id=sid, synthetic=is_synthetic(sweep), version=__version__)
-    entries, failed = [], []
+    (out / LOG_NAME).unlink(missing_ok=True)
+    write_plotlyjs(out)
+    sid = sweep_id(sweep)
+    meta = dict(sweep_id=sid, synthetic=is_synthetic(sweep), version=__version__, plotlyjs=PLOTLY_JS)
+    entries, failed, figures = [], [], []
     for name in names:
-        src, executed = NOTEBOOK_DIR / f"{name}.ipynb", out / f"{name}.ipynb"
-        declared = pm.inspect_notebook(str(src))
-        params = {"sweep_dir": str(sweep.path), "include_flagged": bool(include_flagged),
-                  **(parameters or {}).get(name, {})}
-        params = {k: v for k, v in params.items() if k in declared}
+        executed = out / f"{name}.ipynb"
         try:
-            pm.execute_notebook(str(src), str(executed), parameters=params, kernel_name=kernel_name,
-                                cwd=str(REPO_ROOT), progress_bar=False, execution_timeout=timeout)
+            execute_notebook(NOTEBOOK_DIR / f"{name}.ipynb", executed, params[name], log=out / LOG_NAME,
+                             name=name, cwd=REPO_ROOT, kernel_name=opts.kernel_name, timeout=opts.timeout)
             ok = True
-        except pm.PapermillExecutionError as exc:
-            failed.append(f"{name}: {exc.ename}: {exc.evalue}")
+        except NotebookFailed as exc:
+            failed.append(f"{name}: {exc.error}")
             ok = False
-        notebook_to_html(executed, out / f"{name}.html", meta, show_code)
+        if not executed.exists():
+            continue
+        notebook_to_html(executed, out / f"{name}.html", meta, opts.show_code)
+        nb = nbformat.read(str(executed), 4)
+        if opts.figures:
+            figures += export_notebook_figures(nb, out / "figures", opts.figures, prefix=name.replace("analysis-", ""))
         entries.append(dict(title=TITLES.get(name, name), html=f"{name}.html", ipynb=f"{name}.ipynb",
-                            failed=not ok, conclusions=_conclusions(nbformat.read(str(executed), 4))))
+                            failed=not ok, conclusions=_conclusions(nb)))
+    extras = _index_extras(sweep, out, opts, sid)
+    if opts.figures and "headline_fig" in extras:
+        figures = save_static(extras["headline_fig"], out / "figures" / "index-01-iops-vs-drives", opts.figures) + figures
     env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), autoescape=select_autoescape(["html"]))
     page = env.get_template("index.html.j2").render(
         sweep_id=sid, synthetic=meta["synthetic"], question=str(sweep.spec.get("question", "")).strip(),
-        surface=sweep.spec.get("surface", "(not declared)"), include_flagged=include_flagged,
+        surface=sweep.spec.get("surface", "(not declared)"), include_flagged=opts.include_flagged,
         n_rows=len(sweep.results), n_flagged=int(sweep.results["flagged"].sum()),
         n_runs=sweep.results["run_id"].nunique() if "run_id" in sweep.results else len(sweep.results),
-        entries=entries, environment=environment_table(sweep.provenance).itertuples(index=False))
+        entries=entries, environment=environment_table(sweep.provenance).itertuples(index=False),
+        figures=[p.relative_to(out).as_posix() for p in figures], plotlyjs=PLOTLY_JS, compare=opts.compare,
+        **{k: v for k, v in extras.items() if k != "headline_fig"})
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")
+    if opts.single_file:
+        single_file(out, [e["html"] for e in entries])
     if failed:
-        raise ZbenchError(f"report written to {index}, but notebooks failed:\n  " + "\n  ".join(failed))
+        raise ZbenchError(f"report written to {index}, but {len(failed)} notebook(s) failed: "
+                          + "; ".join(failed) + f" (tracebacks: {out / LOG_NAME})")
     return index
-
-
-def main_report(argv=None) -> int:
-    """`zbench report SWEEP_DIR [--notebooks a,b] [--include-flagged] [--show-code]`."""
-    p = argparse.ArgumentParser(prog="zbench report",
-                                description="Run the analysis notebooks on a sweep and write an HTML report.")
-    p.add_argument("sweep_dir", help="sweep directory (spec.yaml, provenance.json, results.parquet)")
-    p.add_argument("--notebooks", default="",
-                   help=f"comma-separated subset of {','.join(ALL_NOTEBOOKS)} (default: those that apply)")
-    p.add_argument("--include-flagged", action="store_true", help="analyse flagged runs too")
-    p.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")
-    args = p.parse_args(argv)
-    try:
-        index = render_report(args.sweep_dir, [n for n in args.notebooks.split(",") if n] or None,
-                              include_flagged=args.include_flagged, show_code=args.show_code)
-    except ZbenchError as exc:
-        print(f"zbench report: {exc}", file=sys.stderr)
-        return 2
-    print(index)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main_report())

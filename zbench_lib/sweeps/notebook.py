@@ -1,47 +1,137 @@
-"""`zbench sweep SPEC`: run the sweep notebook with papermill, keep it with the data."""
+"""Notebooks run headlessly: `zbench sweep SPEC` and every executed report notebook.
+
+`execute_notebook` runs papermill with the kernel on IPC sockets (no "Kernel is running
+over TCP without encryption" warning) and turns a failure into one line: the traceback
+goes to a log file, the `NotebookFailed` message names the cell's error and that log.
+`run_sweep_notebook` runs notebooks/sweep.ipynb, showing the terminal progress view
+(`progress.ProgressView`) fed by the store's events.jsonl while it runs. Nothing here
+imports a host (the report layer runs its notebooks through `execute_notebook` too).
+"""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
+import traceback
+from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 
+from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.paths import REPO_ROOT
-from zbench_lib.core.errors import ConfigError
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "sweep.ipynb"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def run_sweep_notebook(spec: str, out_root: str = "data/sweeps", *, resume_dir: str = "",
-                       dry_run: bool = False, progress: bool = True) -> Path | None:
-    """Execute notebooks/sweep.ipynb; the executed copy lands in the sweep directory."""
+class NotebookFailed(ZbenchError):
+    """A notebook raised (or its kernel died); `log` holds the full traceback."""
+
+    def __init__(self, name: str, error: str, log: Path, cell: int | None = None):
+        self.name, self.error, self.log, self.cell = name, error, Path(log), cell
+        where = f" in cell {cell}" if cell is not None else ""
+        super().__init__(f"{name} failed{where}: {error} (full traceback: {log})")
+
+
+@lru_cache(maxsize=1)
+def ipc_kernel_manager():
+    """An AsyncKernelManager whose kernel talks over IPC sockets, not unencrypted TCP."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class IPCKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _default_transport(self):
+            return "ipc"
+
+    return IPCKernelManager
+
+
+def one_line(text: str, most: int = 300) -> str:
+    line = " ".join(_ANSI.sub("", str(text)).split())
+    return line if len(line) <= most else line[:most - 1] + "…"
+
+
+def _write_log(log: Path, name: str, body: str) -> Path:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(f"== {stamp} {name}\n{_ANSI.sub('', body).rstrip()}\n\n")
+    return log
+
+
+def execute_notebook(src, dst, parameters: dict, *, log: Path, name: str | None = None, cwd=None,
+                     kernel_name: str | None = None, timeout: float | None = None,
+                     stdout=None, stderr=None) -> None:
+    """papermill `src` -> `dst` over IPC; on failure append the traceback to `log`, raise NotebookFailed.
+
+    `stdout`/`stderr` (file-like) receive the notebook's streams as it runs (None: kept
+    in the executed notebook only).
+    """
     import papermill as pm
+    name = name or Path(src).stem
+    try:
+        pm.execute_notebook(str(src), str(dst), parameters=parameters, cwd=str(cwd or REPO_ROOT),
+                            kernel_name=kernel_name, progress_bar=False, execution_timeout=timeout,
+                            log_output=False, stdout_file=stdout, stderr_file=stderr,
+                            kernel_manager_class=ipc_kernel_manager())
+    except pm.PapermillExecutionError as exc:
+        body = f"cell {exc.cell_index} (execution count {exc.exec_count}):\n{exc.source}\n\n" + \
+               "\n".join(exc.traceback)
+        _write_log(Path(log), name, body)
+        raise NotebookFailed(name, one_line(f"{exc.ename}: {exc.evalue}"), log, exc.cell_index) from None
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:                       # the kernel died, timed out, or did not start
+        _write_log(Path(log), name, traceback.format_exc())
+        raise NotebookFailed(name, one_line(f"{type(exc).__name__}: {exc}"), log) from None
 
-    from zbench_lib.sweeps.plan import expand
+
+def run_sweep_notebook(spec: str, plan, out_root: str = "data/sweeps", *, resume_dir: str = "",
+                       progress: bool = True) -> Path:
+    """Execute notebooks/sweep.ipynb on `spec`; the executed copy lands in the sweep directory.
+
+    `plan` is the spec's expanded Plan (the caller validated the spec with it; this module
+    stays free of the plan's imports, so the analysis layer may use `execute_notebook`).
+    With `progress`, the terminal shows runs done / planned, the current cell, the ETA and
+    the last run's IOPS (read from events.jsonl), and the notebook's own bars are off.
+    A failure leaves its traceback in <sweep dir>/sweep-error.log and raises NotebookFailed.
+    """
+    from zbench_lib.sweeps.progress import LineWriter, ProgressView
     from zbench_lib.sweeps.store import new_sweep_id
-    from zbench_lib.sweeps.spec import load_spec
 
-    spec_obj = load_spec(spec)           # validates before anything starts
-    plan = expand(spec_obj)
-    if dry_run:
-        print(plan.describe())
-        return None
     if not NOTEBOOK.exists():
         raise ConfigError(f"sweep notebook not found: {NOTEBOOK}")
-    sweep_id = "" if resume_dir else new_sweep_id(spec_obj.name)
+    sweep_id = "" if resume_dir else new_sweep_id(plan.spec.name)
     out = Path(out_root)
     out.mkdir(parents=True, exist_ok=True)
     # papermill writes its output from the first cell on: keep it beside the sweep
     # directory (which the store must create itself) and move it in at the end.
     target = Path(resume_dir) if resume_dir else out / sweep_id
     executing = target.parent / f".{target.name}.executing.ipynb"
+    params = {"spec": str(Path(spec).resolve()), "out_root": str(out.resolve()), "sweep_id": sweep_id,
+              "resume_dir": str(resume_dir), "progress": False}
+    log = target.parent / f".{target.name}.error.log"     # moved into the sweep directory if it exists
     try:
-        pm.execute_notebook(str(NOTEBOOK), str(executing), cwd=str(NOTEBOOK.parent.parent),
-                            parameters={"spec": str(Path(spec).resolve()), "out_root": str(out.resolve()),
-                                        "sweep_id": sweep_id, "resume_dir": str(resume_dir),
-                                        "progress": progress},
-                            log_output=True, stdout_file=sys.stdout, stderr_file=sys.stderr,
-                            progress_bar=False)
+        if progress:
+            with ProgressView(target, plan=plan) as view:
+                out_w, err_w = LineWriter(view.write), LineWriter(view.write_err)
+                try:
+                    execute_notebook(NOTEBOOK, executing, params, log=log, name="sweep",
+                                     cwd=NOTEBOOK.parent.parent, stdout=out_w, stderr=err_w)
+                finally:
+                    out_w.flush()
+                    err_w.flush()
+        else:
+            execute_notebook(NOTEBOOK, executing, params, log=log, name="sweep", cwd=NOTEBOOK.parent.parent,
+                             stdout=sys.stdout, stderr=sys.stderr)
+    except NotebookFailed as exc:
+        final = target / "sweep-error.log" if target.is_dir() else target.parent / f"{target.name}-error.log"
+        with open(final, "a", encoding="utf-8") as fh:
+            fh.write(exc.log.read_text(encoding="utf-8"))
+        exc.log.unlink()
+        raise NotebookFailed(exc.name, exc.error, final, exc.cell) from None
     finally:
         if target.is_dir() and executing.exists():
             n = len(list(target.glob("sweep*.ipynb")))

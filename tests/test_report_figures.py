@@ -1,0 +1,203 @@
+"""The data behind each chart fix: marker positions, tick labels, legend entries, units, n, captions.
+
+Each test builds a figure from hand-made or real example tables and checks what a reader
+sees: where the model marker sits, which tick labels the log axis shows, which colours
+the legend explains, what the axes are measured in.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from zbench_lib import analysis as A
+from zbench_lib.analysis import plots
+from zbench_lib.analysis.notebook_display import figure_caption, fio_parameters
+from zbench_lib.analysis.plot_base import CAPTION_NAME, LAYER_COLORS, PALETTE, caption_of, ratio_ticks
+from zbench_lib.analysis.report_figures import (iops_vs_drives_data, overlay_model, plot_iops_vs_drives,
+                                                ratio_figure, space_figure)
+from zbench_lib.analysis.stats import scaling
+from zbench_lib.zfs.models import predicted_random_read_iops
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
+
+
+def _rgb(color):
+    return np.array([int(color.lstrip("#")[i:i + 2], 16) for i in (0, 2, 4)], float)
+
+
+def _same_hue(a, b):
+    """Same colour family: one is a darker or lighter shade of the other."""
+    import colorsys
+    ha = colorsys.rgb_to_hsv(*(_rgb(a) / 255))[0]
+    hb = colorsys.rgb_to_hsv(*(_rgb(b) / 255))[0]
+    return abs(ha - hb) < 0.03 or abs(abs(ha - hb) - 1) < 0.03
+
+
+def _space_df():
+    rows = []
+    for lay, width, pred in (("mirror", 2, (1.0, 1.0, 1.0)), ("raidz1", 6, (1.6, 1.2, 1.0)),
+                             ("raidz2", 6, (2.0, 1.0, 1.0))):
+        for b, p, n in zip((4096, 16384, 131072), pred, (1, 3, 3)):
+            rows.append(dict(layout=lay, width=width, volblocksize_bytes=b, measured_used_ratio=p * 1.001,
+                             n=n, predicted_used_ratio=p))
+    return pd.DataFrame(rows)
+
+
+def test_space_model_marker_sits_on_its_own_bar_in_its_colour_family():
+    fig = space_figure(_space_df())
+    bars = [t for t in fig.data if t.type == "bar"]
+    models = [t for t in fig.data if t.meta == "model"]
+    assert len(bars) == len(models) == 3
+    for bar, model in zip(bars, models):
+        assert bar.legendgroup == model.legendgroup
+        xs = [x for x in model.x if x is not None]
+        mids = (np.array(xs[0::2]) + np.array(xs[1::2])) / 2
+        assert np.allclose(mids, bar.x)                               # the segment is centred on the bar
+        assert np.allclose(np.array(xs[1::2]) - np.array(xs[0::2]), bar.width)   # and spans exactly it
+        assert _same_hue(bar.marker.color, model.line.color) and bar.marker.color != model.line.color
+    raidz2 = [m for m in models if m.legendgroup == "raidz2 of 6"][0]
+    raidz1_bar = [b for b in bars if b.legendgroup == "raidz1 of 6"][0]
+    y4k = [y for y in raidz2.y if y is not None][0]
+    assert y4k == 2.0 and not np.isclose(raidz1_bar.x[0], (raidz2.x[0] + raidz2.x[1]) / 2)
+    assert list(fig.layout.xaxis.ticktext) == ["4K", "16K", "128K"]
+    assert "×" in fig.layout.yaxis.title.text
+    assert [t for t in bars[0].text] == ["n=1", "", ""]                # n shown where n = 1 only
+
+
+@pytest.mark.parametrize("lo, hi, expect", [(0.4, 6.0, ["0.5×", "1×", "2×", "4×"]),
+                                            (0.9, 1.2, ["0.9×", "1×", "1.1×"]),
+                                            (0.05, 20, None)])
+def test_ratio_ticks_are_readable(lo, hi, expect):
+    vals, texts = ratio_ticks(lo, hi)
+    assert all(t.endswith("×") for t in texts) and "1×" in texts
+    assert len(vals) <= 7 and vals == sorted(vals)
+    if expect:
+        assert texts[:len(expect)] == expect or set(expect) <= set(texts)
+
+
+def test_forest_plot_log_axis_reads_ratios_and_rows_are_distinct():
+    v = A.load_sweep(EXAMPLES / "volblocksize")
+    cmp = A.compare_table(A.select_admissible(v.results), "iops", "volblocksize_bytes", 16384)
+    fig = ratio_figure(cmp, "iops", 0.05)
+    ax = fig.layout.xaxis
+    assert ax.type == "log" and ax.tickmode == "array"
+    assert all(t.endswith("×") for t in ax.ticktext) and "1×" in ax.ticktext
+    assert not any(t in ("4", "5", "6", "9", "2", "3") for t in ax.ticktext)
+    assert 10 ** ax.range[0] < cmp["ratio"].min() and 10 ** ax.range[1] > cmp["ratio"].max()
+    labels = list(fig.data[0].y)
+    assert len(set(labels)) == len(labels)                            # one row per comparison
+    one_run = cmp[["n_level", "n_baseline"]].min(axis=1) == 1
+    assert [t == "n=1" for t in fig.data[0].text] == list(one_run)
+    assert fig.layout.title.text.startswith("IOPS")
+
+
+def _scaling_df():
+    rows = []
+    for lay, width, per in (("stripe", 1, 100), ("mirror", 2, 180)):
+        for d in (1, 2, 4):
+            for rep, jitter in enumerate((-2, 0, 2) if d < 4 else (0,)):
+                rows.append(dict(layout=lay, width=width, vdevs=d, data_disks=d, rep=rep,
+                                 iops=per * d * (1 - 0.05 * (d - 1)) + jitter))
+    return scaling(pd.DataFrame(rows), "iops")
+
+
+def test_per_disk_ideal_lines_take_their_layout_colour_with_one_legend_entry():
+    s = _scaling_df()
+    fig = plots.plot_scaling_interactive(s, kind="per_disk", error="sd", ylabel="IOPS per data disk")
+    data = {t.name: t for t in fig.data if t.meta is None and t.x[0] is not None}
+    ideal = [t for t in fig.data if t.meta == "ideal"]
+    assert {t.line.color for t in ideal} == {data["stripe"].line.color, data["mirror"].line.color}
+    legend = [t.name for t in fig.data if t.showlegend is not False]
+    assert sum("ideal" in n for n in legend) == 1 and "black" not in {t.line.color for t in ideal}
+    assert list(data["stripe"].text) == ["", "", "n=1"]               # n=1 at 4 disks only
+    assert fig.layout.yaxis.title.text == "IOPS per data disk" and fig.layout.xaxis.title.text == "data disks"
+    fig = overlay_model(fig, s.assign(model_per_disk=[100.0, 100, 100, 180, 180, 180]))
+    models = [t for t in fig.data if t.meta == "model"]
+    assert {t.legendgroup for t in models} == {"model"} and all(t.showlegend is False for t in models)
+    assert sum(1 for t in fig.data if t.legendgroup == "model" and t.showlegend) == 1
+    for m in models:
+        assert _same_hue(m.line.color, data[m.name.split(": ")[1]].line.color)
+
+
+def test_scaling_axes_carry_units():
+    fig = plots.plot_scaling_interactive(_scaling_df(), kind="scaling")
+    assert "(×)" in fig.layout.yaxis.title.text
+    eff = plots.plot_scaling_interactive(_scaling_df(), kind="efficiency")
+    assert "1 = linear" in eff.layout.yaxis.title.text
+
+
+def _layer_series():
+    t = np.arange(6.0)
+    return pd.DataFrame([dict(t_s=s, layer=layer, metric=m, value=(2 ** 20 if m == "bytes_s" else 100) * f)
+                         for layer, f in (("fio", 1.0), ("pool", 1.1), ("device", 1.3))
+                         for m in ("ops_s", "bytes_s") for s in t])
+
+
+def test_timeline_colours_are_all_in_the_legend_and_axes_have_units():
+    fig = plots.plot_timeseries_interactive(_layer_series(), metrics=["ops_s", "bytes_s"])
+    legend = {t.name: t.line.color for t in fig.data if t.showlegend}
+    used = {(t.name, t.line.color) for t in fig.data}
+    assert set(legend) == {"fio", "pool", "device"}
+    assert all(legend[name] == color for name, color in used)         # every colour drawn is explained
+    assert legend == {k: LAYER_COLORS[k] for k in legend}
+    assert fig.layout.yaxis.title.text == "operations/s" and fig.layout.yaxis2.title.text == "MiB/s"
+    mib = [t for t in fig.data if t.yaxis == "y2" and t.name == "fio"][0]
+    assert np.allclose(mib.y, 1.0)                                    # bytes/s drawn as MiB/s
+    assert "(s)" in fig.layout.xaxis2.title.text
+
+
+def test_headline_iops_against_drives_with_the_per_vdev_model():
+    sc = A.load_sweep(EXAMPLES / "scaling")
+    df = A.select_admissible(sc.results)
+    data = iops_vs_drives_data(df)
+    assert set(data.loc[data["workload"] == "seqread", "metric"]) == {"bw_bytes_s"}
+    rr = data[(data["workload"] == "randread-4k")]
+    assert set(rr["metric"]) == {"iops"} and rr["model"].notna().all()
+    disk = df["disk_model_iops"].median()
+    for r in rr.itertuples():
+        assert r.model == pytest.approx(predicted_random_read_iops(r.layout, r.width, r.vdevs, disk, 16384))
+    fig = plot_iops_vs_drives(df)
+    lines = [t for t in fig.data if t.meta is None and t.x[0] is not None]
+    stripe = [t for t in lines if t.name == "stripe" and t.xaxis == "x"][0]
+    sub = rr[rr["layout"] == "stripe"].sort_values("total_disks")
+    assert list(stripe.x) == list(sub["total_disks"]) and np.allclose(stripe.y, sub["mean"])
+    assert [t for t in stripe.text] == ["n=1" if n == 1 else "" for n in sub["n"]]
+    legend = [t.name for t in fig.data if t.showlegend is not False]
+    assert legend.count("per-vdev random-read model (dotted)") == 1 and legend.count("stripe") == 1
+    assert fig.layout.yaxis.title.text == "IOPS (mean)" and fig.layout.yaxis2.title.text == "MiB/s (mean)"
+    assert fig.layout.xaxis.title.text == "drives in the pool"
+
+
+def test_iops_vs_p99_and_latency_percentiles_have_units_and_n():
+    rows = [dict(layout=lay, iodepth=qd, rep=r, iops=base * qd + r, clat_p99_ns=1e5 * qd, clat_p50_ns=5e4 * qd)
+            for lay, base in (("mirror", 100), ("raidz2", 40)) for qd in (1, 4) for r in range(3 if qd == 1 else 1)]
+    fig = plots.plot_iops_vs_p99_interactive(pd.DataFrame(rows))
+    assert fig.layout.yaxis.title.text.endswith("(ms)") and "IOPS" in fig.layout.xaxis.title.text
+    assert list(fig.data[0].text) == ["qd1", "qd4 n=1"]
+    lat = plots.plot_latency_percentiles_interactive(pd.DataFrame(rows).assign(config_id=lambda d: d["layout"]
+                                                                             + d["iodepth"].astype(str)))
+    assert lat.layout.yaxis.title.text == "completion latency (ms)" and lat.layout.yaxis.type == "log"
+    assert list(lat.data[0].x) == ["p50", "p99"]
+
+
+def test_volblocksize_map_shows_n_and_units():
+    df = pd.DataFrame([dict(layout=lay, volblocksize_bytes=v, rep=r, clat_p99_ms=2.0 + i)
+                       for i, lay in enumerate(("raidz2", "mirror")) for v in (4096, 16384) for r in range(1 + i)])
+    fig = plots.plot_volblocksize_map_interactive(df, "clat_p99_ms")
+    assert "ms" in fig.data[0].colorbar.title.text
+    assert fig.data[0].text[0][0].endswith("n=2") and fig.data[0].text[1][0].endswith("n=1")
+
+
+def test_captions_carry_the_sweep_id_and_the_fio_parameters():
+    sc = A.load_sweep(EXAMPLES / "scaling")
+    params = fio_parameters(sc.results)
+    assert params[0] == "randread-4k: randread, bs 4K, iodepth 8, numjobs 2, 12 s runs"
+    text = figure_caption("randread-4k: iops scaling", [sc])
+    assert sc.results["sweep_id"].iloc[0] in text and "seqread" not in text
+    assert "iodepth 8" in text and "numjobs 2" in text and "bs 4K" in text and "12 s runs" in text
+    from zbench_lib.analysis.plot_base import add_caption
+    fig = add_caption(plot_iops_vs_drives(A.select_admissible(sc.results)), text)
+    assert caption_of(fig) == text and sum(a.name == CAPTION_NAME for a in fig.layout.annotations) == 1
+    assert PALETTE[0] in {t.line.color for t in fig.data}

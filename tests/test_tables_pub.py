@@ -1,0 +1,131 @@
+"""The summary table for a write-up and its Markdown, CSV and LaTeX exports."""
+
+import io
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from zbench_lib import analysis as A
+from zbench_lib.analysis.pub_tables import (config_label, display_table, export_table, summary_table,
+                                            write_tables)
+from zbench_lib.core.errors import ConfigError
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
+
+
+@pytest.fixture(scope="module")
+def vbs():
+    return A.load_sweep(EXAMPLES / "volblocksize")
+
+
+@pytest.fixture(scope="module")
+def table(vbs):
+    return summary_table(vbs.results)
+
+
+def test_summary_rows_are_configurations_as_people_write_them(vbs, table):
+    assert config_label("raidz1", 1, 6) == "raidz1 1x6"
+    assert set(table["configuration"]) == {"mirror 3x2", "raidz1 1x6", "raidz2 1x6"}
+    cells = vbs.results[["layout", "volblocksize_bytes", "workload", "direction"]].drop_duplicates()
+    assert len(table) == len(cells)                                    # every planned cell keeps its row
+    row = table[(table["configuration"] == "raidz2 1x6") & (table["volblocksize_bytes"] == 16384)
+                & (table["workload"] == "randread")].iloc[0]
+    runs = A.select_admissible(vbs.results)
+    runs = runs[(runs["layout"] == "raidz2") & (runs["volblocksize_bytes"] == 16384) & (runs["workload"] == "randread")]
+    assert row["n"] == len(runs) and row["iops"] == pytest.approx(runs["iops"].mean())
+    assert row["mib_s"] == pytest.approx(runs["bw_bytes_s"].mean() / 2 ** 20)
+    assert row["p99_ms"] == pytest.approx(runs["clat_p99_ns"].mean() / 1e6)
+    assert row["drives"] == 6 and row["data_disks"] == 4
+    assert row["iops_ci95_low"] < row["iops"] < row["iops_ci95_high"]
+    keys = ["layout", "volblocksize_bytes", "workload", "direction"]
+    adm = A.select_admissible(vbs.results).groupby(keys).size()
+    expected_lost = len(cells) - len(adm)
+    lost = table[table["n"] == 0]                                      # all runs excluded: still listed
+    assert expected_lost > 0 and len(lost) == expected_lost
+    assert (lost["excluded"] > 0).all() and lost["iops"].isna().all()
+    assert (table["iops_ci95_low"].dropna() >= 0).all()
+    assert summary_table(vbs.results, include_flagged=True)["excluded"].eq(0).all()
+
+
+def test_display_cells_have_units_and_no_scientific_notation(table):
+    d = display_table(table)
+    assert not d.apply(lambda c: c.astype(str).str.contains(r"\de[+-]\d")).any().any()
+    assert set(d["volblocksize_bytes"]) == {"4K", "16K", "128K"}
+    assert (d.loc[table["n"] == 0, "iops"] == "—").all()
+    assert (d.loc[table["n"] == 1, "iops_ci"] == "n=1, no CI").all()
+    assert d["iops_ci"].str.contains("–").any()
+
+
+def test_markdown_export(table):
+    md = export_table(table, "md", title="T", source_note="Sweep x")
+    lines = [ln for ln in md.splitlines() if ln.startswith("|")]
+    assert len(lines) == len(table) + 2
+    assert all(ln.count("|") == lines[0].count("|") for ln in lines)
+    assert lines[0].split("|")[1].strip() == "Configuration" and "p99 (ms)" in lines[0]
+    assert re.fullmatch(r"\|[-:|]+\|", lines[1]) and lines[1].count(":") >= 5     # numbers right-aligned
+    assert "Sweep x" in md and md.startswith("**T**")
+
+
+def test_csv_export_is_numbers_with_units_in_the_names(table):
+    back = pd.read_csv(io.StringIO(export_table(table, "csv")))
+    assert list(back.columns[:2]) == ["configuration", "layout"]
+    assert {"iops", "iops_ci95_low", "iops_ci95_high", "mib_s", "p99_ms", "n", "excluded"} <= set(back.columns)
+    assert len(back) == len(table)
+    assert back["iops"].dropna().tolist() == pytest.approx(table["iops"].dropna().tolist(), rel=1e-5)
+
+
+def _latex_rows(tex: str) -> list[str]:
+    body = tex.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0]
+    return [ln for ln in body.splitlines() if ln.strip().endswith("\\\\")]
+
+
+def test_latex_export_parses(table, tmp_path):
+    tex = export_table(table, "latex", title="Summary", source_note="Sweep x")
+    begins, ends = re.findall(r"\\begin\{(\w+\*?)\}", tex), re.findall(r"\\end\{(\w+\*?)\}", tex)
+    assert sorted(begins) == sorted(ends)
+    assert {"table"} <= set(begins) and ({"tabular*", "tabular"} & set(begins))
+    spec = re.search(r"\\begin\{tabular\*?\}(?:\{[^}]*\})?\{@\{\\extracolsep\{\\fill\}\}([lrc]+)\}|"
+                     r"\\begin\{tabular\}\{([lrc]+)\}", tex)
+    ncols = len(spec.group(1) or spec.group(2))
+    assert ncols == display_table(table).shape[1]
+    rows = _latex_rows(tex)
+    assert len(rows) == len(table)
+    assert all(r.count("&") == ncols - 1 for r in rows)
+    assert tex.count("{") == tex.count("}")
+    assert "95\\% CI" in tex                                           # special characters escaped
+    if shutil.which("pdflatex"):
+        doc = tmp_path / "t.tex"
+        doc.write_text("\\documentclass{article}\\usepackage{booktabs,caption,longtable,amsmath}"
+                       "\\usepackage[T1]{fontenc}\\begin{document}" + tex + "\\end{document}")
+        res = subprocess.run(["pdflatex", "-interaction=nonstopmode", doc.name], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stdout[-2000:]
+
+
+def test_write_tables_and_bad_format(table, tmp_path):
+    paths = write_tables(table, tmp_path)
+    assert sorted(p.name for p in paths) == ["summary.csv", "summary.md", "summary.tex"]
+    with pytest.raises(ConfigError, match="md, csv, latex, html"):
+        export_table(table, "xlsx")
+    html = export_table(table, "html")
+    assert "raidz1 1x6" in html and "<table" in html
+
+
+def test_notebook_tables_are_readable():
+    import numpy as np
+    from zbench_lib.analysis.table_format import readable_html
+    df = pd.DataFrame({"n": [3.0, np.nan], "mean": [1.5e-5, 12345.6], "p": [0.0001, 0.5749],
+                       "clat_p99_ns": [1.2e6, 3e6], "bw_bytes_s": [3.5 * 2 ** 20, 1e6], "flag_x": [True, None],
+                       "volblocksize_bytes": [4096, 131072], "layout": ["raidz2", "<b>"]}, index=[7, 9])
+    html = readable_html(df)
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", html)
+    assert cells[:8] == ["3", "0.0000150", "&lt;0.001", "1.20", "3.50", "yes", "4K", "raidz2"]
+    assert cells[8:] == ["", "12,346", "0.575", "3.00", "0.954", "not judged", "128K", "&lt;b&gt;"]
+    assert "clat_p99 (ms)" in html and "bw (MiB/s)" in html
+    assert "<th" in html and ">7<" not in html                         # no index column
+    long = readable_html(pd.DataFrame({"x": range(100)}), max_rows=10)
+    assert "90 more rows not shown" in long
