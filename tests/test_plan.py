@@ -35,7 +35,7 @@ def spec(**changes):
 
 def test_demo_counts():
     p = expand(load_spec(SWEEPS / "demo.yaml"))
-    assert (len(p.cells), len(p.skipped), len(p.pools), len(p.targets), len(p.runs)) == (12, 0, 3, 6, 24)
+    assert (len(p.cells), len(p.skipped), len(p.pools), len(p.targets), len(p.runs)) == (12, 0, 3, 6, 36)
     assert [pl["label"] for pl in p.pools] == ["stripe(4)", "2x mirror(2)", "1x raidz1(4)"]
     assert p.estimates["runs"] == 24 and p.estimates["runs_max"] == 36
     assert 8 * 60 < p.estimates["wall_s"] < 15 * 60        # `make demo` budget

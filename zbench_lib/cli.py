@@ -16,7 +16,7 @@ def _lab_config(args):
     from zbench_lib.core.sizes import parse_size
     return LabConfig(disks=args.disks, disk_bytes=parse_size(args.disk_size), model=parse_model(args.model),
                      extra_disks=args.extra_disks, memory_mib=args.memory, cpus=args.cpus,
-                     accel=args.accel, name=args.name)
+                     accel=args.accel, name=args.name, zfs=args.zfs)
 
 
 def cmd_setup(args):
@@ -27,7 +27,7 @@ def cmd_setup(args):
 
 def cmd_lab_build(args):
     from zbench_lib.hosts.lab_image import build_image
-    print(build_image(force=args.force))
+    print(build_image(force=args.force, zfs=args.zfs))
 
 
 def cmd_lab_up(args):
@@ -49,8 +49,9 @@ def cmd_lab_status(args):
     from zbench_lib.hosts.lab_state import read_state
     from zbench_lib.hosts.lab_image import cached_image, recipe_key
     st = read_state(args.name)
-    img = cached_image()
-    print(f"image {recipe_key()}: {'cached at ' + str(img) if img else 'not built'}")
+    for zfs in ("2.3", "2.1"):
+        img = cached_image(zfs)
+        print(f"image {recipe_key(zfs)} (OpenZFS {zfs}): {'cached at ' + str(img) if img else 'not built'}")
     if st is None:
         print(f"lab {args.name!r}: not running")
         return 1
@@ -137,6 +138,19 @@ def cmd_pools(args):
     return 0
 
 
+def cmd_doctor(args):
+    from zbench_lib.hosts.resolve import parse_host
+    from zbench_lib.sweeps.doctor import doctor
+    host = parse_host(args.host)
+    try:
+        findings = doctor(host, devices=args.device, overrides=args.allow_signatures)
+    finally:
+        host.close()
+    for f in findings:
+        print(f.line())
+    return 1 if any(f.ok is False for f in findings) else 0
+
+
 def cmd_pack(args):
     from zbench_lib.sweeps.publish import pack, verify
     dest = pack(args.sweep_dir, args.dest)
@@ -205,6 +219,14 @@ def build_parser() -> argparse.ArgumentParser:
     po.add_argument("--yes", action="store_true", help="really destroy the leftovers")
     po.set_defaults(func=cmd_pools)
 
+    dr = sub.add_parser("doctor", help="can HOST run a sweep? versions, privilege, devices, leftovers, load")
+    dr.add_argument("host", help="lab, local or ssh://[user@]host[:port]")
+    dr.add_argument("--device", action="append", default=[], metavar="PATH",
+                    help="a device the sweep would use (repeatable; prefer /dev/disk/by-id)")
+    dr.add_argument("--allow-signatures", action="append", default=[], metavar="PATH",
+                    help="a listed device whose signature you accept overwriting")
+    dr.set_defaults(func=cmd_doctor)
+
     lab = sub.add_parser("lab", help="the lab VM: real OpenZFS on modelled disks")
     lsub = lab.add_subparsers(dest="lab_cmd", required=True)
     b = lsub.add_parser("build", help="build (or reuse) the lab image")
@@ -232,6 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(func=func)
     for sp in (up, b) + tuple(lsub.choices[n] for n in ("down", "status", "ssh")):
         sp.add_argument("--name", default="default", help="lab name (several labs can run)")
+    for sp in (up, b):
+        sp.add_argument("--zfs", default="2.3", choices=["2.3", "2.1"],
+                        help="OpenZFS release of the image (default 2.3; 2.1 is Debian 12's own)")
     return p
 
 

@@ -33,7 +33,6 @@ from zbench_lib.zfs.pools import Pool, find_leftovers, new_pool_name
 from zbench_lib.zfs.prefill import prefill
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.runner import measure
-from zbench_lib.core.sizes import parse_size
 from zbench_lib.sweeps.store import Store
 from zbench_lib.sweeps.spec import SweepSpec, load_spec
 from zbench_lib.zfs.targets import Dataset, Zvol
@@ -48,6 +47,14 @@ def make_target(t: dict):
         return Zvol(t["target_id"].replace("-", "_"), t["size_bytes"], t["volblocksize_bytes"], **props)
     return Dataset(t["target_id"].replace("-", "_"), t.get("recordsize_bytes", 131072),
                    atime=t.get("atime"), **props)
+
+
+def lab_config(spec: SweepSpec) -> LabConfig:
+    """The lab a spec asks for: every `lab:` key of the spec reaches the VM."""
+    lab = spec.lab or {}
+    return LabConfig(disks=lab["disks"], disk_bytes=lab["disk_bytes"], model=lab["model"],
+                     extra_disks=lab["extra_disks"], zfs=lab.get("zfs", "2.3"),
+                     name=f"sweep-{spec.name}"[:32])   # one lab per spec: two sweeps can run at once
 
 
 @contextlib.contextmanager
@@ -69,12 +76,7 @@ def open_host(spec: SweepSpec):
         finally:
             host.close()
     elif spec.host == "lab":
-        lab_cfg = spec.lab or {}
-        cfg = LabConfig(disks=int(lab_cfg.get("disks", 4)),
-                        disk_bytes=parse_size(lab_cfg.get("disk_size", "1G")),
-                        model=lab_cfg.get("model", "hdd"),
-                        extra_disks=int(lab_cfg.get("extra_disks", 0)),
-                        name=f"sweep-{spec.name}")   # one lab per spec: two sweeps can run at once
+        cfg = lab_config(spec)
         with Lab(cfg) as lab:
             yield lab.host, lab.data_disks, lab.extra_disks, True, cfg.model, lab
     else:

@@ -16,6 +16,7 @@ import yaml
 
 from zbench_lib.measure import fio
 from zbench_lib.hosts.disk_models import parse_model
+from zbench_lib.hosts.lab_image import ZFS_RELEASES
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs.layouts import FAMILIES
 from zbench_lib.sweeps.spec_values import METRICS, blocksize, fail, integer, mapping, size, zfs_property  # noqa: F401
@@ -31,7 +32,7 @@ TOP_KEYS = ("name", "question", "surface", "host", "lab", "devices", "extra_devi
             "allow_signatures", "factors", "target", "workloads", "repetitions", "prefill",
             "order", "reads_first", "seed")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_LAB_DEFAULTS = {"disks": 4, "disk_size": "2G", "model": "hdd", "extra_disks": 0}
+_LAB_DEFAULTS = {"disks": 4, "disk_size": "2G", "model": "hdd", "extra_disks": 0, "zfs": "2.3"}
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,10 @@ def _host(d: dict):
         lab = {**_LAB_DEFAULTS, **mapping(d.get("lab") or {}, "lab", tuple(_LAB_DEFAULTS))}
         lab = {"disks": integer(lab["disks"], "lab.disks", 1, 24),
                "disk_bytes": size(lab["disk_size"], "lab.disk_size"),
-               "model": lab["model"], "extra_disks": integer(lab["extra_disks"], "lab.extra_disks", 0, 23)}
+               "model": lab["model"], "extra_disks": integer(lab["extra_disks"], "lab.extra_disks", 0, 23),
+               "zfs": str(lab["zfs"])}
+        if lab["zfs"] not in ZFS_RELEASES:
+            fail("lab.zfs", f"the lab builds OpenZFS {', '.join(sorted(ZFS_RELEASES))}, not {lab['zfs']!r}")
         try:
             parse_model(lab["model"])
         except ConfigError as e:
