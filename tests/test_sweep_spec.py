@@ -94,7 +94,7 @@ def test_non_lab_host_and_dataset_surface():
     ({"host": "ssh://root@b", "lab": DELETE, "devices": ["sdb"]}, r"devices\[0\]: expected a /dev/ path"),
     ({"host": "ssh://root@b", "lab": DELETE, "devices": ["/dev/sdb", "/dev/sdb"]},
      "devices: a device is listed more than once"),
-    ({"lab.disk": 4}, r"lab: unknown key\(s\) 'disk' \(allowed: disks, disk_size, model, extra_disks\)"),
+    ({"lab.disk": 4}, r"lab: unknown key\(s\) 'disk' \(allowed: disks, disk_size, model, extra_disks, zfs\)"),
     ({"lab.disks": 0}, "lab.disks: must be at least 1, got 0"),
     ({"lab.model": "floppy"}, "lab.model: unknown disk model 'floppy'"),
     ({"lab.disk_size": "lots"}, "lab.disk_size: cannot parse 'lots' as a size"),
