@@ -224,3 +224,81 @@ def test_old_min_max_blocks_still_load(path):
     """Example datasets keep their spec.yaml as run (``min``); the shipped templates say ``pilot``."""
     r = parse_spec(path.read_text()).repetitions
     assert r["pilot"] >= 2 and r["design"] in ("stein", "fixed")
+
+
+# -- every spec in the repository loads and plans as it did before load-time checking ------------
+ROOT = SWEEPS.parent.parent
+ALL_SPECS = sorted(SWEEPS.glob("*.yaml")) + sorted((ROOT / "tests" / "specs").glob("*.yaml")) + sorted(
+    (ROOT / "data" / "examples").glob("*/spec.yaml"))
+# (cells, skipped, pools, targets, runs, sha256 of the run ids in order) as planned at 5dc9837,
+# before the load-time checks: update a row only when that spec is changed on purpose.
+PLANNED = {
+    "templates/sweeps/demo.yaml": (12, 0, 3, 6, 36, "c92cf71dc6766a2f"),
+    "templates/sweeps/scaling-example.yaml": (30, 10, 15, 15, 150, "b86d3ed4cf25bba3"),
+    "templates/sweeps/scaling.yaml": (48, 8, 24, 24, 240, "52bf02a769035197"),
+    "templates/sweeps/sync-slog.yaml": (24, 0, 2, 12, 120, "578158b34891c8f5"),
+    "templates/sweeps/volblocksize-example.yaml": (18, 0, 3, 9, 90, "72dc65498782ad84"),
+    "templates/sweeps/volblocksize.yaml": (54, 0, 3, 18, 270, "c8799566ee885595"),
+    "tests/specs/replicates.yaml": (4, 0, 4, 4, 8, "d0d1a850e9720b9a"),
+    "tests/specs/resume.yaml": (2, 0, 1, 1, 4, "7f5934bac2ed493b"),
+    "tests/specs/tiny.yaml": (2, 0, 2, 2, 4, "bde0b59468b13503"),
+    "data/examples/scaling/spec.yaml": (30, 10, 15, 15, 90, "37592f4a509007f3"),
+    "data/examples/volblocksize/spec.yaml": (18, 0, 3, 9, 54, "7a080cc651458eba"),
+}
+# Shipped specs whose targets cannot all exist in their pool on the lab disks they ask for
+# (six 1G zvols side by side in a 2x mirror(2) of 2G disks; six 1G zvols, 4k and 8k ones
+# reserving 2G each, in a raidz2(6) of 2G disks): the plan refuses them, as `zfs create`
+# would after hours of earlier pools. With lab.disk_size 4G they plan exactly as before.
+OVERFULL: dict = {}    # specs whose targets did not fit their pools (fixed: none left)
+
+
+def _planned(plan) -> tuple:
+    import hashlib
+    import json
+    ids = hashlib.sha256(json.dumps([r.run_id for r in plan.runs]).encode()).hexdigest()[:16]
+    return (len(plan.cells), len(plan.skipped), len(plan.pools), len(plan.targets), len(plan.runs), ids)
+
+
+@pytest.mark.parametrize("path", ALL_SPECS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_spec_in_the_repository_loads_and_plans_as_before(path):
+    from zbench_lib.sweeps.plan import expand
+    key = str(path.relative_to(ROOT))
+    spec = load_spec(path)
+    assert spec.text == path.read_text()
+    if key in OVERFULL:
+        with pytest.raises(ConfigError, match=r"^target\.volsize: the 6 target\(s\) of pool p0\d need .* GiB"):
+            expand(spec)
+        old, new = OVERFULL[key]
+        text = spec.text.replace(f"disk_size: {old}", f"disk_size: {new}")
+        assert text != spec.text
+        spec = parse_spec(text, name=path.stem)
+    assert _planned(expand(spec)) == PLANNED[key]
+
+
+def test_every_spec_in_the_repository_is_pinned():
+    assert {str(p.relative_to(ROOT)) for p in ALL_SPECS} == set(PLANNED)
+
+
+@pytest.mark.parametrize("host", ["local", "ssh://bench1", "ssh://root@bench1", "ssh://root@bench1:2222",
+                                  "ssh://zb_user@10.0.0.7:22", "ssh://bench-1.lab.example.org"])
+def test_good_hosts_pass(host):
+    text = variant({"host": host, "lab": DELETE, "devices": ["/dev/disk/by-id/ata-X_1", "/dev/sdc"],
+                    "extra_devices": ["/dev/nvme0n1"], "allow_signatures": ["/dev/sdc"]})
+    assert parse_spec(text).host == host
+
+
+def test_capacity_model_matches_what_openzfs_reserved():
+    """The volblocksize example's read-back `used` of its prefilled 512M zvols on raidz2(6)."""
+    from zbench_lib.sweeps.capacity import target_need, usable_bytes
+    from zbench_lib.zfs.layouts import Layout
+    M = 1024 ** 2
+    raidz2 = Layout("raidz2", 6)
+    assert target_need({"kind": "zvol", "size_bytes": 512 * M, "volblocksize_bytes": 4096}, raidz2) == 1109393408
+    assert target_need({"kind": "zvol", "size_bytes": 512 * M, "volblocksize_bytes": 16384}, raidz2) == 547356672
+    # mirrors and stripes reserve volsize plus metadata; copies multiply the data
+    two = target_need({"kind": "zvol", "size_bytes": 64 * M, "volblocksize_bytes": 16384, "copies": 2},
+                      Layout("mirror", 2))
+    assert two == 2 * 64 * M + 12 * 3 * 128 * 1024      # 4096 blocks: 4 + 1 indirects + 7, three copies
+    # usable: whole metaslabs, raidz deflation, 128 MiB minimum slop on a small pool
+    assert 0.78 < usable_bytes(Layout("raidz1", 3), 512 * M) / 1024 ** 3 < 0.80
+    assert usable_bytes(Layout("stripe", 1), 1024 * M) < 1024 * M - 128 * M

@@ -24,7 +24,8 @@ from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.core.sizes import format_size, parse_size
 from zbench_lib.sweeps.blocks import Run, order_runs, replicate, run_id
-from zbench_lib.sweeps.spec import BLOCKSIZE, PROPERTIES, SweepSpec
+from zbench_lib.sweeps.capacity import check_fits
+from zbench_lib.sweeps.spec import BLOCKSIZE, PROPERTIES, SweepSpec, check_grid
 from zbench_lib.zfs.targets import Dataset, Zvol
 
 MiB, GiB = 1024 ** 2, 1024 ** 3
@@ -207,7 +208,11 @@ def _cell(spec: SweepSpec, w, f: dict, layout: Layout, settings: dict, rates: tu
 
 
 def expand(spec: SweepSpec) -> Plan:
-    """Every factor combination x workload: a cell, or a skipped cell with its reason."""
+    """Every factor combination x workload: a cell, or a skipped cell with its reason.
+
+    ConfigError before any expansion when the grid is over spec.MAX_CELLS / MAX_RUNS, and
+    after it when a lab pool's targets together do not fit (``capacity.check_fits``)."""
+    check_grid(spec.factors, spec.workloads, spec.repetitions)     # before any expansion
     keys, rates = list(spec.factors), _disk_rates(spec)
     cells, skipped, seen, pools, targets = [], [], set(), {}, {}
     for combo in itertools.product(*(spec.factors[k] for k in keys)):
@@ -238,6 +243,7 @@ def expand(spec: SweepSpec) -> Plan:
         data = next(p["data_disks"] for p in pools_l if p["pool_id"] == t["pool_id"])
         t["prefill_bytes"] = _prefill_bytes(spec, t, data)
         t["prefill_s"] = round(t["prefill_bytes"] / (data * rates[0]), 1)
+    check_fits(spec, pools_l, targets_l)        # a pool's targets together, before replication
     pools_l, targets_l, cells = replicate(pools_l, targets_l, cells, spec.repetitions["pool_replicates"])
     blocks, runs = order_runs(spec, pools_l, targets_l, cells)
     return Plan(spec, cells, skipped, pools_l, targets_l, runs, _estimates(spec, cells, pools_l, targets_l),

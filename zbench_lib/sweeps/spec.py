@@ -4,23 +4,29 @@ Everything a single value can get wrong is rejected here, before anything runs, 
 a ConfigError naming the key path (``factors.volblocksize[2]: '12k' is not a power of
 two``). Combinations of valid values that cannot be built (raidz2 of 2 disks, a layout
 wider than the lab) are not errors: ``plan.expand`` skips them with a reason.
+
+The text is read by ``spec_yaml`` (at most 1 MiB of UTF-8, no anchors or aliases, no
+duplicate keys), the host and its devices are checked by ``spec_host``, numbers must be
+finite and bounded and names match in full (``spec_values``), and a study larger than
+MAX_CELLS cells or MAX_RUNS runs is refused from its factor lengths alone. At plan time,
+``capacity`` refuses a lab pool whose targets together do not fit in it.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from zbench_lib.measure import fio
-from zbench_lib.hosts.disk_models import parse_model
-from zbench_lib.hosts.lab_image import ZFS_RELEASES
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs.layouts import FAMILIES
+from zbench_lib.sweeps.spec_host import parse_host
 from zbench_lib.sweeps.spec_values import METRICS, blocksize, fail, integer, mapping, size, zfs_property  # noqa: F401
+from zbench_lib.sweeps.spec_values import fio_overrides, name as plain_name
 from zbench_lib.sweeps.spec_values import repetitions as parse_repetitions
+from zbench_lib.sweeps.spec_yaml import load_yaml, read_spec_text
 
 PROPERTIES = ("compression", "sync", "logbias", "primarycache", "secondarycache", "checksum",
               "copies", "atime")
@@ -31,8 +37,11 @@ MAX_BLOCKSIZE = {"volblocksize": 128 * 1024, "recordsize": 1024 ** 2}
 TOP_KEYS = ("name", "question", "surface", "host", "lab", "devices", "extra_devices",
             "allow_signatures", "factors", "target", "workloads", "repetitions", "prefill",
             "order", "reads_first", "seed")
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_LAB_DEFAULTS = {"disks": 4, "disk_size": "2G", "model": "hdd", "extra_disks": 0, "zfs": "2.3"}
+# Stated limits on the size of a study, checked from the factor lengths before anything is
+# expanded (planning takes a few ms per cell, a run a minute or more).
+MAX_CELLS = 2_000               # factor combinations x workloads x pool replicates
+MAX_RUNS = 20_000               # cells x planned repetitions (the pilot, or all of a fixed design)
+MAX_VALUES = 100                # values of one factor, workloads of one sweep
 
 
 @dataclass(frozen=True)
@@ -79,8 +88,9 @@ class SweepSpec:
 
 
 _CHECKS = {
-    **dict.fromkeys(("disks", "width", "vdevs", "iodepth", "numjobs"), lambda v, p: integer(v, p, 1)),
-    "mirror_width": lambda v, p: integer(v, p, 2), "log": lambda v, p: integer(v, p, 0),
+    **dict.fromkeys(("disks", "width", "vdevs"), lambda v, p: integer(v, p, 1, 1024)),
+    "iodepth": lambda v, p: integer(v, p, 1, 65536), "numjobs": lambda v, p: integer(v, p, 1, 4096),
+    "mirror_width": lambda v, p: integer(v, p, 2, 1024), "log": lambda v, p: integer(v, p, 0, 64),
     "ashift": lambda v, p: integer(v, p, 9, 16), "bs": lambda v, p: blocksize(v, p, 512, 16 * 1024 ** 2),
     **{k: (lambda k: lambda v, p: blocksize(v, p, 512, MAX_BLOCKSIZE[k]))(k) for k in MAX_BLOCKSIZE},
 }
@@ -94,6 +104,8 @@ def _factor(key: str, values, surface: str) -> list:
         fail(path, "atime applies only to datasets, not to a zvol sweep")
     if not isinstance(values, list) or not values:
         fail(path, f"expected a non-empty list of values, got {values!r}")
+    if len(values) > MAX_VALUES:
+        fail(path, f"at most {MAX_VALUES} values, got {len(values)}")
     out = []
     for i, v in enumerate(values):
         p = f"{path}[{i}]"
@@ -101,9 +113,9 @@ def _factor(key: str, values, surface: str) -> list:
             if isinstance(v, str):
                 v = {"family": v}
             mapping(v, p, ("family", "width", "vdevs"), ("family",))
-            if v["family"] not in FAMILIES:
+            if not isinstance(v["family"], str) or v["family"] not in FAMILIES:
                 fail(p, f"unknown layout family {v['family']!r}; expected one of {', '.join(FAMILIES)}")
-            v = {"family": v["family"], **{k: integer(v[k], f"{p}.{k}", 1) for k in ("width", "vdevs") if k in v}}
+            v = {"family": v["family"], **{k: integer(v[k], f"{p}.{k}", 1, 1024) for k in ("width", "vdevs") if k in v}}
         else:
             v = _CHECKS.get(key, lambda v, p: zfs_property(key, v, p))(v, p)
         if v in out:
@@ -128,6 +140,8 @@ def _factors(d, surface: str) -> dict:
 def _workloads(items, target: dict, factors: dict) -> tuple:
     if not isinstance(items, list) or not items:
         fail("workloads", f"expected a non-empty list of workloads, got {items!r}")
+    if len(items) > MAX_VALUES:
+        fail("workloads", f"at most {MAX_VALUES} workloads, got {len(items)}")
     out, names = [], set()
     for i, w in enumerate(items):
         p = f"workloads[{i}]"
@@ -135,15 +149,15 @@ def _workloads(items, target: dict, factors: dict) -> tuple:
             w = {"name": w}
         mapping(w, p, ("name", "template", "overrides"), ("name",))
         name, template = w["name"], w.get("template", w["name"])
-        if not isinstance(name, str) or not _NAME_RE.match(name):
-            fail(f"{p}.name", f"must be a plain name (letters, digits, '_', '.', '-'), got {name!r}")
-        if template not in fio.WORKLOADS:
+        plain_name(name, f"{p}.name")
+        if not isinstance(template, str) or template not in fio.WORKLOADS:
             fail(f"{p}.template" if "template" in w else f"{p}.name",
                   f"unknown workload template {template!r}; choose one of {', '.join(sorted(fio.WORKLOADS))}")
         if name in names:
             fail(f"{p}.name", f"duplicate workload name {name!r}")
         names.add(name)
-        overrides = mapping(w.get("overrides", {}), f"{p}.overrides", sorted(fio.WORKLOADS[template]))
+        overrides = fio_overrides(mapping(w.get("overrides", {}), f"{p}.overrides", sorted(fio.WORKLOADS[template])),
+                                  f"{p}.overrides")
         for k in overrides:
             if k in ("filename", "size"):
                 fail(f"{p}.overrides.{k}", "is set by the sweep from the target, not per workload")
@@ -172,47 +186,6 @@ def _target(d, surface: str, factors: dict) -> dict:
     return out
 
 
-def _host(d: dict):
-    host = d["host"]
-    if host != "lab" and host != "local" and not (isinstance(host, str) and re.match(r"^ssh://[^\s/]+$", host)):
-        fail("host", f"expected 'lab', 'local' or 'ssh://user@host', got {host!r}")
-    if host == "lab":
-        for k in ("devices", "extra_devices", "allow_signatures"):
-            if k in d:
-                fail(k, "applies only to local or ssh:// hosts (the lab owns its disks)")
-        lab = {**_LAB_DEFAULTS, **mapping(d.get("lab") or {}, "lab", tuple(_LAB_DEFAULTS))}
-        lab = {"disks": integer(lab["disks"], "lab.disks", 1, 24),
-               "disk_bytes": size(lab["disk_size"], "lab.disk_size"),
-               "model": lab["model"], "extra_disks": integer(lab["extra_disks"], "lab.extra_disks", 0, 23),
-               "zfs": str(lab["zfs"])}
-        if lab["zfs"] not in ZFS_RELEASES:
-            fail("lab.zfs", f"the lab builds OpenZFS {', '.join(sorted(ZFS_RELEASES))}, not {lab['zfs']!r}")
-        try:
-            parse_model(lab["model"])
-        except ConfigError as e:
-            fail("lab.model", str(e))
-        if lab["disks"] + lab["extra_disks"] > 24:
-            fail("lab", f"at most 24 disks in all, got {lab['disks'] + lab['extra_disks']}")
-        return host, lab, (), (), ()
-    if "lab" in d:
-        fail("lab", f"applies only when host is 'lab', not {host!r}")
-    if "devices" not in d:
-        fail("devices", f"required for host {host!r}: the whole disks the sweep may destroy")
-    lists = []
-    for k in ("devices", "extra_devices", "allow_signatures"):
-        v = d.get(k, [])
-        if not isinstance(v, list) or (k == "devices" and not v):
-            fail(k, f"expected a {'non-empty ' if k == 'devices' else ''}list of device paths, got {v!r}")
-        for i, dev in enumerate(v):
-            if not isinstance(dev, str) or not dev.startswith("/dev/"):
-                fail(f"{k}[{i}]", f"expected a /dev/ path, got {dev!r}")
-        lists.append(tuple(v))
-    everything = lists[0] + lists[1]
-    if len(set(everything)) != len(everything):
-        fail("devices", "a device is listed more than once (devices and extra_devices together)")
-    return host, None, *lists
-
-
 def _prefill(d) -> dict:
     p = {"fill": "whole", "policy": "once-per-target", **mapping(d or {}, "prefill", ("fill", "policy"))}
     fill = p["fill"]
@@ -226,25 +199,22 @@ def _prefill(d) -> dict:
 
 def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     """Validate a sweep spec given as YAML text; ``name`` is used when the spec has none."""
-    try:
-        d = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"spec is not valid YAML: {e}") from None
+    d = load_yaml(text)
     mapping(d, "spec", TOP_KEYS, ("question", "surface", "host", "factors", "target", "workloads"))
-    name = d.get("name", name)
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        fail("name", f"must be a plain name (letters, digits, '_', '.', '-'), got {name!r}")
+    name = plain_name(d.get("name", name), "name")
     q = d["question"]
     if not isinstance(q, str) or len(re.findall(r"\w+", q)) < 3:
         fail("question", f"state the question in words (at least three), got {q!r}")
     surface = d["surface"]
-    if surface not in BLOCKSIZE:
+    if not isinstance(surface, str) or surface not in BLOCKSIZE:
         fail("surface", f"expected 'zvol' or 'dataset', got {surface!r}")
-    host, lab, devices, extra, sigs = _host(d)
+    host, lab, devices, extra, sigs = parse_host(d)
     factors = _factors(d["factors"], surface)
+    repetitions = parse_repetitions(d.get("repetitions"))
+    check_grid(factors, d["workloads"], repetitions)
     target = _target(d["target"], surface, factors)
     order = d.get("order", "randomised")
-    if order not in ("randomised", "randomized", "as-written"):
+    if not isinstance(order, str) or order not in ("randomised", "randomized", "as-written"):
         fail("order", f"expected 'randomised' or 'as-written', got {order!r}")
     reads_first = d.get("reads_first", True)
     if not isinstance(reads_first, bool):
@@ -252,16 +222,25 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     return SweepSpec(name=name, question=q.strip(), surface=surface, host=host, lab=lab, devices=devices,
                      extra_devices=extra, allow_signatures=sigs, factors=factors, target=target,
                      workloads=_workloads(d["workloads"], target, factors),
-                     repetitions=parse_repetitions(d.get("repetitions")), prefill=_prefill(d.get("prefill")),
+                     repetitions=repetitions, prefill=_prefill(d.get("prefill")),
                      order=order.replace("randomized", "randomised"), reads_first=reads_first,
-                     seed=integer(d.get("seed", 0), "seed", 0), text=text)
+                     seed=integer(d.get("seed", 0), "seed", 0, 2 ** 32 - 1), text=text)
 
 
 def load_spec(path) -> SweepSpec:
     """Read and validate a spec file; its stem names the sweep unless the spec says ``name``."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise ConfigError(f"cannot read sweep spec {path}: {e}") from None
-    return parse_spec(text, name=path.stem)
+    return parse_spec(read_spec_text(path), name=path.stem)
+
+
+def check_grid(factors: dict, workloads, repetitions: dict) -> None:
+    """Refuse a study over MAX_CELLS cells or MAX_RUNS planned runs, from the factor lengths
+    alone (an upper bound: skipped combinations still count), before any expansion."""
+    n_work = len(workloads) if isinstance(workloads, (list, tuple)) else 1
+    cells = math.prod(len(v) for v in factors.values()) * n_work * repetitions["pool_replicates"]
+    runs = cells * repetitions["pilot"]
+    if cells > MAX_CELLS or runs > MAX_RUNS:
+        shape = " x ".join(f"{len(v)} {k}" for k, v in factors.items())
+        fail("factors", f"the grid has up to {cells:,} cells ({shape} x {n_work} workload(s) x "
+                        f"{repetitions['pool_replicates']} pool replicate(s)) and {runs:,} planned runs; "
+                        f"the limit is {MAX_CELLS:,} cells and {MAX_RUNS:,} runs: split the study")

@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import math
+import re
+
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size, parse_size
 from zbench_lib.zfs.targets import ALLOWED
 
 
+MAX_INT = 2 ** 31 - 1           # any integer of a spec (counts, seconds, depths)
+MAX_SIZE = 1024 ** 5            # 1 PiB: any size of a spec
+MAX_NAME = 64                   # sweep and workload names become directory and column values
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# fio overrides that are numbers, with their upper bounds (fio's own limits or far beyond sense)
+_FIO_NUMBERS = {"iodepth": 65536, "numjobs": 4096, "runtime_s": 7 * 86400, "ramp_time_s": 7 * 86400,
+                "ss_dur_s": 7 * 86400, "ss_ramp_s": 7 * 86400, "randseed": 2 ** 63 - 1,
+                "compressible_percent": 100, "fsync": MAX_INT, "rwmixread": 100, "direct": 1, "sync": 1}
+
+
 def fail(path: str, message: str):
+    """Raise the one-line ConfigError of ``path`` (a value quoted in it is cut short)."""
+    message = message.replace("\n", " ")
+    if len(message) > 600:
+        message = f"{message[:560]}... ({len(message)} characters)"
     raise ConfigError(f"{path}: {message}")
 
 
@@ -23,21 +40,68 @@ def mapping(d, path: str, allowed, required=()) -> dict:
     return d
 
 
+def _shown(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
+
+
 def integer(v, path: str, lo: int, hi: int | None = None) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        fail(path, f"expected an integer, got {v!r}")
+        fail(path, f"expected an integer, got {_shown(v)}")
+    hi = MAX_INT if hi is None else hi
     if v < lo:
-        fail(path, f"must be at least {lo}, got {v}")
-    if hi is not None and v > hi:
-        fail(path, f"must be at most {hi}, got {v}")
+        fail(path, f"must be at least {lo}, got {_shown(v)}")
+    if v > hi:
+        fail(path, f"must be at most {hi}, got {_shown(v)}")
+    return v
+
+
+def finite(v, path: str):
+    """Refuse .inf and .nan (YAML floats that no duration, size or ratio can be)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        fail(path, f"must be a finite number, got {v!r}")
     return v
 
 
 def size(v, path: str) -> int:
-    n = parse_size(v, path)
+    finite(v, path)
+    if isinstance(v, str) and len(v.strip()) > 24:
+        fail(path, f"{_shown(v)} is too long for a size (at most {format_size(MAX_SIZE)})")
+    if isinstance(v, int) and not isinstance(v, bool) and v > MAX_SIZE:
+        fail(path, f"must be at most {format_size(MAX_SIZE)} (1 PiB), got {_shown(v)}")
+    try:
+        n = parse_size(v, path)
+    except (OverflowError, ValueError):
+        fail(path, f"cannot parse {_shown(v)} as a size")
     if n <= 0:
         fail(path, f"must be greater than zero, got {v!r}")
+    if n > MAX_SIZE:
+        fail(path, f"must be at most {format_size(MAX_SIZE)} (1 PiB), got {_shown(v)}")
     return n
+
+
+def name(v, path: str) -> str:
+    """A plain name, matched in full (no trailing newline), at most MAX_NAME characters."""
+    if not isinstance(v, str) or len(v) > MAX_NAME or not _NAME_RE.fullmatch(v):
+        fail(path, f"must be a plain name (letters, digits, '_', '.', '-'; at most {MAX_NAME}), got {_shown(v)}")
+    return v
+
+
+def fio_overrides(overrides: dict, path: str) -> dict:
+    """What fio's own checks assume: finite, bounded numbers and one-line strings."""
+    for k, v in overrides.items():
+        p = f"{path}.{k}"
+        if v is not None and not isinstance(v, (str, int, float)):
+            fail(p, f"expected a single value, got {type(v).__name__} {_shown(v)}")
+        finite(v, p)
+        if k in _FIO_NUMBERS and isinstance(v, (int, float)) and not isinstance(v, bool) \
+                and not 0 <= v <= _FIO_NUMBERS[k]:
+            fail(p, f"must be between 0 and {_FIO_NUMBERS[k]}, got {_shown(v)}")
+        if k == "bs":
+            size(v, p)
+        if isinstance(v, str) and (len(v) > 64 or any(ord(c) < 32 or ord(c) == 127 for c in v)):
+            fail(p, f"must be a short one-line value, got {_shown(v)}")
+    return overrides
 
 
 def blocksize(v, path: str, lo: int, hi: int) -> int:
@@ -54,7 +118,7 @@ def zfs_property(key: str, v, path: str):
         return integer(v, path, 1, 3)
     if isinstance(v, bool):             # YAML 1.1 reads on/off as booleans
         v = "on" if v else "off"
-    if v not in ALLOWED[key]:
+    if not isinstance(v, (str, int, float)) or v not in ALLOWED[key]:
         shown = ", ".join(sorted(ALLOWED[key])) if len(ALLOWED[key]) < 12 else "on, off, lz4, gzip[-N], zstd[-N], ..."
         fail(path, f"{v!r} is not a valid {key}; expected one of {shown}")
     return v
@@ -74,7 +138,7 @@ def _fraction(v, path: str) -> float:
         except ValueError:
             pass
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1:
-        fail(path, f"expected a fraction in (0, 1) such as 0.05 or '5%', got {v!r}")
+        fail(path, f"expected a fraction in (0, 1) such as 0.05 or '5%', got {_shown(v)}")
     return float(t)
 
 

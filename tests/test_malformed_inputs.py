@@ -1,0 +1,348 @@
+"""Malformed sweep specs: each is refused at load or plan time with one ConfigError line that
+names its key path, quickly, with nothing created (issue 15, "every input checked at load").
+
+The cases are specs as text (parse_spec + expand, in process) and a handful of
+``zbench sweep SPEC --dry-run`` invocations in a subprocess (exit 2, one ``zbench:`` line,
+no traceback, no sweep directory, bounded time and memory).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.sweeps.plan import expand
+from zbench_lib.sweeps.spec import load_spec, parse_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+DELETE = object()
+BOUND_S = 5.0                   # a bound, not a benchmark: every refusal takes well under this
+
+BASE = {
+    "name": "malformed",
+    "question": "Does every bad input get a clean refusal?",
+    "surface": "zvol",
+    "host": "lab",
+    "lab": {"disks": 3, "disk_size": "1G", "model": "hdd", "extra_disks": 0},
+    "factors": {"layout": ["stripe", "raidz1"], "disks": [3], "volblocksize": ["16k"]},
+    "target": {"volsize": "128M", "compression": "off"},
+    "workloads": [{"name": "randread", "overrides": {"runtime_s": 4, "ramp_time_s": 1}}],
+    "repetitions": {"fixed": 2},
+    "prefill": {"fill": "whole", "policy": "once-per-target"},
+    "seed": 1,
+}
+REAL = {"host": "ssh://root@bench1", "lab": DELETE, "devices": ["/dev/sdb", "/dev/sdc", "/dev/sdd"]}
+
+
+def variant(changes: dict) -> str:
+    """BASE with dotted-path changes (DELETE removes a key), as YAML text."""
+    d = copy.deepcopy(BASE)
+    for path, value in changes.items():
+        *parents, last = path.split(".")
+        node = d
+        for p in parents:
+            node = node[p]
+        if value is DELETE:
+            del node[last]
+        else:
+            node[last] = value
+    return yaml.safe_dump(d, sort_keys=False)
+
+
+def real(**changes) -> str:
+    return variant({**REAL, **changes})
+
+
+def over(key: str, value) -> str:
+    """BASE with one workload override."""
+    return variant({"workloads": [{"name": "w", "template": "randread",
+                                   "overrides": {"runtime_s": 4, "ramp_time_s": 1, key: value}}]})
+
+
+BOMB = "a: &a ['lol','lol','lol','lol','lol','lol','lol','lol','lol']\n" + "".join(
+    f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+HUGE_GRID = {"factors": {"layout": ["stripe", "mirror", "raidz1", "raidz2", "raidz3"], "disks": [3],
+                         "volblocksize": ["4k", "8k", "16k", "32k", "64k"], "iodepth": list(range(1, 41)),
+                         "numjobs": list(range(1, 21))}}
+NESTED = "name: x\nquestion: " + "[" * 5000 + "]" * 5000 + "\n"
+
+# (id, spec text, the message's start as a regex)
+CASES = [
+    # -- the YAML itself ------------------------------------------------------------------------
+    ("alias-bomb", BOMB, r"spec: YAML anchors and aliases"),
+    ("alias", variant({}) + "extra: &x 1\nmore: *x\n", r"spec: YAML anchors and aliases .*\(at line \d+, column 8\)"),
+    ("merge-key", "base: &b {surface: zvol}\nspec:\n  <<: *b\n", r"spec: YAML anchors and aliases"),
+    ("anchor-only", variant({}).replace("name: malformed", "name: &n malformed"), r"spec: YAML anchors"),
+    ("deep-lists", NESTED, r"spec: nested more than 32 levels"),
+    ("deep-maps", "a: " + "{a: " * 100 + "1" + "}" * 100 + "\n", r"spec: nested more than 32 levels"),
+    ("over-1MiB", variant({}) + "# " + "x" * (1024 * 1024) + "\n", r"spec: larger than 1024 KiB"),
+    ("duplicate-key", variant({}) + "seed: 2\n", r"spec: duplicate key 'seed' \(at line \d+, column 1\)"),
+    ("duplicate-nested-key", variant({}).replace("  disks:\n", "  disks: [2]\n  disks:\n"),
+     r"spec: duplicate key 'disks'"),
+    ("unhashable-key", "? [a, b]\n: 1\n", r"spec: a mapping key must be a plain value"),
+    ("unclosed-bracket", "question: [unclosed\n", r"spec is not valid YAML: .* \(at line \d+, column \d+\)$"),
+    ("bad-indent", "name: x\n  question: y\n bad: z\n", r"spec is not valid YAML: .*line \d+, column \d+"),
+    ("tab-indent", "factors:\n\tlayout: [stripe]\n", r"spec is not valid YAML: .*line 2"),
+    ("nul-byte", "name: a\x00b\n", r"spec is not valid YAML: .*unacceptable character #x0000"),
+    ("bell-char", "name: a\x07\n", r"spec is not valid YAML: .*unacceptable character #x0007"),
+    ("two-documents", "name: a\n---\nname: b\n", r"spec is not valid YAML: .*expected a single document"),
+    ("python-tag", "name: !!python/object/apply:os.system ['true']\n", r"spec is not valid YAML: .*constructor"),
+    ("empty", "", r"spec: expected a mapping, got NoneType"),
+    ("scalar", "just words\n", r"spec: expected a mapping, got str"),
+    ("list", "- a\n- b\n", r"spec: expected a mapping, got list"),
+    ("binary-name", variant({}).replace("name: malformed", "name: !!binary aGVsbG8="), r"name: must be a plain"),
+    ("date-seed", variant({"seed": DELETE}) + "seed: 2024-01-01\n", r"seed: expected an integer"),
+    # -- numbers: finite and bounded --------------------------------------------------------------
+    ("runtime-inf", over("runtime_s", float("inf")), r"workloads\[0\]\.overrides\.runtime_s: must be a finite"),
+    ("runtime-nan", over("runtime_s", float("nan")), r"workloads\[0\]\.overrides\.runtime_s: must be a finite"),
+    ("ramp-minus-inf", over("ramp_time_s", float("-inf")), r"workloads\[0\]\.overrides\.ramp_time_s: must be a fin"),
+    ("runtime-huge", over("runtime_s", 10 ** 30), r"workloads\[0\]\.overrides\.runtime_s: must be between 0 and"),
+    ("runtime-negative", over("runtime_s", -5), r"workloads\[0\]\.overrides\.runtime_s: must be between"),
+    ("iodepth-override-huge", over("iodepth", 10 ** 9), r"workloads\[0\]\.overrides\.iodepth: must be between"),
+    ("randseed-huge", over("randseed", 2 ** 70), r"workloads\[0\]\.overrides\.randseed: must be between"),
+    ("bs-override-400-digits", over("bs", "9" * 400), r"workloads\[0\]\.overrides\.bs: .* is too long for a size"),
+    ("bs-override-inf", over("bs", float("inf")), r"workloads\[0\]\.overrides\.bs: must be a finite"),
+    ("log-prefix-newline", over("log_prefix", "x\n"), r"workloads\[0\]\.overrides\.log_prefix: must be a short one"),
+    ("steadystate-newline", over("steadystate", "iops:10%\n"), r"workloads\[0\]\.overrides\.steadystate: must be"),
+    ("ioengine-list", over("ioengine", ["libaio"]), r"workloads\[0\]\.overrides\.ioengine: expected a single value"),
+    ("sync-mapping", over("sync", {"a": 1}), r"workloads\[0\]\.overrides\.sync: expected a single value"),
+    ("volsize-400-digit-string", variant({"target.volsize": "9" * 400 + "G"}), r"target\.volsize: .* is too long"),
+    ("volsize-400-digit-int", variant({"target.volsize": 10 ** 400}), r"target\.volsize: must be at most 1024T \(1 PiB\), got 1000.* \(401 characters\)"),
+    ("volsize-inf", variant({"target.volsize": float("inf")}), r"target\.volsize: must be a finite number"),
+    ("volsize-nan", variant({"target.volsize": float("nan")}), r"target\.volsize: must be a finite number"),
+    ("volsize-over-1PiB", variant({"target.volsize": "2048T"}), r"target\.volsize: must be at most 1024T \(1 PiB\), got '2048T'"),
+    ("volsize-exponent", variant({"target.volsize": "1e400"}), r"target\.volsize: cannot parse '1e400'"),
+    ("disk-size-nan", variant({"lab.disk_size": float("nan")}), r"lab\.disk_size: must be a finite number"),
+    ("disk-size-400-digits", variant({"lab.disk_size": "9" * 400 + "G"}), r"lab\.disk_size: .* is too long"),
+    ("volblocksize-inf", variant({"factors.volblocksize": [float("inf")]}), r"factors\.volblocksize\[0\]: must be a fin"),
+    ("bs-factor-400-digits", variant({"factors.bs": ["9" * 400]}), r"factors\.bs\[0\]: .* is too long"),
+    ("rel-ci-nan", variant({"repetitions": {"pilot": 3, "max": 5, "target_rel_ci": float("nan")}}),
+     r"repetitions\.target_rel_ci: expected a fraction"),
+    ("rel-ci-inf", variant({"repetitions": {"pilot": 3, "max": 5, "target_rel_ci": float("inf")}}),
+     r"repetitions\.target_rel_ci: expected a fraction"),
+    ("rel-ci-nan-percent", variant({"repetitions": {"pilot": 3, "max": 5, "target_rel_ci": "nan%"}}),
+     r"repetitions\.target_rel_ci: expected a fraction"),
+    ("seed-400-digits", variant({"seed": 10 ** 400}), r"seed: must be at most 4294967295, got .*\(401 characters\)"),
+    ("seed-negative", variant({"seed": -1}), r"seed: must be at least 0"),
+    ("seed-inf", variant({"seed": float("inf")}), r"seed: expected an integer, got inf"),
+    ("disks-huge", variant({"factors.disks": [10 ** 20]}), r"factors\.disks\[0\]: must be at most 1024"),
+    ("iodepth-factor-inf", variant({"factors.iodepth": [float("inf")]}), r"factors\.iodepth\[0\]: expected an integer"),
+    ("ashift-nan", variant({"factors.ashift": [float("nan")]}), r"factors\.ashift\[0\]: expected an integer"),
+    ("fixed-huge", variant({"repetitions": {"fixed": 10 ** 30}}), r"repetitions\.fixed: must be at most 100"),
+    ("fill-400-digits", variant({"prefill.fill": "9" * 400 + "%"}), r"prefill\.fill: expected 'whole' or a percent"),
+    ("copies-inf", variant({"factors.copies": [float("inf")]}), r"factors\.copies\[0\]: expected an integer"),
+    ("layout-width-inf", variant({"factors": {"layout": [{"family": "mirror", "width": float("inf")}]}}),
+     r"factors\.layout\[0\]\.width: expected an integer"),
+    ("lab-model-inf", variant({"lab.model": "custom:iops=1e400"}), r"lab\.model: cannot read disk model"),
+    ("lab-model-400-digits", variant({"lab.model": "custom:bw=" + "9" * 400 + "M"}), r"lab\.model: "),
+    # -- names, matched in full -------------------------------------------------------------------
+    ("name-trailing-newline", variant({"name": "demo\n"}), r"name: must be a plain name"),
+    ("name-too-long", variant({"name": "a" * 65}), r"name: must be a plain name .*at most 64"),
+    ("name-leading-dash", variant({"name": "-rf"}), r"name: must be a plain name"),
+    ("name-dotdot", variant({"name": "../escape"}), r"name: must be a plain name"),
+    ("name-slash", variant({"name": "a/b"}), r"name: must be a plain name"),
+    ("name-int", variant({"name": 123}), r"name: must be a plain name .*got 123"),
+    ("name-empty", variant({"name": ""}), r"name: must be a plain name"),
+    ("name-unicode", variant({"name": "naïve"}), r"name: must be a plain name"),
+    ("workload-name-newline", variant({"workloads": [{"name": "randread\n", "template": "randread"}]}),
+     r"workloads\[0\]\.name: must be a plain name"),
+    ("workload-name-space", variant({"workloads": [{"name": "rand read", "template": "randread"}]}),
+     r"workloads\[0\]\.name: must be a plain name"),
+    ("workload-template-list", variant({"workloads": [{"name": "r", "template": ["randread"]}]}),
+     r"workloads\[0\]\.template: unknown workload template"),
+    ("surface-list", variant({"surface": ["zvol"]}), r"surface: expected 'zvol' or 'dataset'"),
+    ("layout-family-list", variant({"factors.layout": [{"family": ["raidz1"]}]}),
+     r"factors\.layout\[0\]: unknown layout family"),
+    ("compression-list", variant({"target.compression": ["off"]}), r"target\.compression: \['off'\] is not a valid"),
+    ("sync-factor-list", variant({"factors.sync": [["always"]]}), r"factors\.sync\[0\]: \['always'\] is not a valid"),
+    ("order-list", variant({"order": ["as-written"]}), r"order: expected 'randomised' or 'as-written'"),
+    ("lab-model-int", variant({"lab.model": 123}), r"lab\.model: expected a disk model name"),
+    ("lab-zfs-list", variant({"lab.zfs": ["2.3"]}), r"lab\.zfs: the lab builds OpenZFS"),
+    # -- hosts and devices, checked at load -------------------------------------------------------
+    ("ssh-option-host", real(host="ssh://-oProxyCommand=touch"), r"host: expected 'ssh://\[user@\]host\[:port\]'"),
+    ("ssh-option-user", real(host="ssh://-l@bench1"), r"host: expected 'ssh://\[user@\]host"),
+    ("ssh-port-zero", real(host="ssh://root@bench1:0"), r"host: ssh port must be 1\.\.65535, got 0"),
+    ("ssh-port-huge", real(host="ssh://root@bench1:70000"), r"host: ssh port must be 1\.\.65535, got 70000"),
+    ("ssh-port-letters", real(host="ssh://root@bench1:ssh"), r"host: expected 'ssh://"),
+    ("ssh-trailing-newline", real(host="ssh://root@bench1\n"), r"host: expected 'ssh://"),
+    ("ssh-space", real(host="ssh://root@ben ch1"), r"host: expected 'ssh://"),
+    ("ssh-empty", real(host="ssh://"), r"host: expected 'ssh://"),
+    ("ssh-path", real(host="ssh://root@bench1/tmp"), r"host: expected 'ssh://"),
+    ("ssh-password", real(host="ssh://root:pw@bench1"), r"host: expected 'ssh://"),
+    ("host-list", real(host=["local"]), r"host: expected 'lab', 'local' or 'ssh://user@host'"),
+    ("device-space", real(devices=["/dev/sd b"]), r"devices\[0\]: device path '/dev/sd b' contains spaces"),
+    ("device-newline", real(devices=["/dev/sdb\n"]), r"devices\[0\]: device path .* contains spaces or control"),
+    ("device-dotdot", real(devices=["/dev/../etc/passwd"]), r"devices\[0\]: device path .* is not normalised"),
+    ("device-trailing-slash", real(devices=["/dev/sdb/"]), r"devices\[0\]: device path .* is not normalised"),
+    ("device-bare-dev", real(devices=["/dev/"]), r"devices\[0\]: expected a /dev/ path"),
+    ("device-relative", real(devices=["dev/sdb"]), r"devices\[0\]: expected a /dev/ path"),
+    ("device-int", real(devices=[123]), r"devices\[0\]: expected a /dev/ path, got 123"),
+    ("device-duplicate", real(devices=["/dev/sdb", "/dev/sdb"]), r"devices: a device is listed more than once"),
+    ("extra-duplicate", real(extra_devices=["/dev/sdb"]), r"devices: a device is listed more than once"),
+    ("extra-control", real(extra_devices=["/dev/nvme0n1\t"]), r"extra_devices\[0\]: device path"),
+    ("signature-not-a-device", real(allow_signatures=["/dev/sdz"]),
+     r"allow_signatures\[0\]: '/dev/sdz' is not one of the sweep's devices"),
+    ("devices-string", real(devices="/dev/sdb"), r"devices: expected a non-empty list of device paths"),
+    ("devices-too-many", real(devices=[f"/dev/d{i}" for i in range(1025)]), r"devices: at most 1024 devices"),
+    ("local-with-lab", variant({"host": "local", "devices": ["/dev/sdb"]}), r"lab: applies only when host is 'lab'"),
+    # -- the size of the study --------------------------------------------------------------------
+    ("huge-grid", variant(HUGE_GRID), r"factors: the grid has up to 20,000 cells .* the limit is 2,000 cells"),
+    ("too-many-runs", variant({"factors.iodepth": list(range(1, 51)), "factors.numjobs": list(range(1, 21)),
+                               "repetitions": {"fixed": 20}}), r"factors: the grid has up to 2,000 cells .* 40,000"),
+    ("replicates-push-over", variant({"factors.iodepth": list(range(1, 101)), "factors.numjobs": list(range(1, 5)),
+                                      "repetitions": {"fixed": 2, "pool_replicates": 10}}),
+     r"factors: the grid has up to 8,000 cells"),
+    ("factor-101-values", variant({"factors.iodepth": list(range(1, 102))}), r"factors\.iodepth: at most 100 values"),
+    ("workloads-101", variant({"workloads": [{"name": f"w{i}", "template": "randread"} for i in range(101)]}),
+     r"workloads: at most 100 workloads|factors: the grid has up to"),
+    # -- targets that do not fit their pool (plan time) -------------------------------------------
+    ("targets-overfill-raidz1", variant({"lab.disk_size": "512M", "factors": {"layout": ["raidz1"], "disks": [3],
+                                                                               "volblocksize": ["16k"]},
+                                         "target.volsize": "1G"}),
+     r"target\.volsize: the 1 target\(s\) of pool p01 need 1\.02 GiB .* 1x raidz1\(3\) of 3 x 512M lab disks "
+     r"holds about 0\.79 GiB usable"),
+    ("targets-overfill-mirror", variant({"factors": {"layout": ["mirror"], "disks": [2],
+                                                     "volblocksize": ["8k", "16k", "32k", "64k"]},
+                                         "target.volsize": "300M"}),
+     r"target\.volsize: the 4 target\(s\) of pool p01 need 1\.2\d GiB .* 1x mirror\(2\) of 2 x 1G"),
+    ("targets-overfill-raidz-small-blocks", variant({"factors": {"layout": ["raidz1"], "disks": [3],
+                                                                 "volblocksize": ["4k"]},
+                                                     "target.volsize": "1400M"}),
+     r"target\.volsize: .* need 1\.91 GiB \(thick zvols reserve volsize scaled by the raidz allocation"),
+    ("dataset-overfill", variant({"surface": "dataset", "factors": {"layout": ["stripe"], "disks": [1],
+                                                                    "recordsize": ["128k"]},
+                                  "target": {"size": "1000M"}}),
+     r"target\.size: the 1 target\(s\) of pool p01 need 0\.98 GiB \(files of the target size, plus metadata\)"),
+]
+
+
+def _refused(text: str) -> str:
+    start = time.monotonic()
+    with pytest.raises(ConfigError) as info:
+        expand(parse_spec(text, name="malformed"))
+    assert time.monotonic() - start < BOUND_S
+    message = str(info.value)
+    assert "\n" not in message and len(message) < 1000, message
+    return message
+
+
+@pytest.mark.parametrize("text, message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_malformed_spec_is_refused_in_one_line(text, message):
+    import re
+    got = _refused(text)
+    assert re.match(message, got), got
+
+
+def test_there_are_at_least_80_cases_and_the_base_is_valid():
+    assert len(CASES) + len(CLI_CASES) + len(FILE_CASES) >= 80
+    assert len({c[0] for c in CASES}) == len(CASES)
+    assert expand(parse_spec(variant({}))).cells
+    assert expand(parse_spec(real())).cells          # the real-host base is valid too
+
+
+@pytest.mark.parametrize("text", [BOMB, variant(HUGE_GRID), NESTED], ids=["alias-bomb", "huge-grid", "nested"])
+def test_expensive_inputs_are_refused_quickly(text):
+    start = time.monotonic()
+    with pytest.raises(ConfigError):
+        expand(parse_spec(text))
+    assert time.monotonic() - start < BOUND_S
+
+
+# -- files: bytes that are not a spec -----------------------------------------------------------
+FILE_CASES = [
+    ("latin-1", "question: caf\xe9 au lait\n".encode("latin-1"), r"sweep spec .*: not UTF-8 text \(byte 0xe9"),
+    ("utf-16", variant({}).encode("utf-16"), r"sweep spec .*: not UTF-8 text \(byte 0xff at offset 0"),
+    ("over-1MiB-file", b"# " + b"x" * (1024 * 1024) + b"\n", r"sweep spec .*: larger than 1024 KiB"),
+    ("binary", bytes(range(256)), r"sweep spec .*: not UTF-8 text"),
+]
+
+
+@pytest.mark.parametrize("data, message", [c[1:] for c in FILE_CASES], ids=[c[0] for c in FILE_CASES])
+def test_bad_spec_files(tmp_path, data, message):
+    import re
+    p = tmp_path / "bad.yaml"
+    p.write_bytes(data)
+    with pytest.raises(ConfigError) as info:
+        load_spec(p)
+    assert re.match(message, str(info.value)) and "\n" not in str(info.value), str(info.value)
+
+
+def test_unreadable_paths(tmp_path):
+    for p, message in ((tmp_path, "Is a directory"), (tmp_path / "missing.yaml", "No such file"),
+                       (Path("/dev/zero"), "larger than 1024 KiB")):
+        start = time.monotonic()
+        with pytest.raises(ConfigError, match=message):
+            load_spec(p)
+        assert time.monotonic() - start < BOUND_S
+
+
+def test_a_crlf_spec_with_a_bom_still_loads(tmp_path):
+    p = tmp_path / "dos.yaml"
+    p.write_bytes(b"\xef\xbb\xbf" + variant({}).replace("\n", "\r\n").encode())
+    assert load_spec(p).text == variant({})
+
+
+# -- the command line: exit 2, one `zbench:` line, nothing created ---------------------------------
+CLI_CASES = [
+    ("alias-bomb", BOMB.encode(), "YAML anchors and aliases"),
+    ("latin-1", variant({}).replace("Does", "D\xf6es").encode("latin-1"), "not UTF-8 text"),
+    ("name-newline", variant({"name": "demo\n"}).encode(), "name: must be a plain name"),
+    ("ssh-port", real(host="ssh://root@bench1:99999").encode(), "host: ssh port must be 1..65535"),
+    ("device-space", real(devices=["/dev/sd b"]).encode(), "devices[0]: device path '/dev/sd b'"),
+    ("runtime-inf", over("runtime_s", float("inf")).encode(), "runtime_s: must be a finite number"),
+    ("huge-grid", variant(HUGE_GRID).encode(), "factors: the grid has up to 20,000 cells"),
+    ("overfull-pool", CASES[-4][1].encode(), "holds about 0.79 GiB usable"),
+]
+
+
+# The CLI runs under a wrapper that writes the process's peak RSS (VmHWM of its own address
+# space; rusage's maxrss would include the pytest process it was forked from) at exit.
+_PEAK = ("import atexit, re, runpy, sys\n"
+         "path = sys.argv.pop(1)\n"
+         "def peak():\n"
+         "    with open('/proc/self/status') as fh:\n"
+         "        kib = re.search(r'VmHWM:\\s+(\\d+)', fh.read()).group(1)\n"
+         "    open(path, 'w').write(kib)\n"
+         "atexit.register(peak)\n"
+         "runpy.run_module('zbench_lib.cli', run_name='__main__', alter_sys=True)\n")
+
+
+@pytest.mark.parametrize("data, message", [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
+def test_cli_dry_run_refuses_cleanly(tmp_path, data, message):
+    spec = tmp_path / "bad.yaml"
+    spec.write_bytes(data)
+    out, peak = tmp_path / "sweeps", tmp_path / "peak-kib"
+    env = dict(os.environ, ZBENCH_CACHE=str(tmp_path / "cache"))
+    start = time.monotonic()
+    res = subprocess.run([sys.executable, "-c", _PEAK, str(peak), "sweep", str(spec), "--dry-run", "--out", str(out)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    elapsed = time.monotonic() - start
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("zbench: ") and res.stderr.count("\n") == 1 and message in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and not res.stdout
+    assert not out.exists() and not (tmp_path / "cache").exists()
+    assert elapsed < 30 and int(peak.read_text()) < 200 * 1024, (elapsed, peak.read_text())
+
+
+@pytest.mark.parametrize("key, value", [("host", "ssh://" + "h" * 100_000), ("name", "n" * 100_000),
+                                        ("question", ["x"] * 10_000), ("surface", "z" * 100_000)])
+def test_long_values_give_a_short_message(key, value):
+    assert len(_refused(variant({key: value}))) < 700
+
+
+@pytest.mark.parametrize("text", [
+    "question: a b c\nfactors: {iodepth: [" + "1," * 500_000 + "1]}\n",
+    "".join(f"k{i}: 1\n" for i in range(100_000)),
+    "\n" * 1_000_000 + "a: 1\n",
+], ids=["a-million-values", "many-keys", "blank-lines"])
+def test_a_spec_near_the_byte_limit_is_refused_quickly(text):
+    assert len(text.encode()) <= 1024 * 1024
+    _refused(text)
