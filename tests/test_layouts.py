@@ -117,12 +117,18 @@ def test_argv_stripe_with_log_cache_special():
         "special", "mirror", D + "5", D + "6"]
 
 
-def test_argv_mirror_2x2_with_unmirrored_log_and_special():
-    lay = Layout("mirror", 2, vdevs=2, ashift=13, log=1, cache=2, special=1)
-    assert zpool_create_argv("zb-t", devs(8), lay) == [
-        "zpool", "create", "-o", "ashift=13", "zb-t",
-        "mirror", D + "0", D + "1", "mirror", D + "2", D + "3",
-        "log", D + "4", "cache", D + "5", D + "6", "special", D + "7"]
+def test_argv_stripe_with_unmirrored_log_and_special():
+    lay = Layout("stripe", 2, ashift=13, log=1, cache=2, special=1)
+    assert zpool_create_argv("zb-t", devs(6), lay) == [
+        "zpool", "create", "-o", "ashift=13", "zb-t", D + "0", D + "1",
+        "log", D + "2", "cache", D + "3", D + "4", "special", D + "5"]
+
+
+@pytest.mark.parametrize("family, width", [("mirror", 2), ("raidz1", 3)])
+def test_an_unmirrored_special_beside_redundant_vdevs_is_refused(family, width):
+    # OpenZFS refuses it too ("mismatched replication level: both raidz and disk vdevs").
+    with pytest.raises(ConfigError, match="special vdev beside .* must be mirrored"):
+        Layout(family, width, vdevs=2, log=1, special=1).validate()
 
 
 @pytest.mark.parametrize("family, width", [("raidz1", 3), ("raidz2", 4), ("raidz3", 5)])

@@ -103,3 +103,11 @@ class _OldHost:
 def test_an_older_openzfs_is_refused_with_its_version():
     with pytest.raises(ConfigError, match=r"OpenZFS 0\.8\.3; zbench supports OpenZFS 2\.1 and later"):
         require_supported(_OldHost())
+
+
+def test_txgs_kstat_of_2_1_parses_as_on_2_3():
+    from zbench_lib.zfs.zfsstats import parse_txgs
+    t21 = parse_txgs(_read("2.1", "txgs.txt"))
+    t23 = parse_txgs((FIX.parent / "counters" / "txgs.txt").read_text())
+    assert list(t21.columns) == list(t23.columns) and len(t21) >= 4
+    assert t21["nwritten"].sum() > 8 * 1024 ** 2 * 0.9      # the 8 MiB written before `zpool sync`

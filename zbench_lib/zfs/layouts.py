@@ -132,6 +132,11 @@ class Layout:
             problems.append(f"a mirrored log needs at least 2 log devices, got {self.log}")
         if self.special_mirror and self.special < 2:
             problems.append(f"a mirrored special vdev needs at least 2 special devices, got {self.special}")
+        if self.special and not self.special_mirror and self.family != "stripe":
+            # zpool create refuses it ("mismatched replication level") unless forced, and a
+            # lost special disk loses the pool: refuse it here, before anything runs.
+            problems.append(f"a special vdev beside {self.family} must be mirrored (special_mirror), "
+                            "or the pool loses its redundancy")
         if problems:
             raise ConfigError(f"invalid layout {self.describe()}: " + "; ".join(problems))
         return self
