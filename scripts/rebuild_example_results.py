@@ -13,25 +13,15 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from zbench_lib.measure.rows import parse_results  # noqa: E402
-from zbench_lib.sweeps.publish import unpack_raw, verify  # noqa: E402
-from zbench_lib.sweeps.store import Store  # noqa: E402
+from zbench_lib.sweeps.publish import rebuilt_copy, verify  # noqa: E402
 
 
 def rebuild(packed: Path) -> int:
-    with tempfile.TemporaryDirectory(prefix="zbench-rebuild-") as tmp:
-        copy = Path(tmp) / packed.name
-        copy.mkdir()
-        for name in ("spec.yaml", "plan.json", "provenance.json", "events.jsonl"):
-            if (packed / name).exists():
-                shutil.copy2(packed / name, copy / name)
-        unpack_raw(packed, copy)
-        df = Store.open(copy).rebuild_results(parse_results)
+    with rebuilt_copy(packed) as (copy, df):
         for name in ("results.parquet", "results.csv"):
             shutil.copy2(copy / name, packed / name)
     verify(packed)

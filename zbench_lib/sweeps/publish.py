@@ -13,6 +13,7 @@ run on the real results while `verify` can rebuild those results from the raw fi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tarfile
@@ -74,24 +75,32 @@ def unpack_raw(packed_dir, into) -> Path:
     return into / "raw"
 
 
-def verify(packed_dir) -> pd.DataFrame:
-    """Rebuild the results of a packed sweep from its raw files; raise if they differ.
+@contextlib.contextmanager
+def rebuilt_copy(packed_dir):
+    """(copy, results): a temporary copy of a packed sweep, its results rebuilt from raw.tar.xz.
 
-    Works on a temporary copy, so the packed sweep is never written to.
+    The packed sweep itself is never written to; the copy disappears with the block.
     """
     from zbench_lib.sweeps.store import Store
     from zbench_lib.measure.rows import parse_results
 
     packed = Path(packed_dir)
-    committed = pd.read_parquet(packed / "results.parquet")
-    with tempfile.TemporaryDirectory(prefix="zbench-verify-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="zbench-rebuild-") as tmp:
         copy = Path(tmp) / packed.name
         copy.mkdir()
         for name in ("spec.yaml", "plan.json", "provenance.json", "events.jsonl"):
             if (packed / name).exists():
                 shutil.copy2(packed / name, copy / name)
         unpack_raw(packed, copy)
-        rebuilt = Store.open(copy).rebuild_results(parse_results)
+        yield copy, Store.open(copy).rebuild_results(parse_results)
+
+
+def verify(packed_dir) -> pd.DataFrame:
+    """Rebuild the results of a packed sweep from its raw files; raise if they differ."""
+    packed = Path(packed_dir)
+    committed = pd.read_parquet(packed / "results.parquet")
+    with rebuilt_copy(packed) as (_, rebuilt):
+        pass
     try:
         pd.testing.assert_frame_equal(rebuilt, committed, check_dtype=False)
     except AssertionError as exc:
