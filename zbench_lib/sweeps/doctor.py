@@ -14,7 +14,7 @@ from typing import NamedTuple
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.hosts.base import Host
 from zbench_lib.zfs.pools import REMOTE_WORK, find_leftovers
-from zbench_lib.zfs.safety import _imported_pool_devices, _lsblk, _root_source, check_device
+from zbench_lib.zfs.safety import device_checks
 from zbench_lib.zfs.version import OLDEST_SUPPORTED, openzfs_version
 
 IDLE_LOAD_PER_CORE = 0.25       # 1-minute load per core above this: someone else is working
@@ -67,14 +67,11 @@ def _fio(host: Host) -> Finding:
 def _devices(host: Host, devices: list[str], overrides=()) -> list[Finding]:
     if not devices:
         return [Finding("devices", None, "not checked: no devices listed (give --device, by id)")]
-    lsblk, swaps = _lsblk(host), host.read_text("/proc/swaps")
-    root, pools = _root_source(host), _imported_pool_devices(host)
     out = []
-    for dev in devices:
-        chk = check_device(host, dev, lsblk=lsblk, swaps=swaps, root_source=root, pool_devices=pools)
+    for chk in device_checks(host, devices):
         refused = chk.refused(overrides)
         out.append(Finding("device", not refused,
-                           f"{dev}: " + ("; ".join(refused) if refused else f"free ({chk.resolved})")))
+                           f"{chk.device}: " + ("; ".join(refused) if refused else f"free ({chk.resolved})")))
     return out
 
 

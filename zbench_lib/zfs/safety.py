@@ -53,10 +53,6 @@ def _zfs_label_pool(host: Host, dev: str) -> str | None:
     return None
 
 
-def _imported_pool_devices(host: Host) -> set[str]:
-    return readback.imported_device_paths(host)
-
-
 def check_device(host: Host, device: str, *, lsblk: dict | None = None,
                  swaps: str | None = None, root_source: str | None = None,
                  pool_devices: set | None = None) -> DeviceCheck:
@@ -94,7 +90,7 @@ def check_device(host: Host, device: str, *, lsblk: dict | None = None,
     if root_source and (root_source == real or root_source in
                         [c["path"] for c in node.get("children") or []]):
         chk.reasons.append("holds the root filesystem")
-    pool_devices = pool_devices if pool_devices is not None else _imported_pool_devices(host)
+    pool_devices = pool_devices if pool_devices is not None else readback.imported_device_paths(host)
     if real in pool_devices or any(c["path"] in pool_devices for c in node.get("children") or []):
         chk.reasons.append("belongs to an imported ZFS pool")
     # ZFS on Linux puts the label on partition 1 of a whole disk it was given.
@@ -119,7 +115,7 @@ def _check_file_vdev(host: Host, chk: DeviceCheck, pool_devices) -> DeviceCheck:
     if not name.startswith("zbench-vdev"):
         chk.reasons.append("is a regular file not made by zbench (use pools.file_vdevs)")
     if pool_devices is None:
-        pool_devices = _imported_pool_devices(host)
+        pool_devices = readback.imported_device_paths(host)
     if chk.resolved in pool_devices:
         chk.reasons.append("belongs to an imported ZFS pool")
     label_pool = _zfs_label_pool(host, chk.resolved)
@@ -149,6 +145,15 @@ def _root_source(host: Host) -> str:
     return src
 
 
+def device_checks(host: Host, devices: list[str]) -> list[DeviceCheck]:
+    """Every device's verdict, refusals included (nothing raised); reads the host's
+    block devices, swaps, root source and imported pools once for all of them."""
+    lsblk, swaps = _lsblk(host), host.read_text("/proc/swaps")
+    root, pools = _root_source(host), readback.imported_device_paths(host)
+    return [check_device(host, d, lsblk=lsblk, swaps=swaps, root_source=root, pool_devices=pools)
+            for d in devices]
+
+
 def check_devices(host: Host, devices: list[str], overrides=()) -> list[DeviceCheck]:
     """Check every device; raise ConfigError listing every refusal with its reason."""
     if not devices:
@@ -158,10 +163,7 @@ def check_devices(host: Host, devices: list[str], overrides=()) -> list[DeviceCh
     unknown = set(overrides) - set(devices)
     if unknown:
         raise ConfigError(f"override names devices not in the list: {sorted(unknown)}")
-    lsblk, swaps = _lsblk(host), host.read_text("/proc/swaps")
-    root, pools = _root_source(host), _imported_pool_devices(host)
-    checks = [check_device(host, d, lsblk=lsblk, swaps=swaps, root_source=root,
-                           pool_devices=pools) for d in devices]
+    checks = device_checks(host, devices)
     resolved = [c.resolved for c in checks if c.resolved]
     if len(set(resolved)) != len(resolved):
         raise ConfigError("two listed paths name the same device")

@@ -1,4 +1,5 @@
-"""OpenZFS 2.3 `-j` output: pick the one named object out of a JSON document."""
+"""OpenZFS 2.3 `-j` output: pick the one named object out of a JSON document
+(`pick_name` serves the text outputs of older releases too)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,16 @@ def pick(text: str, top: str, name: str | None, what: str) -> tuple[str, dict]:
         objects = json.loads(text)[top]
     except (ValueError, KeyError, TypeError) as e:
         raise ZbenchError(f"not {what} JSON: {e}") from None
-    if name is None:
-        if len(objects) != 1:
-            raise ZbenchError(f"{what} JSON has {top} {sorted(objects)}; say which one")
-        name = next(iter(objects))
-    if name not in objects:
-        raise ZbenchError(f"{name!r} not in {what} JSON (has {sorted(objects)})")
+    name = pick_name(objects, name, f"{what} JSON")
     return name, objects[name]
+
+
+def pick_name(names, name: str | None, what: str) -> str:
+    """`name` if `names` holds it; with no name, the only one there is."""
+    if name is None:
+        if len(names) != 1:
+            raise ZbenchError(f"{what} has {sorted(names)}; say which one")
+        return next(iter(names))
+    if name not in names:
+        raise ZbenchError(f"{name!r} not in {what} (has {sorted(names)})")
+    return name

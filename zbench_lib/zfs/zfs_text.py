@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from zbench_lib.core.errors import ZbenchError
+from zbench_lib.zfs.zfs_json import pick_name
 
 # Group headings of `zpool status` (at the depth of the pool's own line), by our class name.
 _GROUPS = {"logs": "log", "cache": "cache", "special": "special", "dedup": "dedup", "spares": "spare"}
@@ -27,13 +28,7 @@ def parse_get_hp(text: str, name: str | None = None) -> dict:
     bad = [r for r in rows if len(r) < 3]
     if bad or not rows:
         raise ZbenchError(f"not `get -Hp` output: {text.strip()[:200]!r}")
-    names = {r[0] for r in rows}
-    if name is None:
-        if len(names) != 1:
-            raise ZbenchError(f"`get -Hp` output has {sorted(names)}; say which one")
-        name = next(iter(names))
-    if name not in names:
-        raise ZbenchError(f"{name!r} not in `get -Hp` output (has {sorted(names)})")
+    name = pick_name({r[0] for r in rows}, name, "`get -Hp` output")
     return {r[1]: _value(r[2]) for r in rows if r[0] == name}
 
 
