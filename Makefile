@@ -33,7 +33,8 @@ demo: image
 	$(BIN)/zbench demo
 
 # nbval re-executes the analysis notebooks on data/examples and compares every output with
-# the stored one (scripts/store_notebook_outputs.py writes them).
+# the stored one (scripts/store_notebook_outputs.py writes them). It skips image/png (the
+# figures' static PNGs) unless given --nbdime, so none is passed here.
 NBVAL := notebooks/analysis-scaling.ipynb notebooks/analysis-volblocksize.ipynb \
          notebooks/analysis-compare.ipynb --nbval --nbval-current-env \
          --nbval-sanitize-with tests/nbval_sanitize.cfg

@@ -5,10 +5,12 @@ nbval (`make test`) re-executes each notebook and compares every output with the
 so the stored outputs are the reference: rerun this after changing a notebook, the analysis
 code or the example data, and review the diff like any other change.
 
-Figures are stored as plotly JSON only (JupyterLab renders it natively); the text/html copy
-that embeds plotly.js (3.5 MB) is dropped, and figure cells carry `# NBVAL_IGNORE_OUTPUT`
-because plotly's JSON changes with its version. The figures themselves are checked in
-headless Chromium by tests/test_report.py.
+Figures are stored as plotly JSON (JupyterLab renders it natively) beside the small PNG that
+`show` adds (its static redraw, which a code host's notebook preview displays, since it runs
+no JavaScript); the text/html copy, which needs (or embeds) plotly.js, is dropped. Figure cells carry
+`# NBVAL_IGNORE_OUTPUT` because plotly's JSON changes with its version, and nbval never
+compares image/png (it skips images unless run with --nbdime). The figures themselves are
+checked in headless Chromium by tests/test_report.py.
 
     python3 scripts/store_notebook_outputs.py [notebooks/analysis-scaling.ipynb ...]
 """
@@ -36,6 +38,9 @@ def store_outputs(path: Path) -> None:
             data = out.get("data", {})
             if PLOTLY in data:
                 data.pop("text/html", None)
+                if "image/png" not in data:
+                    raise SystemExit(f"{path.name}: a figure has no static PNG beside its plotly JSON "
+                                     f"(shown without zbench_lib.analysis.report.show?):\n{cell.source[:200]}")
         if any(PLOTLY in o.get("data", {}) for o in cell.get("outputs", [])):
             if "# NBVAL_IGNORE_OUTPUT" not in cell.source.splitlines():
                 raise SystemExit(f"{path.name}: a cell draws a figure but is not marked "

@@ -187,7 +187,52 @@ def test_volblocksize_map_shows_n_and_units():
                        for i, lay in enumerate(("raidz2", "mirror")) for v in (4096, 16384) for r in range(1 + i)])
     fig = plots.plot_volblocksize_map_interactive(df, "clat_p99_ms")
     assert "ms" in fig.data[0].colorbar.title.text
-    assert fig.data[0].text[0][0].endswith("n=2") and fig.data[0].text[1][0].endswith("n=1")
+    assert "<br>n=2<br>" in fig.data[0].text[0][0] and "<br>n=1<br>" in fig.data[0].text[1][0]
+
+
+def _vbs_cells_df():
+    """Two layouts × two volblocksizes; mirror 16K rests on one run, raidz2 on two pool replicates."""
+    rows = []
+    for i, lay in enumerate(("raidz2", "mirror")):
+        for v in (4096, 16384):
+            reps = 1 if (lay, v) == ("mirror", 16384) else 4
+            for r in range(reps):
+                rows.append(dict(layout=lay, volblocksize_bytes=v, rep=r, pool_replicate=1 + r % 2 if i == 0 else 1,
+                                 clat_p99_ns=(2e6 + 1e6 * i + v * 10) * (1 + 0.07 * r)))
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("layout", ["raidz2", "mirror"])
+def test_volblocksize_map_cells_show_n_and_the_summary_ci(layout):
+    """Each heatmap cell (its text, its hover and the static redraws) carries n and the 95% CI of
+    `stats.summary`, the interval the analysis computes for that configuration."""
+    from zbench_lib.analysis.figures_static import static_figure
+    from zbench_lib.analysis.plot_base import fmt
+    from zbench_lib.analysis.stats import summary
+    from zbench_lib.core.sizes import format_size
+    df = _vbs_cells_df()
+    d = df[df["layout"] == layout]              # raidz2 alone: two pool replicates, so n counts pools
+    table = summary(d, "clat_p99_ns", ["layout", "volblocksize_bytes"])
+    fig = plots.plot_volblocksize_map_interactive(d, "clat_p99_ns", title="t")
+    t = fig.data[0]
+    unit = table["unit"].iloc[0]
+    assert unit == ("pool" if layout == "raidz2" else "run") and f"n {unit}s, 95% CI of the mean" in fig.layout.title.text
+    static = plots.plot_volblocksize_map(d, "clat_p99_ns")
+    static_texts = [x.get_text() for x in static.axes[0].texts]
+    redraw = [x.get_text() for x in static_figure(fig).axes[0].texts]
+    for _, r in table.iterrows():
+        i, j = list(t.y).index(layout), list(t.x).index(format_size(int(r["volblocksize_bytes"])))
+        text, hover = t.text[i][j], t.hovertext[i][j]
+        assert f"n={int(r['n'])}" in text.split("<br>") and f"n={int(r['n'])} ({unit}" in hover
+        assert text.split("<br>")[0] == fmt(r["mean"] / 1e6) and f"mean {fmt(r['mean'] / 1e6)}" in hover
+        if r["n"] > 1:
+            ci = f"{fmt(r['ci95_low'] / 1e6)}–{fmt(r['ci95_high'] / 1e6)}"     # ns in the table, ms drawn
+            assert f"CI {ci}" in text.split("<br>") and f"95% CI of the mean {ci}" in hover
+        else:
+            assert "no CI" in text.split("<br>") and "95% CI" not in hover
+        assert text.replace("<br>", "\n") in static_texts and text.replace("<br>", "\n") in redraw
+    if layout == "raidz2":                       # pool level: n is 2 pools, not 4 runs
+        assert set(table["n"]) == {2} and all("n=2" in x for x in t.text[0])
 
 
 def test_captions_carry_the_sweep_id_and_the_fio_parameters():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.sweeps.plan import expand
+from zbench_lib.sweeps.raw_check import INVALID_MARKER, StoreWarning
 from zbench_lib.sweeps.store import Store, atomic_write, new_sweep_id
 from zbench_lib.sweeps.spec import parse_spec
 
@@ -201,3 +203,119 @@ def test_completed_attempts_are_the_raw_record(store, plan):
     meta = dict((r, m) for r, _, m in got)
     assert meta[plan.runs[0].run_id]["rep"] == plan.runs[0].rep and meta[plan.runs[2].run_id] == {}
     assert meta[plan.runs[0].run_id]["pool_replicate"] == 1
+
+
+# -- durable, self-checking store (#15 item 3) ----------------------------------
+
+def _cell_runs(plan):
+    """The planned runs of the first run's cell (3 in the demo's fixed design)."""
+    return [r for r in plan.runs if r.cell_id == plan.runs[0].cell_id]
+
+
+def test_the_whole_attempt_is_fsynced_before_complete(store, plan, monkeypatch):
+    run = plan.runs[0]
+    path = store.begin_attempt(run.run_id)
+    (path / "fio").mkdir()
+    (path / "fio" / "fio.json").write_text('{"iops": 1}')
+    (path / "counters" / "dev").mkdir(parents=True)
+    (path / "counters" / "dev" / "sda.txt").write_text("1 2 3\n")
+    synced, real = [], os.fsync
+
+    def recording_fsync(fd):
+        name = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        synced.append((name, (path / "COMPLETE").exists()))
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    store.complete_attempt(run.run_id, path, plan.run_meta(run))
+    before = {p for p, complete in synced if not complete}
+    for p in (path, path / "fio", path / "fio" / "fio.json", path / "counters", path / "counters" / "dev",
+              path / "counters" / "dev" / "sda.txt", path / "meta.json"):
+        assert p in before, f"{p.relative_to(store.path)} was not fsynced before COMPLETE"
+
+
+def test_torn_fio_json_beside_complete_is_set_aside_and_redone_on_resume(store, plan):
+    from zbench_lib.sweeps.executor import _schedule
+    good, torn = _cell_runs(plan)[:2]
+    fake_run(store, plan, good)
+    path = fake_run(store, plan, torn)
+    (path / "fio.json").write_text("")                     # COMPLETE was durable, fio.json was not
+    store.close()
+    with pytest.warns(StoreWarning, match=r"attempt-1: its files do not parse .*set aside as COMPLETE.invalid"):
+        resumed = Store.resume(store.path, SPEC_TEXT, plan, parse_run=parse_run)
+    assert not (path / "COMPLETE").exists() and (path / INVALID_MARKER).exists()
+    assert (path / "fio.json").read_text() == ""          # the evidence stays
+    ev = [e for e in resumed.events() if e["event"] == "attempt invalid"]
+    assert len(ev) == 1 and ev[0]["run_id"] == torn.run_id and ev[0]["path"] == f"raw/{torn.run_id}/attempt-1"
+    assert "\n" not in ev[0]["reason"] and "JSONDecodeError" in ev[0]["reason"]
+    assert resumed.events()[-1]["event"] == "resumed" and resumed.events()[-1]["invalid"] == 1
+    assert resumed.completed_runs() == {good.run_id}
+    sched = _schedule(plan, resumed, parse_run)              # the executor's queue after resume
+    assert torn.run_id in [r.run_id for r in sched.queues[torn.target_id]]
+    assert good.run_id not in [r.run_id for r in sched.queues[good.target_id]]
+    again = resumed.begin_attempt(torn.run_id)
+    assert again.name == "attempt-2"
+    (again / "fio.json").write_text(json.dumps({"iops": 7.0}))
+    resumed.complete_attempt(torn.run_id, again, plan.run_meta(torn))
+    resumed.close()
+    second = Store.resume(store.path, SPEC_TEXT, plan, parse_run=parse_run)   # set aside once, never discarded
+    assert not [e for e in second.events() if e["event"] == "run discarded"]
+    assert len([e for e in second.events() if e["event"] == "attempt invalid"]) == 1
+    df = second.rebuild_results(parse_run)
+    assert df.set_index(["run_id", "direction"]).loc[(torn.run_id, "read"), ["attempt", "iops"]].tolist() == [2, 7.0]
+    second.close()
+
+
+def test_rebuild_sets_a_torn_attempt_aside_and_carries_on(store, plan):
+    runs = _cell_runs(plan)
+    paths = [fake_run(store, plan, r, iops=100.0 + i) for i, r in enumerate(runs)]
+    (paths[1] / "fio.json").write_text('{"io')             # torn mid-write
+    with pytest.warns(StoreWarning, match="its files do not parse"):
+        df = store.rebuild_results(parse_run)
+    assert set(df["run_id"]) == {runs[0].run_id, runs[2].run_id}
+    assert (paths[1] / INVALID_MARKER).exists() and not (paths[1] / "COMPLETE").exists()
+    assert [e["run_id"] for e in store.events() if e["event"] == "attempt invalid"] == [runs[1].run_id]
+    # read-only use (a packed dataset's copy): skipped with a warning, nothing renamed or recorded
+    (paths[2] / "meta.json").chmod(0o644)
+    (paths[2] / "meta.json").write_text("{torn")
+    n_events = len(store.events())
+    with pytest.warns(StoreWarning, match=rf"raw/{runs[2].run_id}/attempt-1: its files do not parse.*skipped"):
+        df = Store.open(store.path).rebuild_results(parse_run, set_aside=False)
+    assert set(df["run_id"]) == {runs[0].run_id}
+    assert (paths[2] / "COMPLETE").exists() and len(store.events()) == n_events
+
+
+def test_rebuild_excludes_a_stray_run_directory_with_a_warning(store, plan):
+    run = plan.runs[0]
+    fake_run(store, plan, run)
+    extra = plan.extra_run(run.cell_id, 4)                  # an added repetition, recorded: not stray
+    fake_run(store, plan, extra, iops=50.0)
+    for name in ("zz-not-planned", f"{run.cell_id}-r07"):   # the second: a planned cell's name, never recorded
+        stray = store.raw / name / "attempt-1"
+        stray.mkdir(parents=True)
+        (stray / "fio.json").write_text(json.dumps({"iops": 1e6}))
+        (stray / "meta.json").write_text(json.dumps({**plan.run_meta(run), "run_id": name}))
+        (stray / "COMPLETE").write_text("x")
+    with pytest.warns(StoreWarning) as caught:
+        df = store.rebuild_results(parse_run)
+    messages = [str(w.message) for w in caught]
+    assert any(m.startswith("raw/zz-not-planned: not a run of this sweep's plan") for m in messages), messages
+    assert any(m.startswith(f"raw/{run.cell_id}-r07: never recorded in events.jsonl") for m in messages), messages
+    assert set(df["run_id"]) == {run.run_id, extra.run_id} and 1e6 not in set(df["iops"])
+
+
+def test_rebuild_warns_of_a_planned_run_whose_complete_was_deleted(store, plan):
+    from zbench_lib import analysis as A
+    runs = _cell_runs(plan)
+    paths = [fake_run(store, plan, r) for r in runs]
+    (paths[1] / "COMPLETE").unlink()
+    with pytest.warns(StoreWarning) as caught:
+        df = store.rebuild_results(parse_run)
+    messages = [str(w.message) for w in caught]
+    assert f"raw/{runs[1].run_id}/attempt-1 was recorded complete but its COMPLETE marker is gone: " \
+           "the run is missing from the results (not judged)" in messages
+    assert runs[1].run_id not in set(df["run_id"])
+    others = [m for m in messages if m.startswith(f"{len(plan.runs) - 3} planned run(s) have no valid COMPLETE")]
+    assert len(others) == 1 and runs[1].run_id not in others[0]          # named once, by its own warning
+    status = A.cell_status(df, A.load_sweep(store.path).plan).set_index("cell_id").loc[runs[0].cell_id, "status"]
+    assert set(status) == {"judged: 2 of 2 runs admissible, 1 of 3 planned runs missing"}

@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,7 @@ def test_sweep_notebook_runs_headless_with_parameters(lab, tmp_path):
     res = subprocess.run([sys.executable, "-m", "papermill", str(ROOT / "notebooks" / "sweep.ipynb"),
                           str(out), "-p", "spec", str(SPECS / "resume.yaml"),
                           "-p", "out_root", str(tmp_path / "sweeps"), "-p", "progress", "False",
+                          "-p", "live", "True",
                           "--cwd", str(ROOT)], env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     nb = json.loads(out.read_text())
@@ -78,4 +80,29 @@ def test_sweep_notebook_runs_headless_with_parameters(lab, tmp_path):
     sweep_dir = Path(text.split("SWEEP_DIR ")[1].split()[0])
     df = pd.read_parquet(sweep_dir / "results.parquet")
     assert len(df) == 4 and set(df["workload"]) == {"randread", "randwrite"}
+    # The live chart, updated in place as runs finished, ends with one dot per run.
+    figs = [o["data"]["application/vnd.plotly.v1+json"] for c in nb["cells"] for o in c.get("outputs", [])
+            if "application/vnd.plotly.v1+json" in o.get("data", {})]
+    assert len(figs) == 1, len(figs)
+    dots = figs[0]["data"][1]
+    assert sorted(dots["text"]) == sorted(df["run_id"].unique())
+    assert figs[0]["layout"]["title"]["text"].startswith(f"sweep {sweep_dir.name}: 4/4 runs")
     assert df["clat_p99_ns"].gt(0).all() and "flag_cache_served" in df
+
+
+def test_zbench_sweep_shows_progress_in_the_terminal_on_a_lab_sweep(lab, tmp_path):
+    """The CLI's progress view on a real sweep: runs done / planned, the cell, the last IOPS."""
+    env = dict(os.environ, ZBENCH_LAB="pytest", COLUMNS="160")
+    res = subprocess.run([sys.executable, "-m", "zbench_lib.cli", "sweep", str(SPECS / "resume.yaml"),
+                          "--out", str(tmp_path)], env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    err = res.stderr.replace("\r", "\n")
+    assert "runs 4/4" in err and "finished" in err, err[-2000:]
+    assert "randread" in err and "randwrite" in err                 # the current cell was shown
+    last = [float(m.replace(",", "")) for m in re.findall(r"last ([\d,]+) IOPS", err)]
+    sweep_dir = next(p for p in tmp_path.iterdir() if p.is_dir())
+    df = pd.read_parquet(sweep_dir / "results.parquet")
+    per_run = df.groupby("run_id")["iops"].sum()                     # fio's IOPS, all directions
+    assert last and any(abs(last[-1] - v) <= 0.5 for v in per_run), (last, per_run.to_dict())
+    assert "Kernel is running over TCP" not in res.stderr             # the transport warning is gone
+    assert (sweep_dir / "sweep.ipynb").exists()

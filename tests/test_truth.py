@@ -43,7 +43,9 @@ def context(**over):
     c = dict(cache="cold", iops_series=STEADY, scan_at_start="none", trim_active=False, compressratio=1.00,
              incompressible_intended=True, lab=True, disk_model_iops=400, disk_model_bw=100 * MiB,
              pool_capacity_pct=41, pool_fragmentation_pct=3, prefilled=True, block_bytes=4096,
-             qemu_pid=4321, host_other_cores=0.1, host_qemu_cores=1.6, host_other_qemus=0)
+             qemu_pid=4321, host_other_cores=0.1, host_qemu_cores=1.6, host_other_qemus=0,
+             pool_health_after={"state": "ONLINE", "not_online": []},
+             dev_service_each={f"vd{x}": (2.5, 1200.0) for x in "bcde"})
     return {**c, **over}
 
 

@@ -155,13 +155,15 @@ def cmd_pack(args):
     from zbench_lib.sweeps.publish import pack, verify
     dest = pack(args.sweep_dir, args.dest)
     rows = verify(dest)
-    print(f"packed {args.sweep_dir} -> {dest}; results rebuilt from raw.tar.xz match ({len(rows)} rows)")
+    print(f"packed {args.sweep_dir} -> {dest}; results rebuilt from raw.tar.xz match ({len(rows)} rows); "
+          f"manifest {rows.attrs['manifest']}")
 
 
 def cmd_verify(args):
     from zbench_lib.sweeps.publish import verify
     rows = verify(args.packed_dir)
-    print(f"{args.packed_dir}: results.parquet matches its raw files ({len(rows)} rows)")
+    print(f"{args.packed_dir}: results.parquet matches its raw files ({len(rows)} rows); "
+          f"manifest {rows.attrs['manifest']}")
 
 
 def cmd_demo(args):
@@ -284,7 +286,7 @@ def main(argv=None) -> int:
         rc = args.func(args)
     except ZbenchError as exc:
         print(f"zbench: {exc}", file=sys.stderr)
-        return 2
+        return getattr(exc, "exit_code", 2)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:

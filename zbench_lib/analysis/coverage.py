@@ -59,7 +59,7 @@ def _reasons(counts: dict) -> str:
 
 def status_text(runs: int, admissible: int, excluded: int, reasons: str, planned: int | None = None,
                 included: bool = False) -> str:
-    """'judged: ...' or 'not judged: k of n runs excluded (reasons)'.
+    """'judged: ...' or 'not judged: k of n runs excluded (reasons)'; planned runs missing are named.
 
     Examples
     --------
@@ -67,20 +67,24 @@ def status_text(runs: int, admissible: int, excluded: int, reasons: str, planned
     'not judged: 5 of 5 runs excluded (not_steady 5)'
     >>> status_text(3, 3, 0, "")
     'judged: 3 of 3 runs admissible'
+    >>> status_text(2, 2, 0, "", planned=3)
+    'judged: 2 of 2 runs admissible, 1 of 3 planned runs missing'
     """
     if runs == 0:
         return "not judged: no run recorded" + (f" ({planned} planned)" if planned else "")
     why = f" ({reasons})" if reasons else ""
+    # A planned run absent from the results (its raw attempt torn, or its COMPLETE gone) is named.
+    missing = f", {planned - runs} of {planned} planned runs missing" if planned and runs < planned else ""
     if included:
-        admissible, extra = runs, (f", {excluded} flagged run(s) included{why}" if excluded else "")
+        admissible, extra = runs, (f", {excluded} flagged run(s) included{why}" if excluded else "") + missing
     else:
-        extra = f", {excluded} excluded{why}" if excluded else ""
+        extra = (f", {excluded} excluded{why}" if excluded else "") + missing
     if admissible >= MIN_UNITS:
         return f"judged: {admissible} of {runs} runs admissible" + extra
     if included:
         return f"not judged: {runs} run (a CI needs {MIN_UNITS})" + extra
     text = f"not judged: {excluded} of {runs} runs excluded{why}"
-    return text + (f", {admissible} admissible run (a CI needs {MIN_UNITS})" if admissible else "")
+    return text + (f", {admissible} admissible run (a CI needs {MIN_UNITS})" if admissible else "") + missing
 
 
 def cell_status(results: pd.DataFrame, plan: pd.DataFrame | None = None,

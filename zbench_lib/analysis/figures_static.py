@@ -8,12 +8,14 @@ subplot) or `sns.heatmap`, so the static and interactive versions show the same 
 
     static_figure(fig)                       a matplotlib Figure (Agg, no pyplot state)
     save_static(fig, stem, formats)          stem.png / stem.svg
+    static_png(fig)                          a small PNG of it (palette colours), for a notebook output
     notebook_figures(nb)                     the plotly figures a notebook displayed, in order
     export_notebook_figures(nb, dir, ...)    every figure of an executed notebook as files
 """
 
 from __future__ import annotations
 
+import io
 import re
 import textwrap
 import warnings
@@ -115,12 +117,12 @@ def figure_frame(fig: go.Figure) -> pd.DataFrame:
 def _heatmap(fig: go.Figure, t):
     import seaborn as sns
     z = np.asarray(t.z, float)
-    out, axes = agg_figure(figsize=(1.2 * z.shape[1] + 3, 0.7 * z.shape[0] + 2.2))
+    out, axes = agg_figure(figsize=(1.4 * z.shape[1] + 3, 0.85 * z.shape[0] + 2.2))
     ax = axes[0, 0]
     text = np.asarray([[_plain(v) for v in r] for r in t.text]) if t.text is not None else None
     bar = _plain(t.colorbar.title.text) if t.colorbar and t.colorbar.title else ""
     sns.heatmap(pd.DataFrame(z, index=list(t.y), columns=list(t.x)), annot=text, fmt="", cmap="viridis", ax=ax,
-                cbar_kws={"label": bar.replace("\n", " ")}, linewidths=0.5)
+                cbar_kws={"label": bar.replace("\n", " ")}, linewidths=0.5, annot_kws={"fontsize": 8})
     ax.set_xlabel(_plain(fig.layout.xaxis.title.text))
     ax.set_ylabel(_plain(fig.layout.yaxis.title.text))
     return out
@@ -247,6 +249,24 @@ def save_static(fig: go.Figure, stem, formats=FORMATS, dpi: int = 150) -> list[P
     return paths
 
 
+def static_png(fig: go.Figure, dpi: int = 96, colors: int = 256) -> bytes:
+    """The figure drawn by `static_figure` as a PNG of at most `colors` palette colours.
+
+    `show` puts it beside the plotly JSON of each figure a notebook displays, so a viewer
+    that runs no JavaScript (a code host's notebook preview) still shows the chart; a
+    palette keeps it near 15-45 KB. Pillow (matplotlib's own PNG writer) reduces it and
+    writes no metadata, so the same figure gives the same bytes and re-stored notebooks
+    do not churn.
+    """
+    from PIL import Image
+    raw = io.BytesIO()
+    static_figure(fig).savefig(raw, format="png", dpi=dpi, bbox_inches="tight")
+    img = Image.open(io.BytesIO(raw.getvalue())).convert("RGB").quantize(colors, method=Image.Quantize.MEDIANCUT)
+    out = io.BytesIO()
+    img.save(out, format="png", optimize=True)
+    return out.getvalue()
+
+
 def decode_arrays(obj):
     """Plotly JSON with its base64 typed arrays ({"dtype", "bdata", "shape"}) turned into numpy arrays."""
     import base64
@@ -279,7 +299,7 @@ def export_notebook_figures(nb, out_dir, formats=FORMATS, prefix: str = "") -> l
     """Every plotly figure of an executed notebook as <prefix>-NN-<title>.<fmt> in `out_dir`."""
     paths = []
     for i, fig in enumerate(notebook_figures(nb), start=1):
-        title = re.split(r" \(", fig.layout.title.text or "")[0]       # without '(error bars ...)'
+        title = re.split(r"\s*\(", fig.layout.title.text or "")[0]     # without "(error bars ...)"
         stem = Path(out_dir) / f"{prefix}{'-' if prefix else ''}{i:02d}-{slug(title)}"
         paths += save_static(fig, stem, formats)
     return paths

@@ -27,6 +27,8 @@ FLAG_MEANINGS = {
     "flag_compressible_data": "data was compressible although the question is not about compression",
     "flag_emulation_bound": "the lab's emulation, not the disk model, was the bottleneck",
     "flag_host_contention": "other processes on the lab's host took CPU from the emulation during the run",
+    "flag_device_lost": "a disk of the pool was missing or faulted after the run: a degraded pool was measured",
+    "flag_slow_device": "one data disk served requests far slower than its peers (a failing or throttled drive)",
 }
 _TRUE, _FALSE = ("true", "1", "1.0", "yes"), ("false", "0", "0.0", "no")
 

@@ -5,11 +5,13 @@
 sweep id and the fio parameters of the workloads it shows, and it makes DataFrames
 display readably (`table_format`). Figures reference plotly.js instead of embedding
 it: JupyterLab draws them from their plotly JSON, report pages load the one shared
-plotly.min.js of the report directory.
+plotly.min.js of the report directory; each figure also carries a small PNG (its static
+redraw) for viewers that run no JavaScript.
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import re
@@ -17,9 +19,11 @@ import re
 import pandas as pd
 import plotly.graph_objects as go
 
+from zbench_lib.analysis.figures_static import PLOTLY_MIME, static_png
 from zbench_lib.analysis.plot_base import add_caption, caption_of
 from zbench_lib.analysis.sweep_data import Sweep
 from zbench_lib.analysis.table_format import use_readable_tables
+from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
 
 _figure_ids = itertools.count()
@@ -99,11 +103,14 @@ def figure_caption(title: str = "", sweeps=None) -> str:
 
 
 def show(fig: go.Figure, caption: str | None = None) -> None:
-    """Display a plotly figure for JupyterLab *and* for the HTML report, with its caption.
+    """Display a plotly figure for JupyterLab, the HTML report *and* a code host, with its caption.
 
-    The bundle carries the plotly mimetype (JupyterLab renders it natively) and text/html
-    (what nbconvert keeps) that calls the page's shared plotly.js instead of embedding
-    its own copy; div ids are a counter, so outputs are reproducible.
+    One output, three representations: the plotly mimetype (JupyterLab renders it natively),
+    text/html (what nbconvert keeps) that calls the page's shared plotly.js instead of
+    embedding its own copy, and image/png, the seaborn redraw of `figures_static`, which a
+    viewer that runs no JavaScript (GitHub's notebook preview) shows instead; a figure with
+    nothing the static redraw can draw (ConfigError) goes without it. Div ids are a counter,
+    so outputs are reproducible.
     """
     from IPython.display import display
     if caption is None and not caption_of(fig):
@@ -113,4 +120,9 @@ def show(fig: go.Figure, caption: str | None = None) -> None:
     n = next(_figure_ids)
     html = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"zbench-figure-{n}",
                        config={"displaylogo": False, "responsive": True})
-    display({"application/vnd.plotly.v1+json": json.loads(fig.to_json()), "text/html": html}, raw=True)
+    bundle = {PLOTLY_MIME: json.loads(fig.to_json()), "text/html": html}
+    try:
+        bundle["image/png"] = base64.b64encode(static_png(fig)).decode("ascii")
+    except ConfigError:
+        pass
+    display(bundle, raw=True)

@@ -96,14 +96,19 @@ def fmt(v: float) -> str:
     return f"{v:.{digits}f}"
 
 
-def mean_sd(df, keys, cols):
-    """Mean and SD of `cols` over repetitions; refuses to pool several configurations."""
+def one_configuration(df, keys, cols):
+    """Refuse a table lacking `keys` + `cols`, or one whose points would pool several configurations."""
     missing = [c for c in keys + cols if c not in df.columns]
     if missing:
         raise ConfigError(f"plot needs columns {missing}")
     if "rep" in df.columns and df.duplicated(keys + ["rep"]).any():
         raise ConfigError(f"several runs share {keys} and rep: filter to one configuration per "
                           f"point (e.g. one workload and direction) before plotting")
+
+
+def mean_sd(df, keys, cols):
+    """Mean and SD of `cols` over repetitions; refuses to pool several configurations."""
+    one_configuration(df, keys, cols)
     g = df.groupby(keys, sort=True)[cols]
     out = g.mean().add_suffix("_mean").join(g.std().add_suffix("_sd")).join(g.size().rename("n"))
     return out.reset_index()

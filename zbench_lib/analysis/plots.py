@@ -18,13 +18,13 @@ import plotly.graph_objects as go
 from matplotlib.figure import Figure
 
 from zbench_lib.analysis.plot_base import (CI_LABEL, LAYER_ORDER, LAYOUT_ORDER, PERCENTILE_COLUMNS,  # noqa: F401
-                                           SD_LABEL, agg_figure, fmt, mean_sd, metric_label, ordered)
+                                           SD_LABEL, agg_figure, mean_sd, metric_label, ordered)
 from zbench_lib.analysis.plots_interactive import (plot_iops_vs_p99_interactive,  # noqa: F401
                                                    plot_latency_percentiles_interactive,
                                                    plot_scaling_interactive,
                                                    plot_timeseries_interactive,
                                                    plot_volblocksize_map_interactive, scaling_data,
-                                                   ts_parts, vbs_pivot)
+                                                   ts_parts, vbs_cells, vbs_labels, vbs_title)
 from zbench_lib.analysis.report_figures import plot_iops_vs_drives  # noqa: F401
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
@@ -119,11 +119,13 @@ def plot_latency_percentiles(df: pd.DataFrame, hue: str = "config_id", title: st
 
 
 def plot_volblocksize_map(df: pd.DataFrame, metric: str, row: str = "layout", title: str = "") -> Figure:
-    """Heatmap of the mean `metric` over repetitions: `row` (layout) × volblocksize, n per cell."""
-    p, n = vbs_pivot(df, metric, row)
+    """Heatmap of the mean `metric`: `row` (layout) × volblocksize, each cell with its n and 95% CI."""
+    cells, unit = vbs_cells(df, metric, row)
+    p = cells["mean"]
     label, scale = metric_label(metric)
     z = p.to_numpy(float) * scale
-    fig, ax = _figure(figsize=(1.1 * p.shape[1] + 3, 0.6 * p.shape[0] + 2))
+    text, _ = vbs_labels(cells, scale, unit, br="\n")
+    fig, ax = _figure(figsize=(1.4 * p.shape[1] + 3, 0.8 * p.shape[0] + 2))
     ax = ax[0, 0]
     im = ax.imshow(z, aspect="auto", cmap="viridis")
     ax.set_xticks(range(p.shape[1]), [format_size(int(v)) for v in p.columns])
@@ -132,12 +134,11 @@ def plot_volblocksize_map(df: pd.DataFrame, metric: str, row: str = "layout", ti
     mid = (finite.min() + finite.max()) / 2 if finite.size else 0
     for (i, j), v in np.ndenumerate(z):
         if np.isfinite(v):
-            ax.text(j, i, f"{fmt(v)}\nn={int(n.iloc[i, j])}", ha="center", va="center", fontsize=8,
-                    color="black" if v > mid else "white")
+            ax.text(j, i, text[i][j], ha="center", va="center", fontsize=8, color="black" if v > mid else "white")
     fig.colorbar(im, ax=ax, label=f"{label} (mean)")
     ax.set_xlabel("volblocksize")
     ax.set_ylabel(row)
-    ax.set_title(title)
+    ax.set_title(vbs_title(title, unit))
     return fig
 
 

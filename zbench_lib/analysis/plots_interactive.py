@@ -11,7 +11,8 @@ from plotly.subplots import make_subplots
 
 from zbench_lib.analysis.plot_base import (CI_LABEL, LAYER_COLORS, LAYER_ORDER, LAYOUT_ORDER,
                                            PERCENTILE_COLUMNS, SD_LABEL, colors_for, fmt, legend_entry,
-                                           mean_sd, metric_label, n_labels, ordered)
+                                           mean_sd, metric_label, n_labels, one_configuration, ordered)
+from zbench_lib.analysis.stats import summary
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
 
@@ -135,27 +136,60 @@ def plot_latency_percentiles_interactive(df: pd.DataFrame, hue: str = "config_id
     return fig
 
 
-def vbs_pivot(df, metric, row):
-    a = mean_sd(df, [row, "volblocksize_bytes"], [metric])
-    p = a.pivot(index=row, columns="volblocksize_bytes", values=f"{metric}_mean")
-    n = a.pivot(index=row, columns="volblocksize_bytes", values="n")
-    order = ordered(p.index, LAYOUT_ORDER)
-    return p.reindex(order).sort_index(axis=1), n.reindex(order).sort_index(axis=1)
+def vbs_cells(df, metric, row):
+    """Mean, n and 95% CI of the mean per `row` × volblocksize cell, as row × volblocksize pivots.
+
+    The numbers are `stats.summary`'s, the analysis's own: n counts runs, or pool replicates
+    when pools were re-created, and the CI is its log-scale t interval, so a cell reads as
+    the summary tables do. Returns ({"mean", "n", "ci95_low", "ci95_high"} -> pivot, unit).
+    """
+    keys = [row, "volblocksize_bytes"]
+    one_configuration(df, keys, [metric])
+    s = summary(df, metric, keys)
+    order = ordered(s[row], LAYOUT_ORDER)
+    cells = {c: s.pivot(index=row, columns="volblocksize_bytes", values=c).reindex(order).sort_index(axis=1)
+             for c in ("mean", "n", "ci95_low", "ci95_high")}
+    return cells, (str(s["unit"].iloc[0]) if len(s) else "run")
+
+
+def vbs_labels(cells, scale: float, unit: str, br: str = "<br>"):
+    """(text drawn in each cell: mean, n, 95% CI; its hover text), '' for an empty cell."""
+    text, hover = [], []
+    for r in cells["mean"].index:
+        trow, hrow = [], []
+        for c in cells["mean"].columns:
+            m, lo, hi = (float(cells[k].at[r, c]) * scale for k in ("mean", "ci95_low", "ci95_high"))
+            if not np.isfinite(m):
+                trow.append("")
+                hrow.append("")
+                continue
+            n = int(cells["n"].at[r, c])
+            ci = f"{fmt(lo)}–{fmt(hi)}" if np.isfinite(lo) and np.isfinite(hi) else ""
+            trow.append(br.join([fmt(m), f"n={n}", f"CI {ci}" if ci else "no CI"]))
+            hrow.append(br.join([f"{r}, {format_size(int(c))}: mean {fmt(m)}",
+                                 f"95% CI of the mean {ci}" if ci else "no CI: a single unit",
+                                 f"n={n} ({unit}{'s' if n != 1 else ''})"]))
+        text.append(trow)
+        hover.append(hrow)
+    return text, hover
+
+
+def vbs_title(title: str, unit: str) -> str:
+    return f"{title} (cells: mean, n {unit}s, 95% CI of the mean)".strip()
 
 
 def plot_volblocksize_map_interactive(df: pd.DataFrame, metric: str, row: str = "layout",
                                       title: str = "") -> go.Figure:
-    """Heatmap of the mean `metric` per `row` × volblocksize; each cell shows its n."""
-    p, n = vbs_pivot(df, metric, row)
+    """Heatmap of the mean `metric` per `row` × volblocksize; each cell shows its n and 95% CI."""
+    cells, unit = vbs_cells(df, metric, row)
     label, scale = metric_label(metric)
-    z = p.to_numpy(float) * scale
-    text = [[f"{fmt(v)}<br>n={int(k)}" if np.isfinite(v) else "" for v, k in zip(r, nr)]
-            for r, nr in zip(z, n.fillna(0).to_numpy())]
-    fig = go.Figure(go.Heatmap(z=z, x=[format_size(int(v)) for v in p.columns], y=[str(v) for v in p.index],
-                               colorscale="Viridis", text=text, texttemplate="%{text}",
-                               hovertemplate="%{y} %{x}: %{z:.4g}<extra></extra>",
+    p = cells["mean"]
+    text, hover = vbs_labels(cells, scale, unit)
+    fig = go.Figure(go.Heatmap(z=p.to_numpy(float) * scale, x=[format_size(int(v)) for v in p.columns],
+                               y=[str(v) for v in p.index], colorscale="Viridis", text=text,
+                               texttemplate="%{text}", hovertext=hover, hoverinfo="text",
                                colorbar=dict(title=f"{label}<br>(mean)")))
-    fig.update_layout(title=title, xaxis_title="volblocksize", yaxis_title=row)
+    fig.update_layout(title=vbs_title(title, unit), xaxis_title="volblocksize", yaxis_title=row)
     fig.update_yaxes(autorange="reversed")
     return fig
 

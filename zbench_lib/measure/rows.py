@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from zbench_lib.measure.counters import parse_sampler_dir
+from zbench_lib.measure.device_health import per_device_service
 from zbench_lib.measure.fio_parse import parse_fio_json, parse_fio_logs_dir
 from zbench_lib.measure.host_load import summarize as summarize_host_load
 from zbench_lib.measure.run_summary import fio_timeseries, iops_series, summarize_counters
@@ -35,6 +36,8 @@ def derive_rows(raw_dir: Path) -> tuple[list, dict]:
         ctx["block_bytes"] = _block_bytes(raw_dir)
     for key, value in _layout_facts(raw_dir).items():
         ctx.setdefault(key, value)
+    data_devs = rec["kernel_devices"][:ctx.get("data_device_count") or len(rec["kernel_devices"])]
+    ctx["dev_service_each"] = per_device_service(sampler.get("disk"), data_devs, rec["t_start"], rec["t_end"])
     controller = raw_dir / "controller.json"   # the controller's load around a lab run
     ctx.update(summarize_host_load(json.loads(controller.read_text()) if controller.exists() else None))
     checks = truth_checks(rows, counters, ctx)

@@ -18,6 +18,8 @@ from zbench_lib.measure.fio import build_job, parse_fio_json, run_fio
 from zbench_lib.hosts.base import Host
 from zbench_lib.measure.host_load import Sampler as HostLoadSampler
 from zbench_lib.measure.rows import derive_rows
+from zbench_lib.core.errors import ZbenchError
+from zbench_lib.zfs import readback
 
 
 @dataclass
@@ -82,6 +84,7 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
                 raw_dir.mkdir(parents=True, exist_ok=True)
                 load.write(raw_dir / "controller.json")
         t1 = _host_time(host)
+        health = _pool_health(host, pool)           # a disk lost mid-run shows here (device_lost)
         time.sleep(sample_interval_s * 1.5)       # and one after it ends
     finally:
         host.run(["pkill", "-TERM", "-f", f"{remote_dir}/sampler.sh"], check=False)
@@ -97,7 +100,7 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
     # per-second logs start after the ramp, i.e. `runtime` before that stamp.
     t_end = fio_run.data.get("timestamp_ms", t1 * 1000) / 1000
     t_start = t_end - runtime
-    context = dict(context)
+    context = dict(context, **health)
     if target_name:
         # What the data just written compresses to is what the check must judge.
         context["compressratio"] = float(host.run(["zfs", "get", "-Hp", "-o", "value",
@@ -110,6 +113,13 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
     (raw_dir / "run.json").write_text(json.dumps(record, indent=1, default=str))
     rows, checks = derive_rows(raw_dir)
     return RunResult(rows, checks, raw_dir, (t_start, t_end), context)
+
+
+def _pool_health(host: Host, pool: str) -> dict:
+    try:
+        return {"pool_health_after": readback.pool_health(host, pool)}
+    except ZbenchError as exc:                   # e.g. a pool suspended past answering
+        return {"pool_health_error": " ".join(str(exc).split())[:300]}
 
 
 def _block_bytes(host: Host, target_name: str) -> int | None:

@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from zbench_lib.measure.device_health import device_lost, slow_device
 from zbench_lib.measure.host_load import host_contention
 from zbench_lib.measure.judging import MIN_FIO_BYTES, MiB, fio_bytes, not_judged  # noqa: F401
 from zbench_lib.measure.judging import div as _div, num as _num
@@ -197,7 +198,7 @@ def _emulation_bound(fio_rows, c, ctx) -> dict:
 _CHECKS = dict(cache_served=_cache_served, no_device_io=_no_device_io, write_amplification=_write_amplification,
                not_steady=_not_steady, background_work=_background_work, compressible_data=_compressible_data,
                emulation_bound=_emulation_bound, read_amplification=read_amplification,
-               host_contention=host_contention)
+               host_contention=host_contention, device_lost=device_lost, slow_device=slow_device)
 CHECKS = tuple(_CHECKS)  # the flags, in report order; fill_level is informational
 
 

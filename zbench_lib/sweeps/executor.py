@@ -26,10 +26,11 @@ from zbench_lib.core.errors import ConfigError
 from zbench_lib.hosts.lab import Lab, LabConfig
 from zbench_lib.hosts.lab_state import connect_lab, read_state
 from zbench_lib.zfs.layouts import Layout
-from zbench_lib.sweeps.plan import Plan, expand
+from zbench_lib.sweeps.faults import FaultInjector, lab_dir_of
+from zbench_lib.sweeps.plan import Plan, expand, run_seconds
 from zbench_lib.sweeps.repetitions import RepetitionRule
 from zbench_lib.sweeps.schedule import Schedule, outcomes_from_raw
-from zbench_lib.zfs.pools import Pool, find_leftovers, new_pool_name
+from zbench_lib.zfs.pools import Pool, find_leftovers, live_pools, new_pool_name, remove_leftovers
 from zbench_lib.zfs.prefill import prefill
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.runner import measure
@@ -121,7 +122,7 @@ def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=No
         log(plan.describe())
         return None
     if resume_dir:
-        store = Store.resume(resume_dir, spec.text, plan)
+        store = Store.resume(resume_dir, spec.text, plan, parse_run=parse_results)   # torn COMPLETE runs redone
     else:
         store = Store.create(out_root, spec.text, plan, sweep_id=sweep_id)
     log(f"sweep {store.sweep_id}: {len(plan.runs)} planned runs -> {store.path}")
@@ -147,9 +148,15 @@ def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log, giv
     opened = contextlib.nullcontext(given_host) if given_host else open_host(spec)
     with opened as (host, data_devs, extra_devs, owned, model, lab):
         _record_environment(store, host, lab, data_devs + extra_devs, log)
-        for p in todo_pools:
-            measure_s += _run_pool(spec, plan, store, sched, p, host, (data_devs, extra_devs, owned, model, lab),
-                                   progress, overall)
+        faults = FaultInjector(spec.faults, store, host, lab_dir_of(lab, host) if spec.faults else Path("."),
+                               model, (spec.lab or {}).get("disk_cache", "none"), spares=data_devs)
+        faults.reattach_missing(data_devs)          # a disk an interrupted fault sweep left unplugged
+        try:
+            for p in todo_pools:
+                measure_s += _run_pool(spec, plan, store, sched, p, host,
+                                       (data_devs, extra_devs, owned, model, lab, faults), progress, overall)
+        finally:
+            faults.cleanup()        # a pool's block ended early: a pulled disk goes back all the same
     overall.close()
     wall = time.monotonic() - t_sweep
     store.record("timing", wall_s=round(wall, 1), measure_s=round(measure_s, 1),
@@ -172,7 +179,18 @@ def _flush(store: Store, sched: Schedule) -> None:
         store.record(name, **fields)
 
 
+def _reclaim_own_leftovers(store: Store, host, log) -> None:
+    """Destroy pools an interrupted session of this sweep left (named in its events)."""
+    ours = {e.get("pool") for e in store.events() if e.get("event") == "pool creating"}
+    mine = [p for p in find_leftovers(host) if p in ours and p not in live_pools(host)]
+    if mine:
+        log(f"removing pools an interrupted run of this sweep left: {', '.join(mine)}")
+        remove_leftovers(host, mine)
+        store.record("leftovers removed", pools=mine)
+
+
 def _record_environment(store: Store, host, lab, devices: list, log) -> None:
+    _reclaim_own_leftovers(store, host, log)
     leftovers = find_leftovers(host)
     if leftovers:
         log(f"note: zbench pools left from an earlier crash on {host.name}: {leftovers} "
@@ -186,11 +204,15 @@ def _record_environment(store: Store, host, lab, devices: list, log) -> None:
 
 def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> float:
     """Create one pool (replicate), run every target of it that has work, destroy it; seconds measured."""
-    data_devs, extra_devs, owned, model, lab = env
+    data_devs, extra_devs, owned, model, lab, faults = env
     layout = Layout.from_dict(p["layout"])
     devices = data_devs[:layout.total_disks] + extra_devs[:layout.extra_disks]
     measure_s = 0.0
-    with Pool(host, layout, devices, name=new_pool_name(p["pool_id"]),
+    # Named in the store before `zpool create`: a crash's leftover is then known to be
+    # this sweep's own, and the resume destroys it (_reclaim_own_leftovers).
+    name = new_pool_name(p["pool_id"])
+    store.record("pool creating", pool_id=p["pool_id"], pool=name)
+    with Pool(host, layout, devices, name=name,
               owned_devices=owned, allow_signatures=tuple(spec.allow_signatures or ())) as pool:
         crash_point("pool-create")
         store.record("pool created", pool_id=p["pool_id"], pool=pool.name, layout=p["label"],
@@ -204,11 +226,18 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
             if (spec.prefill or {}).get("policy", "once-per-target") != "none":
                 fill = prefill(pool, tinfo, spec.prefill.get("fill", "whole"), progress=progress)
                 store.record("prefilled", target_id=t["target_id"], **fill)
-            ctx = _context(host, pool, tinfo, t, model, lab, fill)
+            ctx = dict(_context(host, pool, tinfo, t, model, lab, fill), data_device_count=layout.total_disks)
 
             def run_one(run):
-                return _one_run(host, store, plan, run, plan.cell(run.cell_id), pool, tinfo, devices, ctx, progress)
+                with faults.during(p["pool_id"], pool.name, run.run_id, devices):
+                    return _one_run(host, store, plan, run, plan.cell(run.cell_id), pool, tinfo, devices, ctx,
+                                    progress)
             measure_s += run_target(store, sched, t["target_id"], run_one, overall)
+        try:
+            faults.before_teardown(pool, p["pool_id"], p["label"])
+        finally:
+            faults.cleanup()
+            store.record("pool teardown", pool_id=p["pool_id"], pool=pool.name)
     return measure_s
 
 
@@ -257,7 +286,7 @@ def _one_run(host, store, plan, run, cell, pool, tinfo, devices, ctx, progress):
     for k in ("iodepth", "numjobs"):
         if k in cell["factors"]:
             fio.setdefault(k, cell["factors"][k])
-    secs = float(fio.get("runtime_s", 60)) + float(fio.get("ramp_time_s", 10))
+    secs = run_seconds({"fio": fio})
     bar = _RunBar(secs + 5, f"{run.run_id} {cell['workload']}", progress)
     try:
         res = measure(host, pool=pool.name, target_path=tinfo.path, devices=devices,

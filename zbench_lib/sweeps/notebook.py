@@ -20,6 +20,7 @@ from pathlib import Path
 
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.paths import REPO_ROOT
+from zbench_lib.sweeps.kernel_signals import forward_to_kernel, register
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "sweep.ipynb"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -34,6 +35,16 @@ class NotebookFailed(ZbenchError):
         super().__init__(f"{name} failed{where}: {error} (full traceback: {log})")
 
 
+class SweepInterrupted(ZbenchError):
+    """The sweep was stopped by a signal after its teardown ran; exit with 128 + its number."""
+
+    def __init__(self, signum: int, name: str, sweep_dir: Path, log: Path):
+        self.exit_code = 128 + signum
+        where = f"resume with: zbench sweep SPEC --resume {sweep_dir}" if sweep_dir.is_dir() \
+            else "nothing was recorded"
+        super().__init__(f"sweep stopped by {name} after tearing its pool down; {where} (log: {log})")
+
+
 @lru_cache(maxsize=1)
 def ipc_kernel_manager():
     """An AsyncKernelManager whose kernel talks over IPC sockets, not unencrypted TCP."""
@@ -41,6 +52,10 @@ def ipc_kernel_manager():
     from traitlets import default
 
     class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            register(self)          # so `zbench sweep` can pass a Ctrl-C on to its kernel
+
         @default("transport")
         def _default_transport(self):
             return "ipc"
@@ -88,6 +103,23 @@ def execute_notebook(src, dst, parameters: dict, *, log: Path, name: str | None 
         raise NotebookFailed(name, one_line(f"{type(exc).__name__}: {exc}"), log) from None
 
 
+def _execute_sweep(params: dict, executing: Path, log: Path, target: Path, plan, progress: bool) -> None:
+    from zbench_lib.sweeps.progress import LineWriter, ProgressView
+    cwd = NOTEBOOK.parent.parent
+    if not progress:
+        execute_notebook(NOTEBOOK, executing, params, log=log, name="sweep", cwd=cwd,
+                         stdout=sys.stdout, stderr=sys.stderr)
+        return
+    with ProgressView(target, plan=plan) as view:
+        out_w, err_w = LineWriter(view.write), LineWriter(view.write_err)
+        try:
+            execute_notebook(NOTEBOOK, executing, params, log=log, name="sweep", cwd=cwd,
+                             stdout=out_w, stderr=err_w)
+        finally:
+            out_w.flush()
+            err_w.flush()
+
+
 def run_sweep_notebook(spec: str, plan, out_root: str = "data/sweeps", *, resume_dir: str = "",
                        progress: bool = True) -> Path:
     """Execute notebooks/sweep.ipynb on `spec`; the executed copy lands in the sweep directory.
@@ -98,7 +130,6 @@ def run_sweep_notebook(spec: str, plan, out_root: str = "data/sweeps", *, resume
     the last run's IOPS (read from events.jsonl), and the notebook's own bars are off.
     A failure leaves its traceback in <sweep dir>/sweep-error.log and raises NotebookFailed.
     """
-    from zbench_lib.sweeps.progress import LineWriter, ProgressView
     from zbench_lib.sweeps.store import new_sweep_id
 
     if not NOTEBOOK.exists():
@@ -111,30 +142,26 @@ def run_sweep_notebook(spec: str, plan, out_root: str = "data/sweeps", *, resume
     target = Path(resume_dir) if resume_dir else out / sweep_id
     executing = target.parent / f".{target.name}.executing.ipynb"
     params = {"spec": str(Path(spec).resolve()), "out_root": str(out.resolve()), "sweep_id": sweep_id,
-              "resume_dir": str(resume_dir), "progress": False}
+              "resume_dir": str(resume_dir), "progress": False, "live": False}
     log = target.parent / f".{target.name}.error.log"     # moved into the sweep directory if it exists
-    try:
-        if progress:
-            with ProgressView(target, plan=plan) as view:
-                out_w, err_w = LineWriter(view.write), LineWriter(view.write_err)
-                try:
-                    execute_notebook(NOTEBOOK, executing, params, log=log, name="sweep",
-                                     cwd=NOTEBOOK.parent.parent, stdout=out_w, stderr=err_w)
-                finally:
-                    out_w.flush()
-                    err_w.flush()
-        else:
-            execute_notebook(NOTEBOOK, executing, params, log=log, name="sweep", cwd=NOTEBOOK.parent.parent,
-                             stdout=sys.stdout, stderr=sys.stderr)
-    except NotebookFailed as exc:
-        final = target / "sweep-error.log" if target.is_dir() else target.parent / f"{target.name}-error.log"
-        with open(final, "a", encoding="utf-8") as fh:
-            fh.write(exc.log.read_text(encoding="utf-8"))
-        exc.log.unlink()
-        raise NotebookFailed(exc.name, exc.error, final, exc.cell) from None
-    finally:
-        if target.is_dir() and executing.exists():
-            n = len(list(target.glob("sweep*.ipynb")))
-            shutil.move(str(executing), str(target / (f"sweep-{n + 1}.ipynb" if n else "sweep.ipynb")))
+    with forward_to_kernel() as interrupted:
+        try:
+            _execute_sweep(params, executing, log, target, plan, progress)
+        except NotebookFailed as exc:
+            final = target / "sweep-error.log" if target.is_dir() else target.parent / f"{target.name}-error.log"
+            with open(final, "a", encoding="utf-8") as fh:
+                fh.write(exc.log.read_text(encoding="utf-8"))
+            exc.log.unlink()
+            if interrupted.signum:
+                raise SweepInterrupted(interrupted.signum, interrupted.name, target, final) from None
+            raise NotebookFailed(exc.name, exc.error, final, exc.cell) from None
+        except KeyboardInterrupt:
+            if interrupted.signum:
+                raise SweepInterrupted(interrupted.signum, interrupted.name, target, log) from None
+            raise
+        finally:
+            if target.is_dir() and executing.exists():
+                n = len(list(target.glob("sweep*.ipynb")))
+                shutil.move(str(executing), str(target / (f"sweep-{n + 1}.ipynb" if n else "sweep.ipynb")))
     print(f"sweep directory: {target}")
     return target

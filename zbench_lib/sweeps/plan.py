@@ -25,6 +25,7 @@ from zbench_lib.zfs.layouts import Layout
 from zbench_lib.core.sizes import format_size, parse_size
 from zbench_lib.sweeps.blocks import Run, order_runs, replicate, run_id
 from zbench_lib.sweeps.capacity import check_fits
+from zbench_lib.sweeps.spec_faults import check_faults
 from zbench_lib.sweeps.spec import BLOCKSIZE, PROPERTIES, SweepSpec, check_grid
 from zbench_lib.zfs.targets import Dataset, Zvol
 
@@ -207,6 +208,12 @@ def _cell(spec: SweepSpec, w, f: dict, layout: Layout, settings: dict, rates: tu
             "write_bytes_per_run": int(share * rate * measured)}
 
 
+def run_seconds(cell: dict) -> float:
+    """A run's fio time: ramp plus measurement, as the executor gives fio."""
+    fio = cell.get("fio") or {}
+    return float(fio.get("runtime_s", 60)) + float(fio.get("ramp_time_s", 10))
+
+
 def expand(spec: SweepSpec) -> Plan:
     """Every factor combination x workload: a cell, or a skipped cell with its reason.
 
@@ -244,6 +251,7 @@ def expand(spec: SweepSpec) -> Plan:
         t["prefill_bytes"] = _prefill_bytes(spec, t, data)
         t["prefill_s"] = round(t["prefill_bytes"] / (data * rates[0]), 1)
     check_fits(spec, pools_l, targets_l)        # a pool's targets together, before replication
+    check_faults(spec.faults, pools_l, min((run_seconds(c) for c in cells), default=0.0), spec.available_disks[0])
     pools_l, targets_l, cells = replicate(pools_l, targets_l, cells, spec.repetitions["pool_replicates"])
     blocks, runs = order_runs(spec, pools_l, targets_l, cells)
     return Plan(spec, cells, skipped, pools_l, targets_l, runs, _estimates(spec, cells, pools_l, targets_l),

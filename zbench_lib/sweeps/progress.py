@@ -98,6 +98,8 @@ class SweepProgress:
             if self.iops_of is not None:
                 iops = self.iops_of(ev.get("run_id", ""), ev.get("attempt", 1))
                 self.last_iops = iops if iops is not None else self.last_iops
+        elif kind in ("pool creating", "pool teardown"):
+            self.current = f"{'creating' if kind == 'pool creating' else 'tearing down'} pool {ev.get('pool', '')}"
         elif kind == "repetitions" and ev.get("more"):
             self.planned += 1
         elif kind == "finished":

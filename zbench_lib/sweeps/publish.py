@@ -7,17 +7,29 @@ the same counters as its ``counters/`` directory in transfer form. Sweep text co
 about 35x, so a few hundred runs fit in a couple of MB and the analysis notebooks still
 run on the real results while `verify` can rebuild those results from the raw files.
 
-    pack(sweep_dir, dest)      -> dest (refuses to overwrite anything)
-    verify(packed_dir)         -> the rebuilt table; raises if it differs from results.parquet
+``SHA256SUMS`` (the format of ``sha256sum``; ``sha256sum -c SHA256SUMS`` checks it too)
+holds the sha256 of every other file of the packed sweep: an edited spec.yaml,
+results.csv or events.jsonl, which rebuilding results.parquet cannot notice, is caught by
+name. A pack made before manifests has none: its check is *not judged*, never passed.
+Not covered: names starting with "." (editor and notebook droppings) and the report/
+and figures/ that `zbench report` writes into the sweep's directory.
+
+    pack(sweep_dir, dest)      -> dest (refuses to overwrite anything), with SHA256SUMS
+    check_manifest(packed_dir) -> "checked: ..." or "not judged: ..."; raises naming edited files
+    write_manifest(packed_dir) -> SHA256SUMS over the files as they are now
+    verify(packed_dir)         -> the rebuilt table; raises if a file differs from SHA256SUMS or
+                                  the rebuilt results from results.parquet; .attrs["manifest"]
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import tarfile
 import tempfile
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -25,8 +37,10 @@ import pandas as pd
 from zbench_lib.core.errors import ZbenchError
 
 RAW_ARCHIVE = "raw.tar.xz"
+MANIFEST = "SHA256SUMS"
 _DUPLICATE_NAMES = {"counters.tar.gz"}          # same content as counters/, kept once
-_SKIP_TOP = {"raw", ".lock", "report", "figures"}  # rebuilt or regenerated, not published
+_REGENERATED = {"report", "figures"}          # `zbench report` writes them beside the results
+_SKIP_TOP = {"raw", ".lock", MANIFEST} | _REGENERATED  # rebuilt or regenerated, not published
 
 
 def _tar_filter(info: tarfile.TarInfo):
@@ -55,11 +69,66 @@ def pack(sweep_dir, dest) -> Path:
         with tarfile.open(tmp / RAW_ARCHIVE, "w:xz", preset=9) as tf:
             for run in sorted((src / "raw").iterdir()):
                 tf.add(run, arcname=f"raw/{run.name}", filter=_tar_filter)
+        write_manifest(tmp)
         os.rename(tmp, dest)              # the packed sweep appears whole or not at all
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return dest
+
+
+def _covered(packed: Path) -> list[str]:
+    """Every file of a packed sweep the manifest covers (relative, sorted)."""
+    rel = [p.relative_to(packed) for p in packed.rglob("*") if p.is_file() and p.name != MANIFEST]
+    return sorted(str(r) for r in rel if r.parts[0] not in _REGENERATED
+                  and not any(part.startswith(".") for part in r.parts))
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_manifest(packed_dir) -> Path:
+    """Write SHA256SUMS: the sha256 of every file of the packed sweep as it is now."""
+    from zbench_lib.sweeps.store import atomic_write
+    packed = Path(packed_dir)
+    lines = "".join(f"{_sha256(packed / name)}  {name}\n" for name in _covered(packed))
+    atomic_write(packed / MANIFEST, lines)
+    return packed / MANIFEST
+
+
+def check_manifest(packed_dir, ignore=()) -> str:
+    """'checked: ...' if every file matches SHA256SUMS, 'not judged: ...' without one.
+
+    Raises naming each file edited, missing or not in the manifest (``ignore``: names to
+    leave out, e.g. the results a rebuild is about to replace).
+    """
+    packed = Path(packed_dir)
+    if not (packed / MANIFEST).is_file():
+        return (f"not judged: no {MANIFEST} (packed before manifests existed); "
+                "edits to spec.yaml, results.csv, events.jsonl... cannot be detected")
+    listed = {}
+    for n, line in enumerate((packed / MANIFEST).read_text(errors="replace").splitlines(), 1):
+        digest, sep, name = line.partition("  ")
+        if not sep or len(digest) != 64:
+            raise ZbenchError(f"{packed / MANIFEST}: line {n} is not '<sha256>  <file>'")
+        listed[name] = digest
+    names = sorted((set(listed) | set(_covered(packed))) - set(ignore))
+    bad = []
+    for name in names:
+        if name not in listed:
+            bad.append(f"{name}: not in the manifest")
+        elif not (packed / name).is_file():
+            bad.append(f"{name}: missing")
+        elif _sha256(packed / name) != listed[name]:
+            bad.append(f"{name}: edited (sha256 differs from the manifest)")
+    if bad:
+        raise ZbenchError(f"{packed}: files differ from {MANIFEST}:\n  " + "\n  ".join(bad))
+    return f"checked: {len(names)} files match {MANIFEST}"
 
 
 def unpack_raw(packed_dir, into) -> Path:
@@ -92,12 +161,19 @@ def rebuilt_copy(packed_dir):
             if (packed / name).exists():
                 shutil.copy2(packed / name, copy / name)
         unpack_raw(packed, copy)
-        yield copy, Store.open(copy).rebuild_results(parse_results)
+        yield copy, Store.open(copy).rebuild_results(parse_results, set_aside=False)
 
 
 def verify(packed_dir) -> pd.DataFrame:
-    """Rebuild the results of a packed sweep from its raw files; raise if they differ."""
+    """Check SHA256SUMS, rebuild the results of a packed sweep from its raw files; raise if either differs.
+
+    The returned table's ``attrs["manifest"]`` says whether the manifest was checked or,
+    for a pack made before manifests, not judged (also warned).
+    """
     packed = Path(packed_dir)
+    manifest = check_manifest(packed)
+    if manifest.startswith("not judged"):
+        warnings.warn(f"{packed}: manifest {manifest}", UserWarning, stacklevel=2)
     committed = pd.read_parquet(packed / "results.parquet")
     with rebuilt_copy(packed) as (_, rebuilt):
         pass
@@ -105,4 +181,5 @@ def verify(packed_dir) -> pd.DataFrame:
         pd.testing.assert_frame_equal(rebuilt, committed, check_dtype=False)
     except AssertionError as exc:
         raise ZbenchError(f"{packed}: results.parquet does not match what its raw files give:\n{exc}") from None
+    rebuilt.attrs["manifest"] = manifest
     return rebuilt

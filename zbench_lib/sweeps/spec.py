@@ -23,6 +23,7 @@ from zbench_lib.measure import fio
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs.layouts import FAMILIES
 from zbench_lib.sweeps.spec_host import parse_host
+from zbench_lib.sweeps.spec_faults import parse_faults
 from zbench_lib.sweeps.spec_values import METRICS, blocksize, fail, integer, mapping, size, zfs_property  # noqa: F401
 from zbench_lib.sweeps.spec_values import fio_overrides, name as plain_name
 from zbench_lib.sweeps.spec_values import repetitions as parse_repetitions
@@ -36,7 +37,7 @@ BLOCKSIZE = {"zvol": "volblocksize", "dataset": "recordsize"}
 MAX_BLOCKSIZE = {"volblocksize": 128 * 1024, "recordsize": 1024 ** 2}
 TOP_KEYS = ("name", "question", "surface", "host", "lab", "devices", "extra_devices",
             "allow_signatures", "factors", "target", "workloads", "repetitions", "prefill",
-            "order", "reads_first", "seed")
+            "order", "reads_first", "seed", "faults")
 # Stated limits on the size of a study, checked from the factor lengths before anything is
 # expanded (planning takes a few ms per cell, a run a minute or more).
 MAX_CELLS = 2_000               # factor combinations x workloads x pool replicates
@@ -74,6 +75,7 @@ class SweepSpec:
     reads_first: bool
     seed: int
     text: str = ""
+    faults: dict | None = None      # spec_faults: a disk pulled or slowed mid-run (lab only)
 
     @property
     def available_disks(self) -> tuple[int, int]:
@@ -224,7 +226,8 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
                      workloads=_workloads(d["workloads"], target, factors),
                      repetitions=repetitions, prefill=_prefill(d.get("prefill")),
                      order=order.replace("randomized", "randomised"), reads_first=reads_first,
-                     seed=integer(d.get("seed", 0), "seed", 0, 2 ** 32 - 1), text=text)
+                     seed=integer(d.get("seed", 0), "seed", 0, 2 ** 32 - 1), text=text,
+                     faults=parse_faults(d.get("faults"), host))
 
 
 def load_spec(path) -> SweepSpec:

@@ -4,15 +4,18 @@
     plan.json          the expanded plan            (written once, never changed)
     provenance.json    who/where/when it started    (written once)
     events.jsonl       append-only: started, run started, run completed, run discarded,
-                       resumed, repetitions decided, runs added, repetitions done / gave up,
-                       finished
+                       attempt invalid, resumed, repetitions decided, runs added,
+                       repetitions done / gave up, finished
     raw/<run_id>/attempt-<n>/   job.fio, fio.json, logs, counters, meta.json, COMPLETE
     results.parquet, results.csv    derived: rebuilt from raw COMPLETE attempts only
 
 Every file is written to a temporary name, fsynced, then moved into place; files that
 must never change are linked into place, which fails if the name exists. ``COMPLETE``
-is written last, so an attempt without it was cut off: a resume records it as
-discarded, leaves its files alone, and the run is done again in a new attempt.
+is written last, once the whole attempt is fsynced (``fsync_tree``), so an attempt
+without it was cut off: a resume records it as discarded, leaves its files alone, and
+the run is done again in a new attempt. A COMPLETE attempt whose files do not parse is
+set aside (COMPLETE -> COMPLETE.invalid, event ``attempt invalid``) and done again.
+Results use only the plan's runs recorded in events.jsonl (``raw_check``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import json
 import os
 import platform
 import re
+import stat
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,11 +33,11 @@ from pathlib import Path
 import pandas as pd
 
 from zbench_lib.core.errors import ZbenchError
+from zbench_lib.sweeps.raw_check import INVALID_MARKER, SweepRuns, read_attempt, results_frame, usable_runs, warn
 
 _ATTEMPT_RE = re.compile(r"^attempt-(\d+)$")
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 SPEC_CHANGED = "spec changed since this sweep started; start a new sweep"
-ID_COLUMNS = ["sweep", "run_id", "cell_id", "rep", "attempt", "order_index"]
 
 
 def utc_now() -> str:
@@ -45,12 +49,23 @@ def new_sweep_id(spec_name: str) -> str:
     return f"{spec_name}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}"
 
 
-def _fsync_dir(path: Path) -> None:
+def _fsync(path) -> None:
+    """fsync one file or directory by name."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_tree(path) -> None:
+    """fsync every regular file and every directory under ``path`` (itself included), deepest first."""
+    for dirpath, _, filenames in os.walk(path, topdown=False):
+        for name in filenames:
+            file = os.path.join(dirpath, name)
+            if stat.S_ISREG(os.lstat(file).st_mode):       # not a link out, not a fifo
+                _fsync(file)
+        _fsync(dirpath)
 
 
 def _write_tmp(path: Path, data: bytes) -> Path:
@@ -76,7 +91,7 @@ def atomic_write(path, data, *, exclusive: bool = False) -> None:
             os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
+    _fsync(path.parent)
 
 
 def _plan_identity(plan_json: str) -> dict:
@@ -135,8 +150,8 @@ class Store:
         return cls(path)
 
     @classmethod
-    def resume(cls, path, spec_text: str, plan, provenance: dict | None = None) -> "Store":
-        """Continue an interrupted sweep with the same spec; record cut-off attempts as discarded."""
+    def resume(cls, path, spec_text: str, plan, provenance: dict | None = None, parse_run=None) -> "Store":
+        """Continue a sweep with the same spec: cut-off attempts discarded, torn ones set aside (``parse_run``)."""
         store = cls(path)
         if (store.path / "spec.yaml").read_text() != spec_text:
             raise ZbenchError(f"{store.path}: {SPEC_CHANGED}")
@@ -145,8 +160,9 @@ class Store:
                               "(zbench changed how it expands sweeps); start a new sweep")
         store._acquire()
         discarded = store.discard_incomplete()
+        invalid = store.set_aside_invalid(parse_run) if parse_run is not None else []
         done = store.completed_runs()
-        store.record("resumed", completed=len(done), discarded=len(discarded),
+        store.record("resumed", completed=len(done), discarded=len(discarded), invalid=len(invalid),
                      remaining=len([r for r in plan.runs if r.run_id not in done]), provenance=provenance or {})
         return store
 
@@ -218,7 +234,7 @@ class Store:
                 break
             except FileExistsError:
                 n += 1
-        _fsync_dir(path.parent)
+        _fsync(path.parent)
         self.record("run started", run_id=run_id, attempt=n)
         return path
 
@@ -235,6 +251,7 @@ class Store:
         try:
             atomic_write(path / "meta.json", json.dumps(meta, indent=1, sort_keys=True, default=str) + "\n",
                          exclusive=True)
+            fsync_tree(path)              # every byte of the attempt is on disk before COMPLETE says so
             atomic_write(path / "COMPLETE", meta["completed_at"] + "\n", exclusive=True)
         except FileExistsError:
             raise ZbenchError(f"{path} is already complete; raw results are never overwritten") from None
@@ -262,11 +279,11 @@ class Store:
         return out
 
     def incomplete_attempts(self) -> list[Path]:
-        """Attempt directories without COMPLETE (cut off, or running right now)."""
+        """Attempt directories without COMPLETE (cut off, or running right now); set-aside ones are not."""
         if not self.raw.is_dir():
             return []
         return [a for d in sorted(self.raw.iterdir()) for a in self._attempts(d.name)
-                if not (a / "COMPLETE").exists()]
+                if not (a / "COMPLETE").exists() and not (a / INVALID_MARKER).exists()]
 
     def discard_incomplete(self) -> list[Path]:
         """Record each cut-off attempt once as discarded; files stay where they are."""
@@ -280,34 +297,34 @@ class Store:
                 out.append(a)
         return out
 
+    def set_aside_invalid(self, parse_run) -> list[Path]:
+        """Set aside each COMPLETE attempt of the sweep's runs whose files do not parse: the run is not done."""
+        runs = SweepRuns.read(self.path, self.events())
+        bad = [(r, a, why) for r, a, _ in self.completed_attempts()
+               if runs.stray(r) is None and (why := read_attempt(a, parse_run)[2])]
+        for run_id, attempt, why in bad:
+            self._set_aside(run_id, attempt, why)
+        return [a for _, a, _ in bad]
+
+    def _set_aside(self, run_id: str, attempt: Path, why: str) -> None:
+        os.replace(attempt / "COMPLETE", attempt / INVALID_MARKER)     # atomic: one name or the other
+        _fsync(attempt)
+        rel = str(attempt.relative_to(self.path))
+        self.record("attempt invalid", run_id=run_id, attempt=int(_ATTEMPT_RE.match(attempt.name).group(1)),
+                    path=rel, reason=why)
+        warn(f"{rel}: its files do not parse ({why}); set aside as {INVALID_MARKER}, the run is not done")
+
     # -- derived results -----------------------------------------------------
-    def rebuild_results(self, parse_run) -> pd.DataFrame:
+    def rebuild_results(self, parse_run, *, set_aside: bool = True) -> pd.DataFrame:
         """Rebuild results.parquet and results.csv from COMPLETE attempts only.
 
-        ``parse_run(attempt_dir, meta) -> list[dict]`` gives the rows of one run (one per
-        direction); every factor of meta["factors"] and the run's ids become columns
-        (the factors win over a parser column of the same name).
+        ``parse_run(attempt_dir, meta) -> list[dict]`` gives the rows of one run. Only the plan's
+        runs recorded in events.jsonl are used, what is left out is named in a warning; an attempt
+        whose files do not parse is set aside (``set_aside=False``, a copy kept as it is: skipped).
         """
-        rows, factor_cols = [], []
-        for d in sorted(self.raw.iterdir()) if self.raw.is_dir() else []:
-            done = [a for a in self._attempts(d.name) if (a / "COMPLETE").exists()]
-            if len(done) > 1:
-                raise ZbenchError(f"run {d.name} has {len(done)} complete attempts "
-                                  f"({', '.join(a.name for a in done)}); the store is inconsistent")
-            if not done:
-                continue
-            meta = json.loads((done[0] / "meta.json").read_text())
-            factors = meta.get("factors", {})
-            factor_cols += [k for k in factors if k not in factor_cols]
-            ids = {"sweep": meta.get("sweep", self.sweep_id), "run_id": d.name, "cell_id": meta.get("cell_id"),
-                   "rep": meta.get("rep"), "attempt": meta.get("attempt"), "order_index": meta.get("order_index")}
-            rows += [{**row, **factors, **ids} for row in parse_run(done[0], meta)]
-        df = pd.DataFrame(rows)
-        if len(df):
-            first = ID_COLUMNS + [c for c in factor_cols if c not in ID_COLUMNS]
-            df = df[first + [c for c in df.columns if c not in first]]
-            df = df.sort_values(["run_id"] + (["direction"] if "direction" in df else []), kind="stable")
-            df = df.reset_index(drop=True)
+        runs = SweepRuns.read(self.path, self.events())
+        found = usable_runs(self.raw, runs, self._attempts, parse_run, self._set_aside if set_aside else None)
+        df = results_frame(found, self.sweep_id)
         atomic_write(self.path / "results.parquet", df.to_parquet(index=False))
         atomic_write(self.path / "results.csv", df.to_csv(index=False))
         return df

@@ -74,3 +74,9 @@ def imported_device_paths(host: Host) -> set[str]:
         return devices
     res = host.run(["zpool", "status", "-P", "-L"], check=False, timeout=60)
     return zfs_text.device_paths_text(res.stdout) if res.ok else set()
+
+
+def pool_health(host: Host, pool: str) -> dict:
+    """The pool's state (ONLINE, DEGRADED, SUSPENDED, ...) and every device not ONLINE."""
+    validate_pool_name(pool)
+    return zfs_text.parse_pool_health_text(host.run(["zpool", "status", "-P", pool], timeout=60).stdout)

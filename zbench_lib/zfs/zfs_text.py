@@ -115,3 +115,22 @@ def device_paths_text(text: str) -> set[str]:
         if raw.startswith("\t") and parts and parts[0].startswith("/"):
             devices.add(parts[0])
     return devices
+
+
+def parse_pool_health_text(text: str) -> dict:
+    """`zpool status -P POOL` -> {"state": pool state, "not_online": [(device path, state), ...]}.
+
+    Plain text on purpose: the state column reads the same from OpenZFS 2.1 to 2.3, and
+    a degraded pool is exactly when the health check must not depend on the JSON path.
+    """
+    state, bad = None, []
+    for raw in text.splitlines():
+        s = raw.strip()
+        if s.startswith("state:"):
+            state = s.split(":", 1)[1].strip()
+        parts = raw.split()
+        if raw.startswith("\t") and len(parts) >= 2 and parts[0].startswith("/") and parts[1] != "ONLINE":
+            bad.append((parts[0], parts[1]))
+    if state is None:
+        raise ZbenchError("zpool status: no state line found")
+    return {"state": state, "not_online": bad}

@@ -1,0 +1,163 @@
+"""`zbench sweep` stopped by a signal at random points, then resumed: the promise of #15.
+
+Each kill point is a stage of the sweep (startup, pool creation, prefill, a run, the
+pool's teardown) reached by watching the store's events, plus a seeded random delay;
+the signal cycles through SIGINT (Ctrl-C), SIGTERM, SIGKILL and SIGHUP (terminal
+closed), sent to the CLI as a user or a scheduler would. After each kill:
+- SIGINT/SIGTERM/SIGHUP: the CLI exits with 128 + the signal, and no pool is left;
+- SIGKILL: a pool may be left; the resume destroys it (it is named in the store);
+- the raw files that existed before the launch are unchanged.
+Every sweep is resumed until it finishes, with exactly its planned rows and no
+duplicates; then the next sweep starts, until at least MIN_KILLS signals landed.
+The table of kill points is printed (pytest -s shows it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+
+from zbench_lib.zfs.pools import find_leftovers
+
+pytestmark = pytest.mark.lab
+SPEC = Path(__file__).parent / "specs" / "kill.yaml"
+MIN_KILLS = 20
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL, signal.SIGHUP)
+# stage -> (event that starts it, delay range after it in s); None: from the launch.
+STAGES = {"startup": (None, (0.5, 6.0)), "pool create": ("pool creating", (0.0, 0.6)),
+          "prefill": ("pool created", (0.1, 0.8)), "run": ("run started", (0.3, 4.0)),
+          "teardown": ("pool teardown", (0.0, 0.5))}
+
+
+def _raw_digests(sweep_dir: Path | None) -> dict:
+    if sweep_dir is None or not (sweep_dir / "raw").is_dir():
+        return {}
+    return {str(p.relative_to(sweep_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in (sweep_dir / "raw").rglob("*") if p.is_file()}
+
+
+def _events(sweep_dir: Path | None) -> list[dict]:
+    try:
+        lines = (sweep_dir / "events.jsonl").read_text().splitlines()
+    except (OSError, TypeError):
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass
+    return out
+
+
+def _launch(out_root: Path, sweep_dir: Path | None) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "zbench_lib.cli", "sweep", str(SPEC), "--out", str(out_root),
+            "--no-progress"] + (["--resume", str(sweep_dir)] if sweep_dir else [])
+    env = dict(os.environ, ZBENCH_LAB="pytest")
+    env.pop("ZBENCH_CRASH_AT", None)
+    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _sweep_dir(out_root: Path, known: set) -> Path | None:
+    new = [p for p in out_root.iterdir() if p.is_dir() and p.name not in known] if out_root.is_dir() else []
+    return new[0] if new else None
+
+
+def _wait_trigger(proc, out_root, sweep_dir, known, stage, rng) -> tuple[bool, Path | None]:
+    """Wait for `stage` to begin in this launch, then its random delay; False if the sweep ended first."""
+    event, (lo, hi) = STAGES[stage]
+    start_count = None
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False, sweep_dir or _sweep_dir(out_root, known)
+        sweep_dir = sweep_dir or _sweep_dir(out_root, known)
+        if event is None:
+            break
+        n = sum(1 for e in _events(sweep_dir) if e.get("event") == event)
+        start_count = n if start_count is None else start_count
+        if n > start_count:
+            break
+        time.sleep(0.05)
+    time.sleep(rng.uniform(lo, hi))
+    return proc.poll() is None, sweep_dir or _sweep_dir(out_root, known)
+
+
+def _kill(proc: subprocess.Popen, sig: int) -> tuple[int, str]:
+    kids = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=1500)
+    # After a SIGKILL the kernel notices its parent is gone and exits (ipykernel's
+    # parent poller): wait for it, as its lock on the store goes with it.
+    psutil.wait_procs(kids, timeout=60)
+    return proc.returncode, err
+
+
+def _check_finished(sweep_dir: Path) -> int:
+    df = pd.read_parquet(sweep_dir / "results.parquet")
+    planned = sorted(r["run_id"] for r in json.loads((sweep_dir / "plan.json").read_text())["runs"])
+    assert sorted(df["run_id"]) == planned, (sweep_dir, sorted(df["run_id"]))
+    assert not df.duplicated(["run_id", "direction"]).any()
+    assert _events(sweep_dir)[-1]["event"] == "finished"
+    return len(df)
+
+
+def test_sweeps_killed_at_random_points_resume_to_exactly_their_plan(lab, lab_host, tmp_path):
+    rng = random.Random(20261122)
+    out_root = tmp_path / "sweeps"
+    known: set[str] = set()
+    sweep_dir, table, kills, launches = None, [], 0, 0
+    stages = list(STAGES)
+    while kills < MIN_KILLS or sweep_dir is not None:
+        assert launches < 4 * MIN_KILLS, "the sweeps never finish"
+        stage, sig = stages[kills % len(stages)], SIGNALS[kills % len(SIGNALS)]
+        before = _raw_digests(sweep_dir)
+        resuming = sweep_dir
+        proc = _launch(out_root, sweep_dir)
+        launches += 1
+        landed, sweep_dir = (False, sweep_dir) if kills >= MIN_KILLS else \
+            _wait_trigger(proc, out_root, sweep_dir, known, stage, rng)
+        if landed:
+            rc, err = _kill(proc, sig)
+            kills += 1
+        else:
+            _, err = proc.communicate(timeout=1500)
+            rc = proc.returncode
+        removed = [e for e in _events(sweep_dir) if e.get("event") == "leftovers removed"]
+        after = _raw_digests(sweep_dir)
+        assert all(after.get(k) == v for k, v in before.items()), f"raw files changed ({stage}, {sig})"
+        left = find_leftovers(lab_host)
+        row = {"kill": kills if landed else "-", "stage": stage if landed else "(none)",
+               "signal": signal.Signals(sig).name if landed else "-", "rc": rc,
+               "resumed": bool(resuming), "pools left": len(left), "raw files": len(after),
+               "own leftovers removed so far": sum(len(e["pools"]) for e in removed)}
+        if landed and sig != signal.SIGKILL:
+            # The teardown ran before the CLI exited, whatever stage it was in.
+            assert rc == 128 + sig, (row, err[-2000:])           # honoured, never lost
+            assert left == [], (row, err[-2000:])
+        if not landed or rc == 0:
+            assert rc == 0, (row, err[-3000:])
+        if sweep_dir is not None and (sweep_dir / "results.parquet").exists() and \
+                _events(sweep_dir) and _events(sweep_dir)[-1].get("event") == "finished":
+            row["outcome"] = f"finished: {_check_finished(sweep_dir)} rows, exactly the plan"
+            assert find_leftovers(lab_host) == []
+            known.add(sweep_dir.name)
+            sweep_dir = None
+        else:
+            row["outcome"] = "stopped" if sweep_dir else "stopped before the store existed"
+        table.append(row)
+    print("\n" + pd.DataFrame(table).to_string(index=False))
+    assert kills >= MIN_KILLS
+    assert {r["stage"] for r in table} >= set(STAGES)
+    assert len(known) >= 1 and find_leftovers(lab_host) == []

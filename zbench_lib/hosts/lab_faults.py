@@ -1,0 +1,81 @@
+"""Faults on purpose in the lab: a data disk pulled, or slowed to a crawl, through QMP.
+
+`remove_disk` unplugs a disk's virtio device (the guest sees the drive vanish, as when a
+drive dies or is pulled); `restore_disk` plugs the same backing file back in, with the
+same serial (so the same /dev/disk/by-id path) and the same envelope. `slow_disk` swaps
+a disk's QEMU throttle for a crawl and `restore_speed` puts its model back. They act on
+a lab's directory (its QMP socket and disk files), so a sweep on a lab booted by another
+process can inject them too. Only lab disks are ever touched: never a real host's.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.hosts.disk_models import DiskModel, parse_model
+from zbench_lib.hosts.qmp import QMPClient
+
+CRAWL = "custom:iops=5,bw=1M"        # a drive that still answers, far too slowly
+_CACHE = {"none": (True, "on"), "writeback": (False, "on"),        # -drive cache= -> (direct, write-cache)
+          "writethrough": (False, "off"), "directsync": (True, "off")}
+
+
+def _device_id(serial: str) -> str:
+    return f"dev-{serial}"
+
+
+def _check(lab_dir: Path, serial: str) -> Path:
+    lab_dir = Path(lab_dir)
+    if not (lab_dir / f"{serial}.raw").is_file():
+        raise ConfigError(f"lab {lab_dir.name} has no disk {serial!r}")
+    return lab_dir
+
+
+def remove_disk(lab_dir, serial: str, timeout: float = 60.0) -> float:
+    """Unplug `serial`; returns the seconds the guest took to let it go."""
+    lab_dir = _check(lab_dir, serial)
+    t0 = time.monotonic()
+    with QMPClient(lab_dir / "qmp.sock", timeout=timeout) as q:
+        q.command("device_del", id=_device_id(serial))
+        q.wait_event("DEVICE_DELETED", lambda d: d.get("device") == _device_id(serial), timeout)
+    return time.monotonic() - t0
+
+
+def restore_disk(lab_dir, serial: str, model: DiskModel | str, cache: str = "none") -> None:
+    """Plug `serial`'s backing file back in as it was booted: same serial, cache mode and envelope."""
+    lab_dir = _check(lab_dir, serial)
+    direct, write_cache = _CACHE[cache]
+    with QMPClient(lab_dir / "qmp.sock") as q:
+        # QEMU deletes a -drive backend with its device; an existing one is reused.
+        names = {n.get("node-name") for n in q.command("query-named-block-nodes") or []}
+        if serial not in names:
+            q.command("blockdev-add", driver="raw", **{"node-name": serial}, discard="unmap",
+                      file={"driver": "file", "filename": str(lab_dir / f"{serial}.raw"), "aio": "threads",
+                            "cache": {"direct": direct, "no-flush": False}})
+        q.command("device_add", driver="virtio-blk-pci", drive=serial, serial=serial,
+                  id=_device_id(serial), **{"write-cache": write_cache})
+        _throttle(q, serial, parse_model(model))
+
+
+def slow_disk(lab_dir, serial: str, crawl: DiskModel | str = CRAWL) -> DiskModel:
+    lab_dir = _check(lab_dir, serial)
+    model = parse_model(crawl)
+    with QMPClient(lab_dir / "qmp.sock") as q:
+        _throttle(q, serial, model)
+    return model
+
+
+def restore_speed(lab_dir, serial: str, model: DiskModel | str) -> None:
+    lab_dir = _check(lab_dir, serial)
+    with QMPClient(lab_dir / "qmp.sock") as q:
+        _throttle(q, serial, parse_model(model))
+
+
+def _throttle(q: QMPClient, serial: str, model: DiskModel) -> None:
+    try:
+        q.command("block_set_io_throttle", id=f"/machine/peripheral/{_device_id(serial)}/virtio-backend",
+                  **model.qmp_throttle_arguments())
+    except ZbenchError as exc:
+        raise ZbenchError(f"lab disk {serial}: cannot set its envelope ({exc})") from None
