@@ -62,6 +62,9 @@ def test_the_chart_gains_a_point_per_finished_run_and_the_last_runs_seconds(tmp_
         assert list(bars.x) == ["mirror(2) randread"] and bars.y[0] == pytest.approx(410.0)
         assert list(dots.y) == [400.0, 420.0] and list(dots.text) == ["c1-r01", "c1-r02"]
         _events(tmp_path, ["c2-r01"])
+        with open(tmp_path / "events.jsonl", "a") as fh:          # the executor's verdict on the run
+            fh.write(json.dumps({"event": "run judged", "run_id": "c2-r01", "attempt": 1,
+                                 "truth_flags": ["device_lost"], "ts": "2026-11-22T10:00:00.000000Z"}) + "\n")
         time.sleep(0.3)
     fig = view.figure()
     assert list(fig.data[0].x) == ["mirror(2) randread", "stripe(2) randread"]
@@ -70,6 +73,9 @@ def test_the_chart_gains_a_point_per_finished_run_and_the_last_runs_seconds(tmp_
     line = fig.data[2]
     assert line.name == "c2-r01" and list(line.y) == v and list(line.x) == t and t[0] == 0.0
     assert "3/4 runs" in fig.layout.title.text
+    dots = fig.data[1]
+    assert list(dots.marker.symbol) == ["circle", "circle", "x"] and dots.customdata[2] == "device_lost"
+    assert dots.marker.color[2] == "firebrick" and dots.customdata[0] == "admissible"
     assert fig.layout.yaxis.title.text == "IOPS" and "second" in fig.layout.xaxis2.title.text
 
 

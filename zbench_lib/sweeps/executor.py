@@ -301,7 +301,10 @@ def _one_run(host, store, plan, run, cell, pool, tinfo, devices, ctx, progress):
                 window=list(res.window))
     store.complete_attempt(run.run_id, attempt, meta)
     # The rule sees the run as the raw record gives it, exactly as a resume would.
-    return parse_results(attempt, {**meta, "run_id": run.run_id}), res.window[1] - res.window[0]
+    rows = parse_results(attempt, {**meta, "run_id": run.run_id})
+    store.record("run judged", run_id=run.run_id, attempt=int(attempt.name.rsplit("-", 1)[-1]),
+                 truth_flags=sorted({f for r in rows for f in str(r.get("truth_flags") or "").split(",") if f}))
+    return rows, res.window[1] - res.window[0]
 
 
 def _write_json(path: Path, data: dict) -> None:

@@ -1,7 +1,7 @@
 """A live chart of a running sweep in JupyterLab, fed by the store's events.jsonl.
 
 The sweep notebook shows it above its progress bars: each finished run adds a point
-(IOPS, by cell, with the cell's mean so far), and a second panel draws the per-second
+(IOPS, by cell, with the cell's mean so far; a red x once a truth check flags it), and a second panel draws the per-second
 IOPS of the run that just finished, from its fio log in the raw record. It reads only
 the local store, never the host under test: watching the current run on the host
 would put an observer beside the measurement (the per-second panel therefore shows a
@@ -56,7 +56,12 @@ class LiveSweepView:
                 self.runs.append({"run_id": rid, "cell": cell, "iops": fio_iops(self.sweep_dir, rid, att)})
                 t, v = per_second_iops(self.sweep_dir, rid, att)
                 self.last = {"run_id": rid, "cell": cell, "t": t, "iops": v}
-            self._dirty = self._dirty or ev.get("event") in ("run completed", "finished", "started", "resumed")
+            elif ev.get("event") == "run judged":
+                for r in self.runs:
+                    if r["run_id"] == ev.get("run_id"):
+                        r["flags"] = list(ev.get("truth_flags") or [])
+            self._dirty = self._dirty or ev.get("event") in ("run completed", "run judged", "finished", "started",
+                                                             "resumed")
 
     def figure(self):
         import plotly.graph_objects as go
@@ -64,7 +69,7 @@ class LiveSweepView:
         with self._lock:
             runs, last, title = list(self.runs), self.last, self._title()
         fig = make_subplots(rows=2, cols=1, vertical_spacing=0.22, subplot_titles=(
-            "IOPS of each finished run (dots) and the cell's mean so far (bar)",
+            "IOPS of each finished run (dot; red x: flagged by a truth check) and the cell's mean so far (bar)",
             f"per-second IOPS of {last['run_id']} ({last['cell']}), from its fio log" if last
             else "per-second IOPS of the last finished run (none yet)"))
         cells = list(dict.fromkeys(r["cell"] for r in runs))
@@ -72,10 +77,13 @@ class LiveSweepView:
         means = [sum(r["iops"] for r in judged if r["cell"] == c) / max(1, sum(r["cell"] == c for r in judged))
                  for c in cells]
         fig.add_bar(x=cells, y=means, name="mean so far", marker_color="lightsteelblue", row=1, col=1)
+        flagged = [bool(r.get("flags")) for r in judged]
         fig.add_scatter(x=[r["cell"] for r in judged], y=[r["iops"] for r in judged], mode="markers",
-                        name="one run", marker={"color": "black", "size": 7},
-                        text=[r["run_id"] for r in judged], hovertemplate="%{text}: %{y:,.0f} IOPS",
-                        row=1, col=1)
+                        name="one run", text=[r["run_id"] for r in judged],
+                        marker={"color": ["firebrick" if f else "black" for f in flagged], "size": 8,
+                                "symbol": ["x" if f else "circle" for f in flagged]},
+                        customdata=[", ".join(r.get("flags") or []) or "admissible" for r in judged],
+                        hovertemplate="%{text}: %{y:,.0f} IOPS (%{customdata})<extra></extra>", row=1, col=1)
         if last:
             fig.add_scatter(x=last["t"], y=last["iops"], mode="lines+markers", name=last["run_id"],
                             line={"color": "darkorange"}, row=2, col=1)
