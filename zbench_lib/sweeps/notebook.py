@@ -56,11 +56,26 @@ def ipc_kernel_manager():
             super().__init__(*args, **kw)
             register(self)          # so `zbench sweep` can pass a Ctrl-C on to its kernel
 
+        async def _async_pre_start_kernel(self, **kw):
+            # The kernel's own stderr (ipykernel's log: "KeyboardInterrupt caught in kernel"
+            # while nbclient shuts it down on a busy machine) goes to a log, not the terminal:
+            # a failure stays one `zbench:` line. Cell output still arrives as messages.
+            cmd, kw = await super()._async_pre_start_kernel(**kw)
+            kw.setdefault("stderr", _kernel_log())
+            return cmd, kw
+
         @default("transport")
         def _default_transport(self):
             return "ipc"
 
     return IPCKernelManager
+
+
+def _kernel_log():
+    from zbench_lib.core.paths import cache_dir
+    log = cache_dir() / "logs" / "kernel-stderr.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    return open(log, "a", encoding="utf-8")
 
 
 def one_line(text: str, most: int = 300) -> str:
