@@ -4,7 +4,8 @@ Each kill point is a stage of the sweep (startup, pool creation, prefill, a run,
 pool's teardown) reached by watching the store's events, plus a seeded random delay;
 the signal cycles through SIGINT (Ctrl-C), SIGTERM, SIGKILL and SIGHUP (terminal
 closed), sent to the CLI as a user or a scheduler would. After each kill:
-- SIGINT/SIGTERM/SIGHUP: the CLI exits with 128 + the signal, and no pool is left;
+- SIGINT/SIGTERM/SIGHUP: the CLI exits with 128 + the signal, and leaves no pool of its
+  own (a SIGKILL's leftover may still wait for a launch that gets as far as reclaiming it);
 - SIGKILL: a pool may be left; the resume destroys it (it is named in the store);
 - the raw files that existed before the launch are unchanged.
 Every sweep is resumed until it finishes, with exactly its planned rows and no
@@ -123,6 +124,9 @@ def test_sweeps_killed_at_random_points_resume_to_exactly_their_plan(lab, lab_ho
         assert launches < 4 * MIN_KILLS, "the sweeps never finish"
         stage, sig = stages[kills % len(stages)], SIGNALS[kills % len(SIGNALS)]
         before = _raw_digests(sweep_dir)
+        # A SIGKILL's leftover stays until the next launch gets far enough to reclaim it:
+        # a launch stopped at startup must not be blamed for it.
+        left_before = set(find_leftovers(lab_host))
         resuming = sweep_dir
         proc = _launch(out_root, sweep_dir)
         launches += 1
@@ -145,7 +149,7 @@ def test_sweeps_killed_at_random_points_resume_to_exactly_their_plan(lab, lab_ho
         if landed and sig != signal.SIGKILL:
             # The teardown ran before the CLI exited, whatever stage it was in.
             assert rc == 128 + sig, (row, err[-2000:])           # honoured, never lost
-            assert left == [], (row, err[-2000:])
+            assert set(left) <= left_before, (row, left_before, err[-2000:])  # none of its own
         if not landed or rc == 0:
             assert rc == 0, (row, err[-3000:])
         if sweep_dir is not None and (sweep_dir / "results.parquet").exists() and \
