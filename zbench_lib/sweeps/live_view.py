@@ -64,7 +64,6 @@ class LiveSweepView:
                                                              "resumed")
 
     def figure(self):
-        import plotly.graph_objects as go
         from plotly.subplots import make_subplots
         with self._lock:
             runs, last, title = list(self.runs), self.last, self._title()
