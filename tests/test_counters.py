@@ -273,8 +273,12 @@ def test_sampler_kills_zpool_child_and_parses_it(tmp_path):
     zp = parse_sampler_dir(out)["zpool"]
     assert list(zp.columns) == ["t_s", "layer", "device", "metric", "value", "kind"]
     tank = zp[(zp.device == "tank") & (zp.metric == "write_ops_s")]
-    assert list(tank["t_s"]) == [1795282570, 1795282572, 1795282573]
     assert list(tank["value"]) == [1, 6, 38]
+    # the whole-second stamps were replaced by the times the lines arrived (after the sampler started)
+    start = float((out / "sampler.info").read_text().split()[1])
+    assert all(start <= t < start + 5 for t in tank["t_s"]) and tank["t_s"].is_monotonic_increasing
+    assert sum(1 for line in (out / "zpool_iostat.txt").read_text().splitlines() if "." in line and "\t" not in line) == 4
+    assert not (out / ".zpool.fifo").exists()
 
 
 def test_parse_sampler_dir_with_zfs_files(tmp_path):
@@ -317,3 +321,20 @@ def test_sampler_script_is_posix_sh():
     with pytest.raises(ValueError):
         sampler_argv("s.sh", "/tmp/o", 0)
 
+
+
+def test_last_stamps_of_a_real_sampler_dir_match_the_parsers(tmp_path):
+    """measure() waits on these stamps before stopping the sampler (the window's last second)."""
+    from zbench_lib.measure.runner import last_stamps
+    fixture = FIX / "zpool-iostat-Hpvyl.txt"
+    bindir = fake_zpool(tmp_path, f"cat {fixture}\nexec sleep 300\n")
+    out, rc, _ = run_sampler(tmp_path, 2.2, path_prefix=bindir)
+    assert rc == 0
+    files = [out / f for f in ("diskstats.txt", "stat.txt", "arcstats.txt", "zpool_iostat.txt")]
+    res = subprocess.run(["tail", "-c", "32768", *map(str, files)], capture_output=True, text=True)
+    stamps = last_stamps(res.stdout)
+    series = parse_sampler_dir(out)
+    assert stamps["diskstats.txt"] == pytest.approx(series["disk"]["t_s"].max())
+    assert stamps["stat.txt"] == pytest.approx(series["cpu"]["t_s"].max())
+    assert stamps["zpool_iostat.txt"] == pytest.approx(series["zpool"]["t_s"].max())
+    assert "arcstats.txt" not in stamps and "arcstats.txt" in res.stderr   # no ZFS here: not waited for

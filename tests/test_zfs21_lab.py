@@ -93,7 +93,7 @@ def test_a_measured_run_has_every_counter_layer(lab21, tmp_path):
     r = res.rows[0]
     assert r["iops"] > 0 and r["samples_disk"] >= 2 and r["samples_cpu"] >= 2
     assert 0.8 <= r["dev_read_bytes"] / r["io_bytes"] <= 1.3, r
-    assert 0.8 <= r["pool_read_bytes"] / r["io_bytes"] <= 1.3, r
+    assert 0.85 <= r["pool_read_bytes"] / r["io_bytes"] <= 1.3, r   # 0.76 with whole-second stamps
     # An idle pool opens no TXG while it is only read, so a 4 s read window may hold none:
     # the txg layer may be empty; every other layer must be there.
     missing = set(filter(None, (r.get("missing_layers") or "").split(",")))

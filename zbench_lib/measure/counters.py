@@ -4,7 +4,7 @@
 `sh sampler.sh OUTDIR INTERVAL POOL` until it receives SIGTERM. It appends
 timestamped snapshots of /proc/diskstats, the cpu lines of /proc/stat, arcstats
 and the pool's txgs to files in OUTDIR, and runs `zpool iostat -Hpvy -l -T u`
-in the background. A missing source (no ZFS, no pool) is skipped, never fatal.
+in the background, its whole-second stamps replaced by arrival times (epoch.ns). A missing source (no ZFS, no pool) is skipped, never fatal.
 
 `parse_sampler_dir()` reads such a directory back with the pure parsers of
 procstats and zfsstats (re-exported here) into long tables with columns
@@ -33,17 +33,33 @@ interval=$2
 pool=${3:-}
 mkdir -p "$out" || exit 1
 child=
+stamper=
 sleeper=
 cleanup() {
     [ -n "$child" ] && kill "$child" 2>/dev/null
+    [ -n "$stamper" ] && kill "$stamper" 2>/dev/null
     [ -n "$sleeper" ] && kill "$sleeper" 2>/dev/null
+    rm -f "$out/.zpool.fifo"
     exit 0
 }
 trap cleanup TERM INT HUP
 echo "$$" > "$out/sampler.pid"
 echo "start $(date +%s.%N) interval $interval pool $pool" > "$out/sampler.info"
-if [ -n "$pool" ] && command -v zpool >/dev/null 2>&1; then
-    zpool iostat -Hpvy -l -T u "$pool" "$interval" > "$out/zpool_iostat.txt" 2> "$out/zpool_iostat.err" &
+# zpool iostat -T u stamps whole seconds: up to 1 s off, which shifts a short window's
+# pool bytes by up to a quarter. Each stamp line is replaced by the time it arrived
+# (zpool flushes its stamp and block together, right after reading the counters).
+stamp_lines() {
+    while IFS= read -r line; do
+        case $line in
+            *[!0-9]*|'') printf '%s\n' "$line" ;;
+            *) date +%s.%N ;;
+        esac
+    done
+}
+if [ -n "$pool" ] && command -v zpool >/dev/null 2>&1 && mkfifo "$out/.zpool.fifo"; then
+    stamp_lines < "$out/.zpool.fifo" > "$out/zpool_iostat.txt" &
+    stamper=$!
+    zpool iostat -Hpvy -l -T u "$pool" "$interval" > "$out/.zpool.fifo" 2> "$out/zpool_iostat.err" &
     child=$!
 else
     echo "zpool iostat not started: no zpool command or no pool given" > "$out/zpool_iostat.err"

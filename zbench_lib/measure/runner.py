@@ -8,6 +8,7 @@ unique path. Everything fetched is kept as it came (raw), then summarised.
 from __future__ import annotations
 
 import json
+import re
 import tarfile
 import time
 from dataclasses import dataclass, field
@@ -73,7 +74,8 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
                                       sample_interval_s, pool))
     load = HostLoadSampler(context["qemu_pid"], sample_interval_s) if context.get("qemu_pid") else None
     try:
-        time.sleep(sample_interval_s * 1.5)       # at least one sample before fio starts
+        t0 = _host_time(host)                     # at least one sample of every layer before fio starts
+        _wait_for_samples_past(host, f"{remote_dir}/counters", t0, pool, sample_interval_s)
         t0 = _host_time(host)
         if load:
             load.start()
@@ -85,7 +87,9 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
                 load.write(raw_dir / "controller.json")
         t1 = _host_time(host)
         health = _pool_health(host, pool)           # a disk lost mid-run shows here (device_lost)
-        time.sleep(sample_interval_s * 1.5)       # and one after it ends
+        # and one after it ends: a window whose last second no layer sampled would be under-counted
+        _wait_for_samples_past(host, f"{remote_dir}/counters", fio_run.data.get("timestamp_ms", t1 * 1000) / 1000,
+                               pool, sample_interval_s)
     finally:
         host.run(["pkill", "-TERM", "-f", f"{remote_dir}/sampler.sh"], check=False)
         try:
@@ -113,6 +117,42 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
     (raw_dir / "run.json").write_text(json.dumps(record, indent=1, default=str))
     rows, checks = derive_rows(raw_dir)
     return RunResult(rows, checks, raw_dir, (t_start, t_end), context)
+
+
+_STAMP = {"zpool_iostat.txt": re.compile(r"^(\d+(?:\.\d+)?)$", re.M),  # -T u, re-stamped by the sampler
+          "diskstats.txt": re.compile(r"^@@ (\S+)", re.M), "stat.txt": re.compile(r"^@@ (\S+)", re.M),
+          "arcstats.txt": re.compile(r"^@@ (\S+)", re.M)}
+
+
+def last_stamps(tail_output: str) -> dict[str, float]:
+    """The last sample time of each file in the output of `tail -c N f1 f2 ...` (headers '==> f <==')."""
+    out = {}
+    chunks = re.split(r"^==> (.+) <==$", tail_output, flags=re.M)
+    for name, body in zip(chunks[1::2], chunks[2::2]):
+        base = name.rsplit("/", 1)[-1]
+        stamps = _STAMP[base].findall(body) if base in _STAMP else []
+        if stamps:
+            out[base] = float(stamps[-1])
+    return out
+
+
+def _wait_for_samples_past(host: Host, counters_dir: str, t: float, pool: str, interval_s: float) -> None:
+    """Wait until every layer the sampler writes has a sample stamped after `t` (host clock).
+
+    A fixed sleep was not enough on a busy machine: the lab's zpool iostat printed late, the
+    sampler was stopped first and the window's last second of pool I/O was never counted.
+    Gives up after 10 intervals (+10 s); the summary then shows what is missing.
+    """
+    files = ["diskstats.txt", "stat.txt", "arcstats.txt"] + (["zpool_iostat.txt"] if pool else [])
+    deadline = time.monotonic() + 10 * interval_s + 10
+    while time.monotonic() < deadline:
+        res = host.run(["tail", "-c", "32768", *[f"{counters_dir}/{f}" for f in files]], check=False)
+        stamps = last_stamps(res.stdout)
+        # arcstats is written only where the host has it (the sampler skips what it cannot read).
+        needed = [f for f in files if f != "arcstats.txt" or f"{counters_dir}/{f}" not in res.stderr]
+        if all(stamps.get(f, -1) > t for f in needed):
+            return
+        time.sleep(interval_s / 4)
 
 
 def _pool_health(host: Host, pool: str) -> dict:

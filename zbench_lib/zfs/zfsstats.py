@@ -115,7 +115,7 @@ def parse_zpool_iostat(text: str, pool: str | None = None) -> pd.DataFrame:
         if not stripped:
             section, group = section + 1, None
             continue
-        if re.fullmatch(r"\d+", stripped):  # -T u timestamp
+        if re.fullmatch(r"\d+(\.\d+)?", stripped):  # -T u timestamp (zbench's sampler: epoch.ns)
             pending_t = float(stripped)
             continue
         fields = line.rstrip("\n").split("\t")
