@@ -224,7 +224,8 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
             tinfo = pool.create_target(make_target(t))
             fill = {}
             if (spec.prefill or {}).get("policy", "once-per-target") != "none":
-                fill = prefill(pool, tinfo, spec.prefill.get("fill", "whole"), progress=progress)
+                fill = prefill(pool, tinfo, spec.prefill.get("fill", "whole"), progress=progress,
+                               size_bytes=t["size_bytes"])
                 store.record("prefilled", target_id=t["target_id"], **fill)
             ctx = dict(_context(host, pool, tinfo, t, model, lab, fill), data_device_count=layout.total_disks)
 
@@ -266,7 +267,8 @@ def _context(host, pool, tinfo, t, model, lab, fill) -> dict:
     if lab is None and str(getattr(host, "name", "")).startswith("lab:"):
         qemu_pid = (read_state(host.name[4:]) or {}).get("pid")
     txg = host.run(["cat", "/sys/module/zfs/parameters/zfs_txg_timeout"], check=False).stdout.strip()
-    ctx = {"cache": "cold" if primarycache in ("metadata", "none") else "warm",
+    ctx = {"file_bytes": t["size_bytes"] if t.get("kind") == "dataset" else None,
+           "cache": "cold" if primarycache in ("metadata", "none") else "warm",
            "scan_at_start": status["scan"], "pool_capacity_pct": status["capacity_pct"],
            "pool_fragmentation_pct": status["fragmentation_pct"],
            "compressratio": fill.get("compressratio"), "incompressible_intended": True,
@@ -286,6 +288,8 @@ def _one_run(host, store, plan, run, cell, pool, tinfo, devices, ctx, progress):
     for k in ("iodepth", "numjobs"):
         if k in cell["factors"]:
             fio.setdefault(k, cell["factors"][k])
+    if ctx.get("file_bytes"):
+        fio.setdefault("size", ctx["file_bytes"])     # a dataset's file: the size it was prefilled to
     secs = run_seconds({"fio": fio})
     bar = _RunBar(secs + 5, f"{run.run_id} {cell['workload']}", progress)
     try:

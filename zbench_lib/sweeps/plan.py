@@ -269,12 +269,9 @@ def _assign_ids(cells: list, n: int = 6) -> None:
 def _prefill_bytes(spec: SweepSpec, target: dict, data_disks: int) -> int:
     if spec.prefill["policy"] == "none":
         return 0
-    fill, size = spec.prefill["fill"], target["size_bytes"]
-    if fill == "whole":
-        return size
-    pct = float(fill[:-1]) / 100
-    room = data_disks * spec.disk_bytes if spec.disk_bytes else size
-    return int(min(size, pct * room)) // MiB * MiB
+    # Every target is written whole; a percentage fill adds a filler dataset per pool
+    # (zfs/prefill.py) whose size depends on the pool's real free space, so it is not estimated here.
+    return target["size_bytes"]
 
 
 def _estimates(spec: SweepSpec, cells: list, pools: list, targets: list) -> dict:

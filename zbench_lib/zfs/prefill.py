@@ -16,15 +16,25 @@ from tqdm.auto import tqdm
 from zbench_lib.core.crash import crash_point
 from zbench_lib.core.errors import CommandError, ConfigError
 from zbench_lib.zfs.pools import Pool, TargetInfo
-from zbench_lib.zfs.targets import Zvol
+from zbench_lib.zfs.targets import Dataset, Zvol
 
 _PCT = re.compile(r"\[(\d+(?:\.\d+)?)%\]")
 
 
-def prefill_bytes(pool: Pool, tinfo: TargetInfo, fill) -> int:
-    """Bytes to write: 'whole' (a zvol's volsize) or a percentage of the pool, e.g. '60%'."""
-    if fill in ("whole", "all", 100, "100%") and isinstance(tinfo.target, Zvol):
-        return tinfo.target.volsize_bytes
+def prefill_bytes(pool: Pool, tinfo: TargetInfo, fill, size_bytes: int | None = None) -> tuple[int, int]:
+    """(bytes into the target, bytes into the pool's filler) for `fill`.
+
+    The target is written whole: a zvol's volsize, a dataset's file of `size_bytes` (the
+    size fio measures), so no cell reads holes. A percentage is the pool's fill: a filler
+    dataset tops the pool up to it after the target (it used to be capped at the target
+    silently). A pool already past it gets no filler; its real capacity is recorded.
+    A dataset of unknown size takes the percentage itself.
+    """
+    cap = tinfo.target.volsize_bytes if isinstance(tinfo.target, Zvol) else size_bytes
+    if fill in ("whole", "all"):
+        if cap is None:
+            raise ConfigError(f"prefill: 'whole' needs the size of {tinfo.full_name}'s file (target.size)")
+        return cap, 0
     if isinstance(fill, str) and fill.endswith("%"):
         try:
             pct = float(fill[:-1])
@@ -36,15 +46,21 @@ def prefill_bytes(pool: Pool, tinfo: TargetInfo, fill) -> int:
         raise ConfigError(f"prefill: fill must be 'whole' or a percentage like '60%', got {fill!r}")
     if not 0 < pct <= 100:
         raise ConfigError(f"prefill: percentage must be in (0, 100], got {pct}")
-    avail = int(pool.host.run(["zfs", "get", "-Hp", "-o", "value", "available", pool.name]).stdout)
-    used = int(pool.host.run(["zfs", "get", "-Hp", "-o", "value", "used", pool.name]).stdout)
-    want = int((avail + used) * pct / 100) - used
-    if isinstance(tinfo.target, Zvol):
-        want = min(want, tinfo.target.volsize_bytes)
-    want -= want % (1024 * 1024)
-    if want <= 0:
-        raise ConfigError(f"prefill: pool {pool.name} is already past {pct}% full")
-    return want
+    get = ["zfs", "get", "-Hp", "-o", "value"]
+    avail, used = (int(pool.host.run([*get, k, pool.name]).stdout) for k in ("available", "used"))
+    want = int((avail + used) * pct / 100) - used        # growth of the pool's `used` still to come
+    if cap is None:
+        if want < MiB:
+            raise ConfigError(f"prefill: pool {pool.name} is already past {pct}% full")
+        return want - want % MiB, 0
+    # A thick zvol's refreservation is already in `used`: writing it adds nothing.
+    reserved = int(pool.host.run([*get, "usedbyrefreservation", tinfo.full_name]).stdout or 0)
+    filler = max(0, want - max(0, cap - reserved))
+    return cap, filler - filler % MiB
+
+
+MiB = 1024 * 1024
+FILLER = "zbench_filler"       # the dataset that holds a pool fill beyond the target
 
 
 def prefill_argv(tinfo: TargetInfo, nbytes: int, work_dir: str) -> list[str]:
@@ -56,14 +72,42 @@ def prefill_argv(tinfo: TargetInfo, nbytes: int, work_dir: str) -> list[str]:
             f"--output={work_dir}/prefill.json"]
 
 
-def prefill(pool: Pool, tinfo: TargetInfo, fill="whole", progress: bool = True) -> dict:
-    """Write the target; return what was written, how fast, and the space it took."""
-    nbytes = prefill_bytes(pool, tinfo, fill)
-    argv = prefill_argv(tinfo, nbytes, pool.work_dir())
+def prefill(pool: Pool, tinfo: TargetInfo, fill="whole", progress: bool = True,
+            size_bytes: int | None = None) -> dict:
+    """Write the target (and the filler); return what was written, how fast, and the space it took."""
+    nbytes, filler = prefill_bytes(pool, tinfo, fill, size_bytes)
     t0 = time.monotonic()
+    _write(pool, tinfo.full_name, prefill_argv(tinfo, nbytes, pool.work_dir()), progress)
+    if filler:
+        _write_filler(pool, tinfo, filler, progress)
+    pool.host.run(["zpool", "sync", pool.name], timeout=600)
+    seconds = time.monotonic() - t0
+    space = pool.host.run(["zfs", "get", "-Hp", "-o", "property,value",
+                           "used,logicalused,referenced,compressratio", tinfo.full_name]).stdout
+    props = dict(line.split("\t") for line in space.strip().splitlines())
+    status = pool.status()
+    return {"prefill_bytes": nbytes, "prefill_filler_bytes": filler, "prefill_s": round(seconds, 2),
+            "prefill_bw_bytes_s": (nbytes + filler) / seconds,
+            "used_bytes": int(props["used"]), "logicalused_bytes": int(props["logicalused"]),
+            "referenced_bytes": int(props["referenced"]),
+            "compressratio": float(props["compressratio"].rstrip("x")),
+            "pool_capacity_pct": status["capacity_pct"],
+            "pool_fragmentation_pct": status["fragmentation_pct"]}
+
+
+def _write_filler(pool: Pool, tinfo: TargetInfo, nbytes: int, progress: bool) -> None:
+    """Incompressible bytes in a dataset of their own (a file per target), so the pool is as full as declared."""
+    name = f"{pool.name}/{FILLER}"
+    if pool.host.run(["zfs", "list", "-H", "-o", "name", name], check=False).returncode != 0:
+        pool.host.run(["zfs", "create", "-o", "compression=off", "-o", "primarycache=metadata", name])
+    filler = TargetInfo(Dataset(FILLER), name, f"/{name}/{tinfo.target.name}.data", {}, {})
+    _write(pool, name, prefill_argv(filler, nbytes, pool.work_dir()), progress)
+
+
+def _write(pool: Pool, label: str, argv: list[str], progress: bool) -> None:
     proc = pool.host.popen(argv)
     crash_point("prefill", after_s=2)   # let the write get going, then die mid-way
-    bar = tqdm(total=100, desc=f"prefill {tinfo.full_name}", unit="%", disable=not progress,
+    bar = tqdm(total=100, desc=f"prefill {label}", unit="%", disable=not progress,
                bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
     buf = ""
     try:
@@ -88,16 +132,3 @@ def prefill(pool: Pool, tinfo: TargetInfo, fill="whole", progress: bool = True) 
         bar.close()
     if rc != 0:
         raise CommandError(pool.host.name, argv, rc, proc.stderr.read())
-    pool.host.run(["zpool", "sync", pool.name], timeout=600)
-    seconds = time.monotonic() - t0
-    space = pool.host.run(["zfs", "get", "-Hp", "-o", "property,value",
-                           "used,logicalused,referenced,compressratio", tinfo.full_name]).stdout
-    props = dict(line.split("\t") for line in space.strip().splitlines())
-    status = pool.status()
-    return {"prefill_bytes": nbytes, "prefill_s": round(seconds, 2),
-            "prefill_bw_bytes_s": nbytes / seconds,
-            "used_bytes": int(props["used"]), "logicalused_bytes": int(props["logicalused"]),
-            "referenced_bytes": int(props["referenced"]),
-            "compressratio": float(props["compressratio"].rstrip("x")),
-            "pool_capacity_pct": status["capacity_pct"],
-            "pool_fragmentation_pct": status["fragmentation_pct"]}

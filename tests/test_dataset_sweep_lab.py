@@ -1,0 +1,48 @@
+"""A dataset (recordsize) sweep from its spec: file sizes, prefill and pool fill as declared."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from zbench_lib.zfs.pools import find_leftovers
+
+pytestmark = pytest.mark.lab
+SPEC = Path(__file__).parent / "specs" / "dataset.yaml"
+MiB = 1024 ** 2
+
+
+def test_a_recordsize_sweep_runs_from_its_spec_with_files_sized_and_the_pool_filled(lab, lab_host, tmp_path):
+    env = dict(os.environ, ZBENCH_LAB="pytest")
+    env.pop("ZBENCH_CRASH_AT", None)
+    code = ("import sys\nfrom zbench_lib.sweeps.executor import run_sweep\n"
+            "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id='dataset', progress=False))\n")
+    res = subprocess.run([sys.executable, "-c", code, str(SPEC), str(tmp_path)], env=env,
+                         capture_output=True, text=True, timeout=1500)
+    assert res.returncode == 0, res.stderr[-3000:]
+    sweep_dir = tmp_path / "dataset"
+    df = pd.read_parquet(sweep_dir / "results.parquet")
+    assert len(df) == 2 * 2 and sorted(df["recordsize_bytes"].unique()) == [16384, 131072]
+    events = [json.loads(l) for l in (sweep_dir / "events.jsonl").read_text().splitlines()]
+    fills = [e for e in events if e["event"] == "prefilled"]
+    assert len(fills) == 2 and all(f["prefill_bytes"] == 48 * MiB for f in fills)
+    # 25% of a 2x1G stripe is ~500 MiB: the first file leaves most of it to the filler;
+    # the second finds the pool already there and adds none.
+    first, second = sorted(fills, key=lambda f: -f["prefill_filler_bytes"])
+    assert first["prefill_filler_bytes"] > 300 * MiB and second["prefill_filler_bytes"] == 0
+    assert all(f["pool_capacity_pct"] >= 22 for f in fills), fills
+    assert all(f["compressratio"] < 1.05 for f in fills)
+    for run_json in (sweep_dir / "raw").rglob("run.json"):
+        ctx = json.loads(run_json.read_text())["context"]
+        assert ctx["file_bytes"] == 48 * MiB
+        job = (run_json.parent / "fio" / "job.fio").read_text()
+        assert f"size={48 * MiB}" in job and "/fio.data" in job
+    # Every read came from the prefilled file through the disks (primarycache=metadata), a
+    # whole record at a time: 16k reads cost ~16k at recordsize 16k and ~128k at 128k.
+    amp = (df["dev_read_bytes"] / df["io_bytes"]).groupby(df["recordsize_bytes"]).mean()
+    assert 0.6 <= amp[16384] <= 1.5 and amp[131072] >= 4, amp
+    assert find_leftovers(lab_host) == []
