@@ -1,0 +1,107 @@
+"""Where a sweep's wall time goes: boot, pool create, prefill, per-run overhead, measuring.
+
+Runs a spec (default: benchmarks/specs/efficiency.yaml, scaling-like runs on two layouts)
+in a fresh lab and prints the breakdown, the share of wall time inside fio's measurement
+windows, and the host calls (ssh commands, copies) made per run. Or, with --sweep-dir,
+prints the breakdown of a sweep already run (raw/ or raw.tar.xz).
+
+    python benchmarks/sweep_efficiency.py [--spec S] [--out DIR]
+    python benchmarks/sweep_efficiency.py --sweep-dir data/examples/scaling
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import statistics
+import tarfile
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _ts(e) -> float:
+    return datetime.fromisoformat(e["ts"].replace("Z", "+00:00")).timestamp()
+
+
+def _run_jsons(sweep_dir: Path) -> list[dict]:
+    raw = sweep_dir / "raw"
+    if raw.is_dir():
+        return [json.loads(p.read_text()) for p in sorted(raw.rglob("run.json"))]
+    with tarfile.open(sweep_dir / "raw.tar.xz") as tf:
+        return [json.load(tf.extractfile(m)) for m in tf.getmembers() if m.name.endswith("/run.json")]
+
+
+def breakdown(sweep_dir: Path) -> dict:
+    events = [json.loads(line) for line in (sweep_dir / "events.jsonl").read_text().splitlines()]
+    wall = _ts(events[-1]) - _ts(events[0])
+    prov = next((e for e in events if e["event"] == "provenance"), {})
+    boot = float(prov.get("lab_boot_s") or 0)
+    starts = {}
+    runs = []
+    create = 0.0
+    for e in events:
+        if e["event"] in ("pool creating", "run started"):
+            starts[e.get("pool_id") or e["run_id"]] = _ts(e)
+        elif e["event"] == "pool created" and e["pool_id"] in starts:
+            create += _ts(e) - starts[e["pool_id"]]
+        elif e["event"] == "run completed" and e["run_id"] in starts:
+            runs.append(_ts(e) - starts.pop(e["run_id"]))
+    prefill = sum(e.get("prefill_s", 0) for e in events if e["event"] == "prefilled")
+    rj = _run_jsons(sweep_dir)
+    fio = [r["t1"] - r["t0"] for r in rj]
+    windows = [r["t_end"] - r["t_start"] for r in rj]
+    return {"wall_s": wall, "boot_s": boot, "pool_create_s": create, "prefill_s": prefill,
+            "runs": len(runs), "run_wall_s": sum(runs), "fio_s": sum(fio), "window_s": sum(windows),
+            "per_run_overhead_s": statistics.median([w - f for w, f in zip(runs, fio)]) if runs else None,
+            "inside_windows": sum(windows) / wall if wall else None}
+
+
+def _count_host_calls():
+    """Count ssh commands and copies by wrapping the Host methods (in this process)."""
+    from zbench_lib.hosts.base import Host
+    counts = collections.Counter()
+    for name in ("run", "get", "put", "popen"):
+        orig = getattr(Host, name)
+
+        def wrapped(self, *a, _orig=orig, _name=name, **k):
+            counts[_name] += 1
+            return _orig(self, *a, **k)
+        setattr(Host, name, wrapped)
+    return counts
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--spec", default=str(HERE / "specs" / "efficiency.yaml"))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--sweep-dir", default=None)
+    args = ap.parse_args()
+    calls = None
+    if args.sweep_dir:
+        sweep_dir = Path(args.sweep_dir)
+    else:
+        from zbench_lib.sweeps.executor import run_sweep
+        calls = _count_host_calls()
+        out = Path(args.out or tempfile.mkdtemp(prefix="zbench-eff-"))
+        t0 = time.monotonic()
+        sweep_dir = run_sweep(args.spec, out, sweep_id="efficiency", progress=False)
+        print(f"sweep ran in {time.monotonic() - t0:.0f} s: {sweep_dir}")
+    b = breakdown(sweep_dir)
+    print(f"wall {b['wall_s']:.0f} s = boot {b['boot_s']:.0f} + pool create {b['pool_create_s']:.0f} "
+          f"+ prefill {b['prefill_s']:.0f} + {b['runs']} runs {b['run_wall_s']:.0f} + rest "
+          f"{b['wall_s'] - b['boot_s'] - b['pool_create_s'] - b['prefill_s'] - b['run_wall_s']:.0f}")
+    print(f"runs: fio {b['fio_s']:.0f} s (measurement windows {b['window_s']:.0f} s), "
+          f"median overhead per run {b['per_run_overhead_s']:.1f} s")
+    print(f"inside fio measurement windows: {b['inside_windows']:.1%} of wall time")
+    if calls is not None and b["runs"]:
+        print("host calls per run (whole sweep / runs): " +
+              ", ".join(f"{k} {v / b['runs']:.1f}" for k, v in sorted(calls.items())))
+
+
+if __name__ == "__main__":
+    main()
