@@ -63,15 +63,23 @@ def breakdown(sweep_dir: Path) -> dict:
 
 def _count_host_calls():
     """Count ssh commands and copies by wrapping the Host methods (in this process)."""
+    from zbench_lib.hosts import ssh  # noqa: F401  (SSHHost overrides get/put: wrap every class)
     from zbench_lib.hosts.base import Host
     counts = collections.Counter()
-    for name in ("run", "get", "put", "popen"):
-        orig = getattr(Host, name)
+    classes, todo = [], [Host]
+    while todo:
+        cls = todo.pop()
+        classes.append(cls)
+        todo += cls.__subclasses__()
+    for cls in classes:
+        for name in ("run", "get", "put", "popen"):
+            if name not in vars(cls):
+                continue
 
-        def wrapped(self, *a, _orig=orig, _name=name, **k):
-            counts[_name] += 1
-            return _orig(self, *a, **k)
-        setattr(Host, name, wrapped)
+            def wrapped(self, *a, _orig=vars(cls)[name], _name=name, **k):
+                counts[_name] += 1
+                return _orig(self, *a, **k)
+            setattr(cls, name, wrapped)
     return counts
 
 

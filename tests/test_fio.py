@@ -168,6 +168,8 @@ def test_run_fio_locally(tmp_path):
     assert (tmp_path / "out" / "job.fio").read_text() == job
     names = sorted(p.name for p in run.log_paths)
     assert "mixed_iops.1.log" in names and "mixed_clat.2.log" in names
+    # fetched as one archive, unpacked and removed: only fio's own files are left beside job.fio
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(names + ["fio.json", "fio.stderr", "job.fio"])
     rows = parse_fio_json(run.data)
     assert [r["direction"] for r in rows] == ["read", "write"]
     logs = parse_fio_logs_dir(tmp_path / "out")

@@ -9,6 +9,7 @@ before rendering so that a bad sweep fails before anything touches a disk.
 from __future__ import annotations
 
 import os
+import tarfile
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,6 +190,22 @@ class FioRun:
     jobs: list[str] = field(default_factory=list)
 
 
+def _fetch_outputs(host: Host, remote_dir: str, local: Path) -> list[Path]:
+    """fio.json and every log in one archive: one command and one copy, not one copy per log
+    (a run of two jobs writes ten logs; each copy cost a lab run about half a second)."""
+    remote_tar = remote_dir.rstrip("/") + ".fio.tar"
+    host.run(["tar", "-C", remote_dir, "-cf", remote_tar, "--exclude=job.fio", "."], timeout=300)
+    local_tar = local / ".fetch.tar"
+    host.get(remote_tar, local_tar)
+    try:
+        with tarfile.open(local_tar) as tf:
+            names = [m.name for m in tf.getmembers() if m.isfile()]
+            tf.extractall(local, filter="data")
+    finally:
+        local_tar.unlink(missing_ok=True)
+    return sorted(local / os.path.basename(n) for n in names if n.endswith(".log"))
+
+
 def run_fio(host: Host, job_text: str, remote_dir: str, local_dir, timeout: float | None = None) -> FioRun:
     """Ship `job_text` to `remote_dir` on `host`, run fio, fetch JSON and logs into `local_dir`.
 
@@ -212,19 +229,12 @@ def run_fio(host: Host, job_text: str, remote_dir: str, local_dir, timeout: floa
     (local / "fio.stderr").write_text(res.stderr)
     json_path = local / "fio.json"
     try:
-        host.get(f"{remote_dir}/fio.json", json_path)
+        log_paths = _fetch_outputs(host, remote_dir, local)
         data = load_fio_json(json_path.read_text())
-    except (ZbenchError, OSError, ValueError) as exc:
+    except (ZbenchError, OSError, ValueError, tarfile.TarError) as exc:
         if res.returncode != 0:
             raise CommandError(host.name, argv, res.returncode, res.stderr, res.stdout) from None
         raise ZbenchError(f"fio job {', '.join(jobs)} on {host.name}: no usable JSON output ({exc})") from None
-    listing = host.run(["find", remote_dir, "-maxdepth", "1", "-type", "f", "-name", "*.log"],
-                       timeout=60, check=False)
-    log_paths = []
-    for remote in sorted(listing.stdout.split()):
-        target = local / os.path.basename(remote)
-        host.get(remote, target)
-        log_paths.append(target)
     failed = [(j.get("jobname", "?"), j["error"]) for j in data.get("jobs", []) if j.get("error")]
     if failed:
         detail = "; ".join(f"job {name!r}: error {code} ({os.strerror(code)})" for name, code in failed)

@@ -34,12 +34,10 @@ class RunResult:
 
 def kernel_names(host: Host, devices: list[str]) -> list[str]:
     """/dev/disk/by-id/... -> vdb etc. (files have no kernel name and are skipped)."""
-    names = []
-    for d in devices:
-        real = host.run(["readlink", "-f", d]).stdout.strip()
-        if real.startswith("/dev/"):
-            names.append(real.rsplit("/", 1)[1])
-    return names
+    if not devices:
+        return []
+    reals = host.run(["readlink", "-f", *devices]).stdout.split("\n")   # one call for all of them
+    return [r.rsplit("/", 1)[1] for r in reals if r.startswith("/dev/")]
 
 
 def _host_time(host: Host) -> float:
@@ -49,8 +47,7 @@ def _host_time(host: Host) -> float:
 def _fetch_dir(host: Host, remote_dir: str, local_tar: Path, into: Path) -> None:
     remote_tar = remote_dir.rstrip("/") + ".tar.gz"
     host.run(["tar", "-C", remote_dir, "-czf", remote_tar, "."], timeout=300)
-    host.get(remote_tar, local_tar)
-    host.run(["rm", "-f", remote_tar], check=False)
+    host.get(remote_tar, local_tar)                  # the pool's work dir goes at teardown: no rm here
     into.mkdir(parents=True, exist_ok=True)
     with tarfile.open(local_tar) as tf:
         tf.extractall(into, filter="data")
@@ -74,8 +71,7 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
                                       sample_interval_s, pool))
     load = HostLoadSampler(context["qemu_pid"], sample_interval_s) if context.get("qemu_pid") else None
     try:
-        t0 = _host_time(host)                     # at least one sample of every layer before fio starts
-        _wait_for_samples_past(host, f"{remote_dir}/counters", t0, pool, sample_interval_s)
+        _wait_for_samples_past(host, f"{remote_dir}/counters", 0, pool, sample_interval_s)  # one of each layer
         t0 = _host_time(host)
         if load:
             load.start()
@@ -107,10 +103,10 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
     context = dict(context, **health)
     if target_name:
         # What the data just written compresses to is what the check must judge.
-        context["compressratio"] = float(host.run(["zfs", "get", "-Hp", "-o", "value",
-                                                   "compressratio", target_name]).stdout.strip().rstrip("x"))
+        ratio, block = _ratio_and_block(host, target_name)
+        context["compressratio"] = ratio
         if context.get("block_bytes") is None:
-            context["block_bytes"] = _block_bytes(host, target_name)
+            context["block_bytes"] = block
     record = {"t0": t0, "t1": t1, "t_start": t_start, "t_end": t_end, "ramp_s": ramp,
               "pool": pool, "devices": devices, "kernel_devices": kernel_names(host, devices),
               "workload": workload, "context": context}
@@ -162,11 +158,13 @@ def _pool_health(host: Host, pool: str) -> dict:
         return {"pool_health_error": " ".join(str(exc).split())[:300]}
 
 
-def _block_bytes(host: Host, target_name: str) -> int | None:
-    """volblocksize of a zvol or recordsize of a dataset (the read_amplification check's block)."""
-    res = host.run(["zfs", "get", "-Hp", "-o", "value", "volblocksize,recordsize", target_name], check=False)
-    values = [v for v in res.stdout.split() if v.isdigit()] if res.returncode == 0 else []
-    return int(values[0]) if values else None
+def _ratio_and_block(host: Host, target_name: str) -> tuple[float, int | None]:
+    """compressratio, and volblocksize of a zvol or recordsize of a dataset (read_amplification's block)."""
+    res = host.run(["zfs", "get", "-Hp", "-o", "property,value", "compressratio,volblocksize,recordsize",
+                    target_name])
+    props = dict(line.split("\t", 1) for line in res.stdout.strip().splitlines())
+    block = next((int(props[k]) for k in ("volblocksize", "recordsize") if props.get(k, "").isdigit()), None)
+    return float(props["compressratio"].rstrip("x")), block
 
 
 def build_defaults(workload: str) -> dict:
