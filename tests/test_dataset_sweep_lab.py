@@ -46,3 +46,28 @@ def test_a_recordsize_sweep_runs_from_its_spec_with_files_sized_and_the_pool_fil
     amp = (df["dev_read_bytes"] / df["io_bytes"]).groupby(df["recordsize_bytes"]).mean()
     assert 0.6 <= amp[16384] <= 1.5 and amp[131072] >= 4, amp
     assert find_leftovers(lab_host) == []
+
+
+def test_fill_as_a_factor_prefills_each_pool_to_its_level(lab, lab_host, tmp_path):
+    env = dict(os.environ, ZBENCH_LAB="pytest")
+    env.pop("ZBENCH_CRASH_AT", None)
+    code = ("import sys\nfrom zbench_lib.sweeps.executor import run_sweep\n"
+            "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id='fill', progress=False))\n")
+    res = subprocess.run([sys.executable, "-c", code, str(SPEC.parent / "fill.yaml"), str(tmp_path)], env=env,
+                         capture_output=True, text=True, timeout=1500)
+    assert res.returncode == 0, res.stderr[-3000:]
+    sweep_dir = tmp_path / "fill"
+    df = pd.read_parquet(sweep_dir / "results.parquet").set_index("fill")
+    assert sorted(df.index) == ["60%", "none", "whole"]
+    events = [json.loads(l) for l in (sweep_dir / "events.jsonl").read_text().splitlines()]
+    assert len({e["pool"] for e in events if e["event"] == "pool created"}) == 3
+    fills = [e for e in events if e["event"] == "prefilled"]
+    assert len(fills) == 2                                     # the 'none' pool's target is never written
+    whole, sixty = sorted(fills, key=lambda f: f["prefill_filler_bytes"])
+    assert whole["prefill_bytes"] == sixty["prefill_bytes"] == 64 * MiB and whole["prefill_filler_bytes"] == 0
+    assert sixty["prefill_filler_bytes"] > 400 * MiB and 55 <= sixty["pool_capacity_pct"] <= 65, sixty
+    # Reads of a never-written zvol are holes: no device reads, and the run is flagged for it.
+    assert df.loc["none", "dev_read_bytes"] < 0.05 * df.loc["none", "io_bytes"]
+    # (0.5, not 0.8: fio stamps its JSON up to ~0.5 s after its last I/O, which a 2 s window feels)
+    assert df.loc["whole", "dev_read_bytes"] > 0.5 * df.loc["whole", "io_bytes"]
+    assert find_leftovers(lab_host) == []

@@ -182,3 +182,17 @@ def test_describe_mentions_the_numbers():
     assert "cells: 2 (2 skipped), pools: 1, targets: 1" in text
     assert "runs: 4 planned (2 per cell), up to 8 by Stein's two-stage rule (pilot 2, max 4" in text
     assert "excluded runs replaced up to 6 attempts per cell" in text and "skipped randread" in text
+
+
+def test_fill_as_a_factor_gives_each_level_its_own_pools():
+    p = expand(spec(**{"factors": {"layout": ["stripe", "mirror"], "disks": [2], "fill": ["none", "whole", "50%"]},
+                       "prefill": {"fill": "whole"}}))
+    assert len(p.pools) == 2 * 3 and sorted(x.get("fill") for x in p.pools) == ["50%", "50%", "none", "none",
+                                                                                   "whole", "whole"]
+    assert {c["factors"]["fill"] for c in p.cells} == {"none", "whole", "50%"}
+    fills = {x["pool_id"]: x["fill"] for x in p.pools}
+    for t in p.targets:    # never-written targets cost no prefill; the others are written whole
+        assert t["prefill_bytes"] == (0 if fills[t["pool_id"]] == "none" else 64 * MiB)
+    # without the factor, nothing about the plan changes (no fill column, the same cell ids)
+    plain = expand(spec(**{"factors": {"layout": ["stripe"], "disks": [2]}}))
+    assert all("fill" not in c["factors"] for c in plain.cells) and all("fill" not in x for x in plain.pools)

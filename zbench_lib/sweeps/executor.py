@@ -27,7 +27,7 @@ from zbench_lib.hosts.lab import Lab, LabConfig
 from zbench_lib.hosts.lab_state import connect_lab, read_state
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.sweeps.faults import FaultInjector, lab_dir_of
-from zbench_lib.sweeps.plan import Plan, expand, run_seconds
+from zbench_lib.sweeps.plan import Plan, expand, pool_fill, run_seconds
 from zbench_lib.sweeps.repetitions import RepetitionRule
 from zbench_lib.sweeps.schedule import Schedule, outcomes_from_raw
 from zbench_lib.zfs.pools import Pool, find_leftovers, live_pools, new_pool_name, remove_leftovers
@@ -222,10 +222,9 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
         order = dict.fromkeys([r.target_id for r in plan.runs if r.target_id in targets] + list(targets))
         for t in [targets[tid] for tid in order if sched.has_work(tid)]:    # the plan's (shuffled) order
             tinfo = pool.create_target(make_target(t))
-            fill = {}
-            if (spec.prefill or {}).get("policy", "once-per-target") != "none":
-                fill = prefill(pool, tinfo, spec.prefill.get("fill", "whole"), progress=progress,
-                               size_bytes=t["size_bytes"])
+            fill, level = {}, pool_fill(spec, p)
+            if level != "none":
+                fill = prefill(pool, tinfo, level, progress=progress, size_bytes=t["size_bytes"])
                 store.record("prefilled", target_id=t["target_id"], **fill)
             ctx = dict(_context(host, pool, tinfo, t, model, lab, fill), data_device_count=layout.total_disks)
 

@@ -198,6 +198,7 @@ def _cell(spec: SweepSpec, w, f: dict, layout: Layout, settings: dict, rates: tu
                "ashift": layout.ashift, "layout_label": layout.describe(),
                **{k: v for k, v in settings.items() if k != "size_bytes"},
                ("volsize_bytes" if spec.surface == "zvol" else "file_size_bytes"): settings["size_bytes"],
+               **({"fill": f["fill"]} if "fill" in f else {}),
                "workload": w.name, "template": w.template, "iodepth": merged["iodepth"],
                "numjobs": merged["numjobs"], "bs_bytes": parse_size(merged["bs"], "bs")}
     measured = merged["ramp_time_s"] + merged["runtime_s"]
@@ -236,9 +237,12 @@ def expand(spec: SweepSpec) -> Plan:
             if key in seen:
                 continue            # e.g. mirror_width varied for a raidz layout
             seen.add(key)
-            pkey = json.dumps([layout.family, layout.width, layout.vdevs, layout.ashift, layout.log])
+            # A fill level is the pool's state: each level gets pools of its own, so one cell's
+            # filler never fills another's pool.
+            pkey = json.dumps([layout.family, layout.width, layout.vdevs, layout.ashift, layout.log, f.get("fill")])
             pool = pools.setdefault(pkey, {"pool_id": f"p{len(pools) + 1:02d}", "layout": layout.to_dict(),
-                                           "label": layout.describe(), "data_disks": layout.data_disks})
+                                           "label": layout.describe(), "data_disks": layout.data_disks,
+                                           **({"fill": f["fill"]} if "fill" in f else {})})
             n_in_pool = sum(t["pool_id"] == pool["pool_id"] for t in targets.values())
             target = targets.setdefault(json.dumps([pool["pool_id"], settings], sort_keys=True),
                                         {"target_id": f"{pool['pool_id']}-t{n_in_pool + 1:02d}",
@@ -247,8 +251,9 @@ def expand(spec: SweepSpec) -> Plan:
     _assign_ids(cells)
     pools_l, targets_l = list(pools.values()), list(targets.values())
     for t in targets_l:
-        data = next(p["data_disks"] for p in pools_l if p["pool_id"] == t["pool_id"])
-        t["prefill_bytes"] = _prefill_bytes(spec, t, data)
+        pool = next(p for p in pools_l if p["pool_id"] == t["pool_id"])
+        data = pool["data_disks"]
+        t["prefill_bytes"] = _prefill_bytes(spec, t, pool_fill(spec, pool))
         t["prefill_s"] = round(t["prefill_bytes"] / (data * rates[0]), 1)
     check_fits(spec, pools_l, targets_l)        # a pool's targets together, before replication
     check_faults(spec.faults, pools_l, min((run_seconds(c) for c in cells), default=0.0), spec.available_disks[0])
@@ -266,12 +271,15 @@ def _assign_ids(cells: list, n: int = 6) -> None:
         c["cell_id"] = i
 
 
-def _prefill_bytes(spec: SweepSpec, target: dict, data_disks: int) -> int:
-    if spec.prefill["policy"] == "none":
-        return 0
+def pool_fill(spec: SweepSpec, pool: dict) -> str:
+    """How a pool's targets are prefilled: its fill factor level, else the spec's prefill."""
+    return "none" if spec.prefill["policy"] == "none" else pool.get("fill", spec.prefill["fill"])
+
+
+def _prefill_bytes(spec: SweepSpec, target: dict, fill: str) -> int:
     # Every target is written whole; a percentage fill adds a filler dataset per pool
     # (zfs/prefill.py) whose size depends on the pool's real free space, so it is not estimated here.
-    return target["size_bytes"]
+    return 0 if fill == "none" else target["size_bytes"]
 
 
 def _estimates(spec: SweepSpec, cells: list, pools: list, targets: list) -> dict:

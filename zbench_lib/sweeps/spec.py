@@ -31,7 +31,7 @@ from zbench_lib.sweeps.spec_yaml import load_yaml, read_spec_text
 
 PROPERTIES = ("compression", "sync", "logbias", "primarycache", "secondarycache", "checksum",
               "copies", "atime")
-POOL_FACTORS = ("layout", "disks", "width", "vdevs", "mirror_width", "log", "ashift")
+POOL_FACTORS = ("layout", "disks", "width", "vdevs", "mirror_width", "log", "ashift", "fill")
 WORKLOAD_FACTORS = ("iodepth", "numjobs", "bs")
 BLOCKSIZE = {"zvol": "volblocksize", "dataset": "recordsize"}
 MAX_BLOCKSIZE = {"volblocksize": 128 * 1024, "recordsize": 1024 ** 2}
@@ -95,7 +95,17 @@ _CHECKS = {
     "mirror_width": lambda v, p: integer(v, p, 2, 1024), "log": lambda v, p: integer(v, p, 0, 64),
     "ashift": lambda v, p: integer(v, p, 9, 16), "bs": lambda v, p: blocksize(v, p, 512, 16 * 1024 ** 2),
     **{k: (lambda k: lambda v, p: blocksize(v, p, 512, MAX_BLOCKSIZE[k]))(k) for k in MAX_BLOCKSIZE},
+    "fill": lambda v, p: fill_value(v, p, allow_none=True),
 }
+
+
+def fill_value(fill, path: str, allow_none: bool = False):
+    """'whole', a percentage of the pool like '60%' (0-100], or (as a factor) 'none'."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)%", fill) if isinstance(fill, str) else None
+    if not (fill == "whole" or (allow_none and fill == "none") or (m and 0 < float(m.group(1)) <= 100)):
+        fail(path, f"expected {'none, ' if allow_none else ''}'whole' or a percentage like '60%' (0-100], "
+                   f"got {fill!r}")
+    return fill
 
 
 def _factor(key: str, values, surface: str) -> list:
@@ -190,10 +200,7 @@ def _target(d, surface: str, factors: dict) -> dict:
 
 def _prefill(d) -> dict:
     p = {"fill": "whole", "policy": "once-per-target", **mapping(d or {}, "prefill", ("fill", "policy"))}
-    fill = p["fill"]
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)%", fill) if isinstance(fill, str) else None
-    if fill != "whole" and not (m and 0 < float(m.group(1)) <= 100):
-        fail("prefill.fill", f"expected 'whole' or a percentage like '60%' (0-100], got {fill!r}")
+    fill_value(p["fill"], "prefill.fill")
     if p["policy"] not in ("once-per-target", "none"):
         fail("prefill.policy", f"expected 'once-per-target' or 'none', got {p['policy']!r}")
     return p
@@ -221,10 +228,13 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     reads_first = d.get("reads_first", True)
     if not isinstance(reads_first, bool):
         fail("reads_first", f"expected true or false, got {reads_first!r}")
+    prefill = _prefill(d.get("prefill"))
+    if "fill" in factors and prefill["policy"] == "none":
+        fail("factors.fill", "a fill factor needs prefill.policy once-per-target (its 'none' value is the no-prefill level)")
     return SweepSpec(name=name, question=q.strip(), surface=surface, host=host, lab=lab, devices=devices,
                      extra_devices=extra, allow_signatures=sigs, factors=factors, target=target,
                      workloads=_workloads(d["workloads"], target, factors),
-                     repetitions=repetitions, prefill=_prefill(d.get("prefill")),
+                     repetitions=repetitions, prefill=prefill,
                      order=order.replace("randomized", "randomised"), reads_first=reads_first,
                      seed=integer(d.get("seed", 0), "seed", 0, 2 ** 32 - 1), text=text,
                      faults=parse_faults(d.get("faults"), host))

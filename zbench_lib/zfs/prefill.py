@@ -21,20 +21,30 @@ from zbench_lib.zfs.targets import Dataset, Zvol
 _PCT = re.compile(r"\[(\d+(?:\.\d+)?)%\]")
 
 
-def prefill_bytes(pool: Pool, tinfo: TargetInfo, fill, size_bytes: int | None = None) -> tuple[int, int]:
-    """(bytes into the target, bytes into the pool's filler) for `fill`.
+def prefill_bytes(pool: Pool, tinfo: TargetInfo, fill, size_bytes: int | None = None) -> int:
+    """Bytes written into the target for `fill` ('whole' or a pool percentage like '60%').
 
     The target is written whole: a zvol's volsize, a dataset's file of `size_bytes` (the
-    size fio measures), so no cell reads holes. A percentage is the pool's fill: a filler
-    dataset tops the pool up to it after the target (it used to be capped at the target
-    silently). A pool already past it gets no filler; its real capacity is recorded.
-    A dataset of unknown size takes the percentage itself.
+    size fio measures), so no cell reads holes. A percentage is then the pool's fill
+    (`zpool list` CAP), reached with a filler dataset (`top_up`); it used to be capped at
+    the target silently. Only a dataset of unknown size takes the percentage itself.
     """
     cap = tinfo.target.volsize_bytes if isinstance(tinfo.target, Zvol) else size_bytes
+    pct = fill_percent(fill)
+    if cap is not None:
+        return cap
+    if pct is None:
+        raise ConfigError(f"prefill: 'whole' needs the size of {tinfo.full_name}'s file (target.size)")
+    want = int(_pool_fill_gap(pool, pct) / _alloc_per_byte(pool))
+    if want < MiB:
+        raise ConfigError(f"prefill: pool {pool.name} is already past {pct}% full")
+    return want - want % MiB
+
+
+def fill_percent(fill) -> float | None:
+    """None for 'whole', else the percentage; ConfigError for anything else."""
     if fill in ("whole", "all"):
-        if cap is None:
-            raise ConfigError(f"prefill: 'whole' needs the size of {tinfo.full_name}'s file (target.size)")
-        return cap, 0
+        return None
     if isinstance(fill, str) and fill.endswith("%"):
         try:
             pct = float(fill[:-1])
@@ -46,17 +56,18 @@ def prefill_bytes(pool: Pool, tinfo: TargetInfo, fill, size_bytes: int | None = 
         raise ConfigError(f"prefill: fill must be 'whole' or a percentage like '60%', got {fill!r}")
     if not 0 < pct <= 100:
         raise ConfigError(f"prefill: percentage must be in (0, 100], got {pct}")
-    get = ["zfs", "get", "-Hp", "-o", "value"]
-    avail, used = (int(pool.host.run([*get, k, pool.name]).stdout) for k in ("available", "used"))
-    want = int((avail + used) * pct / 100) - used        # growth of the pool's `used` still to come
-    if cap is None:
-        if want < MiB:
-            raise ConfigError(f"prefill: pool {pool.name} is already past {pct}% full")
-        return want - want % MiB, 0
-    # A thick zvol's refreservation is already in `used`: writing it adds nothing.
-    reserved = int(pool.host.run([*get, "usedbyrefreservation", tinfo.full_name]).stdout or 0)
-    filler = max(0, want - max(0, cap - reserved))
-    return cap, filler - filler % MiB
+    return pct
+
+
+def _pool_fill_gap(pool: Pool, pct: float) -> int:
+    """Raw bytes still to allocate for the pool's CAP to reach `pct`."""
+    st = pool.status()
+    return int(st["size_bytes"] * pct / 100) - int(st["allocated_bytes"])
+
+
+def _alloc_per_byte(pool: Pool) -> float:
+    """Raw bytes a written byte allocates, before measuring: copies on mirrors, parity on raidz."""
+    return pool.layout.total_disks / max(1, pool.layout.data_disks) if pool.layout.total_disks else 1.0
 
 
 MiB = 1024 * 1024
@@ -74,13 +85,14 @@ def prefill_argv(tinfo: TargetInfo, nbytes: int, work_dir: str) -> list[str]:
 
 def prefill(pool: Pool, tinfo: TargetInfo, fill="whole", progress: bool = True,
             size_bytes: int | None = None) -> dict:
-    """Write the target (and the filler); return what was written, how fast, and the space it took."""
-    nbytes, filler = prefill_bytes(pool, tinfo, fill, size_bytes)
+    """Write the target (and top the pool up); return what was written, how fast, and the space it took."""
+    nbytes = prefill_bytes(pool, tinfo, fill, size_bytes)
     t0 = time.monotonic()
     _write(pool, tinfo.full_name, prefill_argv(tinfo, nbytes, pool.work_dir()), progress)
-    if filler:
-        _write_filler(pool, tinfo, filler, progress)
     pool.host.run(["zpool", "sync", pool.name], timeout=600)
+    pct = fill_percent(fill)
+    filler = top_up(pool, tinfo, pct, progress) if pct is not None and (
+        isinstance(tinfo.target, Zvol) or size_bytes is not None) else 0
     seconds = time.monotonic() - t0
     space = pool.host.run(["zfs", "get", "-Hp", "-o", "property,value",
                            "used,logicalused,referenced,compressratio", tinfo.full_name]).stdout
@@ -95,12 +107,35 @@ def prefill(pool: Pool, tinfo: TargetInfo, fill="whole", progress: bool = True,
             "pool_fragmentation_pct": status["fragmentation_pct"]}
 
 
-def _write_filler(pool: Pool, tinfo: TargetInfo, nbytes: int, progress: bool) -> None:
-    """Incompressible bytes in a dataset of their own (a file per target), so the pool is as full as declared."""
+def top_up(pool: Pool, tinfo: TargetInfo, pct: float, progress: bool) -> int:
+    """Write incompressible filler until the pool's CAP is about `pct`; the bytes written.
+
+    Two steps: half the gap at the layout's nominal cost per byte, then the rest at the
+    cost just measured (raidz padding and metadata make the nominal one approximate).
+    Never more than 95% of what ZFS says is available; a pool already there gets nothing.
+    """
+    written, per_byte = 0, _alloc_per_byte(pool)
+    for step, share in enumerate((0.5, 1.0), 1):
+        gap = _pool_fill_gap(pool, pct)
+        avail = int(pool.host.run(["zfs", "get", "-Hp", "-o", "value", "available", pool.name]).stdout)
+        n = min(int(gap * share / per_byte), int(avail * 0.95))
+        n -= n % MiB
+        if n < MiB:
+            break
+        before = pool.status()["allocated_bytes"]
+        _write_filler(pool, f"{tinfo.target.name}-{step}", n, progress)
+        pool.host.run(["zpool", "sync", pool.name], timeout=600)
+        written += n
+        per_byte = max(0.5, (pool.status()["allocated_bytes"] - before) / n)
+    return written
+
+
+def _write_filler(pool: Pool, file_name: str, nbytes: int, progress: bool) -> None:
+    """Incompressible bytes in a dataset of their own, so the pool is as full as declared."""
     name = f"{pool.name}/{FILLER}"
     if pool.host.run(["zfs", "list", "-H", "-o", "name", name], check=False).returncode != 0:
         pool.host.run(["zfs", "create", "-o", "compression=off", "-o", "primarycache=metadata", name])
-    filler = TargetInfo(Dataset(FILLER), name, f"/{name}/{tinfo.target.name}.data", {}, {})
+    filler = TargetInfo(Dataset(FILLER), name, f"/{name}/{file_name}.data", {}, {})
     _write(pool, name, prefill_argv(filler, nbytes, pool.work_dir()), progress)
 
 
