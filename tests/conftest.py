@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -50,3 +52,16 @@ def _reclaim_leftover_pools(request):
     if reclaimed:
         print(f"\nreclaimed leftover pools before {request.node.name}: {reclaimed}")
     yield
+
+
+@pytest.fixture
+def sweep_on_lab(lab):
+    """Run a spec with `run_sweep` in a child process on the session's lab; the CompletedProcess."""
+    def run(spec, out_root, sweep_id, timeout=1500):
+        env = dict(os.environ, ZBENCH_LAB=LAB_TEST_CONFIG["name"])
+        env.pop("ZBENCH_CRASH_AT", None)
+        code = ("import sys\nfrom zbench_lib.sweeps.executor import run_sweep\n"
+                "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id=sys.argv[3], progress=False))\n")
+        return subprocess.run([sys.executable, "-c", code, str(spec), str(out_root), sweep_id], env=env,
+                              capture_output=True, text=True, timeout=timeout)
+    return run

@@ -1,9 +1,6 @@
 """A dataset (recordsize) sweep from its spec: file sizes, prefill and pool fill as declared."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -16,13 +13,8 @@ SPEC = Path(__file__).parent / "specs" / "dataset.yaml"
 MiB = 1024 ** 2
 
 
-def test_a_recordsize_sweep_runs_from_its_spec_with_files_sized_and_the_pool_filled(lab, lab_host, tmp_path):
-    env = dict(os.environ, ZBENCH_LAB="pytest")
-    env.pop("ZBENCH_CRASH_AT", None)
-    code = ("import sys\nfrom zbench_lib.sweeps.executor import run_sweep\n"
-            "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id='dataset', progress=False))\n")
-    res = subprocess.run([sys.executable, "-c", code, str(SPEC), str(tmp_path)], env=env,
-                         capture_output=True, text=True, timeout=1500)
+def test_a_recordsize_sweep_runs_from_its_spec_with_files_sized_and_the_pool_filled(lab_host, sweep_on_lab, tmp_path):
+    res = sweep_on_lab(SPEC, tmp_path, "dataset")
     assert res.returncode == 0, res.stderr[-3000:]
     sweep_dir = tmp_path / "dataset"
     df = pd.read_parquet(sweep_dir / "results.parquet")
@@ -48,13 +40,8 @@ def test_a_recordsize_sweep_runs_from_its_spec_with_files_sized_and_the_pool_fil
     assert find_leftovers(lab_host) == []
 
 
-def test_fill_as_a_factor_prefills_each_pool_to_its_level(lab, lab_host, tmp_path):
-    env = dict(os.environ, ZBENCH_LAB="pytest")
-    env.pop("ZBENCH_CRASH_AT", None)
-    code = ("import sys\nfrom zbench_lib.sweeps.executor import run_sweep\n"
-            "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id='fill', progress=False))\n")
-    res = subprocess.run([sys.executable, "-c", code, str(SPEC.parent / "fill.yaml"), str(tmp_path)], env=env,
-                         capture_output=True, text=True, timeout=1500)
+def test_fill_as_a_factor_prefills_each_pool_to_its_level(lab_host, sweep_on_lab, tmp_path):
+    res = sweep_on_lab(SPEC.parent / "fill.yaml", tmp_path, "fill")
     assert res.returncode == 0, res.stderr[-3000:]
     sweep_dir = tmp_path / "fill"
     df = pd.read_parquet(sweep_dir / "results.parquet").set_index("fill")

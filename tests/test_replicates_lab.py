@@ -1,9 +1,6 @@
 """Replication at the level that varies: two pool replicates of each layout, analysed per pool."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -17,13 +14,8 @@ pytestmark = pytest.mark.lab
 SPEC = Path(__file__).parent / "specs" / "replicates.yaml"
 
 
-def test_two_pool_replicates_are_created_anew_and_analysed_at_pool_level(lab, lab_host, tmp_path):
-    env = dict(os.environ, ZBENCH_LAB="pytest")
-    env.pop("ZBENCH_CRASH_AT", None)
-    code = ("import sys\nfrom zbench_lib.sweeps.executor import run_sweep\n"
-            "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id='replicates', progress=False))\n")
-    res = subprocess.run([sys.executable, "-c", code, str(SPEC), str(tmp_path)], env=env,
-                         capture_output=True, text=True, timeout=1500)
+def test_two_pool_replicates_are_created_anew_and_analysed_at_pool_level(lab_host, sweep_on_lab, tmp_path):
+    res = sweep_on_lab(SPEC, tmp_path, "replicates")
     assert res.returncode == 0, res.stderr[-3000:]
     sweep_dir = tmp_path / "replicates"
     df = pd.read_parquet(sweep_dir / "results.parquet")
