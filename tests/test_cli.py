@@ -217,7 +217,9 @@ def test_events_to_progress():
     assert p.last_iops == pytest.approx(433.4)
     assert p.eta_s() == pytest.approx(4 * 120 / 3)                    # 3 runs in 120 s, 4 left
     text = p.postfix()
-    assert "ETA 02:40" in text and "last 433 IOPS" in text
+    assert text.startswith("cell raidz2(6) randread-4k") and "ETA 02:40" in text and "last 433 IOPS" in text
+    p.apply({"event": "pool teardown", "pool": "zbench-p01-abc", "ts": "2026-11-21T10:03:30Z"})
+    assert p.postfix().startswith("tearing down pool zbench-p01-abc ·")          # no "cell" before a pool
     p.apply({"event": "finished", "completed": 7, "ts": "2026-11-21T10:09:00Z"})
     assert p.finished and p.eta_s() == 0.0 and "finished" in p.postfix()
 

@@ -62,6 +62,7 @@ class SweepProgress:
     planned: int = 0
     done: int = 0
     current: str = ""
+    current_is_cell: bool = False                      # a run's cell, not a pool being made or torn down
     last_iops: float | None = None
     finished: bool = False
     session_start: float | None = None                 # first run started in this session
@@ -89,6 +90,7 @@ class SweepProgress:
             rid = ev.get("run_id", "")
             cell = rid.rsplit("-r", 1)[0]                # extra repetitions are not in the plan
             self.current = self.cells.get(rid) or self.cells.get(cell) or cell
+            self.current_is_cell = True
             if self.session_start is None:
                 self.session_start = t
         elif kind == "run completed":
@@ -100,6 +102,7 @@ class SweepProgress:
                 self.last_iops = iops if iops is not None else self.last_iops
         elif kind in ("pool creating", "pool teardown"):
             self.current = f"{'creating' if kind == 'pool creating' else 'tearing down'} pool {ev.get('pool', '')}"
+            self.current_is_cell = False
         elif kind == "repetitions" and ev.get("more"):
             self.planned += 1
         elif kind == "finished":
@@ -118,7 +121,8 @@ class SweepProgress:
 
     def postfix(self, now: float | None = None) -> str:
         eta = self.eta_s(now)
-        bits = [f"cell {self.current}" if self.current else ("finished" if self.finished else "starting")]
+        now_doing = f"cell {self.current}" if self.current_is_cell else self.current
+        bits = [now_doing if self.current else ("finished" if self.finished else "starting")]
         if eta is not None and not self.finished:
             bits.append("ETA " + time.strftime("%H:%M:%S" if eta >= 3600 else "%M:%S", time.gmtime(eta)))
         if self.last_iops is not None:
@@ -199,7 +203,7 @@ class ProgressView:
         self.file = file or sys.stderr
         self._lock = threading.Lock()
         self.bar = tqdm(total=self.state.planned or None, desc="runs", unit="run", file=self.file,
-                        dynamic_ncols=True, bar_format="{desc} {n_fmt}/{total_fmt} {bar} [{elapsed}] {postfix}")
+                        dynamic_ncols=True, bar_format="{desc} {n_fmt}/{total_fmt} {bar} [{elapsed}]{postfix}")  # postfix: ", ..."
         self.tail = EventTail(self.sweep_dir / "events.jsonl", self._on_event, interval, self._refresh)
 
     def _on_event(self, ev: dict) -> None:
