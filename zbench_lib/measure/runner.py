@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zbench_lib.measure.counters import sampler_argv, sampler_script
+from zbench_lib.measure.counters import MARK, sampler_argv, sampler_script
 from zbench_lib.measure.fio import build_job, parse_fio_json, run_fio
 from zbench_lib.hosts.base import Host
 from zbench_lib.measure.host_load import Sampler as HostLoadSampler
@@ -115,9 +115,8 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
     return RunResult(rows, checks, raw_dir, (t_start, t_end), context)
 
 
-_STAMP = {"zpool_iostat.txt": re.compile(r"^(\d+(?:\.\d+)?)$", re.M),  # -T u, re-stamped by the sampler
-          "diskstats.txt": re.compile(r"^@@ (\S+)", re.M), "stat.txt": re.compile(r"^@@ (\S+)", re.M),
-          "arcstats.txt": re.compile(r"^@@ (\S+)", re.M)}
+_SNAPSHOT_STAMP = re.compile(rf"^{re.escape(MARK)} (\S+)", re.M)          # the sampler's snapshot blocks
+_ZPOOL_STAMP = re.compile(r"^(\d+(?:\.\d+)?)$", re.M)                 # -T u, re-stamped by the sampler
 
 
 def last_stamps(tail_output: str) -> dict[str, float]:
@@ -126,7 +125,7 @@ def last_stamps(tail_output: str) -> dict[str, float]:
     chunks = re.split(r"^==> (.+) <==$", tail_output, flags=re.M)
     for name, body in zip(chunks[1::2], chunks[2::2]):
         base = name.rsplit("/", 1)[-1]
-        stamps = _STAMP[base].findall(body) if base in _STAMP else []
+        stamps = (_ZPOOL_STAMP if base == "zpool_iostat.txt" else _SNAPSHOT_STAMP).findall(body)
         if stamps:
             out[base] = float(stamps[-1])
     return out

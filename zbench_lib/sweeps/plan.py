@@ -253,7 +253,9 @@ def expand(spec: SweepSpec) -> Plan:
     for t in targets_l:
         pool = next(p for p in pools_l if p["pool_id"] == t["pool_id"])
         data = pool["data_disks"]
-        t["prefill_bytes"] = _prefill_bytes(spec, t, pool_fill(spec, pool))
+        # Every target is written whole; a percentage fill adds a filler dataset per pool
+        # (zfs/prefill.py) whose size depends on the pool's real free space: not estimated here.
+        t["prefill_bytes"] = 0 if pool_fill(spec, pool) == "none" else t["size_bytes"]
         t["prefill_s"] = round(t["prefill_bytes"] / (data * rates[0]), 1)
     check_fits(spec, pools_l, targets_l)        # a pool's targets together, before replication
     check_faults(spec.faults, pools_l, min((run_seconds(c) for c in cells), default=0.0), spec.available_disks[0])
@@ -274,12 +276,6 @@ def _assign_ids(cells: list, n: int = 6) -> None:
 def pool_fill(spec: SweepSpec, pool: dict) -> str:
     """How a pool's targets are prefilled: its fill factor level, else the spec's prefill."""
     return "none" if spec.prefill["policy"] == "none" else pool.get("fill", spec.prefill["fill"])
-
-
-def _prefill_bytes(spec: SweepSpec, target: dict, fill: str) -> int:
-    # Every target is written whole; a percentage fill adds a filler dataset per pool
-    # (zfs/prefill.py) whose size depends on the pool's real free space, so it is not estimated here.
-    return 0 if fill == "none" else target["size_bytes"]
 
 
 def _estimates(spec: SweepSpec, cells: list, pools: list, targets: list) -> dict:

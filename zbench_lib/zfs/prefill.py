@@ -19,6 +19,8 @@ from zbench_lib.zfs.pools import Pool, TargetInfo
 from zbench_lib.zfs.targets import Dataset, Zvol
 
 _PCT = re.compile(r"\[(\d+(?:\.\d+)?)%\]")
+MiB = 1024 * 1024
+FILLER = "zbench_filler"       # the dataset that holds a pool fill beyond the target
 
 
 def prefill_bytes(pool: Pool, tinfo: TargetInfo, fill, size_bytes: int | None = None) -> int:
@@ -29,13 +31,13 @@ def prefill_bytes(pool: Pool, tinfo: TargetInfo, fill, size_bytes: int | None = 
     (`zpool list` CAP), reached with a filler dataset (`top_up`); it used to be capped at
     the target silently. Only a dataset of unknown size takes the percentage itself.
     """
-    cap = tinfo.target.volsize_bytes if isinstance(tinfo.target, Zvol) else size_bytes
+    cap = _capacity(tinfo, size_bytes)
     pct = fill_percent(fill)
     if cap is not None:
         return cap
     if pct is None:
         raise ConfigError(f"prefill: 'whole' needs the size of {tinfo.full_name}'s file (target.size)")
-    want = int(_pool_fill_gap(pool, pct) / _alloc_per_byte(pool))
+    want = int(_pool_fill_gap(pool.status(), pct) / _alloc_per_byte(pool))
     if want < MiB:
         raise ConfigError(f"prefill: pool {pool.name} is already past {pct}% full")
     return want - want % MiB
@@ -59,19 +61,19 @@ def fill_percent(fill) -> float | None:
     return pct
 
 
-def _pool_fill_gap(pool: Pool, pct: float) -> int:
-    """Raw bytes still to allocate for the pool's CAP to reach `pct`."""
-    st = pool.status()
-    return int(st["size_bytes"] * pct / 100) - int(st["allocated_bytes"])
+def _capacity(tinfo: TargetInfo, size_bytes: int | None) -> int | None:
+    """What writing the target whole means: a zvol's volsize, a dataset's declared file size."""
+    return tinfo.target.volsize_bytes if isinstance(tinfo.target, Zvol) else size_bytes
+
+
+def _pool_fill_gap(status: dict, pct: float) -> int:
+    """Raw bytes still to allocate for the pool's CAP (from `Pool.status()`) to reach `pct`."""
+    return int(status["size_bytes"] * pct / 100) - int(status["allocated_bytes"])
 
 
 def _alloc_per_byte(pool: Pool) -> float:
     """Raw bytes a written byte allocates, before measuring: copies on mirrors, parity on raidz."""
-    return pool.layout.total_disks / max(1, pool.layout.data_disks) if pool.layout.total_disks else 1.0
-
-
-MiB = 1024 * 1024
-FILLER = "zbench_filler"       # the dataset that holds a pool fill beyond the target
+    return pool.layout.total_disks / max(1, pool.layout.data_disks)
 
 
 def prefill_argv(tinfo: TargetInfo, nbytes: int, work_dir: str) -> list[str]:
@@ -91,8 +93,8 @@ def prefill(pool: Pool, tinfo: TargetInfo, fill="whole", progress: bool = True,
     _write(pool, tinfo.full_name, prefill_argv(tinfo, nbytes, pool.work_dir()), progress)
     pool.host.run(["zpool", "sync", pool.name], timeout=600)
     pct = fill_percent(fill)
-    filler = top_up(pool, tinfo, pct, progress) if pct is not None and (
-        isinstance(tinfo.target, Zvol) or size_bytes is not None) else 0
+    # A dataset of unknown size took the percentage itself: nothing to top up.
+    filler = top_up(pool, tinfo, pct, progress) if pct is not None and _capacity(tinfo, size_bytes) else 0
     seconds = time.monotonic() - t0
     space = pool.host.run(["zfs", "get", "-Hp", "-o", "property,value",
                            "used,logicalused,referenced,compressratio", tinfo.full_name]).stdout
@@ -116,13 +118,13 @@ def top_up(pool: Pool, tinfo: TargetInfo, pct: float, progress: bool) -> int:
     """
     written, per_byte = 0, _alloc_per_byte(pool)
     for step, share in enumerate((0.5, 1.0), 1):
-        gap = _pool_fill_gap(pool, pct)
+        status = pool.status()
         avail = int(pool.host.run(["zfs", "get", "-Hp", "-o", "value", "available", pool.name]).stdout)
-        n = min(int(gap * share / per_byte), int(avail * 0.95))
+        n = min(int(_pool_fill_gap(status, pct) * share / per_byte), int(avail * 0.95))
         n -= n % MiB
         if n < MiB:
             break
-        before = pool.status()["allocated_bytes"]
+        before = status["allocated_bytes"]
         _write_filler(pool, f"{tinfo.target.name}-{step}", n, progress)
         pool.host.run(["zpool", "sync", pool.name], timeout=600)
         written += n
