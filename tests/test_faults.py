@@ -16,6 +16,8 @@ from zbench_lib.zfs.zfs_text import parse_pool_health_text
 
 SPECS = Path(__file__).parent / "specs"
 FAULT = (SPECS / "fault.yaml").read_text()
+LOAD = "resilver_load: {name: randread, overrides: {bs: 16k, iodepth: 4, numjobs: 1}}"
+assert LOAD in FAULT
 
 
 @pytest.mark.parametrize("old,new,message", [
@@ -26,6 +28,16 @@ FAULT = (SPECS / "fault.yaml").read_text()
     ("resilver: true", "resilver: yes please", "faults.resilver"),
     ("resilver: true", "when: now", "faults: unknown key(s) 'when'"),
     ("host: lab", "host: ssh://root@bench1", "faults: faults are injected only in the lab"),
+    (LOAD, "resilver_load: melt", "faults.resilver_load.name: unknown workload 'melt'"),
+    ("resilver: true,", "resilver: false,", "faults.resilver_load: a load during the resilver needs resilver: true"),
+    (LOAD, "resilver_load: {name: randread, overrides: {runtime_s: 5}}",
+     "faults.resilver_load.overrides.runtime_s: is set by the resilver"),
+    (LOAD, "resilver_load: {name: randread, overrides: {bs: 3k}}",
+     "faults.resilver_load.overrides"),
+    (LOAD, "resilver_load: {name: randread, overrides: {iodepth: .nan}}",
+     "faults.resilver_load.overrides.iodepth: must be a finite number"),
+    (LOAD, "resilver_load: {name: randread, when: later}",
+     "faults.resilver_load: unknown key(s) 'when'"),
 ])
 def test_malformed_faults_are_refused_at_load(old, new, message):
     text = FAULT.replace(old, new)
@@ -48,9 +60,10 @@ def test_a_layout_that_cannot_lose_a_disk_is_refused_at_plan_time():
         expand(parse_spec(FAULT.replace("after_s: 3", "after_s: 9")))
     # slow works on any layout, a stripe included
     plan = expand(parse_spec(FAULT.replace("layout: [mirror, raidz1]", "layout: [stripe, mirror]")
-                             .replace("kind: remove, disk: 2, after_s: 3, resilver: true",
-                                      "kind: slow, disk: 2, after_s: 3")))
-    assert plan.spec.faults == {"kind": "slow", "disk": 2, "after_s": 3.0, "resilver": False}
+                             .replace("kind: remove, disk: 2, after_s: 3, resilver: true,",
+                                      "kind: slow, disk: 2, after_s: 3,").replace(LOAD, "")))
+    assert plan.spec.faults == {"kind": "slow", "disk": 2, "after_s": 3.0, "resilver": False,
+                                "resilver_load": None}
 
 
 DEGRADED = """  pool: zbench-p01-abc123
@@ -120,3 +133,48 @@ def test_slow_device_compares_a_disk_with_its_peers():
     tiny = {"vdb": (0.2, 300.0), "vdc": (1.5, 300.0)}
     assert slow_device([], {}, {"dev_service_each": tiny})["flag"] is False
     assert math.isfinite(slow_device([], {}, {"dev_service_each": tiny})["ratio"])
+
+
+def test_a_resilver_load_is_parsed_into_a_job_that_runs_until_stopped():
+    from zbench_lib.sweeps.spec_faults import load_job, load_label
+    spec = parse_spec(FAULT)
+    load = spec.faults["resilver_load"]
+    assert load == {"name": "randread", "overrides": {"bs": "16k", "iodepth": 4, "numjobs": 1}}
+    assert load_label(load) == "randread 16k qd4x1"
+    job = load_job(load, "/dev/zvol/zbench-p01/t1")
+    for line in ("runtime=3600", "time_based=1", "ramp_time=0", "bs=16384", "iodepth=4", "numjobs=1",
+                 "filename=/dev/zvol/zbench-p01/t1", "rw=randread"):
+        assert line in job.splitlines(), line
+    assert parse_spec(FAULT.replace(LOAD, "resilver_load: none")).faults["resilver_load"] is None
+    assert load_label(None) is None
+
+
+def test_each_pool_draws_its_own_resilver_order_and_keeps_it():
+    from zbench_lib.sweeps.resilver_timing import resilver_order
+    assert resilver_order(5, "p01", with_load=False) == [False]
+    orders = [tuple(resilver_order(5, f"p{i:02d}", with_load=True)) for i in range(1, 21)]
+    assert set(orders) == {(False, True), (True, False)}           # both orders occur over 20 pools
+    assert orders == [tuple(resilver_order(5, f"p{i:02d}", with_load=True)) for i in range(1, 21)]  # stable
+
+
+@pytest.mark.parametrize("status,text,nbytes", [
+    ("  scan: resilvered 98.9M in 00:00:06 with 0 errors on Sun Nov 22 06:10:01 2026", "98.9M", 103704166),
+    ("  scan: resilvered 1.50G in 00:01:02 with 0 errors", "1.50G", 1610612736),
+    ("  scan: resilvered 512K in 00:00:01 with 0 errors", "512K", 524288),
+    ("  scan: resilvered 4096 in 00:00:01 with 0 errors", "4096", 4096),
+    ("  scan: resilvered 9,1M in 00:00:01 with 0 errors", "9,1M", None),
+    ("  scan: none requested", None, None),
+])
+def test_resilvered_bytes_are_read_from_zpool_status(status, text, nbytes):
+    from zbench_lib.sweeps.resilver_timing import resilvered_bytes
+    assert resilvered_bytes(status) == (text, nbytes)
+
+
+def test_a_stopped_load_reports_iops_summed_over_its_jobs():
+    from zbench_lib.measure.fio_background import load_figures
+    data = {"jobs": [{"read": {"iops": 100.5, "io_bytes": 4096 * 1000}, "write": {"iops": 0, "io_bytes": 0},
+                      "job_runtime": 9950},
+                     {"read": {"iops": 99.5, "io_bytes": 4096 * 990}, "write": {"iops": 2.0, "io_bytes": 8192},
+                      "job_runtime": 10010}]}
+    assert load_figures(data) == {"read_iops": 200.0, "read_bytes": 4096 * 1990, "write_iops": 2.0,
+                                  "write_bytes": 8192, "runtime_s": 10.01}

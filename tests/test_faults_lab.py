@@ -55,12 +55,28 @@ def test_a_disk_pulled_mid_run_is_flagged_and_the_sweep_goes_on(lab, lab_host, t
     assert rows.loc[sorted(faulted), "flag_device_lost"].tolist() == [True] * 3
     assert rows["flag_device_lost"].all(), rows["flag_device_lost"].to_dict()
     assert rows.loc[sorted(faulted), "truth_flags"].str.contains("device_lost").all()
-    # The replaced disk resilvered, per pool, with its time, and the pool came back ONLINE.
+    # Each pool resilvered twice, idle and under the random-read load, in its own drawn order,
+    # with its time, and came back ONLINE each time.
     resilvers = _events(sweep_dir, "resilver")
-    assert [e["layout"] for e in resilvers] == [p["label"] for p in plan["pools"]]
+    assert not _events(sweep_dir, "resilver failed")
+    by_pool = {}
+    for e in resilvers:
+        by_pool.setdefault(e["pool_id"], []).append(e)
+    assert sorted(by_pool) == sorted(p["pool_id"] for p in plan["pools"])
+    for pid, pair in by_pool.items():
+        assert [e["order"] for e in pair] == [1, 2], pair
+        assert sorted(e["under_load"] for e in pair) == [False, True], pair
+        assert pair[0]["replacement"] == pair[1]["device"] and pair[1]["replacement"] == pair[0]["device"]
+        assert [e["fill"] for e in pair] == ["whole", "whole"]
     assert all(e["seconds"] > 0 and e["health_after"] == "ONLINE" for e in resilvers), resilvers
-    print("\n" + pd.DataFrame(resilvers)[["layout", "seconds", "resilvered", "allocated_bytes",
-                                          "capacity_pct"]].to_string(index=False))
+    assert all(e["resilvered_bytes"] > 0 for e in resilvers), resilvers
+    loaded = [e for e in resilvers if e["under_load"]]
+    assert all(e["load"] == "randread 16k qd4x1" and e["load_read_iops"] > 0 and e["load_write_iops"] == 0
+               for e in loaded), loaded
+    assert all(e["load_read_iops"] is None for e in resilvers if not e["under_load"])
+    assert {(sweep_dir / "resilver" / f"{e['pool_id']}-{e['order']}" / "fio.json").is_file() for e in loaded} == {True}
+    print("\n" + pd.DataFrame(resilvers)[["layout", "order", "under_load", "seconds", "resilvered",
+                                          "allocated_bytes", "capacity_pct", "load_read_iops"]].to_string(index=False))
     # The lab is whole again: every data disk plugged in and seen by the guest, no pool left.
     assert {f"dev-{s}" for s in lab.cfg.data_serials} <= _lab_devices_present(lab)
     for dev in lab.data_disks:

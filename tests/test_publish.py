@@ -84,6 +84,17 @@ def test_pack_round_trip_refuses_overwrite_and_drops_duplicate_tarballs(tmp_path
     assert not (tmp_path / "again").exists()
 
 
+def test_the_loads_of_timed_resilvers_are_packed_with_the_raw_tree(tmp_path):
+    store, small = _small_store(tmp_path, runs=1)
+    (store / "resilver" / "p01-2").mkdir(parents=True)
+    (store / "resilver" / "p01-2" / "fio.json").write_text('{"jobs": []}')
+    dest = pack(store, tmp_path / "packed")
+    with tarfile.open(dest / RAW_ARCHIVE) as tf:
+        assert tf.extractfile("resilver/p01-2/fio.json").read() == b'{"jobs": []}'
+    assert not (dest / "resilver").exists()
+    pd.testing.assert_frame_equal(verify(dest), small, check_dtype=False)
+
+
 # -- hash manifest (#15 item 3) ------------------------------------------------
 
 @pytest.fixture(scope="module")

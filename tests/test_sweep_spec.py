@@ -241,6 +241,7 @@ PLANNED = {
     "templates/sweeps/demo.yaml": (12, 0, 3, 6, 36, "c92cf71dc6766a2f"),
     "templates/sweeps/iodepth-curve.yaml": (7, 0, 1, 1, 35, "60ef1cb52f9f331f"),
     "templates/sweeps/recordsize.yaml": (24, 0, 2, 6, 120, "94e73be5a29ab119"),
+    "templates/sweeps/resilver.yaml": (6, 0, 6, 6, 12, "3c3ac176dc4c22db"),
     "templates/sweeps/scaling-example.yaml": (30, 10, 15, 15, 150, "b86d3ed4cf25bba3"),
     "templates/sweeps/scaling.yaml": (48, 8, 24, 24, 240, "52bf02a769035197"),
     "templates/sweeps/sync-slog.yaml": (24, 0, 2, 12, 120, "578158b34891c8f5"),

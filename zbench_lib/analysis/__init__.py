@@ -10,6 +10,7 @@ from zbench_lib.analysis.conclusions import (conclusions_compare, conclusions_sc
 from zbench_lib.analysis.coverage import cell_status, load_plan
 from zbench_lib.analysis.flags import admissible_mask, tristate
 from zbench_lib.analysis.replication import resolve_unit
+from zbench_lib.analysis.resilver import load_slowdown, resilver_figure, resilver_table, slowdown_lines
 from zbench_lib.analysis.sweep_data import (CONFIG_COLUMNS, FLAG_MEANINGS, LAYOUT_COLUMNS, Sweep,
                                             environment_table, flagged_runs, load_sweep, parse_level,
                                             resolve_sweep_dir, select_admissible, truth_summary,
@@ -21,6 +22,7 @@ from zbench_lib.core.sizes import format_size
 __all__ = ["CONFIG_COLUMNS", "FLAG_MEANINGS", "LAYOUT_COLUMNS", "ConfigError", "Sweep", "admissible_mask",
            "cell_status", "compare_table", "conclusions_compare", "conclusions_scaling",
            "conclusions_volblocksize", "efficiency_verdict", "environment_table", "flagged_runs",
-           "format_size", "load_plan", "load_sweep", "parse_level", "resolve_sweep_dir", "resolve_unit",
-           "scaling_table", "select_admissible", "space_check", "truth_summary", "tristate",
+           "format_size", "load_plan", "load_slowdown", "load_sweep", "parse_level", "resilver_figure",
+           "resilver_table", "resolve_sweep_dir", "resolve_unit", "scaling_table", "select_admissible",
+           "slowdown_lines", "space_check", "truth_summary", "tristate",
            "varying_columns", "workload_metric"]

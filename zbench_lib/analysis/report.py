@@ -4,7 +4,9 @@
 (the executed .ipynb is kept next to its HTML), renders it with nbconvert with the
 code hidden, and writes an index page: the question, the environment in a dozen lines
 (the full record behind a disclosure), the summary table (with its Markdown, CSV and
-LaTeX exports), the headline IOPS-against-drives chart, and each notebook's conclusions.
+LaTeX exports), the headline IOPS-against-drives chart, the resilver study's section when the
+sweep timed resilvers (`resilver.resilver_section`), and each notebook's conclusions. A
+sweep no notebook applies to but with resilver events gets the index page alone.
 Nothing is fetched from the network: the `zbench` nbconvert template drops require.js,
 MathJax and mermaid, and every page loads the report's one `plotly.min.js`.
 
@@ -28,6 +30,7 @@ from zbench_lib.analysis.report_assets import (PLOTLY_JS, dir_size, prepare_note
                                                write_plotlyjs)
 from zbench_lib.analysis.report_figures import (overlay_model, plot_iops_vs_drives, ratio_figure,  # noqa: F401
                                                 space_figure)
+from zbench_lib.analysis.resilver import resilver_section, resilver_table
 from zbench_lib.analysis.sweep_data import Sweep, environment_table, load_sweep, select_admissible
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.paths import REPO_ROOT
@@ -140,7 +143,10 @@ def _parameters(sweep: Sweep, names, opts: ReportOptions) -> dict:
 
 
 def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dict:
-    """Environment, summary table and its exports, headline chart: what the index page shows."""
+    """Environment, summary table and its exports, headline chart, resilver section: what the index page shows.
+
+    `static` lists the (file stem, figure) pairs that `--figures` saves.
+    """
     df = sweep.results
     note = (f"Sweep {sid}. Mean over n admissible runs; IOPS 95% CI of the mean; "
             + ("flagged runs included." if opts.include_flagged else "runs flagged by a truth check excluded."))
@@ -148,14 +154,17 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
     write_tables(table, out, title=f"zbench summary: {sid}", source_note=note)
     extras = dict(environment_lines=environment_summary(sweep.provenance, df, sweep.spec.get("surface", "")),
                   summary_html=export_table(table, "html", title="Summary per configuration", source_note=note),
-                  headline_html="")
+                  headline_html="", static=[])
     adm = select_admissible(df, opts.include_flagged)
     if {"layout", "total_disks"} <= set(adm) and len(adm) and (adm.groupby("layout")["total_disks"].nunique() > 1).any():
         fig = plot_iops_vs_drives(adm)
         add_caption(fig, figure_caption(fig.layout.title.text or "", [sweep]))
         extras["headline_html"] = fig.to_html(full_html=False, include_plotlyjs=False, div_id="zbench-headline",
                                               config={"displaylogo": False, "responsive": True})
-        extras["headline_fig"] = fig
+        extras["static"].append(("index-01-iops-vs-drives", fig))
+    extras["resilver_html"], fig = resilver_section(resilver_table(sweep.path), f"Sweep {sid}.")
+    if fig is not None:
+        extras["static"].append(("index-02-resilver", fig))
     return extras
 
 
@@ -181,7 +190,7 @@ def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, para
     names = [notebook_name(n) for n in opts.notebooks] if opts.notebooks else applicable_notebooks(sweep.results)
     if opts.compare and "analysis-compare" not in names:
         names.append("analysis-compare")
-    if not names:
+    if not names and resilver_table(sweep.path).empty:
         raise ZbenchError(f"{sweep.path}: no analysis applies (one layout, one disk count, one block size?)")
     params = _parameters(sweep, names, opts)
     out = sweep.path / "report"
@@ -209,8 +218,9 @@ def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, para
         entries.append(dict(title=TITLES.get(name, name), html=f"{name}.html", ipynb=f"{name}.ipynb",
                             failed=not ok, conclusions=_conclusions(nb)))
     extras = _index_extras(sweep, out, opts, sid)
-    if opts.figures and "headline_fig" in extras:
-        figures = save_static(extras["headline_fig"], out / "figures" / "index-01-iops-vs-drives", opts.figures) + figures
+    if opts.figures:
+        figures = [p for stem, fig in extras["static"] for p in save_static(fig, out / "figures" / stem, opts.figures)] \
+            + figures
     env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), autoescape=select_autoescape(["html"]))
     page = env.get_template("index.html.j2").render(
         sweep_id=sid, synthetic=meta["synthetic"], question=str(sweep.spec.get("question", "")).strip(),
@@ -219,7 +229,7 @@ def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, para
         n_runs=sweep.results["run_id"].nunique() if "run_id" in sweep.results else len(sweep.results),
         entries=entries, environment=environment_table(sweep.provenance).itertuples(index=False),
         figures=[p.relative_to(out).as_posix() for p in figures], plotlyjs=PLOTLY_JS, compare=opts.compare,
-        **{k: v for k, v in extras.items() if k != "headline_fig"})
+        **{k: v for k, v in extras.items() if k != "static"})
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")
     if opts.single_file:

@@ -1,7 +1,8 @@
 """A sweep as the analysis sees it: load it with its plan, check its truth flags, pick admissible runs.
 
 The flags themselves (three-valued: True / False / None) are read in `flags.py` and
-re-exported here; the planned cells and their status in `coverage.py`.
+re-exported here; the planned cells and their status in `coverage.py`. `read_events`
+reads the store's events.jsonl (the resilver study's timings live there).
 """
 
 from __future__ import annotations
@@ -71,6 +72,23 @@ def load_sweep(path) -> Sweep:
         df["sweep_id"] = df["sweep"] if "sweep" in df else spec.get("name", p.name) if spec else p.name
     ids = df["sweep_id"].dropna().unique()
     return Sweep(p, spec or {}, prov or {}, df, load_plan(p, ids[0] if len(ids) == 1 else None))
+
+
+def read_events(path) -> list[dict]:
+    """The sweep's events.jsonl, one dict per line; a torn or unreadable line is skipped, never raised on."""
+    try:
+        text = (Path(path) / "events.jsonl").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out
 
 
 def environment_table(provenance: dict) -> pd.DataFrame:

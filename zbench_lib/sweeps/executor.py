@@ -149,7 +149,7 @@ def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log, giv
     with opened as (host, data_devs, extra_devs, owned, model, lab):
         _record_environment(store, host, lab, data_devs + extra_devs, log)
         faults = FaultInjector(spec.faults, store, host, lab_dir_of(lab, host) if spec.faults else Path("."),
-                               model, (spec.lab or {}).get("disk_cache", "none"), spares=data_devs)
+                               model, (spec.lab or {}).get("disk_cache", "none"), spares=data_devs, seed=spec.seed)
         faults.reattach_missing(data_devs)          # a disk an interrupted fault sweep left unplugged
         try:
             for p in todo_pools:
@@ -220,6 +220,7 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
                      block=next(i for i, b in enumerate(plan.blocks, 1) if p["pool_id"] in b))
         targets = {t["target_id"]: t for t in plan.targets if t["pool_id"] == p["pool_id"]}
         order = dict.fromkeys([r.target_id for r in plan.runs if r.target_id in targets] + list(targets))
+        load_on = None                              # where a resilver's load runs: a target of this pool
         for t in [targets[tid] for tid in order if sched.has_work(tid)]:    # the plan's (shuffled) order
             tinfo = pool.create_target(make_target(t))
             fill, level = {}, pool_fill(spec, p)
@@ -227,6 +228,7 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
                 fill = prefill(pool, tinfo, level, progress=progress, size_bytes=t["size_bytes"])
                 store.record("prefilled", target_id=t["target_id"], **fill)
             ctx = dict(_context(host, pool, tinfo, t, model, lab, fill), data_device_count=layout.total_disks)
+            load_on = {"path": tinfo.path, "size_bytes": ctx["file_bytes"]}
 
             def run_one(run):
                 with faults.during(p["pool_id"], pool.name, run.run_id, devices):
@@ -234,7 +236,7 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
                                     progress)
             measure_s += run_target(store, sched, t["target_id"], run_one, overall)
         try:
-            faults.before_teardown(pool, p["pool_id"], p["label"])
+            faults.before_teardown(pool, p["pool_id"], p["label"], fill=pool_fill(spec, p), target=load_on)
         finally:
             faults.cleanup()
             store.record("pool teardown", pool_id=p["pool_id"], pool=pool.name)

@@ -4,7 +4,7 @@ One `FaultInjector` per sweep. `during(pool_id, run)` wraps a run: for the pool'
 run it arms a timer that pulls (or slows) the chosen data disk `after_s` into fio, and
 afterwards puts a slowed disk's speed back. `before_teardown(pool)` plugs a pulled disk
 back in and, with `resilver`, replaces it by an unused lab data disk (a new drive) and times
-the full resilver of `zpool replace` (seconds, bytes, layout, fill: one event per pool). Every
+the full resilver of `zpool replace`, idle or as an idle/loaded pair (resilver_timing). Every
 step is an event in the store, so the report and a reader can see what was done when.
 `reattach_missing()` puts back any disk an interrupted sweep left unplugged.
 """
@@ -12,20 +12,17 @@ step is an event in the store, so the report and a reader can see what was done 
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 import time
 from pathlib import Path
 
 from zbench_lib.core import paths
-from zbench_lib.core.errors import ZbenchError
 from zbench_lib.hosts import lab_faults
 from zbench_lib.hosts.qmp import QMPClient
-from zbench_lib.zfs import readback
+from zbench_lib.sweeps.resilver_timing import resilver_pool
 
 # measure() samples counters for 1.5 s before fio starts (runner.measure).
 SAMPLING_LEAD_S = 1.5
-RESILVER_BUDGET_S = 3600
 
 
 def serial_of(device: str) -> str:
@@ -44,8 +41,9 @@ def lab_dir_of(lab, host) -> Path:
 
 class FaultInjector:
     def __init__(self, faults: dict | None, store, host, lab_dir: Path, model, cache: str = "none",
-                 spares: list[str] = ()):
+                 spares: list[str] = (), seed=0):
         self.faults, self.store, self.host, self.lab_dir = faults, store, host, Path(lab_dir)
+        self.seed = seed
         self.model, self.cache, self.spares = model, cache, list(spares)
         self._done_pools: set[str] = set()
         self.removed: dict[str, str] = {}          # pool name -> device pulled from it
@@ -86,7 +84,10 @@ class FaultInjector:
             self.store.record("fault failed", pool_id=pool_id, run_id=run_id, device=device, kind=kind,
                               error=" ".join(str(exc).split())[:300])
 
-    def before_teardown(self, pool, pool_id: str, label: str) -> None:
+    def before_teardown(self, pool, pool_id: str, label: str, fill: str | None = None,
+                        target: dict | None = None) -> None:
+        """Plug a pulled disk back in; with `resilver`, time the resilver (or the idle/loaded
+        pair) of its replacement. `target` ({path, size_bytes}) is where a load runs."""
         device = self.removed.pop(pool.name, None)
         if device is None:
             return
@@ -94,41 +95,12 @@ class FaultInjector:
         if not self.faults.get("resilver"):
             return
         try:
-            self._time_resilver(pool, pool_id, label, device)
+            resilver_pool(self.host, self.store, pool, seed=self.seed, pool_id=pool_id, label=label,
+                          device=device, spares=self.spares, load=self.faults.get("resilver_load"),
+                          target=target, fill=fill)
         except Exception as exc:                     # recorded; the measured runs stay as they are
             self.store.record("resilver failed", pool_id=pool_id, pool=pool.name, device=device,
                               error=" ".join(str(exc).split())[:400])
-
-    def _time_resilver(self, pool, pool_id: str, label: str, device: str) -> None:
-        """Replace the lost disk by a new drive (a data disk of the lab the pool does not use,
-        so of the same size and envelope) and time its full resilver.
-
-        Not the returned disk itself: zed onlines it the moment it comes back (a resilver of
-        only what changed meanwhile), and `zpool replace` of a disk with itself is refused
-        as busy even once it is offline and wiped.
-        """
-        run = self.host.run
-        spare = next((d for d in self.spares if d not in pool.devices), None)
-        if spare is None:
-            raise ZbenchError("no unused lab data disk to replace the lost one with (lab: disks)")
-        run(["zpool", "wait", "-t", "resilver", pool.name], timeout=RESILVER_BUDGET_S)
-        health = readback.pool_health(self.host, pool.name)
-        run(["zpool", "offline", pool.name, device], check=False, timeout=120)
-        guids = run(["zpool", "status", "-g", pool.name], timeout=60).stdout
-        old = next((line.split()[0] for line in guids.splitlines() if "OFFLINE" in line.split()[1:2]), device)
-        run(["wipefs", "-a", "-q", spare], check=False, timeout=60)          # a new drive: no labels
-        props = readback.pool_properties(self.host, pool.name)
-        t0 = time.monotonic()
-        run(["zpool", "replace", "-f", pool.name, old, spare], timeout=300)
-        run(["zpool", "wait", "-t", "resilver", pool.name], timeout=RESILVER_BUDGET_S)
-        seconds = time.monotonic() - t0
-        status = run(["zpool", "status", pool.name], check=False, timeout=60).stdout
-        m = re.search(r"resilvered (\S+) in", status)
-        self.store.record("resilver", pool_id=pool_id, pool=pool.name, layout=label, device=device,
-                          replacement=spare, seconds=round(seconds, 2), resilvered=m.group(1) if m else None,
-                          allocated_bytes=props.get("allocated"), capacity_pct=props.get("capacity"),
-                          state_before=health["state"],
-                          health_after=readback.pool_health(self.host, pool.name)["state"], under_load=False)
 
     def _reattach(self, device: str) -> None:
         lab_faults.restore_disk(self.lab_dir, serial_of(device), self.model, self.cache)

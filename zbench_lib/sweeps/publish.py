@@ -69,6 +69,8 @@ def pack(sweep_dir, dest) -> Path:
         with tarfile.open(tmp / RAW_ARCHIVE, "w:xz", preset=9) as tf:
             for run in sorted((src / "raw").iterdir()):
                 tf.add(run, arcname=f"raw/{run.name}", filter=_tar_filter)
+            if (src / "resilver").is_dir():       # the loads fio ran during timed resilvers
+                tf.add(src / "resilver", arcname="resilver", filter=_tar_filter)
         write_manifest(tmp)
         os.rename(tmp, dest)              # the packed sweep appears whole or not at all
     except BaseException:
