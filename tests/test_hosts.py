@@ -1,3 +1,5 @@
+import subprocess
+
 import pytest
 
 from zbench_lib.core.errors import CommandError, CommandTimeout, ConfigError
@@ -34,6 +36,20 @@ def test_ssh_arguments_are_quoted_one_by_one():
     wrapped = host._wrap(["echo", "a b", "$(reboot)", "x;y"])
     assert wrapped[-1] == "echo 'a b' '$(reboot)' 'x;y'"
     assert wrapped[-2] == "root@example" and "2200" in wrapped
+
+
+def test_a_project_ssh_config_is_handed_to_ssh(tmp_path, monkeypatch):
+    config = tmp_path / "ssh_config"
+    config.write_text("Host bench-box\n  HostName 127.0.0.1\n")
+    monkeypatch.setenv("ZBENCH_SSH_CONFIG", str(config))
+    wrapped = SSHHost("root@bench-box")._wrap(["true"])
+    assert wrapped[:3] == ["ssh", "-F", str(config)]
+    # ssh itself resolves the alias from that file (-G prints the configuration it would use)
+    resolved = subprocess.run(["ssh", "-F", str(config), "-G", "bench-box"], capture_output=True, text=True).stdout
+    assert "hostname 127.0.0.1" in resolved.splitlines()
+    monkeypatch.setenv("ZBENCH_SSH_CONFIG", str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match="ZBENCH_SSH_CONFIG=.*is not a file"):
+        SSHHost("root@bench-box")
 
 
 @pytest.mark.parametrize("spec, message", [

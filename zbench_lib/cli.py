@@ -74,9 +74,16 @@ def cmd_sweep(args):
     from zbench_lib.sweeps.notebook import run_sweep_notebook
     from zbench_lib.sweeps.plan import expand
     from zbench_lib.sweeps.spec import load_spec
-    plan = expand(load_spec(args.spec))        # validates before anything starts
+    spec = load_spec(args.spec)
+    plan = expand(spec)                        # validates before anything starts
     if args.dry_run:
         print(plan.describe())
+    if spec.host != "lab":                     # a real host is checked before anything is created
+        from zbench_lib.sweeps.doctor import preflight_spec
+        findings = preflight_spec(spec)
+        if args.dry_run:
+            print(f"host {spec.host}:\n" + "\n".join("  " + f.line() for f in findings))
+    if args.dry_run:
         return 0
     args.log_hint = Path(args.out) / "zbench-sweep-error.log"
     run_sweep_notebook(args.spec, plan, args.out, resume_dir=args.resume or "", progress=not args.no_progress)

@@ -31,6 +31,7 @@ import pandas as pd
 from zbench_lib.analysis.plot_base import LAYOUT_ORDER, PALETTE, add_caption
 from zbench_lib.analysis.sweep_data import read_events
 from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.sizes import zpool_bytes
 
 EVENTS = ("resilver", "resilver failed")
 COLUMNS = ["pool_id", "pool", "layout", "fill", "pool_replicate", "order", "under_load", "load", "seconds",
@@ -39,8 +40,6 @@ COLUMNS = ["pool_id", "pool", "layout", "fill", "pool_replicate", "order", "unde
 SLOWDOWN_COLUMNS = ["pool_id", "layout", "fill", "load", "idle_seconds", "loaded_seconds", "ratio", "reason"]
 _FLOATS = ("seconds", "capacity_pct", "rate_mib_s", "load_read_iops", "load_write_iops")
 _INTS = ("pool_replicate", "order", "resilvered_bytes", "allocated_bytes")
-_UNITS = {"": 1, "B": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40, "P": 2 ** 50}
-_ZPOOL_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([BKMGTP]?)(?:i?B)?\s*$", re.IGNORECASE)
 _FAMILY = re.compile(r"(stripe|mirror|raidz\d?|draid\d?)")
 CONDITION_COLORS = {"idle": PALETTE[7], "under load": PALETTE[3], "not recorded": PALETTE[8]}
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star")
@@ -48,12 +47,6 @@ TITLE = "Time to resilver one disk"
 METHOD = ("One marker per resilver: the pool lost a disk mid-run, a new drive (an unused lab disk) replaced it "
           "(zpool replace) and the resilver was timed until zpool wait -t resilver returned; under load, a "
           "foreground fio job ran meanwhile.")
-
-
-def zpool_bytes(text) -> int | None:
-    """'98.9M' as `zpool status` prints it (binary units) -> bytes; None when absent or unreadable."""
-    m = _ZPOOL_SIZE.match(str(text)) if text is not None else None
-    return round(float(m.group(1)) * _UNITS[m.group(2).upper()]) if m else None
 
 
 def _number(v) -> float | None:
@@ -197,7 +190,8 @@ def slowdown_lines(slowdown: pd.DataFrame) -> list[str]:
                          f"as long as idle ({len(ratios)} pool{'s' if len(ratios) > 1 else ''}{spread})")
         missing = g[g["ratio"].isna()]
         if len(missing):
-            why = "; ".join(f"{r.pool_id}: {r.reason}" for r in missing.itertuples())
+            why = "; ".join(f"{', '.join(map(str, m['pool_id']))}: {reason}"
+                            for reason, m in missing.groupby(missing["reason"].fillna(""), sort=False))
             lines.append(f"{label}: slowdown under load not judged for {len(missing)} "
                          f"pool{'s' if len(missing) > 1 else ''} ({why})")
     return lines
@@ -246,10 +240,14 @@ def resilver_figure(table: pd.DataFrame):
 
 def _display(table: pd.DataFrame) -> pd.DataFrame:
     """The table as the report shows it (readable_html formats the numbers and units)."""
+    failed = table["not_judged"].fillna("").astype(str).str.startswith("resilver failed")
+    resilvered = [text if not _missing(text) else "" if _missing(n) else f"{n / 2 ** 20:.1f}M"
+                  for text, n in zip(table["resilvered"], table["resilvered_bytes"])]
     return pd.DataFrame({
         "pool": table["pool_id"], "layout": table["layout"], "fill": table["fill"],
-        "resilver": [_condition(u, ld) for u, ld in zip(table["under_load"], table["load"])],
-        "seconds": table["seconds"], "resilvered_bytes": table["resilvered_bytes"],
+        "resilver": ["failed" if f else _condition(u, ld)
+                     for f, u, ld in zip(failed, table["under_load"], table["load"])],
+        "seconds": table["seconds"], "resilvered (as zpool prints it)": resilvered,
         "rate (MiB/s)": table["rate_mib_s"], "load read IOPS": table["load_read_iops"],
         "load write IOPS": table["load_write_iops"], "health after": table["health_after"],
         "not judged": table["not_judged"]})

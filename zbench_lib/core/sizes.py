@@ -35,3 +35,13 @@ def format_size(n: int) -> str:
         if n >= mult and n % mult == 0:
             return f"{n // mult}{unit}"
     return str(n)
+
+
+_ZPOOL_FIGURE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)B?")
+
+
+def zpool_bytes(text) -> int | None:
+    """A size as `zpool status` prints it ('98.9M': binary units, rounded) -> bytes;
+    None when absent or printed some other way."""
+    m = _ZPOOL_FIGURE.fullmatch(str(text).strip()) if text is not None else None
+    return round(float(m.group(1)) * 1024 ** " KMGTP".index(m.group(2) or " ")) if m else None

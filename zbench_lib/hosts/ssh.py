@@ -2,10 +2,15 @@
 
 Every command is an argument list, quoted argument by argument with shlex.quote,
 so no user-supplied string is ever interpreted by the remote shell.
+
+`ZBENCH_SSH_CONFIG=<file>` hands that file to ssh and scp (`-F`) instead of
+~/.ssh/config: a project's own host aliases (`host: ssh://root@bench-box`) without
+touching the user's configuration.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -14,6 +19,8 @@ from pathlib import Path
 
 from zbench_lib.core.errors import CommandError, ConfigError
 from zbench_lib.hosts.base import Host
+
+SSH_CONFIG_ENV = "ZBENCH_SSH_CONFIG"
 
 
 class SSHHost(Host):
@@ -34,7 +41,10 @@ class SSHHost(Host):
         self._own_control_dir = control_dir is None
         # ControlPath must be short (sun_path is 108 bytes): keep it in /tmp.
         self.control_dir = control_dir or tempfile.mkdtemp(prefix="zb-ssh-")
-        opts = [
+        config = os.environ.get(SSH_CONFIG_ENV)
+        if config and not Path(config).is_file():
+            raise ConfigError(f"{SSH_CONFIG_ENV}={config!r} is not a file")
+        opts = (["-F", config] if config else []) + [
             "-o", "BatchMode=yes",
             "-o", f"ConnectTimeout={connect_timeout}",
             "-o", "ControlMaster=auto",

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from zbench_lib.core.errors import ZbenchError
+from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.hosts.base import Host
 from zbench_lib.zfs.pools import REMOTE_WORK, find_leftovers
 from zbench_lib.zfs.safety import device_checks
 from zbench_lib.zfs.version import OLDEST_SUPPORTED, openzfs_version
 
+# What a sweep cannot start without; scratch space, leftovers and load are said, not enforced.
+BLOCKING = ("connect", "privilege", "openzfs", "fio", "devices", "device")
 IDLE_LOAD_PER_CORE = 0.25       # 1-minute load per core above this: someone else is working
 MIN_SCRATCH_BYTES = 2 * 1024 ** 3
 
@@ -116,3 +118,25 @@ def doctor(host: Host, devices=(), overrides=()) -> list[Finding]:
     for check, func in (("scratch", _scratch), ("leftovers", _leftovers), ("idle", _idle)):
         findings.append(_try(check, lambda f=func: f(host)))
     return findings
+
+
+def preflight(host: Host, devices, overrides=()) -> list[Finding]:
+    """doctor(), and one ConfigError naming every blocking check that failed or could not be
+    made (a device not checked is not a device found free)."""
+    findings = doctor(host, devices, overrides)
+    bad = [f for f in findings if f.check in BLOCKING and f.ok is not True]
+    if bad:
+        raise ConfigError(f"{host.name} cannot run this sweep: "
+                          + "; ".join(f"{f.check} {f.detail}" for f in bad))
+    return findings
+
+
+def preflight_spec(spec) -> list[Finding]:
+    """Connect to a spec's real host (ssh:// or local) and check it before anything is created."""
+    from zbench_lib.hosts.resolve import parse_host
+    host = parse_host(spec.host)
+    try:
+        return preflight(host, list(spec.devices or []) + list(spec.extra_devices or []),
+                         tuple(spec.allow_signatures or ()))
+    finally:
+        host.close()

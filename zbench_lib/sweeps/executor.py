@@ -26,6 +26,7 @@ from zbench_lib.core.errors import ConfigError
 from zbench_lib.hosts.lab import Lab, LabConfig
 from zbench_lib.hosts.lab_state import connect_lab, read_state
 from zbench_lib.zfs.layouts import Layout
+from zbench_lib.sweeps.doctor import preflight_spec
 from zbench_lib.sweeps.faults import FaultInjector, lab_dir_of
 from zbench_lib.sweeps.plan import Plan, expand, pool_fill, run_seconds
 from zbench_lib.sweeps.repetitions import RepetitionRule
@@ -121,6 +122,8 @@ def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=No
     if dry_run:
         log(plan.describe())
         return None
+    if spec.host != "lab" and host is None:
+        preflight_spec(spec)            # a real host: reachable, root, OpenZFS, fio, devices free
     if resume_dir:
         store = Store.resume(resume_dir, spec.text, plan, parse_run=parse_results)   # torn COMPLETE runs redone
     else:

@@ -21,6 +21,7 @@ import re
 import time
 from pathlib import Path
 
+from zbench_lib.core.sizes import zpool_bytes
 from zbench_lib.measure.fio_background import BackgroundFio
 from zbench_lib.sweeps.spec_faults import load_job, load_label
 from zbench_lib.zfs import readback
@@ -53,14 +54,9 @@ def _wipe(host, device: str) -> None:
 
 
 def resilvered_bytes(status: str) -> tuple[str | None, int | None]:
-    """'resilvered 98.9M in 00:00:06' -> ('98.9M', 103704166): zpool's binary units, rounded."""
+    """'resilvered 98.9M in 00:00:06' -> ('98.9M', 103704166)."""
     m = re.search(r"resilvered (\S+) in", status)
-    if not m:
-        return None, None
-    figure = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGTP]?)B?", m.group(1))
-    if not figure:                                   # printed some other way: kept as text only
-        return m.group(1), None
-    return m.group(1), round(float(figure.group(1)) * 1024 ** " KMGTP".index(figure.group(2) or " "))
+    return (m.group(1), zpool_bytes(m.group(1))) if m else (None, None)
 
 
 def time_resilver(host, store, pool, *, pool_id: str, label: str, lost: str, replacement: str,
