@@ -250,6 +250,7 @@ PLANNED = {
     "tests/specs/replicates.yaml": (4, 0, 4, 4, 8, "d0d1a850e9720b9a"),
     "tests/specs/resume.yaml": (2, 0, 1, 1, 4, "7f5934bac2ed493b"),
     "tests/specs/tiny.yaml": (2, 0, 2, 2, 4, "bde0b59468b13503"),
+    "tests/specs/zfs-versions.yaml": (4, 0, 2, 2, 8, "b98272f06783dede"),
     "data/examples/scaling/spec.yaml": (30, 10, 15, 15, 90, "37592f4a509007f3"),
     "data/examples/volblocksize/spec.yaml": (18, 0, 3, 9, 54, "7a080cc651458eba"),
 }

@@ -68,7 +68,7 @@ def applicable_notebooks(results: pd.DataFrame) -> list[str]:
         out.append("analysis-scaling")
     if any(c in results and results[c].nunique() > 1 for c in ("volblocksize_bytes", "recordsize_bytes")):
         out.append("analysis-volblocksize")
-    if "layout" in results and results["layout"].nunique() > 1:
+    if any(c in results and results[c].nunique() > 1 for c in ("layout", "zfs")):
         out.append("analysis-compare")
     return out
 

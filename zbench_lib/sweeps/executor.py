@@ -10,7 +10,6 @@ so rerunning an interrupted sweep completes only what is missing.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from pathlib import Path
@@ -19,14 +18,12 @@ from tqdm.auto import tqdm
 
 from zbench_lib.measure import provenance
 from zbench_lib.hosts.disk_models import parse_model
-from zbench_lib.hosts.resolve import parse_host
-from zbench_lib.hosts.disk_models import DiskModel
 from zbench_lib.core.crash import crash_point
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.hosts.lab import Lab, LabConfig
-from zbench_lib.hosts.lab_state import connect_lab, read_state
+from zbench_lib.hosts.lab_state import read_state
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.sweeps.doctor import preflight_spec
+from zbench_lib.sweeps.sweep_host import check_release, lab_config, open_host  # noqa: F401 (lab_config: tests)
 from zbench_lib.sweeps.faults import FaultInjector, lab_dir_of
 from zbench_lib.sweeps.plan import Plan, expand, pool_fill, run_seconds
 from zbench_lib.sweeps.repetitions import RepetitionRule
@@ -49,44 +46,6 @@ def make_target(t: dict):
         return Zvol(t["target_id"].replace("-", "_"), t["size_bytes"], t["volblocksize_bytes"], **props)
     return Dataset(t["target_id"].replace("-", "_"), t.get("recordsize_bytes", 131072),
                    atime=t.get("atime"), **props)
-
-
-def lab_config(spec: SweepSpec) -> LabConfig:
-    """The lab a spec asks for: every `lab:` key of the spec reaches the VM."""
-    lab = spec.lab or {}
-    return LabConfig(disks=lab["disks"], disk_bytes=lab["disk_bytes"], model=lab["model"],
-                     extra_disks=lab["extra_disks"], zfs=lab.get("zfs", "2.3"),
-                     name=f"sweep-{spec.name}"[:32])   # one lab per spec: two sweeps can run at once
-
-
-@contextlib.contextmanager
-def open_host(spec: SweepSpec):
-    """(host, data devices, extra devices, owned, disk model, lab) for the spec's host."""
-    if spec.host == "lab" and os.environ.get("ZBENCH_LAB"):
-        # Reuse a running lab (`zbench lab up`, or the test session's) instead of booting one.
-        name = os.environ["ZBENCH_LAB"]
-        state = read_state(name)
-        if state is None:
-            raise ConfigError(f"ZBENCH_LAB={name!r} but no lab of that name is running")
-        need = int((spec.lab or {}).get("disks", 1))
-        if len(state["data_disks"]) < need:
-            raise ConfigError(f"lab {name!r} has {len(state['data_disks'])} data disks, spec needs {need}")
-        host = connect_lab(name)
-        try:
-            yield (host, state["data_disks"], state["extra_disks"], True,
-                   DiskModel(**state["config"]["model"]), None)
-        finally:
-            host.close()
-    elif spec.host == "lab":
-        cfg = lab_config(spec)
-        with Lab(cfg) as lab:
-            yield lab.host, lab.data_disks, lab.extra_disks, True, cfg.model, lab
-    else:
-        host = parse_host(spec.host)
-        try:
-            yield host, list(spec.devices), list(spec.extra_devices or []), False, None, None
-        finally:
-            host.close()
 
 
 class _RunBar:
@@ -148,18 +107,29 @@ def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log, giv
                    unit="run", disable=not progress, position=0)
     measure_s = 0.0
     t_sweep = time.monotonic()
-    opened = contextlib.nullcontext(given_host) if given_host else open_host(spec)
-    with opened as (host, data_devs, extra_devs, owned, model, lab):
-        _record_environment(store, host, lab, data_devs + extra_devs, log)
-        faults = FaultInjector(spec.faults, store, host, lab_dir_of(lab, host) if spec.faults else Path("."),
-                               model, (spec.lab or {}).get("disk_cache", "none"), spares=data_devs, seed=spec.seed)
-        faults.reattach_missing(data_devs)          # a disk an interrupted fault sweep left unplugged
-        try:
-            for p in todo_pools:
-                measure_s += _run_pool(spec, plan, store, sched, p, host,
-                                       (data_devs, extra_devs, owned, model, lab, faults), progress, overall)
-        finally:
-            faults.cleanup()        # a pool's block ended early: a pulled disk goes back all the same
+    # One host for the whole sweep, or one lab per OpenZFS release when the release is a
+    # factor (its pools run together on that release's lab, in the plan's order).
+    by_release: dict = {}
+    for p in todo_pools:
+        by_release.setdefault(p.get("zfs"), []).append(p)
+    if given_host and set(by_release) != {None}:
+        raise ConfigError("a sweep with the OpenZFS release as a factor opens its own labs; no host can be given")
+    for release, pools in by_release.items():
+        opened = contextlib.nullcontext(given_host) if given_host else open_host(spec, release)
+        with opened as (host, data_devs, extra_devs, owned, model, lab):
+            _record_environment(store, host, lab, data_devs + extra_devs, log)
+            if release is not None:
+                check_release(store, host, release)
+            faults = FaultInjector(spec.faults, store, host, lab_dir_of(lab, host) if spec.faults else Path("."),
+                                   model, (spec.lab or {}).get("disk_cache", "none"), spares=data_devs,
+                                   seed=spec.seed)
+            faults.reattach_missing(data_devs)          # a disk an interrupted fault sweep left unplugged
+            try:
+                for p in pools:
+                    measure_s += _run_pool(spec, plan, store, sched, p, host,
+                                           (data_devs, extra_devs, owned, model, lab, faults), progress, overall)
+            finally:
+                faults.cleanup()        # a pool's block ended early: a pulled disk goes back all the same
     overall.close()
     wall = time.monotonic() - t_sweep
     store.record("timing", wall_s=round(wall, 1), measure_s=round(measure_s, 1),

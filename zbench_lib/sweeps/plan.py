@@ -198,7 +198,7 @@ def _cell(spec: SweepSpec, w, f: dict, layout: Layout, settings: dict, rates: tu
                "ashift": layout.ashift, "layout_label": layout.describe(),
                **{k: v for k, v in settings.items() if k != "size_bytes"},
                ("volsize_bytes" if spec.surface == "zvol" else "file_size_bytes"): settings["size_bytes"],
-               **({"fill": f["fill"]} if "fill" in f else {}),
+               **{k: f[k] for k in ("fill", "zfs") if k in f},
                "workload": w.name, "template": w.template, "iodepth": merged["iodepth"],
                "numjobs": merged["numjobs"], "bs_bytes": parse_size(merged["bs"], "bs")}
     measured = merged["ramp_time_s"] + merged["runtime_s"]
@@ -238,11 +238,12 @@ def expand(spec: SweepSpec) -> Plan:
                 continue            # e.g. mirror_width varied for a raidz layout
             seen.add(key)
             # A fill level is the pool's state: each level gets pools of its own, so one cell's
-            # filler never fills another's pool.
-            pkey = json.dumps([layout.family, layout.width, layout.vdevs, layout.ashift, layout.log, f.get("fill")])
+            # filler never fills another's pool. An OpenZFS release is the lab's: its pools too.
+            pkey = json.dumps([layout.family, layout.width, layout.vdevs, layout.ashift, layout.log, f.get("fill"),
+                               f.get("zfs")])
             pool = pools.setdefault(pkey, {"pool_id": f"p{len(pools) + 1:02d}", "layout": layout.to_dict(),
                                            "label": layout.describe(), "data_disks": layout.data_disks,
-                                           **({"fill": f["fill"]} if "fill" in f else {})})
+                                           **{k: f[k] for k in ("fill", "zfs") if k in f}})
             n_in_pool = sum(t["pool_id"] == pool["pool_id"] for t in targets.values())
             target = targets.setdefault(json.dumps([pool["pool_id"], settings], sort_keys=True),
                                         {"target_id": f"{pool['pool_id']}-t{n_in_pool + 1:02d}",

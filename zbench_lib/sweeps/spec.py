@@ -22,7 +22,7 @@ from pathlib import Path
 from zbench_lib.measure import fio
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs.layouts import FAMILIES
-from zbench_lib.sweeps.spec_host import parse_host
+from zbench_lib.sweeps.spec_host import parse_host, zfs_release
 from zbench_lib.sweeps.spec_faults import parse_faults
 from zbench_lib.sweeps.spec_values import METRICS, blocksize, fail, integer, mapping, size, zfs_property  # noqa: F401
 from zbench_lib.sweeps.spec_values import fio_overrides, name as plain_name
@@ -31,7 +31,7 @@ from zbench_lib.sweeps.spec_yaml import load_yaml, read_spec_text
 
 PROPERTIES = ("compression", "sync", "logbias", "primarycache", "secondarycache", "checksum",
               "copies", "atime")
-POOL_FACTORS = ("layout", "disks", "width", "vdevs", "mirror_width", "log", "ashift", "fill")
+POOL_FACTORS = ("layout", "disks", "width", "vdevs", "mirror_width", "log", "ashift", "fill", "zfs")
 WORKLOAD_FACTORS = ("iodepth", "numjobs", "bs")
 BLOCKSIZE = {"zvol": "volblocksize", "dataset": "recordsize"}
 MAX_BLOCKSIZE = {"volblocksize": 128 * 1024, "recordsize": 1024 ** 2}
@@ -96,7 +96,9 @@ _CHECKS = {
     "ashift": lambda v, p: integer(v, p, 9, 16), "bs": lambda v, p: blocksize(v, p, 512, 16 * 1024 ** 2),
     **{k: (lambda k: lambda v, p: blocksize(v, p, 512, MAX_BLOCKSIZE[k]))(k) for k in MAX_BLOCKSIZE},
     "fill": lambda v, p: fill_value(v, p, allow_none=True),
+    "zfs": lambda v, p: zfs_release(v, p),
 }
+
 
 
 def fill_value(fill, path: str, allow_none: bool = False):
@@ -228,6 +230,11 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     reads_first = d.get("reads_first", True)
     if not isinstance(reads_first, bool):
         fail("reads_first", f"expected true or false, got {reads_first!r}")
+    if "zfs" in factors and host != "lab":
+        fail("factors.zfs", "the OpenZFS release is a factor only in the lab (one lab per release); "
+                            "a real host runs the release it has")
+    if "zfs" in factors and isinstance(d.get("lab"), dict) and "zfs" in d["lab"]:
+        fail("factors.zfs", "give the OpenZFS release in lab.zfs or as factors.zfs, not both")
     prefill = _prefill(d.get("prefill"))
     if "fill" in factors and prefill["policy"] == "none":
         fail("factors.fill", "a fill factor needs prefill.policy once-per-target (its 'none' value is the no-prefill level)")

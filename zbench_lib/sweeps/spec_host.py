@@ -17,6 +17,15 @@ from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.hosts.lab_image import ZFS_RELEASES
 from zbench_lib.sweeps.spec_values import fail, integer, mapping, size
 
+def zfs_release(v, path: str) -> str:
+    """An OpenZFS release the lab builds ('2.1', '2.3'); `2.3` unquoted in YAML is a float."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        v = str(v)
+    if not isinstance(v, str) or v not in ZFS_RELEASES:
+        fail(path, f"the lab builds OpenZFS {', '.join(sorted(ZFS_RELEASES))}, not {v!r}")
+    return v
+
+
 LAB_DEFAULTS = {"disks": 4, "disk_size": "2G", "model": "hdd", "extra_disks": 0, "zfs": "2.3"}
 _USER = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}"
 _HOSTNAME = r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?"
@@ -53,11 +62,7 @@ def _lab(d: dict) -> dict:
     lab = {"disks": integer(lab["disks"], "lab.disks", 1, 24),
            "disk_bytes": size(lab["disk_size"], "lab.disk_size"),
            "model": lab["model"], "extra_disks": integer(lab["extra_disks"], "lab.extra_disks", 0, 23),
-           "zfs": lab["zfs"]}
-    if isinstance(lab["zfs"], (int, float)) and not isinstance(lab["zfs"], bool):
-        lab["zfs"] = str(lab["zfs"])            # `zfs: 2.3` unquoted is a float
-    if not isinstance(lab["zfs"], str) or lab["zfs"] not in ZFS_RELEASES:
-        fail("lab.zfs", f"the lab builds OpenZFS {', '.join(sorted(ZFS_RELEASES))}, not {lab['zfs']!r}")
+           "zfs": zfs_release(lab["zfs"], "lab.zfs")}
     if not isinstance(lab["model"], str) or len(lab["model"]) > 200:
         fail("lab.model", f"expected a disk model name such as 'hdd' or 'custom:iops=N,bw=SIZE', "
                           f"got {lab['model']!r}")
