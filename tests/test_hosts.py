@@ -52,6 +52,13 @@ def test_a_project_ssh_config_is_handed_to_ssh(tmp_path, monkeypatch):
         SSHHost("root@bench-box")
 
 
+def test_a_sudo_host_runs_every_command_through_sudo_n_quoted_the_same():
+    host = SSHHost("bench@example")
+    host.sudo = True
+    assert host._wrap(["zpool", "list", "a b"])[-1] == "sudo -n -- zpool list 'a b'"
+    assert host._wrap(["-x"])[-1] == "sudo -n -- -x"          # '--': never an option of sudo's
+
+
 @pytest.mark.parametrize("spec, message", [
     ("ftp://x", "unknown host"),
     ("ssh://", "needs a host"),

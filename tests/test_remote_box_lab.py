@@ -28,7 +28,7 @@ question: >
   Test fixture: does a sweep on a plain SSH host create, measure and destroy its pool on the
   devices it lists, and nothing else?
 surface: zvol
-host: ssh://root@bench-box
+host: ssh://{user}@bench-box
 devices: [{devices}]
 factors:
   layout: [mirror]
@@ -70,24 +70,28 @@ def _zbench(*args, env, timeout=900):
                           cwd=ROOT, env=env, timeout=timeout)
 
 
-def _spec(tmp_path, devices) -> Path:
+def _spec(tmp_path, devices, user="root") -> Path:
     path = tmp_path / "remote-box.yaml"
-    path.write_text(SPEC.format(devices=", ".join(devices)))
+    path.write_text(SPEC.format(devices=", ".join(devices), user=user))
     return path
 
 
-def test_a_sweep_on_a_remote_box_runs_end_to_end_over_ssh(lab, lab_host, bench_box, tmp_path):
+@pytest.mark.parametrize("user", ["root", "bench"])
+def test_a_sweep_on_a_remote_box_runs_end_to_end_over_ssh(lab, lab_host, bench_box, tmp_path, user):
+    """As root, and as `bench`, a user with passwordless sudo (every command through sudo -n)."""
     devices = lab.data_disks[-2:]
     for d in devices:
         lab_host.run(["wipefs", "-a", "-q", d])
-    spec = _spec(tmp_path, devices)
+    spec = _spec(tmp_path, devices, user)
     dry = _zbench("sweep", str(spec), "--dry-run", env=bench_box, timeout=120)
     assert dry.returncode == 0, dry.stderr
     print("\n" + dry.stdout)
-    assert "host ssh://root@bench-box:" in dry.stdout
+    assert f"host ssh://{user}@bench-box:" in dry.stdout
     for d in devices:
         assert f"ok   device     {d}: free" in dry.stdout
-    assert "ok   privilege  root" in dry.stdout and "ok   openzfs" in dry.stdout
+    assert ("ok   privilege  root" if user == "root" else "passwordless sudo (commands run through sudo -n)") \
+        in dry.stdout
+    assert "ok   openzfs" in dry.stdout
 
     out = tmp_path / "out"
     res = _zbench("sweep", str(spec), "--out", str(out), "--no-progress", env=bench_box)
@@ -97,7 +101,7 @@ def test_a_sweep_on_a_remote_box_runs_end_to_end_over_ssh(lab, lab_host, bench_b
     assert df["run_id"].nunique() == 2 and (df["iops"] > 0).all()
     assert set(df["layout"]) == {"mirror"} and set(df["total_disks"]) == {2}
     prov = json.loads(next(sweep_dir.glob("host-provenance-*.json")).read_text())
-    assert "bench-box" in json.dumps(prov)
+    assert f"{user}@bench-box" in json.dumps(prov)
     events = [json.loads(line) for line in (sweep_dir / "events.jsonl").read_text().splitlines()]
     names = [e["event"] for e in events]
     assert names.count("pool created") == 1 and names.count("pool teardown") == 1
@@ -136,3 +140,14 @@ def test_zbench_doctor_reports_on_the_remote_box(lab, lab_host, bench_box, ext4_
     assert any(line.startswith(f"ok   device     {free}: free") for line in lines)
     assert any(line.startswith(f"FAIL device     {ext4_disk}:") and "ext4" in line for line in lines)
     assert res.returncode != 0                          # a refused device is a failed check
+
+
+def test_a_user_whose_sudo_would_prompt_is_refused_in_one_line(lab, lab_host, bench_box, tmp_path):
+    free = lab.data_disks[-2:]
+    res = _zbench("sweep", str(_spec(tmp_path, free, "guest")), "--out", str(tmp_path / "out"), "--no-progress",
+                  env=bench_box, timeout=120)
+    assert res.returncode != 0
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("zbench: ssh://guest@bench-box cannot run this sweep: privilege ") and \
+        "sudo would prompt" in last, res.stderr[-2000:]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

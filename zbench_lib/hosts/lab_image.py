@@ -22,13 +22,16 @@ from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
 MIRROR = os.environ.get("ZBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 RECIPE = {
-    "recipe_version": 4,
+    "recipe_version": 5,
     "suite": "bookworm",
     "base_packages": [
         "linux-image-amd64", "systemd-sysv", "udev", "dbus", "kmod", "procps",
         "iproute2", "openssh-server", "fio", "sysstat", "fdisk", "e2fsprogs",
-        "util-linux", "gzip",
+        "util-linux", "gzip", "sudo",
     ],
+    # Users a remote-box test logs in as: `bench` may run anything through `sudo -n` (how
+    # many benchmark boxes are set up), `guest` may not (sudo would prompt).
+    "users": {"bench": "ALL=(root) NOPASSWD: ALL", "guest": None},
     "build_packages": ["linux-headers-amd64"],
     # dkms pulls these in; autoremove keeps some because others recommend them.
     "purge_after_build": ["gcc-12", "cpp-12", "libgcc-12-dev", "linux-libc-dev", "libc6-dev",
@@ -185,6 +188,18 @@ class _Builder:
         ssh_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         (ssh_dir / "authorized_keys").write_text(Path(f"{key}.pub").read_text())
         os.chmod(ssh_dir / "authorized_keys", 0o600)
+        for user, rule in self.recipe["users"].items():
+            self.chroot("useradd", "--create-home", "--shell", "/bin/bash", user)
+            self.chroot("usermod", "-p", "*", user)      # no password, not locked: key logins only
+            home = self.root / "home" / user / ".ssh"
+            home.mkdir(mode=0o700, parents=True, exist_ok=True)
+            (home / "authorized_keys").write_text(Path(f"{key}.pub").read_text())
+            os.chmod(home / "authorized_keys", 0o600)
+            self.chroot("chown", "-R", f"{user}:{user}", f"/home/{user}/.ssh")
+            if rule:
+                sudoers = self.root / "etc/sudoers.d" / f"zbench-{user}"
+                sudoers.write_text(f"{user} {rule}\n")
+                os.chmod(sudoers, 0o440)
         self.chroot("systemctl", "enable", "systemd-networkd", "ssh")
         for unit in self.recipe["disabled_units"]:
             subprocess.run(["chroot", str(self.root), "systemctl", "mask", unit],

@@ -6,6 +6,11 @@ so no user-supplied string is ever interpreted by the remote shell.
 `ZBENCH_SSH_CONFIG=<file>` hands that file to ssh and scp (`-F`) instead of
 ~/.ssh/config: a project's own host aliases (`host: ssh://root@bench-box`) without
 touching the user's configuration.
+
+A user other than root works through passwordless sudo: `use_privilege()` checks it
+once (a clear error when sudo would prompt), then every command runs as
+`sudo -n -- argv...`, and files are copied through `sudo dd` / `sudo cat` over the same
+connection (scp would write them as the user, into directories root made).
 """
 
 from __future__ import annotations
@@ -61,11 +66,26 @@ class SSHHost(Host):
             opts += ["-o", f"HostKeyAlias={host_key_alias}"]
         self._opts = opts
         self._port = port
+        self.sudo = False
+
+    def use_privilege(self) -> str:
+        """Root, or passwordless sudo from here on; 'root' or 'sudo'. ConfigError otherwise."""
+        uid = self.run(["id", "-u"], timeout=60).stdout.strip()
+        if uid == "0":
+            return "root"
+        if not self.run(["sudo", "-n", "true"], check=False, timeout=60).ok:
+            raise ConfigError(f"{self.name}: user uid {uid} is not root and `sudo -n` would prompt for a "
+                              "password: zpool, zfs and fio need root (give this user NOPASSWD sudo, "
+                              "or connect as root)")
+        self.sudo = True
+        return "sudo"
 
     def _ssh_base(self):
         return ["ssh", *self._opts] + (["-p", str(self._port)] if self._port else [])
 
     def _wrap(self, argv):
+        if self.sudo:
+            argv = ["sudo", "-n", "--", *argv]
         remote = " ".join(shlex.quote(a) for a in argv)
         return [*self._ssh_base(), "--", self.destination, remote]
 
@@ -77,10 +97,20 @@ class SSHHost(Host):
             raise CommandError(self.name, argv, proc.returncode, proc.stderr)
 
     def put(self, local, remote):
+        if self.sudo:
+            self.run(["dd", f"of={remote}", "status=none"], input=Path(local).read_bytes(), timeout=600)
+            return
         self._scp(str(local), f"{self.destination}:{remote}")
 
     def get(self, remote, local):
         Path(local).parent.mkdir(parents=True, exist_ok=True)
+        if self.sudo:
+            argv = ["cat", remote]
+            proc = subprocess.run(self._wrap(argv), capture_output=True, stdin=subprocess.DEVNULL, timeout=600)
+            if proc.returncode != 0:
+                raise CommandError(self.name, argv, proc.returncode, proc.stderr.decode(errors="replace"))
+            Path(local).write_bytes(proc.stdout)
+            return
         self._scp(f"{self.destination}:{remote}", str(local))
 
     def close(self):

@@ -64,6 +64,8 @@ def open_host(spec: SweepSpec, zfs: str | None = None):
     else:
         host = parse_host(spec.host)
         try:
+            if hasattr(host, "use_privilege"):
+                host.use_privilege()        # root, or every command through passwordless sudo
             yield host, list(spec.devices), list(spec.extra_devices or []), False, None, None
         finally:
             host.close()
