@@ -7,7 +7,12 @@ vdev; two mirrors; a stripe), and saves what zbench reads: `zfs version`,
 `zpool status -P` / `-P -L` / `-t`, `zpool get -Hp all`, `zfs get -Hp all`, and on
 releases that have it the `-j` twins, so tests can check both paths give one record.
 
-    python3 scripts/capture_openzfs_outputs.py --zfs 2.1 [--out tests/fixtures/openzfs]
+`--counters` captures only what the counter sampler and provenance read, on a mirror
+of two while fio writes to its zvol (the other fixtures, whose numbers tests work out by
+hand, are left as they are): arcstats, `zpool iostat -Hpvy -l` samples, the pool's txgs
+kstat and the module parameters (`/sys/module/zfs/parameters`).
+
+    python3 scripts/capture_openzfs_outputs.py --zfs 2.1 [--out tests/fixtures/openzfs] [--counters]
 """
 
 from __future__ import annotations
@@ -32,10 +37,26 @@ LAYOUTS = {
 }
 
 
+def capture_counters(lab, host, out: Path) -> None:
+    layout = Layout("mirror", 2)
+    with Pool(host, layout, lab.data_disks[:2], name="zbench-counters", owned_devices=True) as pool:
+        vol = pool.create_target(Zvol("vol", 128 * MiB, 16384, compression="off"))
+        fio = host.popen(["fio", "--name=load", f"--filename={vol.path}", "--rw=randwrite", "--bs=16k",
+                          "--iodepth=4", "--ioengine=libaio", "--direct=1", "--time_based", "--runtime=6"])
+        iostat = host.run(["zpool", "iostat", "-Hpvy", "-l", pool.name, "1", "3"], timeout=60).stdout
+        fio.communicate(timeout=120)
+        (out / "zpool-iostat-Hpvyl-mirror-2.txt").write_text(iostat)
+        (out / "arcstats.txt").write_text(host.read_text("/proc/spl/kstat/zfs/arcstats"))
+        (out / "txgs-mirror-2.txt").write_text(host.read_text(f"/proc/spl/kstat/zfs/{pool.name}/txgs"))
+    params = host.run(["grep", "-r", "", "/sys/module/zfs/parameters/"]).stdout
+    (out / "module-parameters.txt").write_text(params)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--zfs", default="2.3")
     ap.add_argument("--out", default="tests/fixtures/openzfs")
+    ap.add_argument("--counters", action="store_true", help="only the counter and parameter captures")
     args = ap.parse_args(argv)
     cfg = LabConfig(disks=4, disk_bytes=256 * MiB, extra_disks=4, extra_disk_bytes=128 * MiB,
                     model="unthrottled", name=f"capture-{args.zfs.replace('.', '')}", zfs=args.zfs)
@@ -44,6 +65,10 @@ def main(argv=None) -> int:
         version = openzfs_version(host)
         out = Path(args.out) / version.release
         out.mkdir(parents=True, exist_ok=True)
+        if args.counters:
+            capture_counters(lab, host, out)
+            print(f"OpenZFS {version} counters in {out}")
+            return 0
         (out / "zfs-version.txt").write_text(host.run(["zfs", "version"]).stdout)
         for label, (layout, n_data, n_extra) in LAYOUTS.items():
             devices = lab.data_disks[:n_data] + lab.extra_disks[:n_extra]

@@ -25,32 +25,41 @@ def test_a_sigterm_during_a_deferred_block_arrives_after_it():
 
 def test_handlers_are_restored_and_a_signal_is_held_even_with_other_threads_running(tmp_path):
     # A process-directed signal may be taken by any thread; the hold must still work. In a
-    # child, so the signal comes from outside and the held block is long enough (2 s) for a
-    # loaded machine to deliver it to whichever thread while the block still runs.
-    code = textwrap.dedent("""
+    # child, so the signal comes from outside. The child stays in the held block until the
+    # parent says the signal was sent (a file), so however loaded the machine, the signal
+    # arrived inside the block; after it the child would sleep a minute unless the held
+    # Ctrl-C is raised at the block's end.
+    sent = tmp_path / "sent"
+    code = textwrap.dedent(f"""
         import os, signal, threading, time
         from zbench_lib.core.signals import signals_deferred
         stop = threading.Event()
         threading.Thread(target=stop.wait, daemon=True).start()
-        before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        before = {{s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}}
         got = []
         try:
             with signals_deferred():
                 print("holding", flush=True)
-                time.sleep(2)
+                deadline = time.monotonic() + 120
+                while not os.path.exists({str(sent)!r}) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                time.sleep(0.5)
                 got.append("held")
-            time.sleep(5)                    # not reached: the held Ctrl-C is raised at the block's end
+            time.sleep(60)                   # not reached: the held Ctrl-C is raised at the block's end
         except KeyboardInterrupt:
             got.append("interrupted after")
         stop.set()
-        restored = {s: signal.getsignal(s) for s in before} == before
+        restored = {{s: signal.getsignal(s) for s in before}} == before
         print(got, restored, flush=True)
     """)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "holding"
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    sent.touch()
+    t0 = time.monotonic()
+    out, _ = proc.communicate(timeout=180)
     assert out.strip() == "['held', 'interrupted after'] True"
+    assert time.monotonic() - t0 < 55          # the post-block sleep was cut short by the replay
 
 
 def test_ctrl_c_twice_does_not_abort_a_teardown_in_another_process(tmp_path):

@@ -56,7 +56,12 @@ def devices(host: Host, paths: list[str]) -> dict:
 
 def zfs_module_parameters(host: Host) -> dict:
     # One remote command reads every parameter (hundreds of files).
-    text = _run(host, ["grep", "-r", "", "/sys/module/zfs/parameters/"])
+    return parse_module_parameters(_run(host, ["grep", "-r", "", "/sys/module/zfs/parameters/"]))
+
+
+def parse_module_parameters(text: str) -> dict:
+    """`grep -r "" /sys/module/zfs/parameters/` -> {'zfs_param.<name>': value}, whatever the
+    release names them (2.1 to 2.3 differ in dozens)."""
     params = {}
     for line in text.splitlines():
         path, _, value = line.partition(":")
