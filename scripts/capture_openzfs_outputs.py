@@ -40,7 +40,7 @@ LAYOUTS = {
 def capture_counters(lab, host, out: Path) -> None:
     layout = Layout("mirror", 2)
     with Pool(host, layout, lab.data_disks[:2], name="zbench-counters", owned_devices=True) as pool:
-        vol = pool.create_target(Zvol("vol", 128 * MiB, 16384, compression="off"))
+        vol = pool.create_target(Zvol("vol", 48 * MiB, 16384, compression="off"))
         fio = host.popen(["fio", "--name=load", f"--filename={vol.path}", "--rw=randwrite", "--bs=16k",
                           "--iodepth=4", "--ioengine=libaio", "--direct=1", "--time_based", "--runtime=6"])
         iostat = host.run(["zpool", "iostat", "-Hpvy", "-l", pool.name, "1", "3"], timeout=60).stdout
