@@ -39,3 +39,22 @@ def test_synthetic_environment_says_so(tmp_path):
     sw = A.load_sweep(write_synthetic_sweep(tmp_path / "s", n_rows=60))
     lines = environment_summary(sw.provenance, sw.results)
     assert lines[0][0] == "Data" and "SYNTHETIC" in lines[0][1]
+
+
+def test_sessions_on_two_openzfs_releases_are_both_named(tmp_path):
+    import json
+    import shutil
+    src = Path(__file__).resolve().parent.parent / "data" / "examples" / "volblocksize"
+    for name in ("spec.yaml", "results.parquet"):
+        shutil.copy2(src / name, tmp_path / name)
+    for stamp, user, kmod in (("20261124T000001Z", "zfs-2.1.11-1+deb12u1", "zfs-kmod-2.1.11-1+deb12u1"),
+                              ("20261124T000101Z", "zfs-2.3.2-2~bpo12+2", "zfs-kmod-2.3.2-2~bpo12+2")):
+        (tmp_path / f"host-provenance-{stamp}.json").write_text(json.dumps({"zfs_userland": user, "zfs_kmod": kmod}))
+    sweep = A.load_sweep(tmp_path)
+    line = dict(environment_summary(sweep.provenance, sweep.results))["OpenZFS"]
+    assert line == ("2.1.11 (zfs-2.1.11-1+deb12u1, zfs-kmod-2.1.11-1+deb12u1); "
+                    "2.3.2 (zfs-2.3.2-2~bpo12+2, zfs-kmod-2.3.2-2~bpo12+2) (one lab per release)")
+    (tmp_path / "host-provenance-20261124T000001Z.json").unlink()     # one release: as before
+    sweep = A.load_sweep(tmp_path)
+    assert dict(environment_summary(sweep.provenance, sweep.results))["OpenZFS"] == \
+        "2.3.2 (zfs-2.3.2-2~bpo12+2, zfs-kmod-2.3.2-2~bpo12+2)"

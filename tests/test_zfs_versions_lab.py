@@ -49,5 +49,5 @@ def test_one_sweep_runs_on_openzfs_2_1_and_2_3_with_the_same_columns(lab, lab_ho
     nb = json.loads((index.parent / "analysis-compare.ipynb").read_text())
     text = "".join("".join(o["text"]) if isinstance(o["text"], list) else o["text"]
                    for c in nb["cells"] for o in c.get("outputs", []) if o.get("name") == "stdout")
-    assert "comparing iops along 'zfs' against '2.1'" in text
+    assert "comparing auto along 'zfs' against '2.1'" in text
     print("\n" + text[:4000])

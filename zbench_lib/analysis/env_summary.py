@@ -40,6 +40,15 @@ def _version(text: str) -> str:
 
 
 def _openzfs(p: dict) -> str:
+    """The OpenZFS release; each one when sessions ran different releases (factor zfs)."""
+    sessions = [_one_openzfs(s) for s in p.get("session_openzfs") or []]
+    distinct = list(dict.fromkeys(s for s in sessions if s))
+    if len(distinct) > 1:
+        return "; ".join(sorted(distinct)) + " (one lab per release)"
+    return _one_openzfs(p)
+
+
+def _one_openzfs(p: dict) -> str:
     user, kmod = p.get("zfs_userland") or p.get("zfs_version", ""), p.get("zfs_kmod") or p.get("zfs_kmod_version", "")
     if not user and not kmod:
         return ""

@@ -58,9 +58,15 @@ def load_sweep(path) -> Sweep:
     spec = yaml.safe_load((p / "spec.yaml").read_text()) if (p / "spec.yaml").exists() else {}
     prov = json.loads((p / "provenance.json").read_text()) if (p / "provenance.json").exists() else {}
     # The executor records the host under test once per session (a resume may boot a new lab).
+    # With the OpenZFS release as a factor each release's lab is a session of its own:
+    # every session's release is kept (the merge keeps only the last one's).
+    releases = []
     for extra in sorted(p.glob("host-provenance-*.json")):
-        prov.update({k: v for k, v in json.loads(extra.read_text()).items()
-                     if not k.startswith("zfs_param.")})
+        session = json.loads(extra.read_text())
+        prov.update({k: v for k, v in session.items() if not k.startswith("zfs_param.")})
+        releases.append({k: session.get(k) for k in ("zfs_userland", "zfs_kmod", "zfs_version", "zfs_kmod_version")})
+    if len({json.dumps(r, sort_keys=True) for r in releases}) > 1:     # else the merged record says it
+        prov["session_openzfs"] = releases
     if (p / "results.parquet").exists():
         df = pd.read_parquet(p / "results.parquet")
     elif (p / "results.csv").exists():
