@@ -55,6 +55,16 @@ def _reclaim_leftover_pools(request):
 
 
 @pytest.fixture
+def ext4_disk(lab, lab_host):
+    """The lab's first extra disk carrying an ext4 filesystem (a disk no sweep may touch)."""
+    disk = lab.extra_disks[0]
+    lab_host.run(["wipefs", "-a", "-q", disk])
+    lab_host.run(["mkfs.ext4", "-q", "-F", disk])
+    yield disk
+    lab_host.run(["wipefs", "-a", "-q", disk], check=False)
+
+
+@pytest.fixture
 def sweep_on_lab(lab):
     """Run a spec with `run_sweep` in a child process on the session's lab; the CompletedProcess."""
     def run(spec, out_root, sweep_id, timeout=1500):

@@ -16,15 +16,6 @@ def remote_box(lab):
     host.close()
 
 
-@pytest.fixture
-def ext4_disk(lab, lab_host):
-    disk = lab.extra_disks[0]
-    lab_host.run(["wipefs", "-a", "-q", disk])
-    lab_host.run(["mkfs.ext4", "-q", "-F", disk])
-    yield disk
-    lab_host.run(["wipefs", "-a", "-q", disk], check=False)
-
-
 def test_doctor_reports_versions_privilege_and_each_device_verdict(lab, remote_box, ext4_disk):
     free = lab.extra_disks[1]
     remote_box.run(["wipefs", "-a", "-q", free])

@@ -56,15 +56,6 @@ def bench_box(lab, tmp_path):
     return dict(os.environ, ZBENCH_SSH_CONFIG=str(config), ZBENCH_LAB="")
 
 
-@pytest.fixture
-def ext4_disk(lab, lab_host):
-    disk = lab.extra_disks[0]
-    lab_host.run(["wipefs", "-a", "-q", disk])
-    lab_host.run(["mkfs.ext4", "-q", "-F", disk])
-    yield disk
-    lab_host.run(["wipefs", "-a", "-q", disk], check=False)
-
-
 def _zbench(*args, env, timeout=900):
     return subprocess.run([sys.executable, "-m", "zbench_lib.cli", *args], capture_output=True, text=True,
                           cwd=ROOT, env=env, timeout=timeout)
