@@ -4,7 +4,7 @@ A sweep with `faults: {kind: remove, resilver: true, ...}` records in events.jso
 `resilver` event per timed resilver (`zpool replace` of the lost disk by a new drive,
 timed until `zpool wait -t resilver` returned; with `resilver_load` a second one under a
 foreground fio load) and a `resilver failed` event where none could be timed. Everything
-here reads those events, never a host.
+here reads those events, never a host. The paired design and its limits: docs/methods.md §14.
 
     resilver_table(sweep_dir)    one row per resilver; a failed one keeps its row, its reason in
                                  `not_judged` (as does a timing without seconds or a pool left unhealthy)
