@@ -144,6 +144,10 @@ class Plan:
                  f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
                  f"(up to {e['bytes_written_max'] / GiB:.2f} GiB), prefill {e['prefill_bytes'] / GiB:.2f} GiB",
                  f"order: {order}; seed {s.seed}"]
+        if s.faults and s.faults.get("resilver"):
+            n = len(self.pools) * (2 if s.faults.get("resilver_load") else 1)
+            lines.append(f"plus {n} timed resilvers, not in the estimate (their time is what is measured; "
+                         "it grows with the data allocated and, under load, with the load)")
         brief = lambda f: {k: v["family"] if k == "layout" and len(v) == 1 else v for k, v in f.items()}  # noqa: E731
         lines += [f"  skipped {sk['workload']} {brief(sk['factors'])}: {sk['reason']}" for sk in self.skipped]
         return "\n".join(lines)
