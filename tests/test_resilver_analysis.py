@@ -216,3 +216,21 @@ def test_a_resilver_study_without_notebooks_gets_its_index_page(tmp_path):
     assert "<h2>Resilver</h2>" in page and "took 1.9x as long as idle" in page and "zbench-resilver" in page
     assert "plotly.min.js" in page and "this page is the report" in page
     assert not list(index.parent.glob("analysis-*.html"))
+
+
+def test_a_fault_study_whose_runs_are_all_flagged_gets_its_index_page_and_says_why(tmp_path):
+    """Runs measured on a pool that lost a disk on purpose are all flagged: no notebook has
+    admissible runs to analyse, and the page says so instead of failing in a notebook."""
+    sweep = write_synthetic_sweep(tmp_path / "faulted", n_rows=120, seed=5)
+    df = pd.read_parquet(sweep / "results.parquet")
+    df["flag_device_lost"], df["flagged"] = True, True
+    df.to_parquet(sweep / "results.parquet", index=False)
+    with pytest.raises(ZbenchError, match="every run that would be analysed was flagged .*--include-flagged"):
+        render_report(sweep)
+    spec = (sweep / "spec.yaml").read_text()
+    (sweep / "spec.yaml").write_text(spec + "faults: {kind: remove, disk: 1, after_s: 3, resilver: true}\n")
+    _write_events(sweep, EVENTS)
+    index = render_report(sweep)
+    page = index.read_text()
+    assert "every measured run was flagged by a truth check (the sweep pulled a disk on purpose" in page
+    assert "<h2>Resilver</h2>" in page and not list(index.parent.glob("analysis-*.html"))

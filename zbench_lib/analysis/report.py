@@ -187,10 +187,15 @@ def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, para
                                     parameters=parameters or {}, show_code=show_code,
                                     kernel_name=kernel_name, timeout=timeout)
     sweep = load_sweep(sweep_dir)
-    names = [notebook_name(n) for n in opts.notebooks] if opts.notebooks else applicable_notebooks(sweep.results)
+    # What the admissible runs support: a notebook over runs that are all flagged has nothing to say.
+    admissible = select_admissible(sweep.results, opts.include_flagged)
+    names = [notebook_name(n) for n in opts.notebooks] if opts.notebooks else applicable_notebooks(admissible)
     if opts.compare and "analysis-compare" not in names:
         names.append("analysis-compare")
     if not names and resilver_table(sweep.path).empty:
+        if applicable_notebooks(sweep.results):
+            raise ZbenchError(f"{sweep.path}: every run that would be analysed was flagged by a truth check "
+                              "(see results' truth_flags); --include-flagged analyses them anyway")
         raise ZbenchError(f"{sweep.path}: no analysis applies (one layout, one disk count, one block size?)")
     params = _parameters(sweep, names, opts)
     out = sweep.path / "report"
@@ -227,7 +232,7 @@ def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, para
         surface=sweep.spec.get("surface", "(not declared)"), include_flagged=opts.include_flagged,
         n_rows=len(sweep.results), n_flagged=int(sweep.results["flagged"].sum()),
         n_runs=sweep.results["run_id"].nunique() if "run_id" in sweep.results else len(sweep.results),
-        entries=entries, environment=environment_table(sweep.provenance).itertuples(index=False),
+        entries=entries, fault_sweep=bool(sweep.spec.get("faults")), environment=environment_table(sweep.provenance).itertuples(index=False),
         figures=[p.relative_to(out).as_posix() for p in figures], plotlyjs=PLOTLY_JS, compare=opts.compare,
         **{k: v for k, v in extras.items() if k != "static"})
     index = out / "index.html"
