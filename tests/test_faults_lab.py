@@ -7,6 +7,7 @@ every disk plugged in and no pool left.
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,11 @@ def test_a_disk_pulled_mid_run_is_flagged_and_the_sweep_goes_on(lab, lab_host, t
     for dev in lab.data_disks:
         assert lab_host.run(["test", "-e", dev], check=False).ok, dev
     assert find_leftovers(lab_host) == []
+    # No disk keeps the label of a pool still "active" (state 0; a drive swapped out while
+    # OFFLINE would, and `zpool create` then refuses it as part of a potentially active pool).
+    for dev in lab.data_disks:
+        labels = lab_host.run(["zdb", "-l", f"{dev}-part1"], check=False).stdout
+        assert not re.search(r"^\s*state: 0\s*$", labels, re.M), (dev, labels[:400])
 
 
 def test_a_disk_slowed_to_a_crawl_is_flagged_slow_and_its_speed_restored(lab, lab_host, tmp_path):

@@ -46,6 +46,12 @@ def _offline_guid(host, pool: str, device: str) -> str:
     return next((line.split()[0] for line in guids.splitlines() if "OFFLINE" in line.split()[1:2]), device)
 
 
+def pool_has_device(host, pool: str, device: str) -> bool:
+    """Is `device` (a by-id path) still a vdev of `pool`? (`zpool status -P` lists full paths.)"""
+    text = host.run(["zpool", "status", "-P", pool], check=False, timeout=60).stdout
+    return any(part.startswith(device) for line in text.splitlines() for part in line.split()[:1])
+
+
 def _wipe(host, device: str) -> None:
     """A new drive: no ZFS label on its data partition, no partition table."""
     host.run(["zpool", "labelclear", "-f", f"{device}-part1"], check=False, timeout=60)
@@ -102,7 +108,15 @@ def resilver_pool(host, store, pool, *, seed, pool_id: str, label: str, device: 
     if load is not None and target is None:
         raise RuntimeError("no target of this pool was created in this session to run the load on")
     lost, new = device, spare
-    for order, under_load in enumerate(resilver_order(seed, pool_id, load is not None), 1):
-        time_resilver(host, store, pool, pool_id=pool_id, label=label, lost=lost, replacement=new,
-                      order=order, load=load if under_load else None, target=target, fill=fill)
-        lost, new = new, lost          # the next resilver takes the replacement out, the original back
+    try:
+        for order, under_load in enumerate(resilver_order(seed, pool_id, load is not None), 1):
+            time_resilver(host, store, pool, pool_id=pool_id, label=label, lost=lost, replacement=new,
+                          order=order, load=load if under_load else None, target=target, fill=fill)
+            lost, new = new, lost      # the next resilver takes the replacement out, the original back
+    finally:
+        # The drive replaced last left the pool while OFFLINE: its label still names the pool
+        # as active, and the pool's destroy will not clear it (a later `zpool create` would
+        # refuse the disk as "part of potentially active pool"). A lab disk: wiped here.
+        for d in (lost, new):
+            if not pool_has_device(host, pool.name, d):
+                _wipe(host, d)
