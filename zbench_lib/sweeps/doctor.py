@@ -46,8 +46,8 @@ def _privilege(host: Host) -> Finding:
         return Finding("privilege", True, "root")
     res = host.run(["sudo", "-n", "true"], check=False, timeout=30)
     if res.ok:
-        if hasattr(host, "use_privilege"):
-            host.use_privilege()        # the checks after this one run as root, as the sweep will
+        if hasattr(host, "sudo"):
+            host.sudo = True            # checked just now: the checks after this one run as root, as the sweep will
         return Finding("privilege", True, f"uid {uid}, passwordless sudo (commands run through sudo -n)")
     return Finding("privilege", False, f"uid {uid} and sudo would prompt: zpool/zfs need root "
                                        "(configure NOPASSWD for them, or connect as root)")
