@@ -73,7 +73,7 @@ def test_layouts_beyond_the_lab_are_skipped():
     assert len(p.cells) == 2 and len(p.skipped) == 6
     assert {s["reason"] for s in p.skipped} == {
         "stripe(6) needs 6 data disks but the host has 4",
-        "stripe(2) + log(1) needs 1 extra disk(s) for the log but the host has 0",
+        "stripe(2) + log(1) needs 1 extra disk(s) for log/cache/special but the host has 0",
         "stripe(6) + log(1) needs 6 data disks but the host has 4"}
 
 

@@ -24,6 +24,8 @@ def parse_size(value, what: str = "size") -> int:
     if not m:
         raise ConfigError(f"{what}: cannot parse {value!r} as a size (examples: 4096, 8k, 128K, 1G)")
     number = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if number > 2 ** 63:                # also a 400-digit number, which float() makes inf
+        raise ConfigError(f"{what}: {value[:30]!r}{'...' if len(value) > 30 else ''} is far too large")
     if number != int(number):
         raise ConfigError(f"{what}: {value!r} is not a whole number of bytes")
     return int(number)

@@ -91,8 +91,8 @@ def _parse_number(field: str, text: str) -> int:
         value = float(digits)
     except ValueError:
         raise ConfigError(f"disk model: {field}={text!r} is not a number") from None
-    if value <= 0:
-        raise ConfigError(f"disk model: {field} must be positive, got {text!r}")
+    if not 0 < value < 1e18:            # also refuses nan and inf
+        raise ConfigError(f"disk model: {field} must be positive (and finite), got {text!r}")
     return int(value * _UNITS[unit])
 
 

@@ -79,3 +79,23 @@ def _throttle(q: QMPClient, serial: str, model: DiskModel) -> None:
                   **model.qmp_throttle_arguments())
     except ZbenchError as exc:
         raise ZbenchError(f"lab disk {serial}: cannot set its envelope ({exc})") from None
+
+
+def throttle_of(lab_dir, serial: str) -> dict:
+    """The throttle QEMU applies to `serial` now (query-block), in block_set_io_throttle's keys."""
+    lab_dir = _check(lab_dir, serial)
+    with QMPClient(lab_dir / "qmp.sock") as q:
+        blocks = q.command("query-block") or []
+    for b in blocks:
+        if b.get("qdev", "").startswith(f"/machine/peripheral/{_device_id(serial)}") or b.get("device") == serial:
+            inserted = b.get("inserted") or {}
+            return {k: inserted.get(k, 0) for k in ("iops", "iops_rd", "iops_wr", "bps", "bps_rd", "bps_wr")}
+    raise ZbenchError(f"lab {lab_dir.name}: QEMU reports no block device for disk {serial!r}")
+
+
+def set_throttle(lab_dir, serial: str, arguments: dict) -> None:
+    """Put back a throttle read by throttle_of (block_set_io_throttle's keys, 0 = unlimited)."""
+    lab_dir = _check(lab_dir, serial)
+    with QMPClient(lab_dir / "qmp.sock") as q:
+        q.command("block_set_io_throttle", id=f"/machine/peripheral/{_device_id(serial)}/virtio-backend",
+                  **{k: int(arguments.get(k, 0)) for k in ("iops", "iops_rd", "iops_wr", "bps", "bps_rd", "bps_wr")})

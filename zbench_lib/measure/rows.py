@@ -73,7 +73,8 @@ def parse_results(attempt_dir: Path, meta: dict) -> list[dict]:
     extra = {"sweep_id": meta.get("sweep"), "config_id": meta.get("cell_id"),
              "disk_model": ctx.get("disk_model"), "disk_model_iops": ctx.get("disk_model_iops"),
              "disk_model_bw": ctx.get("disk_model_bw"), "cache_declared": ctx.get("cache"),
-             "pool_id": meta.get("pool_id"), "pool_replicate": meta.get("pool_replicate", 1)}
+             "pool_id": meta.get("pool_id"), "pool_replicate": meta.get("pool_replicate", 1),
+             **(ctx.get("settings_readback") or {})}     # module parameters and disk models as read back
     for k in ("used_bytes", "logicalused_bytes", "referenced_bytes", "compressratio",
               "pool_capacity_pct", "pool_fragmentation_pct"):
         extra[k] = ctx.get("space", {}).get(k)

@@ -22,7 +22,9 @@ alignment, 8 MiB partition 9) and 4.5 MiB to the vdev labels; a top-level vdev i
 cut to whole metaslabs (``vdev_metaslab_set_size``: under 8 GiB, 16 metaslabs of
 asize/16 rounded up to a power of two, so up to a sixteenth is lost; from 64 metaslabs
 on, one is kept for the embedded log, as 2.2 and later do); raidz space is
-deflated by the 128K block's allocation (``vdev_deflate_ratio``); the slop space
+deflated by the 128K block's allocation (``vdev_deflate_ratio``); dRAID space is its
+children less spares, less 32 MiB each and cut to whole 16 MiB rows and groups
+(``vdev_draid_open``), deflated the same way with ``draid.asize``; the slop space
 (``spa_get_slop_space``: 1/32, at least 128 MiB on small pools, at most 128 GiB) is
 kept back. MOS and space-map metadata (a few MiB) are not counted. Log, cache and
 special devices add no space to the normal class. Pool replicates are separate pools
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
+from zbench_lib.zfs import draid
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.zfs.models import raidz_asize
 
@@ -51,6 +54,13 @@ def _whole_metaslabs(asize: int) -> int:
     return (count - (count >= 64)) << shift           # 2.2+: one kept for the embedded log if 64+
 
 
+def _alloc(psize: int, layout: Layout) -> int:
+    """Bytes a block of ``psize`` allocates on one of the layout's raidz or dRAID vdevs."""
+    if layout.is_draid:
+        return draid.asize(psize, layout.ashift, layout.draid_ndata, layout.parity)
+    return raidz_asize(psize, layout.ashift, layout.width, layout.parity)
+
+
 def usable_bytes(layout: Layout, disk_bytes: int) -> int:
     """Approximate bytes the pool's datasets can use (``zfs list`` AVAIL of an empty pool)."""
     child = max(disk_bytes - DISK_OVERHEAD, 0)
@@ -58,11 +68,14 @@ def usable_bytes(layout: Layout, disk_bytes: int) -> int:
         vdevs, asize = layout.width, child
     elif layout.family == "mirror":
         vdevs, asize = layout.vdevs, child
+    elif layout.is_draid:
+        vdevs = layout.vdevs
+        asize = draid.vdev_asize(child, layout.width, layout.parity, layout.draid_data, layout.draid_spares)
     else:
         vdevs, asize = layout.vdevs, child * layout.width
     space = _whole_metaslabs(asize)
     if layout.parity:
-        ratio = (1 << 17) // (raidz_asize(1 << 17, layout.ashift, layout.width, layout.parity) >> 9)
+        ratio = (1 << 17) // (_alloc(1 << 17, layout) >> 9)
         space = (space >> 9) * ratio
     dspace = vdevs * space
     slop = max(min(dspace >> 5, 128 * GiB), min(dspace >> 1, 128 * MiB))
@@ -73,8 +86,7 @@ def _scaled(nblocks: int, block: int, layout: Layout) -> int:
     """Deflated bytes of ``nblocks`` blocks of ``block`` bytes (volsize_from_vdevs)."""
     if not layout.parity:
         return nblocks * block
-    w, p, a = layout.width, layout.parity, layout.ashift
-    return nblocks * raidz_asize(block, a, w, p) * OLD_MAX_BLOCK // raidz_asize(OLD_MAX_BLOCK, a, w, p)
+    return nblocks * _alloc(block, layout) * OLD_MAX_BLOCK // _alloc(OLD_MAX_BLOCK, layout)
 
 
 def target_need(target: dict, layout: Layout) -> int:

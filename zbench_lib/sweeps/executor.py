@@ -25,6 +25,7 @@ from zbench_lib.zfs.layouts import Layout
 from zbench_lib.sweeps.doctor import preflight_spec
 from zbench_lib.sweeps.sweep_host import check_release, lab_config, open_host  # noqa: F401 (lab_config: tests)
 from zbench_lib.sweeps.faults import FaultInjector, lab_dir_of
+from zbench_lib.sweeps.pool_setup import pool_setup, restore_unfinished
 from zbench_lib.sweeps.plan import Plan, expand, pool_fill, run_seconds
 from zbench_lib.sweeps.repetitions import RepetitionRule
 from zbench_lib.sweeps.schedule import Schedule, outcomes_from_raw
@@ -118,6 +119,7 @@ def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log, giv
         opened = contextlib.nullcontext(given_host) if given_host else open_host(spec, release)
         with opened as (host, data_devs, extra_devs, owned, model, lab):
             _record_environment(store, host, lab, data_devs + extra_devs, log)
+            restore_unfinished(store, host, log)       # module parameters a killed session left set
             if release is not None:
                 check_release(store, host, release)
             faults = FaultInjector(spec.faults, store, host, lab_dir_of(lab, host) if spec.faults else Path("."),
@@ -185,11 +187,13 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
     # this sweep's own, and the resume destroys it (_reclaim_own_leftovers).
     name = new_pool_name(p["pool_id"])
     store.record("pool creating", pool_id=p["pool_id"], pool=name)
-    with Pool(host, layout, devices, name=name,
-              owned_devices=owned, allow_signatures=tuple(spec.allow_signatures or ())) as pool:
+    lab_dir = lab_dir_of(lab, host) if spec.lab is not None else None
+    with pool_setup(p, layout, devices, host, store, lab_dir) as (pool_model, readback), \
+            Pool(host, layout, devices, name=name,
+                 owned_devices=owned, allow_signatures=tuple(spec.allow_signatures or ())) as pool:
         crash_point("pool-create")
         store.record("pool created", pool_id=p["pool_id"], pool=pool.name, layout=p["label"],
-                     pool_replicate=p["pool_replicate"],
+                     topology=pool.topology, pool_replicate=p["pool_replicate"],
                      block=next(i for i, b in enumerate(plan.blocks, 1) if p["pool_id"] in b))
         targets = {t["target_id"]: t for t in plan.targets if t["pool_id"] == p["pool_id"]}
         order = dict.fromkeys([r.target_id for r in plan.runs if r.target_id in targets] + list(targets))
@@ -200,7 +204,8 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
             if level != "none":
                 fill = prefill(pool, tinfo, level, progress=progress, size_bytes=t["size_bytes"])
                 store.record("prefilled", target_id=t["target_id"], **fill)
-            ctx = dict(_context(host, pool, tinfo, t, model, lab, fill), data_device_count=layout.total_disks)
+            ctx = dict(_context(host, pool, tinfo, t, pool_model or model, lab, fill),
+                       data_device_count=layout.total_disks, settings_readback=readback)
             load_on = {"path": tinfo.path, "size_bytes": ctx["file_bytes"]}
 
             def run_one(run):

@@ -27,6 +27,7 @@ from zbench_lib.sweeps.blocks import Run, order_runs, replicate, run_id
 from zbench_lib.sweeps.capacity import check_fits
 from zbench_lib.sweeps.spec_faults import check_faults
 from zbench_lib.sweeps.spec import BLOCKSIZE, PROPERTIES, SweepSpec, check_grid
+from zbench_lib.sweeps.spec_pool import pool_settings
 from zbench_lib.zfs.targets import Dataset, Zvol
 
 MiB, GiB = 1024 ** 2, 1024 ** 3
@@ -59,14 +60,17 @@ def _layout(f: dict, spec: SweepSpec) -> Layout:
             if disks % vdevs:
                 raise ConfigError(f"{disks} disks do not split into {vdevs} {fam} vdevs")
             width = disks // vdevs
-    layout = Layout(fam, width, vdevs, ashift=f.get("ashift", 12), log=f.get("log", 0)).validate()
+    special = f.get("special", 0)
+    layout = Layout(fam, width, vdevs, ashift=f.get("ashift", 12), log=f.get("log", 0),
+                    log_mirror=f.get("log_mirror", False), cache=f.get("cache", 0), special=special,
+                    special_mirror=special >= 2).validate()
     data, extra = spec.available_disks
     if layout.total_disks > data:
         raise ConfigError(f"{layout.describe()} needs {layout.total_disks} data disks "
                           f"but the host has {data}")
-    if layout.log > extra:
-        raise ConfigError(f"{layout.describe()} needs {layout.log} extra disk(s) for the log "
-                          f"but the host has {extra}")
+    if layout.extra_disks > extra:
+        raise ConfigError(f"{layout.describe()} needs {layout.extra_disks} extra disk(s) for "
+                          f"log/cache/special but the host has {extra}")
     return layout
 
 
@@ -202,7 +206,7 @@ def _cell(spec: SweepSpec, w, f: dict, layout: Layout, settings: dict, rates: tu
                "ashift": layout.ashift, "layout_label": layout.describe(),
                **{k: v for k, v in settings.items() if k != "size_bytes"},
                ("volsize_bytes" if spec.surface == "zvol" else "file_size_bytes"): settings["size_bytes"],
-               **{k: f[k] for k in ("fill", "zfs") if k in f},
+               **{k: f[k] for k in ("fill", "zfs") if k in f}, **pool_settings(f),
                "workload": w.name, "template": w.template, "iodepth": merged["iodepth"],
                "numjobs": merged["numjobs"], "bs_bytes": parse_size(merged["bs"], "bs")}
     measured = merged["ramp_time_s"] + merged["runtime_s"]
@@ -243,11 +247,12 @@ def expand(spec: SweepSpec) -> Plan:
             seen.add(key)
             # A fill level is the pool's state: each level gets pools of its own, so one cell's
             # filler never fills another's pool. An OpenZFS release is the lab's: its pools too.
-            pkey = json.dumps([layout.family, layout.width, layout.vdevs, layout.ashift, layout.log, f.get("fill"),
-                               f.get("zfs")])
+            # Disk models and module parameters are set around a pool, so they too get pools of their own.
+            pkey = json.dumps([layout.to_dict(), f.get("fill"), f.get("zfs"), pool_settings(f)], sort_keys=True)
             pool = pools.setdefault(pkey, {"pool_id": f"p{len(pools) + 1:02d}", "layout": layout.to_dict(),
                                            "label": layout.describe(), "data_disks": layout.data_disks,
-                                           **{k: f[k] for k in ("fill", "zfs") if k in f}})
+                                           **{k: f[k] for k in ("fill", "zfs") if k in f},
+                                           **({"settings": pool_settings(f)} if pool_settings(f) else {})})
             n_in_pool = sum(t["pool_id"] == pool["pool_id"] for t in targets.values())
             target = targets.setdefault(json.dumps([pool["pool_id"], settings], sort_keys=True),
                                         {"target_id": f"{pool['pool_id']}-t{n_in_pool + 1:02d}",

@@ -24,13 +24,15 @@ from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs.layouts import FAMILIES
 from zbench_lib.sweeps.spec_host import parse_host, zfs_release
 from zbench_lib.sweeps.spec_faults import parse_faults
+from zbench_lib.sweeps.spec_pool import POOL_SETTING_FACTORS, check_pool_factors, check_pool_setting
 from zbench_lib.sweeps.spec_values import METRICS, blocksize, fail, integer, mapping, size, zfs_property  # noqa: F401
 from zbench_lib.sweeps.spec_values import fio_overrides, name as plain_name
 from zbench_lib.sweeps.spec_values import repetitions as parse_repetitions
 from zbench_lib.sweeps.spec_yaml import load_yaml, read_spec_text
 
 PROPERTIES = ("compression", "sync", "logbias", "primarycache", "secondarycache", "checksum",
-              "copies", "atime")
+              "copies", "atime", "special_small_blocks")
+DATASET_ONLY = ("atime", "special_small_blocks")
 POOL_FACTORS = ("layout", "disks", "width", "vdevs", "mirror_width", "log", "ashift", "fill", "zfs")
 WORKLOAD_FACTORS = ("iodepth", "numjobs", "bs")
 BLOCKSIZE = {"zvol": "volblocksize", "dataset": "recordsize"}
@@ -97,6 +99,9 @@ _CHECKS = {
     **{k: (lambda k: lambda v, p: blocksize(v, p, 512, MAX_BLOCKSIZE[k]))(k) for k in MAX_BLOCKSIZE},
     "fill": lambda v, p: fill_value(v, p, allow_none=True),
     "zfs": lambda v, p: zfs_release(v, p),
+    # 0 (no small blocks on the special vdev) or a power of two up to 1M (OpenZFS 2.1-2.3)
+    "special_small_blocks": lambda v, p: 0 if v == 0 and not isinstance(v, bool) else blocksize(v, p, 512, 1024 ** 2),
+    **{k: (lambda k: lambda v, p: check_pool_setting(k, v, p))(k) for k in POOL_SETTING_FACTORS},
 }
 
 
@@ -114,8 +119,8 @@ def _factor(key: str, values, surface: str) -> list:
     path = f"factors.{key}"
     if key in ("volblocksize", "recordsize") and key != BLOCKSIZE[surface]:
         fail(path, f"{key} does not apply to a {surface} sweep (use {BLOCKSIZE[surface]})")
-    if key == "atime" and surface == "zvol":
-        fail(path, "atime applies only to datasets, not to a zvol sweep")
+    if key in DATASET_ONLY and surface == "zvol":
+        fail(path, f"{key} applies only to datasets, not to a zvol sweep")
     if not isinstance(values, list) or not values:
         fail(path, f"expected a non-empty list of values, got {values!r}")
     if len(values) > MAX_VALUES:
@@ -139,7 +144,7 @@ def _factor(key: str, values, surface: str) -> list:
 
 
 def _factors(d, surface: str) -> dict:
-    allowed = POOL_FACTORS + ("volblocksize", "recordsize") + PROPERTIES + WORKLOAD_FACTORS
+    allowed = POOL_FACTORS + POOL_SETTING_FACTORS + ("volblocksize", "recordsize") + PROPERTIES + WORKLOAD_FACTORS
     mapping(d, "factors", allowed, ("layout",))
     out = {k: _factor(k, v, surface) for k, v in d.items()}
     if "disks" in out and ("width" in out or "vdevs" in out):
@@ -187,7 +192,7 @@ def _workloads(items, target: dict, factors: dict) -> tuple:
 
 def _target(d, surface: str, factors: dict) -> dict:
     size_key = "volsize" if surface == "zvol" else "size"
-    allowed = (size_key, BLOCKSIZE[surface]) + tuple(p for p in PROPERTIES if surface == "dataset" or p != "atime")
+    allowed = (size_key, BLOCKSIZE[surface]) + tuple(p for p in PROPERTIES if surface == "dataset" or p not in DATASET_ONLY)
     mapping(d, "target", allowed, (size_key,))
     out = {"kind": surface, "size_bytes": size(d[size_key], f"target.{size_key}")}
     for k, v in d.items():
@@ -196,7 +201,7 @@ def _target(d, surface: str, factors: dict) -> dict:
         if k == BLOCKSIZE[surface]:
             out[f"{k}_bytes"] = blocksize(v, f"target.{k}", 512, MAX_BLOCKSIZE[k])
         elif k != size_key:
-            out[k] = zfs_property(k, v, f"target.{k}")
+            out[k] = _CHECKS.get(k, lambda v, p: zfs_property(k, v, p))(v, f"target.{k}")
     return out
 
 
@@ -235,6 +240,7 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
                             "a real host runs the release it has")
     if "zfs" in factors and isinstance(d.get("lab"), dict) and "zfs" in d["lab"]:
         fail("factors.zfs", "give the OpenZFS release in lab.zfs or as factors.zfs, not both")
+    check_pool_factors(factors, host, d.get("faults"))
     prefill = _prefill(d.get("prefill"))
     if "fill" in factors and prefill["policy"] == "none":
         fail("factors.fill", "a fill factor needs prefill.policy once-per-target (its 'none' value is the no-prefill level)")

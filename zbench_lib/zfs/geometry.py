@@ -8,9 +8,18 @@ from zbench_lib.core.errors import ConfigError
 
 
 def parity_of(layout: str) -> int:
-    """Parity level of a layout name: stripe/mirror 0, raidz/raidz1 1, raidz2 2, raidz3 3."""
+    """Parity level of a layout name: stripe/mirror 0, raidz/raidz1 1, raidz2 2, raidz3 3.
+
+    dRAID is refused: its geometry needs the data disks per group and the distributed
+    spares, which a name, width and vdevs do not carry, and it allocates whole groups
+    (vdev_draid_asize), so the raidz models built on this would be wrong for it.
+    """
     if layout in ("stripe", "mirror"):
         return 0
+    if str(layout).startswith("draid"):
+        raise ConfigError(f"{layout}: dRAID geometry needs data disks per group and distributed spares, not "
+                          "just width and vdevs, and pads every block to whole groups unlike raidz: use "
+                          "layouts.Layout (data_disks, usable_bytes) and the zfs.draid module")
     m = re.fullmatch(r"raidz([123]?)", str(layout))
     if not m:
         raise ConfigError(f"unknown layout {layout!r} (stripe, mirror, raidz1, raidz2, raidz3)")

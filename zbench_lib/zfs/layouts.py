@@ -1,4 +1,4 @@
-"""Pool layouts as data: stripe, mirror, raidz1/2/3 with optional log, cache, special.
+"""Pool layouts as data: stripe, mirror, raidz1/2/3, draid1/2/3 with optional log, cache, special.
 
 Conventions (decided once, here):
 
@@ -6,6 +6,8 @@ Conventions (decided once, here):
   vdev; ``vdevs`` must stay 1 (one way to say it, so specs compare equal).
 - ``mirror``: ``width`` disks per mirror, ``vdevs`` mirrors.
 - ``raidzP``: ``width`` disks per raidz vdev, ``vdevs`` raidz vdevs.
+- ``draidP``: ``width`` children per dRAID vdev, ``vdevs`` dRAID vdevs; ``draid_data`` data disks
+  per group (0: OpenZFS's default) and ``draid_spares`` distributed spares per vdev, else 0 (draid module).
 - ``log``/``cache``/``special`` are *counts* of extra devices. A mirrored log or
   special vdev is one mirror of all its devices; unmirrored, each device is its
   own vdev. Cache devices are never mirrored (ZFS does not allow it).
@@ -21,11 +23,12 @@ import os
 import re
 from dataclasses import asdict, dataclass, fields
 
+from zbench_lib.zfs import draid
 from zbench_lib.zfs.zfs_json import pick
 from zbench_lib.core.errors import ConfigError, ZbenchError
 
-FAMILIES = ("stripe", "mirror", "raidz1", "raidz2", "raidz3")
-_PARITY = {"stripe": 0, "mirror": 0, "raidz1": 1, "raidz2": 2, "raidz3": 3}
+FAMILIES = ("stripe", "mirror", "raidz1", "raidz2", "raidz3", "draid1", "draid2", "draid3")
+_PARITY = {"stripe": 0, "mirror": 0, **{f"{k}{p}": p for k in ("raidz", "draid") for p in (1, 2, 3)}}
 MAX_RAIDZ_WIDTH = 255
 _POOL_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]*$")
 # zpool refuses names starting with these (zpool_name_valid) and "log"; the
@@ -45,12 +48,19 @@ class Layout:
     cache: int = 0
     special: int = 0
     special_mirror: bool = False
+    draid_data: int = 0
+    draid_spares: int = 0
 
     # -- derived facts -------------------------------------------------------
     @property
     def parity(self) -> int:
-        """raidz parity per vdev (0 for stripe and mirror)."""
+        """raidz/dRAID parity per vdev (0 for stripe and mirror)."""
         return _PARITY[self.family]
+
+    is_draid = property(lambda self: self.family.startswith("draid"), doc="A draid1/2/3 layout?")
+    _dr = property(lambda self: (self.width, self.parity, self.draid_data, self.draid_spares))
+    draid_ndata = property(lambda self: draid.ndata(*self._dr) if self.is_draid else 0,
+                           doc="dRAID data disks per group in effect (the default resolved); 0 otherwise.")
 
     @property
     def redundancy(self) -> int:
@@ -66,12 +76,15 @@ class Layout:
                            doc="Log + cache + special devices.")
 
     @property
-    def data_disks(self) -> int:
-        """Stripe: n; mirror: number of mirrors; raidz-p: vdevs x (width - p)."""
+    def data_disks(self) -> int | float:
+        """Stripe: n; mirror: number of mirrors; raidz-p: vdevs x (width - p); dRAID: vdevs x (width -
+        spares) x d/(d + p), an int when whole, else a float rounded to 2 places (draid1:4d:7c:0s: 5.6)."""
         if self.family == "stripe":
             return self.width
         if self.family == "mirror":
             return self.vdevs
+        if self.is_draid:
+            return draid.data_disks(self.vdevs, *self._dr)
         return self.vdevs * (self.width - self.parity)
 
     def raw_bytes(self, disk_bytes: int) -> int:
@@ -80,13 +93,18 @@ class Layout:
 
     def usable_bytes(self, disk_bytes: int) -> int:
         """Approximate: data_disks x disk_bytes, before raidz padding, metadata,
-        labels and the pool's slop reservation (so ZFS reports somewhat less)."""
+        labels and the pool's slop reservation (so ZFS reports somewhat less).
+        dRAID: the exact vdevs x (width - spares) x d/(d+p) x disk_bytes, rounded down."""
+        if self.is_draid:
+            return draid.usable_bytes(self.vdevs, *self._dr, disk_bytes)
         return self.data_disks * disk_bytes
 
     def describe(self) -> str:
-        """Short label, e.g. '2x raidz2(6) + log mirror(2) + cache(1)'."""
+        """Short label, e.g. '2x raidz2(6) + log mirror(2) + cache(1)', '1x draid2(8: 4d, 1s)'."""
         if self.family == "stripe":
             text = f"stripe({self.width})"
+        elif self.is_draid:
+            text = f"{self.vdevs}x {self.family}({self.width}: {self.draid_ndata}d, {self.draid_spares}s)"
         else:
             text = f"{self.vdevs}x {self.family}({self.width})"
         for kind, n, mirrored in (("log", self.log, self.log_mirror), ("cache", self.cache, False),
@@ -101,7 +119,7 @@ class Layout:
         if self.family not in FAMILIES:
             raise ConfigError(f"unknown layout family {self.family!r}; "
                               f"expected one of {', '.join(FAMILIES)}")
-        for f in ("width", "vdevs", "ashift", "log", "cache", "special"):
+        for f in ("width", "vdevs", "ashift", "log", "cache", "special", "draid_data", "draid_spares"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int):
                 raise ConfigError(f"layout {f} must be an integer, got {v!r}")
@@ -119,6 +137,11 @@ class Layout:
         if self.family.startswith("raidz") and self.width > MAX_RAIDZ_WIDTH:
             problems.append(f"{self.family} width {self.width} exceeds the maximum of "
                             f"{MAX_RAIDZ_WIDTH} disks in a raidz vdev")
+        if self.is_draid and self.width >= 1:
+            problems += draid.problems(*self._dr)
+        elif not self.is_draid and (self.draid_data or self.draid_spares):
+            problems.append(f"draid_data and draid_spares apply to draid1/2/3 only and must be 0 for "
+                            f"{self.family}, got {self.draid_data} and {self.draid_spares}")
         if self.vdevs < 1:
             problems.append(f"vdevs must be at least 1, got {self.vdevs}")
         elif self.family == "stripe" and self.vdevs != 1:
@@ -164,7 +187,10 @@ class Layout:
                 raise ConfigError(f"layout spec is missing required key {key!r}")
         return cls(**d).validate()
 
-    to_dict = asdict
+    def to_dict(self) -> dict:
+        """Every field; the draid_* ones only for dRAID, so other layouts' dicts stay as they were."""
+        d = asdict(self)
+        return d if self.is_draid else {k: v for k, v in d.items() if not k.startswith("draid_")}
 
 
 # -- command lines -----------------------------------------------------------
@@ -224,7 +250,7 @@ def zpool_create_argv(pool: str, devices: list[str], layout: Layout,
     if layout.family == "stripe":
         argv += data
     else:
-        keyword = "mirror" if layout.family == "mirror" else layout.family
+        keyword = draid.keyword(*layout._dr) if layout.is_draid else layout.family
         for i in range(layout.vdevs):
             argv += [keyword] + data[i * layout.width:(i + 1) * layout.width]
     log, cache, special = (rest[:layout.log], rest[layout.log:layout.log + layout.cache],
@@ -238,7 +264,9 @@ def zpool_create_argv(pool: str, devices: list[str], layout: Layout,
 # -- topology read-back ------------------------------------------------------
 def expected_topology(layout: Layout) -> dict:
     """What ``parse_zpool_status_json`` should return for a pool made from ``layout``:
-    class -> list of (vdev type, number of children); single devices are ('leaf', 0)."""
+    class -> list of (vdev type, number of children); single devices are ('leaf', 0).
+    A dRAID vdev is ('draidP', children); its distributed spares, listed under the pool's
+    spares, are a 'spare' class of ('dspare', 0), present only when there are some."""
     layout.validate()
     if layout.family == "stripe":
         data = [("leaf", 0)] * layout.width
@@ -248,8 +276,9 @@ def expected_topology(layout: Layout) -> dict:
     def group(n, mirrored):
         return [("mirror", n)] if mirrored else [("leaf", 0)] * n
 
+    spares = {"spare": [("dspare", 0)] * (layout.vdevs * layout.draid_spares)} if layout.draid_spares else {}
     return {"data": data, "log": group(layout.log, layout.log_mirror),
-            "cache": [("leaf", 0)] * layout.cache, "special": group(layout.special, layout.special_mirror)}
+            "cache": [("leaf", 0)] * layout.cache, "special": group(layout.special, layout.special_mirror), **spares}
 
 
 # JSON group keys (pool level, beside "vdevs") and vdev "class" values, by our name.
@@ -262,6 +291,12 @@ _CLASSES = {"normal": "data", "log": "log", "logs": "log", "special": "special",
 def _vdev_shape(name: str, v: dict) -> tuple[str, int]:
     vtype = v.get("vdev_type", "")
     children = v.get("vdevs") or {}
+    # OpenZFS 2.3 gives dRAID vdevs and spares no vdev_type/class/state (openzfs/zfs#18431): use names.
+    kind = draid.status_kind(str(v.get("name", name))) or ("dspare" if vtype == "dspare" else None)
+    if vtype == "draid" and not (kind or "").startswith("draid"):
+        raise ZbenchError(f"zpool status JSON: cannot tell the parity of dRAID vdev {name!r}")
+    if kind:
+        return kind, 0 if kind == "dspare" else len(children)
     if vtype == "raidz":
         m = re.match(r"^raidz([123])", v.get("name", name))
         if not m:

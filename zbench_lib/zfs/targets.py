@@ -162,6 +162,8 @@ class Zvol(_Target):
 class Dataset(_Target):
     recordsize_bytes: int = 128 * KiB
     atime: str | None = None
+    # Blocks up to this size go to the special vdev (0: none); a dataset property only.
+    special_small_blocks: int | None = None
 
     KIND = "dataset"
     _SIZE_KEYS = ("recordsize",)
@@ -171,6 +173,9 @@ class Dataset(_Target):
         """Raise ConfigError naming every problem; ZFS goes to 16M only when tuned to."""
         problems = self._common_problems()
         problems += _check_blocksize("recordsize", self.recordsize_bytes, max_recordsize)
+        if self.special_small_blocks not in (None, 0):
+            # OpenZFS 2.1-2.3 accept 0 or a power of two up to 1M (SPA_OLD_MAXBLOCKSIZE).
+            problems += _check_blocksize("special_small_blocks", self.special_small_blocks, MiB)
         if problems:
             raise ConfigError(f"invalid dataset {self.name!r}: " + "; ".join(problems))
         return self

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from zbench_lib.core.errors import ZbenchError
+from zbench_lib.zfs import draid
 from zbench_lib.zfs.zfs_json import pick_name
 
 # Group headings of `zpool status` (at the depth of the pool's own line), by our class name.
@@ -51,6 +52,9 @@ def _config_lines(text: str) -> list[tuple[int, str]]:
 
 
 def _shape(name: str, children: int) -> tuple[str, int]:
+    kind = draid.status_kind(name)      # 'draid2:4d:8c:1s-0' -> draid2, spare 'draid2-0-0' -> dspare
+    if kind:
+        return kind, 0 if kind == "dspare" else children
     m = _VDEV.match(name)
     if not m:
         return ("leaf", 0) if children == 0 else ("unknown", children)

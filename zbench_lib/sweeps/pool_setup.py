@@ -1,0 +1,91 @@
+"""What is set around one pool besides its layout: disk models by role and module parameters.
+
+``pool_setup(...)`` is entered before ``zpool create`` and left after the pool is gone:
+- each device whose role has a model factor (``model`` for the data disks, ``log_model``,
+  ``cache_model``, ``special_model``) gets that envelope as a QEMU throttle, read back through
+  QMP and recorded; on exit it gets back exactly the throttle it had before;
+- ZFS module parameters are applied by ``zfs.module_params.ModuleParams`` (read, set, read
+  back, restored afterwards even on failure) and recorded.
+
+It yields the data disks' model name (None when not a factor) and the read-back as result
+columns (``param_<name>``, ``<role>_model_readback``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from zbench_lib.hosts import lab_faults
+from zbench_lib.hosts.disk_models import parse_model
+from zbench_lib.core.errors import ZbenchError
+from zbench_lib.sweeps.faults import serial_of
+from zbench_lib.sweeps.spec_pool import ROLE_OF_MODEL, module_params
+from zbench_lib.zfs.module_params import ModuleParams, param_path, result_columns
+
+
+def device_roles(layout, devices: list[str]) -> dict:
+    """device -> role for the devices ordered data, log, cache, special (as zpool_create_argv takes them)."""
+    roles = ["data"] * layout.total_disks + ["log"] * layout.log + ["cache"] * layout.cache \
+        + ["special"] * layout.special
+    return dict(zip(devices, roles))
+
+
+def _set_models(pool_rec, layout, devices, store, lab_dir, before: dict) -> dict:
+    """Throttle each device of a role with a model factor; fills `before`; returns read-back columns."""
+    settings = pool_rec.get("settings") or {}
+    wanted = {role: settings[key] for key, role in ROLE_OF_MODEL.items() if key in settings}
+    targets = {d: wanted[role] for d, role in device_roles(layout, devices).items() if role in wanted}
+    if not targets:
+        return {}
+    got = {}
+    for device, model in targets.items():
+        serial = serial_of(device)
+        before[device] = lab_faults.throttle_of(lab_dir, serial)
+        lab_faults.restore_speed(lab_dir, serial, model)
+        got[serial] = lab_faults.throttle_of(lab_dir, serial)
+        want = parse_model(model).qmp_throttle_arguments()
+        if {k: got[serial].get(k) for k in want} != want:
+            raise ZbenchError(f"lab disk {serial}: throttle read back {got[serial]}, set {want} ({model})")
+    store.record("disk models set", pool_id=pool_rec["pool_id"],
+                 models={serial_of(d): m for d, m in targets.items()}, throttles=got)
+    return {f"{role}_model_readback": model for role, model in wanted.items()}
+
+
+@contextlib.contextmanager
+def pool_setup(pool_rec: dict, layout, devices: list[str], host, store, lab_dir):
+    """Apply a pool's settings; yields (data disk model name or None, read-back columns)."""
+    settings = pool_rec.get("settings") or {}
+    before: dict = {}
+    try:
+        readback = _set_models(pool_rec, layout, devices, store, lab_dir, before)
+        with ModuleParams(host, module_params(settings)) as params:
+            if params.record:
+                store.record("module parameters set", pool_id=pool_rec["pool_id"], params=params.record)
+                readback.update(result_columns(params.record))
+            yield settings.get("model"), readback
+        if params.record:
+            store.record("module parameters restored", pool_id=pool_rec["pool_id"],
+                         params={k: v["before"] for k, v in params.record.items()})
+    finally:
+        for device, throttle in before.items():     # exactly the envelope it had, whatever happened
+            try:
+                lab_faults.set_throttle(lab_dir, serial_of(device), throttle)
+            except ZbenchError as exc:
+                store.record("disk model restore failed", device=device, error=str(exc))
+
+
+def restore_unfinished(store, host, log) -> None:
+    """Module parameters an interrupted session set and never put back (killed mid-pool):
+    write back the values they had before, from the store's events."""
+    pending: dict = {}
+    for e in store.events():
+        if e.get("event") == "module parameters set":
+            pending[e["pool_id"]] = e["params"]
+        elif e.get("event") == "module parameters restored":
+            pending.pop(e["pool_id"], None)
+    for pool_id, params in pending.items():
+        before = {name: rec["before"] for name, rec in params.items()}
+        log(f"restoring module parameters an interrupted run of pool {pool_id} left set: {before}")
+        for name, value in before.items():
+            host.run(["tee", param_path(name)], input=value)
+        store.record("module parameters restored", pool_id=pool_id, params=before, after_interruption=True)
