@@ -23,7 +23,7 @@ from zbench_lib.analysis.plot_base import (CI_LABEL, LAYOUT_ORDER, colors_for, l
 from zbench_lib.analysis.stats import summary
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
-from zbench_lib.zfs.models import predicted_random_read_iops
+from zbench_lib.zfs.models import has_model, predicted_random_read_iops
 
 _SHAPE = ["layout", "width", "vdevs"]
 
@@ -37,7 +37,7 @@ def _model_iops(shape: dict, g: pd.DataFrame) -> float:
     r = g.iloc[0]
     disk = g["disk_model_iops"].median() if "disk_model_iops" in g else math.nan
     block = next((r[c] for c in ("volblocksize_bytes", "recordsize_bytes") if c in g and pd.notna(r[c])), 131072)
-    if not disk or math.isnan(disk):
+    if not disk or math.isnan(disk) or not has_model(str(shape["layout"])):
         return math.nan
     return predicted_random_read_iops(str(shape["layout"]), int(shape["width"]), int(shape["vdevs"]), float(disk),
                                       int(block), int(r["ashift"]) if "ashift" in g and pd.notna(r["ashift"]) else 12)

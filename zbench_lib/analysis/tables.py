@@ -21,7 +21,7 @@ from zbench_lib.analysis.flags import admissible_mask, select_admissible
 from zbench_lib.analysis.stats import scaling
 from zbench_lib.analysis.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS, varying_columns
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.zfs.models import predicted_random_read_iops, space_efficiency, zfs_charged_bytes
+from zbench_lib.zfs.models import has_model, predicted_random_read_iops, space_efficiency, zfs_charged_bytes
 
 METRIC_UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "clat_p99_ns": "ms p99", "clat_p99_9_ns": "ms p99.9"}
 DISKS_HELD = {"data": ("data_disks", "equal data disks"), "total": ("total_disks", "equal total disks")}
@@ -210,7 +210,7 @@ def _scaling(df: pd.DataFrame, metric: str, unit: str) -> pd.DataFrame:
         rand = s["workload"].astype(str).str.contains("randread") if "workload" in s else np.ones(len(s), bool)
         disk = float(df["disk_model_iops"].median())
         s["model_per_disk"] = [predicted_random_read_iops(r.layout, int(r.width), int(r.vdevs), disk, int(b))
-                               / r.data_disks if ok else math.nan
+                               / r.data_disks if ok and has_model(r.layout) else math.nan
                                for r, b, ok in zip(s.itertuples(), blocks, rand)]
     return s
 
@@ -251,8 +251,9 @@ def space_check(df: pd.DataFrame, used_col: str = "referenced_bytes", ashift: in
     out = d.groupby(keys)["_ratio"].agg(measured_used_ratio="mean", n="count").reset_index()
     rows = list(zip(out["layout"], out["width"].astype(int), out[bcol].astype(int),
                     out["ashift"].astype(int) if "ashift" in out else [ashift or 12] * len(out)))
-    out["predicted_used_ratio"] = [zfs_charged_bytes(b, lay, w, a) / b for lay, w, b, a in rows]
-    out["space_efficiency"] = [space_efficiency(lay, w, b, a) for lay, w, b, a in rows]
+    out["predicted_used_ratio"] = [zfs_charged_bytes(b, lay, w, a) / b if has_model(lay) else math.nan
+                                   for lay, w, b, a in rows]
+    out["space_efficiency"] = [space_efficiency(lay, w, b, a) if has_model(lay) else math.nan for lay, w, b, a in rows]
     out["rel_error"] = out["measured_used_ratio"] / out["predicted_used_ratio"] - 1
     return out
 

@@ -117,8 +117,7 @@ def _arc(arc, t_start, t_end) -> dict:
         return out
     x = _wide(w)
     total = {k: float((_col(x, f"{k}_s") * x["w"]).sum())
-             for k in ("hits", "iohits", "misses", "demand_data_hits", "demand_data_iohits", "demand_data_misses",
-                       "l2_hits", "l2_misses")}
+             for k in ("hits", "iohits", "misses", "demand_data_hits", "demand_data_iohits", "demand_data_misses")}
     out.update({f"arc_{k}": v for k, v in total.items()})
 
     # Only true hits count as served from memory: an iohit waited for a disk read in flight.
@@ -127,10 +126,15 @@ def _arc(arc, t_start, t_end) -> dict:
         return total[f"{prefix}hits"] / acc if acc else math.nan
     out["arc_hit_ratio"], out["arc_demand_data_hit_ratio"] = ratio(""), ratio("demand_data_")
     out["arc_size_bytes_mean"] = _wmean(_col(x, "size_bytes"), x["w"])
-    # L2ARC: how warm the cache device was (its size) and how much of what the ARC missed it served.
-    l2 = total["l2_hits"] + total["l2_misses"]
-    out["l2_hit_ratio"] = total["l2_hits"] / l2 if l2 else math.nan
-    out["l2_size_bytes_mean"] = _wmean(_col(x, "l2_size_bytes"), x["w"])
+    # L2ARC: how warm the cache device was (its size) and how much of what the ARC missed it
+    # served. Only where a cache device was in use: without one the counters stay at zero,
+    # and the columns would only widen every other table (and change its derived rows).
+    l2 = {k: float((_col(x, f"{k}_s") * x["w"]).sum()) for k in ("l2_hits", "l2_misses")}
+    size = _wmean(_col(x, "l2_size_bytes"), x["w"])
+    if l2["l2_hits"] + l2["l2_misses"] > 0 or (size == size and size > 0):
+        out.update({f"arc_{k}": v for k, v in l2.items()}, l2_size_bytes_mean=size)
+        looked = l2["l2_hits"] + l2["l2_misses"]
+        out["l2_hit_ratio"] = l2["l2_hits"] / looked if looked else math.nan
     return out
 
 
@@ -161,7 +165,7 @@ _KEYS = ("dev_read_bytes dev_write_bytes dev_r_s dev_w_s dev_util_pct_mean dev_u
          "pool_read_ops pool_write_ops pool_total_wait_read_ns_mean pool_total_wait_write_ns_mean "
          "pool_scrub_io_samples pool_trim_io_samples pool_rebuild_io_samples arc_hits arc_iohits arc_misses "
          "arc_hit_ratio arc_demand_data_hits arc_demand_data_iohits arc_demand_data_misses "
-         "arc_demand_data_hit_ratio arc_size_bytes_mean arc_l2_hits arc_l2_misses l2_hit_ratio l2_size_bytes_mean cpu_usr_pct cpu_sys_pct cpu_iowait_pct cpu_idle_pct "
+         "arc_demand_data_hit_ratio arc_size_bytes_mean cpu_usr_pct cpu_sys_pct cpu_iowait_pct cpu_idle_pct "
          "cpu_steal_pct txg_count txg_sync_ms_mean txg_written_bytes").split()
 
 

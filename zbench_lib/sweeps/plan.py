@@ -63,7 +63,8 @@ def _layout(f: dict, spec: SweepSpec) -> Layout:
     special = f.get("special", 0)
     layout = Layout(fam, width, vdevs, ashift=f.get("ashift", 12), log=f.get("log", 0),
                     log_mirror=f.get("log_mirror", False), cache=f.get("cache", 0), special=special,
-                    special_mirror=special >= 2).validate()
+                    special_mirror=special >= 2, draid_data=lay.get("data", 0),
+                    draid_spares=lay.get("spares", 0)).validate()
     data, extra = spec.available_disks
     if layout.total_disks > data:
         raise ConfigError(f"{layout.describe()} needs {layout.total_disks} data disks "
@@ -204,6 +205,7 @@ def _cell(spec: SweepSpec, w, f: dict, layout: Layout, settings: dict, rates: tu
     factors = {"layout": layout.family, "width": layout.width, "vdevs": layout.vdevs,
                "data_disks": layout.data_disks, "total_disks": layout.total_disks, "log": layout.log,
                "ashift": layout.ashift, "layout_label": layout.describe(),
+               **({"draid_data": layout.draid_ndata, "draid_spares": layout.draid_spares} if layout.is_draid else {}),
                **{k: v for k, v in settings.items() if k != "size_bytes"},
                ("volsize_bytes" if spec.surface == "zvol" else "file_size_bytes"): settings["size_bytes"],
                **{k: f[k] for k in ("fill", "zfs") if k in f}, **pool_settings(f),

@@ -131,10 +131,15 @@ def _factor(key: str, values, surface: str) -> list:
         if key == "layout":
             if isinstance(v, str):
                 v = {"family": v}
-            mapping(v, p, ("family", "width", "vdevs"), ("family",))
+            mapping(v, p, ("family", "width", "vdevs", "data", "spares"), ("family",))
             if not isinstance(v["family"], str) or v["family"] not in FAMILIES:
                 fail(p, f"unknown layout family {v['family']!r}; expected one of {', '.join(FAMILIES)}")
-            v = {"family": v["family"], **{k: integer(v[k], f"{p}.{k}", 1, 1024) for k in ("width", "vdevs") if k in v}}
+            for k in ("data", "spares"):        # dRAID: data disks per group, distributed spares
+                if k in v and not v["family"].startswith("draid"):
+                    fail(f"{p}.{k}", f"applies only to dRAID (draid1/2/3), not {v['family']}")
+            v = {"family": v["family"], **{k: integer(v[k], f"{p}.{k}", 1, 1024) for k in ("width", "vdevs") if k in v},
+                 **({"data": integer(v["data"], f"{p}.data", 1, 255)} if "data" in v else {}),
+                 **({"spares": integer(v["spares"], f"{p}.spares", 0, 100)} if "spares" in v else {})}
         else:
             v = _CHECKS.get(key, lambda v, p: zfs_property(key, v, p))(v, p)
         if v in out:

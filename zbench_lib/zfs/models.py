@@ -15,6 +15,12 @@ KiB = 1024
 DEFAULT_VOLBLOCKSIZES = tuple(k * KiB for k in (4, 8, 16, 32, 64, 128))
 
 
+def has_model(layout: str) -> bool:
+    """Whether these models cover the layout: dRAID pads blocks to whole groups and needs its
+    data disks per group, so it has none here (the analysis shows NaN, not a raidz guess)."""
+    return not str(layout).startswith("draid")
+
+
 def _check(width: int, parity: int, ashift: int):
     if not 9 <= ashift <= 16:
         raise ConfigError(f"ashift must be 9..16, got {ashift}")
