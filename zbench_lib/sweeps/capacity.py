@@ -107,7 +107,7 @@ def check_fits(spec, pools: list, targets: list) -> None:
     """ConfigError when a lab pool's targets together need more than the pool holds."""
     if not spec.disk_bytes:
         return
-    key = "target.volsize" if spec.surface == "zvol" else "target.size"
+    key = "target.size" if spec.surface == "dataset" else "target.volsize"
     for pool in pools:
         layout = Layout.from_dict(pool["layout"])
         mine = [t for t in targets if t["pool_id"] == pool["pool_id"]]
@@ -115,7 +115,7 @@ def check_fits(spec, pools: list, targets: list) -> None:
         usable = usable_bytes(layout, spec.disk_bytes)
         if need > usable:
             what = ("thick zvols reserve volsize" + (" scaled by the raidz allocation" if layout.parity else "")
-                    if spec.surface == "zvol" else "files of the target size") + ", plus metadata"
+                    if spec.surface != "dataset" else "files of the target size") + ", plus metadata"
             raise ConfigError(
                 f"{key}: the {len(mine)} target(s) of pool {pool['pool_id']} need {need / GiB:.2f} GiB "
                 f"({what}); {layout.describe()} of {layout.total_disks} x {format_size(spec.disk_bytes)} "

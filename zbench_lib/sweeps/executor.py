@@ -26,6 +26,7 @@ from zbench_lib.sweeps.doctor import preflight_spec
 from zbench_lib.sweeps.sweep_host import check_release, lab_config, open_host  # noqa: F401 (lab_config: tests)
 from zbench_lib.sweeps.faults import FaultInjector, lab_dir_of
 from zbench_lib.sweeps.pool_setup import pool_setup, restore_unfinished
+from zbench_lib.sweeps.surfaces import on_surface
 from zbench_lib.sweeps.plan import Plan, expand, pool_fill, run_seconds
 from zbench_lib.sweeps.repetitions import RepetitionRule
 from zbench_lib.sweeps.schedule import Schedule, outcomes_from_raw
@@ -43,10 +44,10 @@ _TARGET_PROPS = ("compression", "sync", "logbias", "primarycache", "secondarycac
 
 def make_target(t: dict):
     props = {k: t[k] for k in _TARGET_PROPS if t.get(k) is not None}
-    if t["kind"] == "zvol":
+    if t["kind"] == "zvol":                     # also under a filesystem (fs-on-zvol)
         return Zvol(t["target_id"].replace("-", "_"), t["size_bytes"], t["volblocksize_bytes"], **props)
     return Dataset(t["target_id"].replace("-", "_"), t.get("recordsize_bytes", 131072),
-                   atime=t.get("atime"), **props)
+                   atime=t.get("atime"), special_small_blocks=t.get("special_small_blocks"), **props)
 
 
 class _RunBar:
@@ -199,20 +200,20 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
         order = dict.fromkeys([r.target_id for r in plan.runs if r.target_id in targets] + list(targets))
         load_on = None                              # where a resilver's load runs: a target of this pool
         for t in [targets[tid] for tid in order if sched.has_work(tid)]:    # the plan's (shuffled) order
-            tinfo = pool.create_target(make_target(t))
-            fill, level = {}, pool_fill(spec, p)
-            if level != "none":
-                fill = prefill(pool, tinfo, level, progress=progress, size_bytes=t["size_bytes"])
-                store.record("prefilled", target_id=t["target_id"], **fill)
-            ctx = dict(_context(host, pool, tinfo, t, pool_model or model, lab, fill),
-                       data_device_count=layout.total_disks, settings_readback=readback)
-            load_on = {"path": tinfo.path, "size_bytes": ctx["file_bytes"]}
+            with on_surface(host, pool.create_target(make_target(t)), t, store) as tinfo:
+                fill, level = {}, pool_fill(spec, p)
+                if level != "none":
+                    fill = prefill(pool, tinfo, level, progress=progress, size_bytes=t.get("file_bytes", t["size_bytes"]))
+                    store.record("prefilled", target_id=t["target_id"], **fill)
+                ctx = dict(_context(host, pool, tinfo, t, pool_model or model, lab, fill),
+                           data_device_count=layout.total_disks, settings_readback=readback)
+                load_on = {"path": tinfo.path, "size_bytes": ctx["file_bytes"]}
 
-            def run_one(run):
-                with faults.during(p["pool_id"], pool.name, run.run_id, devices):
-                    return _one_run(host, store, plan, run, plan.cell(run.cell_id), pool, tinfo, devices, ctx,
-                                    progress)
-            measure_s += run_target(store, sched, t["target_id"], run_one, overall)
+                def run_one(run):
+                    with faults.during(p["pool_id"], pool.name, run.run_id, devices):
+                        return _one_run(host, store, plan, run, plan.cell(run.cell_id), pool, tinfo, devices, ctx,
+                                        progress)
+                measure_s += run_target(store, sched, t["target_id"], run_one, overall)
         try:
             faults.before_teardown(pool, p["pool_id"], p["label"], fill=pool_fill(spec, p), target=load_on)
         finally:
@@ -246,7 +247,7 @@ def _context(host, pool, tinfo, t, model, lab, fill) -> dict:
     if lab is None and str(getattr(host, "name", "")).startswith("lab:"):
         qemu_pid = (read_state(host.name[4:]) or {}).get("pid")
     txg = host.run(["cat", "/sys/module/zfs/parameters/zfs_txg_timeout"], check=False).stdout.strip()
-    ctx = {"file_bytes": t["size_bytes"] if t.get("kind") == "dataset" else None,
+    ctx = {"file_bytes": t.get("file_bytes") or (t["size_bytes"] if t.get("kind") == "dataset" else None),
            "cache": "cold" if primarycache in ("metadata", "none") else "warm",
            "scan_at_start": status["scan"], "pool_capacity_pct": status["capacity_pct"],
            "pool_fragmentation_pct": status["fragmentation_pct"],

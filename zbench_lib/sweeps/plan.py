@@ -26,7 +26,7 @@ from zbench_lib.core.sizes import format_size, parse_size
 from zbench_lib.sweeps.blocks import Run, order_runs, replicate, run_id
 from zbench_lib.sweeps.capacity import check_fits
 from zbench_lib.sweeps.spec_faults import check_faults
-from zbench_lib.sweeps.spec import BLOCKSIZE, PROPERTIES, SweepSpec, check_grid
+from zbench_lib.sweeps.spec import BLOCKSIZE, FS_FILE_SHARE, PROPERTIES, ZVOL_SURFACES, SweepSpec, check_grid
 from zbench_lib.sweeps.spec_pool import pool_settings
 from zbench_lib.zfs.targets import Dataset, Zvol
 
@@ -184,9 +184,14 @@ def _target_spec(spec: SweepSpec, f: dict, layout: Layout) -> dict:
     if BLOCKSIZE[spec.surface] in f:
         settings[bkey] = f[BLOCKSIZE[spec.surface]]
     kw = {k: v for k, v in settings.items() if k in PROPERTIES or k == bkey}
-    t = Zvol("target", volsize_bytes=settings["size_bytes"], **kw) if spec.surface == "zvol" \
+    t = Zvol("target", volsize_bytes=settings["size_bytes"], **kw) if spec.surface in ZVOL_SURFACES \
         else Dataset("target", **kw)
     settings[bkey] = getattr(t.validate(), bkey)
+    fs = f.get("fs", settings.pop("fs", None))
+    if fs is not None:              # fio on a file in a filesystem made on the zvol, or (none) the zvol itself
+        settings["fs"] = fs
+        if fs != "none":
+            settings["file_bytes"] = int(settings["size_bytes"] * FS_FILE_SHARE) // MiB * MiB
     usable = layout.usable_bytes(spec.disk_bytes) if spec.disk_bytes else None
     if usable and settings["size_bytes"] > usable:
         raise ConfigError(f"target of {format_size(settings['size_bytes'])} does not fit in "
@@ -206,8 +211,9 @@ def _cell(spec: SweepSpec, w, f: dict, layout: Layout, settings: dict, rates: tu
                "data_disks": layout.data_disks, "total_disks": layout.total_disks, "log": layout.log,
                "ashift": layout.ashift, "layout_label": layout.describe(),
                **({"draid_data": layout.draid_ndata, "draid_spares": layout.draid_spares} if layout.is_draid else {}),
-               **{k: v for k, v in settings.items() if k != "size_bytes"},
-               ("volsize_bytes" if spec.surface == "zvol" else "file_size_bytes"): settings["size_bytes"],
+               **{k: v for k, v in settings.items() if k not in ("size_bytes", "file_bytes")},
+               ("volsize_bytes" if spec.surface in ZVOL_SURFACES else "file_size_bytes"): settings["size_bytes"],
+               **({"file_size_bytes": settings["file_bytes"]} if "file_bytes" in settings else {}),
                **{k: f[k] for k in ("fill", "zfs") if k in f}, **pool_settings(f),
                "workload": w.name, "template": w.template, "iodepth": merged["iodepth"],
                "numjobs": merged["numjobs"], "bs_bytes": parse_size(merged["bs"], "bs")}
@@ -258,7 +264,7 @@ def expand(spec: SweepSpec) -> Plan:
             n_in_pool = sum(t["pool_id"] == pool["pool_id"] for t in targets.values())
             target = targets.setdefault(json.dumps([pool["pool_id"], settings], sort_keys=True),
                                         {"target_id": f"{pool['pool_id']}-t{n_in_pool + 1:02d}",
-                                         "pool_id": pool["pool_id"], "kind": spec.surface, **settings})
+                                         "pool_id": pool["pool_id"], "kind": spec.target["kind"], **settings})
             cells.append({"cell_id": None, "pool_id": pool["pool_id"], "target_id": target["target_id"], **cell})
     _assign_ids(cells)
     pools_l, targets_l = list(pools.values()), list(targets.values())
@@ -267,7 +273,7 @@ def expand(spec: SweepSpec) -> Plan:
         data = pool["data_disks"]
         # Every target is written whole; a percentage fill adds a filler dataset per pool
         # (zfs/prefill.py) whose size depends on the pool's real free space: not estimated here.
-        t["prefill_bytes"] = 0 if pool_fill(spec, pool) == "none" else t["size_bytes"]
+        t["prefill_bytes"] = 0 if pool_fill(spec, pool) == "none" else t.get("file_bytes", t["size_bytes"])
         t["prefill_s"] = round(t["prefill_bytes"] / (data * rates[0]), 1)
     check_fits(spec, pools_l, targets_l)        # a pool's targets together, before replication
     check_faults(spec.faults, pools_l, min((run_seconds(c) for c in cells), default=0.0), spec.available_disks[0])

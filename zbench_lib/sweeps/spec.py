@@ -35,7 +35,11 @@ PROPERTIES = ("compression", "sync", "logbias", "primarycache", "secondarycache"
 DATASET_ONLY = ("atime", "special_small_blocks")
 POOL_FACTORS = ("layout", "disks", "width", "vdevs", "mirror_width", "log", "ashift", "fill", "zfs")
 WORKLOAD_FACTORS = ("iodepth", "numjobs", "bs")
-BLOCKSIZE = {"zvol": "volblocksize", "dataset": "recordsize"}
+TARGET_FACTORS = ("fs",)        # none: fio on the zvol itself; ext4: on a file in ext4 made on the zvol
+BLOCKSIZE = {"zvol": "volblocksize", "dataset": "recordsize", "fs-on-zvol": "volblocksize"}
+# fs-on-zvol: a zvol like any other, with a filesystem made on it and fio on a file inside
+ZVOL_SURFACES = ("zvol", "fs-on-zvol")
+FS_FILE_SHARE = 0.85            # of volsize: the file fio uses in a fs-on-zvol (ext4 keeps ~5% for itself)
 MAX_BLOCKSIZE = {"volblocksize": 128 * 1024, "recordsize": 1024 ** 2}
 TOP_KEYS = ("name", "question", "surface", "host", "lab", "devices", "extra_devices",
             "allow_signatures", "factors", "target", "workloads", "repetitions", "prefill",
@@ -99,6 +103,8 @@ _CHECKS = {
     **{k: (lambda k: lambda v, p: blocksize(v, p, 512, MAX_BLOCKSIZE[k]))(k) for k in MAX_BLOCKSIZE},
     "fill": lambda v, p: fill_value(v, p, allow_none=True),
     "zfs": lambda v, p: zfs_release(v, p),
+    "fs": lambda v, p: v if v in ("none", "ext4") else fail(p, f"expected none or ext4 (xfs needs xfsprogs, which "
+                                                             f"the lab image does not carry), got {v!r}"),
     # 0 (no small blocks on the special vdev) or a power of two up to 1M (OpenZFS 2.1-2.3)
     "special_small_blocks": lambda v, p: 0 if v == 0 and not isinstance(v, bool) else blocksize(v, p, 512, 1024 ** 2),
     **{k: (lambda k: lambda v, p: check_pool_setting(k, v, p))(k) for k in POOL_SETTING_FACTORS},
@@ -119,7 +125,9 @@ def _factor(key: str, values, surface: str) -> list:
     path = f"factors.{key}"
     if key in ("volblocksize", "recordsize") and key != BLOCKSIZE[surface]:
         fail(path, f"{key} does not apply to a {surface} sweep (use {BLOCKSIZE[surface]})")
-    if key in DATASET_ONLY and surface == "zvol":
+    if key == "fs" and surface != "zvol":
+        fail(path, "fs (none or ext4 on the zvol) is a factor of a zvol sweep; a fs-on-zvol sweep sets target.fs")
+    if key in DATASET_ONLY and surface in ZVOL_SURFACES:
         fail(path, f"{key} applies only to datasets, not to a zvol sweep")
     if not isinstance(values, list) or not values:
         fail(path, f"expected a non-empty list of values, got {values!r}")
@@ -149,7 +157,8 @@ def _factor(key: str, values, surface: str) -> list:
 
 
 def _factors(d, surface: str) -> dict:
-    allowed = POOL_FACTORS + POOL_SETTING_FACTORS + ("volblocksize", "recordsize") + PROPERTIES + WORKLOAD_FACTORS
+    allowed = POOL_FACTORS + POOL_SETTING_FACTORS + ("volblocksize", "recordsize") + PROPERTIES + WORKLOAD_FACTORS \
+        + TARGET_FACTORS
     mapping(d, "factors", allowed, ("layout",))
     out = {k: _factor(k, v, surface) for k, v in d.items()}
     if "disks" in out and ("width" in out or "vdevs" in out):
@@ -196,11 +205,18 @@ def _workloads(items, target: dict, factors: dict) -> tuple:
 
 
 def _target(d, surface: str, factors: dict) -> dict:
-    size_key = "volsize" if surface == "zvol" else "size"
+    size_key = "volsize" if surface in ZVOL_SURFACES else "size"
     allowed = (size_key, BLOCKSIZE[surface]) + tuple(p for p in PROPERTIES if surface == "dataset" or p not in DATASET_ONLY)
-    mapping(d, "target", allowed, (size_key,))
-    out = {"kind": surface, "size_bytes": size(d[size_key], f"target.{size_key}")}
+    mapping(d, "target", allowed + (("fs",) if surface == "fs-on-zvol" else ()), (size_key,))
+    out = {"kind": "zvol" if surface in ZVOL_SURFACES else surface, "size_bytes": size(d[size_key], f"target.{size_key}")}
+    if surface == "fs-on-zvol":
+        fs = d.get("fs", "ext4")
+        if fs != "ext4":
+            fail("target.fs", f"expected ext4 (xfs needs xfsprogs, which the lab image does not carry), got {fs!r}")
+        out["fs"] = fs
     for k, v in d.items():
+        if k == "fs":
+            continue
         if k in factors:
             fail(f"target.{k}", "is also a factor; a setting is either fixed (target) or varied (factors)")
         if k == BLOCKSIZE[surface]:
@@ -228,7 +244,7 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
         fail("question", f"state the question in words (at least three), got {q!r}")
     surface = d["surface"]
     if not isinstance(surface, str) or surface not in BLOCKSIZE:
-        fail("surface", f"expected 'zvol' or 'dataset', got {surface!r}")
+        fail("surface", f"expected 'zvol', 'dataset' or 'fs-on-zvol', got {surface!r}")
     host, lab, devices, extra, sigs = parse_host(d)
     factors = _factors(d["factors"], surface)
     repetitions = parse_repetitions(d.get("repetitions"))
@@ -246,6 +262,8 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     if "zfs" in factors and isinstance(d.get("lab"), dict) and "zfs" in d["lab"]:
         fail("factors.zfs", "give the OpenZFS release in lab.zfs or as factors.zfs, not both")
     check_pool_factors(factors, host, d.get("faults"))
+    if d.get("faults") and (surface == "fs-on-zvol" or "fs" in factors):
+        fail("faults", "faults run on zvols and datasets, not under a filesystem made on a zvol")
     prefill = _prefill(d.get("prefill"))
     if "fill" in factors and prefill["policy"] == "none":
         fail("factors.fill", "a fill factor needs prefill.policy once-per-target (its 'none' value is the no-prefill level)")

@@ -63,7 +63,9 @@ def fill_percent(fill) -> float | None:
 
 def _capacity(tinfo: TargetInfo, size_bytes: int | None) -> int | None:
     """What writing the target whole means: a zvol's volsize, a dataset's declared file size."""
-    return tinfo.target.volsize_bytes if isinstance(tinfo.target, Zvol) else size_bytes
+    # (a zvol's filesystem holds a file of the declared size, not the whole volume)
+    return tinfo.target.volsize_bytes if isinstance(tinfo.target, Zvol) and tinfo.path.startswith("/dev/") \
+        else size_bytes
 
 
 def _pool_fill_gap(status: dict, pct: float) -> int:
@@ -77,9 +79,9 @@ def _alloc_per_byte(pool: Pool) -> float:
 
 
 def prefill_argv(tinfo: TargetInfo, nbytes: int, work_dir: str) -> list[str]:
-    is_zvol = isinstance(tinfo.target, Zvol)
+    block_device = tinfo.path.startswith("/dev/")
     return ["fio", "--name=prefill", f"--filename={tinfo.path}", "--rw=write", "--bs=1M",
-            "--iodepth=16", "--ioengine=libaio", f"--direct={1 if is_zvol else 0}",
+            "--iodepth=16", "--ioengine=libaio", f"--direct={1 if block_device else 0}",
             f"--size={nbytes}", "--refill_buffers", "--randrepeat=0", "--end_fsync=1",
             "--eta=always", "--eta-newline=1", "--output-format=json",
             f"--output={work_dir}/prefill.json"]
