@@ -195,6 +195,11 @@ CASES = [
      r"faults: faults run on zvols and datasets, not under a filesystem"),
     ("fs-on-zvol-target-xfs", variant({"surface": "fs-on-zvol", "target.fs": "xfs"}), r"target\.fs: expected ext4"),
     ("surface-unknown", variant({"surface": "raw-ish"}), r"surface: expected 'zvol', 'dataset' or 'fs-on-zvol'"),
+    ("access-on-zvol", variant({"factors.access": ["nfs"]}), r"factors\.access: access \(local or nfs\) is a factor of a dataset"),
+    ("access-smb", variant({"surface": "dataset", "target": {"size": "64M"}, "factors.volblocksize": DELETE,
+                            "factors.access": ["smb"]}), r"factors\.access\[0\]: expected local or nfs, got 'smb'"),
+    ("access-target-iscsi", variant({"surface": "dataset", "target": {"size": "64M", "access": "iscsi"},
+                                     "factors.volblocksize": DELETE}), r"target\.access: expected local or nfs"),
     # -- names, matched in full -------------------------------------------------------------------
     ("name-trailing-newline", variant({"name": "demo\n"}), r"name: must be a plain name"),
     ("name-too-long", variant({"name": "a" * 65}), r"name: must be a plain name .*at most 64"),

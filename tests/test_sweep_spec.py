@@ -244,6 +244,8 @@ PLANNED = {
     "tests/specs/draid.yaml": (2, 0, 2, 2, 2, "f7c646f0a8e2aabe"),
     "templates/sweeps/baselines.yaml": (12, 0, 2, 4, 36, "b603a4c5ad217769"),
     "tests/specs/fs-on-zvol.yaml": (2, 0, 1, 2, 2, "e768189558c83edd"),
+    "templates/sweeps/nfs-datastore.yaml": (6, 0, 2, 6, 18, "6ef51dadb0fc104e"),
+    "tests/specs/nfs.yaml": (2, 0, 1, 2, 2, "7f084f50ba4345e2"),
     "templates/sweeps/fill.yaml": (12, 0, 6, 6, 36, "8cb3565fdd1c8ed1"),
     "templates/sweeps/slog-l2arc-special.yaml": (16, 0, 8, 8, 48, "5993dd67b87fb248"),
     "templates/sweeps/tunables.yaml": (6, 0, 6, 6, 18, "a8c1710a7fb9471e"),

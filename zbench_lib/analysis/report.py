@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from zbench_lib.analysis.env_summary import environment_summary
+from zbench_lib.analysis.caveats import caveats
 from zbench_lib.analysis.notebook_display import (figure_caption, header_markdown, is_synthetic, show,  # noqa: F401
                                                   sweep_id)
 from zbench_lib.analysis.plot_base import add_caption
@@ -154,7 +155,7 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
     write_tables(table, out, title=f"zbench summary: {sid}", source_note=note)
     extras = dict(environment_lines=environment_summary(sweep.provenance, df, sweep.spec.get("surface", "")),
                   summary_html=export_table(table, "html", title="Summary per configuration", source_note=note),
-                  headline_html="", static=[])
+                  headline_html="", static=[], caveats=caveats(df))
     adm = select_admissible(df, opts.include_flagged)
     if {"layout", "total_disks"} <= set(adm) and len(adm) and (adm.groupby("layout")["total_disks"].nunique() > 1).any():
         fig = plot_iops_vs_drives(adm)

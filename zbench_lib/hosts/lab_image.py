@@ -22,12 +22,14 @@ from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
 MIRROR = os.environ.get("ZBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 RECIPE = {
-    "recipe_version": 5,
+    "recipe_version": 6,
     "suite": "bookworm",
     "base_packages": [
         "linux-image-amd64", "systemd-sysv", "udev", "dbus", "kmod", "procps",
         "iproute2", "openssh-server", "fio", "sysstat", "fdisk", "e2fsprogs",
         "util-linux", "gzip", "sudo",
+        # the NFS datastore case (access: nfs): the lab exports a dataset to itself
+        "nfs-kernel-server",
     ],
     # Users a remote-box test logs in as: `bench` may run anything through `sudo -n` (how
     # many benchmark boxes are set up), `guest` may not (sudo would prompt).

@@ -200,11 +200,15 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
         order = dict.fromkeys([r.target_id for r in plan.runs if r.target_id in targets] + list(targets))
         load_on = None                              # where a resilver's load runs: a target of this pool
         for t in [targets[tid] for tid in order if sched.has_work(tid)]:    # the plan's (shuffled) order
-            with on_surface(host, pool.create_target(make_target(t)), t, store) as tinfo:
-                fill, level = {}, pool_fill(spec, p)
-                if level != "none":
-                    fill = prefill(pool, tinfo, level, progress=progress, size_bytes=t.get("file_bytes", t["size_bytes"]))
-                    store.record("prefilled", target_id=t["target_id"], **fill)
+            def write_target(tinfo, t=t):
+                level = pool_fill(spec, p)
+                if level == "none":
+                    return {}
+                fill = prefill(pool, tinfo, level, progress=progress, size_bytes=t.get("file_bytes", t["size_bytes"]))
+                store.record("prefilled", target_id=t["target_id"], **fill)
+                return fill
+
+            with on_surface(host, pool.create_target(make_target(t)), t, store, write_target) as (tinfo, fill):
                 ctx = dict(_context(host, pool, tinfo, t, pool_model or model, lab, fill),
                            data_device_count=layout.total_disks, settings_readback=readback)
                 load_on = {"path": tinfo.path, "size_bytes": ctx["file_bytes"]}

@@ -187,6 +187,8 @@ def _target_spec(spec: SweepSpec, f: dict, layout: Layout) -> dict:
     t = Zvol("target", volsize_bytes=settings["size_bytes"], **kw) if spec.surface in ZVOL_SURFACES \
         else Dataset("target", **kw)
     settings[bkey] = getattr(t.validate(), bkey)
+    if "access" in f:
+        settings["access"] = f["access"]
     fs = f.get("fs", settings.pop("fs", None))
     if fs is not None:              # fio on a file in a filesystem made on the zvol, or (none) the zvol itself
         settings["fs"] = fs

@@ -35,7 +35,9 @@ PROPERTIES = ("compression", "sync", "logbias", "primarycache", "secondarycache"
 DATASET_ONLY = ("atime", "special_small_blocks")
 POOL_FACTORS = ("layout", "disks", "width", "vdevs", "mirror_width", "log", "ashift", "fill", "zfs")
 WORKLOAD_FACTORS = ("iodepth", "numjobs", "bs")
-TARGET_FACTORS = ("fs",)        # none: fio on the zvol itself; ext4: on a file in ext4 made on the zvol
+# fs (zvol sweeps): none, fio on the zvol itself, or ext4, on a file in ext4 made on the zvol;
+# access (dataset sweeps): local, or nfs, through an NFSv3 mount of the dataset with stable writes
+TARGET_FACTORS = ("fs", "access")
 BLOCKSIZE = {"zvol": "volblocksize", "dataset": "recordsize", "fs-on-zvol": "volblocksize"}
 # fs-on-zvol: a zvol like any other, with a filesystem made on it and fio on a file inside
 ZVOL_SURFACES = ("zvol", "fs-on-zvol")
@@ -103,6 +105,7 @@ _CHECKS = {
     **{k: (lambda k: lambda v, p: blocksize(v, p, 512, MAX_BLOCKSIZE[k]))(k) for k in MAX_BLOCKSIZE},
     "fill": lambda v, p: fill_value(v, p, allow_none=True),
     "zfs": lambda v, p: zfs_release(v, p),
+    "access": lambda v, p: v if v in ("local", "nfs") else fail(p, f"expected local or nfs, got {v!r}"),
     "fs": lambda v, p: v if v in ("none", "ext4") else fail(p, f"expected none or ext4 (xfs needs xfsprogs, which "
                                                              f"the lab image does not carry), got {v!r}"),
     # 0 (no small blocks on the special vdev) or a power of two up to 1M (OpenZFS 2.1-2.3)
@@ -127,6 +130,8 @@ def _factor(key: str, values, surface: str) -> list:
         fail(path, f"{key} does not apply to a {surface} sweep (use {BLOCKSIZE[surface]})")
     if key == "fs" and surface != "zvol":
         fail(path, "fs (none or ext4 on the zvol) is a factor of a zvol sweep; a fs-on-zvol sweep sets target.fs")
+    if key == "access" and surface != "dataset":
+        fail(path, "access (local or nfs) is a factor of a dataset sweep")
     if key in DATASET_ONLY and surface in ZVOL_SURFACES:
         fail(path, f"{key} applies only to datasets, not to a zvol sweep")
     if not isinstance(values, list) or not values:
@@ -207,15 +212,17 @@ def _workloads(items, target: dict, factors: dict) -> tuple:
 def _target(d, surface: str, factors: dict) -> dict:
     size_key = "volsize" if surface in ZVOL_SURFACES else "size"
     allowed = (size_key, BLOCKSIZE[surface]) + tuple(p for p in PROPERTIES if surface == "dataset" or p not in DATASET_ONLY)
-    mapping(d, "target", allowed + (("fs",) if surface == "fs-on-zvol" else ()), (size_key,))
+    mapping(d, "target", allowed + {"fs-on-zvol": ("fs",), "dataset": ("access",)}.get(surface, ()), (size_key,))
     out = {"kind": "zvol" if surface in ZVOL_SURFACES else surface, "size_bytes": size(d[size_key], f"target.{size_key}")}
     if surface == "fs-on-zvol":
         fs = d.get("fs", "ext4")
         if fs != "ext4":
             fail("target.fs", f"expected ext4 (xfs needs xfsprogs, which the lab image does not carry), got {fs!r}")
         out["fs"] = fs
+    if "access" in d:
+        out["access"] = _CHECKS["access"](d["access"], "target.access")
     for k, v in d.items():
-        if k == "fs":
+        if k in ("fs", "access"):
             continue
         if k in factors:
             fail(f"target.{k}", "is also a factor; a setting is either fixed (target) or varied (factors)")
@@ -262,7 +269,8 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     if "zfs" in factors and isinstance(d.get("lab"), dict) and "zfs" in d["lab"]:
         fail("factors.zfs", "give the OpenZFS release in lab.zfs or as factors.zfs, not both")
     check_pool_factors(factors, host, d.get("faults"))
-    if d.get("faults") and (surface == "fs-on-zvol" or "fs" in factors):
+    if d.get("faults") and (surface == "fs-on-zvol" or "fs" in factors or "access" in factors
+                            or target.get("access") == "nfs"):
         fail("faults", "faults run on zvols and datasets, not under a filesystem made on a zvol")
     prefill = _prefill(d.get("prefill"))
     if "fill" in factors and prefill["policy"] == "none":

@@ -54,7 +54,8 @@ def findmnt_argv(mountpoint: str) -> list[str]:
 
 
 def parse_findmnt_json(text: str, mountpoint: str) -> dict:
-    """`findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE,AVAIL` -> the entry of `mountpoint`."""
+    """`findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE,AVAIL` -> the entry of `mountpoint`
+    (with vfs_options and fs_options too when VFS-OPTIONS and FS-OPTIONS were asked for)."""
     try:
         entries = json.loads(text).get("filesystems") or []
     except (ValueError, AttributeError):
@@ -63,9 +64,13 @@ def parse_findmnt_json(text: str, mountpoint: str) -> dict:
         if e.get("target") == mountpoint:
             def num(v):
                 return int(v) if isinstance(v, (int, str)) and str(v).isdigit() else None
-            return {"target": e["target"], "source": e.get("source"), "fstype": e.get("fstype"),
-                    "options": e.get("options"), "size_bytes": num(e.get("size")),
-                    "avail_bytes": num(e.get("avail"))}
+            out = {"target": e["target"], "source": e.get("source"), "fstype": e.get("fstype"),
+                   "options": e.get("options"), "size_bytes": num(e.get("size")),
+                   "avail_bytes": num(e.get("avail"))}
+            # VFS-OPTIONS (per mount: rw, sync, noatime) and FS-OPTIONS (the filesystem's own:
+            # vers=3, wsize=...), when they were asked for; OPTIONS is the two joined.
+            out.update({k.replace("-", "_"): e[k] for k in ("vfs-options", "fs-options") if k in e})
+            return out
     raise ZbenchError(f"findmnt does not list {mountpoint}")
 
 
@@ -102,6 +107,58 @@ def _has_command(host: Host, name: str) -> bool:
         return False
 
 
+def private_mountpoint(mountpoint: str | None, prefix: str, what: str) -> str:
+    """`mountpoint`, or a new random `<MOUNT_ROOT>/<prefix>-<hex>`; refused unless it is a plain
+    directory name directly under MOUNT_ROOT (it is made new, so it is ours alone to remove)."""
+    if mountpoint is None:
+        mountpoint = f"{MOUNT_ROOT}/{prefix}-{secrets.token_hex(4)}"
+    parent, _, leaf = str(mountpoint).rpartition("/")
+    if parent != MOUNT_ROOT or not _DIR_RE.match(leaf) or leaf in (".", ".."):
+        raise ConfigError(f"{what}: mountpoint {mountpoint!r} must be a new directory "
+                          f"directly under {MOUNT_ROOT}")
+    return mountpoint
+
+
+def unmount_for_sure(host: Host, mountpoint: str, *, run, is_mounted, wait_s: float,
+                     force: bool = False, attempt_timeout_s: float = 300) -> bool:
+    """Unmount `mountpoint` for sure; True when it had to be detached lazily.
+
+    A busy unmount is retried until `wait_s` is spent, the fio that holds it stopped after
+    the first refusal. Then, with `force` (NFS), `umount -f`: it aborts the RPCs in flight, which
+    a plain `umount` of a hard mount waits for forever when the server does not answer. Last
+    of all `umount -l` detaches it; the filesystem is released when its last user closes it.
+    `run` runs (and records) one argv like Host.run; `is_mounted()` reads the mount table.
+    """
+    deadline = time.monotonic() + wait_s
+    attempt = 0
+    while is_mounted():
+        try:
+            res = run(["umount", mountpoint], check=False, timeout=attempt_timeout_s)
+            if res.ok or "not mounted" in res.stderr:
+                return False
+        except CommandError:        # a timeout: it may still be flushing; look again
+            pass
+        attempt += 1
+        if attempt == 1:
+            stop_fio_on(host, mountpoint)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            if force:
+                try:
+                    res = run(["umount", "-f", mountpoint], check=False, timeout=attempt_timeout_s)
+                    if (res.ok or "not mounted" in res.stderr) and not is_mounted():
+                        return False
+                except CommandError:
+                    pass
+            print(f"zbench: {mountpoint} on {host.name} still busy after {wait_s:.0f} s; detaching "
+                  "it with `umount -l` (the filesystem is released when its last user closes it)",
+                  file=sys.stderr)
+            run(["umount", "-l", mountpoint], timeout=120)
+            return True
+        time.sleep(min(attempt, 5, remaining))
+    return False
+
+
 class FsOnZvol:
     """`fs` made on `zvol_device`, mounted at `mountpoint`, fio's file of `size_bytes` inside."""
 
@@ -115,12 +172,7 @@ class FsOnZvol:
                               f"(/dev/zvol/{POOL_PREFIX}<pool>/<name>); only those are formatted")
         if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or size_bytes <= 0:
             raise ConfigError(f"fs-on-zvol: size_bytes must be a positive number of bytes, got {size_bytes!r}")
-        if mountpoint is None:
-            mountpoint = f"{MOUNT_ROOT}/fs-{secrets.token_hex(4)}"
-        parent, _, leaf = mountpoint.rpartition("/")
-        if parent != MOUNT_ROOT or not _DIR_RE.match(leaf) or leaf in (".", ".."):
-            raise ConfigError(f"fs-on-zvol: mountpoint {mountpoint!r} must be a new directory "
-                              f"directly under {MOUNT_ROOT}")
+        mountpoint = private_mountpoint(mountpoint, "fs", "fs-on-zvol")
         self.host, self.zvol_device, self.fs = host, zvol_device, fs
         self.mountpoint, self.size_bytes, self.umount_wait_s = mountpoint, size_bytes, umount_wait_s
         self.dir_made = self.mounted = self.lazy_unmounted = False
@@ -201,27 +253,8 @@ class FsOnZvol:
 
     def _unmount(self) -> None:
         """Unmount for sure: retry while busy (stopping fio on it), `umount -l` as a last resort."""
-        deadline = time.monotonic() + self.umount_wait_s
-        attempt = 0
-        while self._is_mounted():
-            try:
-                res = self._run(["umount", self.mountpoint], check=False, timeout=300)
-                if res.ok or "not mounted" in res.stderr:
-                    break
-            except CommandError:    # a timeout: it may still be flushing; look again
-                pass
-            attempt += 1
-            if attempt == 1:
-                stop_fio_on(self.host, self.mountpoint)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                print(f"zbench: {self.mountpoint} on {self.host.name} still busy after "
-                      f"{self.umount_wait_s:.0f} s; detaching it with `umount -l` (the filesystem "
-                      "is released when its last user closes it)", file=sys.stderr)
-                self._run(["umount", "-l", self.mountpoint], timeout=120)
-                self.lazy_unmounted = True
-                break
-            time.sleep(min(attempt, 5, remaining))
+        self.lazy_unmounted = unmount_for_sure(self.host, self.mountpoint, run=self._run,
+                                               is_mounted=self._is_mounted, wait_s=self.umount_wait_s)
         self._run(["udevadm", "settle"], check=False, timeout=60)
 
     def teardown(self) -> None:
