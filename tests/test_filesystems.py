@@ -134,7 +134,7 @@ def test_mkfs_mount_and_unmount_argvs_in_order():
     with FsOnZvol(host, ZVOL, mountpoint=MNT, size_bytes=512 * MiB) as fs:
         assert host.mounted == {MNT: "/dev/zd0"}
         assert fs.file_path == f"{MNT}/fio.data"
-    mkfs = ["mkfs.ext4", "-F", "-q", "-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0", ZVOL]
+    mkfs = ["mkfs.ext4", "-F", "-q", "-b", "4096", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0", ZVOL]
     order = [["mkdir", "-p", "/mnt/zbench"], ["mkdir", MNT], mkfs,
              ["mount", "-t", "ext4", "-o", "noatime", ZVOL, MNT], ["umount", MNT], ["rmdir", MNT]]
     positions = [host.index(a) for a in order]
