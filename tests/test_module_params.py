@@ -311,3 +311,8 @@ def test_a_real_host_writes_through_tee_and_reads_through_cat(tmp_path, monkeypa
         assert (tmp_path / "zfs_txg_timeout").read_text() == "12\n"
     assert mp.record["zfs_txg_timeout"] == {"before": "5", "set": "12", "readback": "12", "restored": "5"}
     assert (tmp_path / "zfs_txg_timeout").read_text() == "5\n"
+
+
+def test_analysis_groups_by_every_module_parameter_a_sweep_can_vary():
+    from zbench_lib.analysis.sweep_data import CONFIG_COLUMNS, MODULE_PARAM_COLUMNS
+    assert MODULE_PARAM_COLUMNS == tuple(PARAMS) and set(PARAMS) <= set(CONFIG_COLUMNS)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from zbench_lib.analysis.env_summary import environment_summary
+from zbench_lib.analysis.compare_factor import auto_factor
 from zbench_lib.analysis.caveats import caveats
 from zbench_lib.analysis.notebook_display import (figure_caption, header_markdown, is_synthetic, show,  # noqa: F401
                                                   sweep_id)
@@ -69,7 +70,7 @@ def applicable_notebooks(results: pd.DataFrame) -> list[str]:
         out.append("analysis-scaling")
     if any(c in results and results[c].nunique() > 1 for c in ("volblocksize_bytes", "recordsize_bytes")):
         out.append("analysis-volblocksize")
-    if any(c in results and results[c].nunique() > 1 for c in ("layout", "zfs")):
+    if auto_factor(results) is not None:      # layout, release, sync, log, cache, model, fs, ...
         out.append("analysis-compare")
     return out
 

@@ -24,9 +24,20 @@ from zbench_lib.core.sizes import format_size, parse_size
 
 
 # Columns that define a configuration; the ones that vary in a sweep are its factors.
+# ZFS module parameters a sweep may vary (zfs.module_params.PARAMS; a test keeps the two equal:
+# analysis may not import the module, which talks to hosts)
+MODULE_PARAM_COLUMNS = ("zfs_txg_timeout", "zfs_dirty_data_max", "zfs_vdev_async_write_max_active",
+                        "zfs_vdev_async_write_min_active", "zfs_vdev_sync_write_max_active",
+                        "zfs_vdev_sync_read_max_active", "zfs_vdev_async_read_max_active", "zfs_vdev_max_active",
+                        "zfs_prefetch_disable", "zfs_arc_max", "l2arc_write_max", "l2arc_write_boost",
+                        "l2arc_noprefetch", "l2arc_headroom", "zil_slog_bulk", "zfs_immediate_write_sz")
+# Every column a sweep can vary: grouping by all that vary keeps configurations apart
 CONFIG_COLUMNS = ("workload", "direction", "layout", "width", "vdevs", "data_disks", "total_disks",
-                  "ashift", "volblocksize_bytes", "recordsize_bytes", "compression", "sync", "logbias",
-                  "primarycache", "iodepth", "numjobs", "bs_bytes", "sweep_id")
+                  "draid_data", "draid_spares", "ashift", "log", "log_mirror", "cache", "special", "zfs", "fill",
+                  "model", "log_model", "cache_model", "special_model", "fs", "access",
+                  "volblocksize_bytes", "recordsize_bytes", "compression", "sync", "logbias",
+                  "primarycache", "secondarycache", "checksum", "copies", "atime", "special_small_blocks",
+                  *MODULE_PARAM_COLUMNS, "iodepth", "numjobs", "bs_bytes", "sweep_id")
 LAYOUT_COLUMNS = ("layout", "width", "vdevs", "data_disks", "total_disks")
 
 

@@ -1,0 +1,39 @@
+"""Which factor a single sweep's comparison takes by default, and against which level.
+
+The OpenZFS release, else the layout, else the first other factor that varies, in the order
+below (the questions users ask most first); the baseline is ZFS's default where the factor has
+one (sync=standard, fs none, access local), else the first level (layouts in their usual order,
+numbers smallest first).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from zbench_lib.analysis.plot_base import LAYOUT_ORDER
+from zbench_lib.analysis.sweep_data import MODULE_PARAM_COLUMNS
+
+COMPARE_ORDER = ("zfs", "layout", "sync", "log", "log_mirror", "cache", "special", "special_small_blocks",
+                 "model", "log_model", "cache_model", "special_model", "fs", "access", "fill", "logbias",
+                 "compression", "primarycache", "secondarycache", "checksum", "copies", "atime",
+                 *MODULE_PARAM_COLUMNS)
+BASE_LEVEL = {"sync": "standard", "logbias": "latency", "fs": "none", "access": "local", "fill": "whole"}
+
+
+def auto_factor(df: pd.DataFrame) -> str | None:
+    """The first factor of COMPARE_ORDER that takes two or more values in `df` (None: none does)."""
+    return next((c for c in COMPARE_ORDER if c in df and df[c].nunique() > 1), None)
+
+
+def auto_baseline(df: pd.DataFrame, factor: str):
+    levels = list(df[factor].dropna().unique())
+    if BASE_LEVEL.get(factor) in levels:
+        return BASE_LEVEL[factor]
+
+    def key(v):
+        if v in LAYOUT_ORDER:
+            return (0, LAYOUT_ORDER.index(v), "")
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return (1, float(v), "")
+        return (2, 0.0, str(v))
+    return sorted(levels, key=key)[0]
