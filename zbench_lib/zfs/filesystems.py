@@ -160,7 +160,39 @@ def unmount_for_sure(host: Host, mountpoint: str, *, run, is_mounted, wait_s: fl
     return False
 
 
-class FsOnZvol:
+class MountedTeardown:
+    """Enter = create(); leave (or a failed create) = teardown(), SIGTERM/SIGHUP made exits meanwhile.
+    Shared by the mounts made under MOUNT_ROOT (FsOnZvol, nfs_share.NfsDatastore)."""
+
+    def __enter__(self):
+        self._signals = terminate_as_exit()
+        self._signals.__enter__()
+        try:
+            return self.create()
+        except BaseException:
+            try:
+                self.teardown()
+            finally:
+                self._signals.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc):
+        try:
+            self.teardown()
+        finally:
+            self._signals.__exit__(None, None, None)
+
+    def _remove_mountpoint(self) -> None:
+        if self.dir_made:
+            # rmdir, never rm -r: if anything were still mounted there it would refuse.
+            res = self._run(["rmdir", self.mountpoint], check=False, timeout=30)
+            if not res.ok:
+                print(f"zbench: could not remove {self.mountpoint} on {self.host.name}: "
+                      f"{res.stderr.strip()}", file=sys.stderr)
+            self.dir_made = False
+
+
+class FsOnZvol(MountedTeardown):
     """`fs` made on `zvol_device`, mounted at `mountpoint`, fio's file of `size_bytes` inside."""
 
     def __init__(self, host: Host, zvol_device: str, fs: str = "ext4", mountpoint: str | None = None,
@@ -264,28 +296,5 @@ class FsOnZvol:
             if self.mounted:
                 self._unmount()
                 self.mounted = False
-            if self.dir_made:
-                # rmdir, never rm -r: if anything were still mounted there it would refuse.
-                res = self._run(["rmdir", self.mountpoint], check=False, timeout=30)
-                if not res.ok:
-                    print(f"zbench: could not remove {self.mountpoint} on {self.host.name}: "
-                          f"{res.stderr.strip()}", file=sys.stderr)
-                self.dir_made = False
+            self._remove_mountpoint()
 
-    def __enter__(self) -> "FsOnZvol":
-        self._signals = terminate_as_exit()
-        self._signals.__enter__()
-        try:
-            return self.create()
-        except BaseException:
-            try:
-                self.teardown()
-            finally:
-                self._signals.__exit__(None, None, None)
-            raise
-
-    def __exit__(self, *exc):
-        try:
-            self.teardown()
-        finally:
-            self._signals.__exit__(None, None, None)

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-import sys
 
 from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
-from zbench_lib.core.signals import signals_deferred, terminate_as_exit
+from zbench_lib.core.signals import signals_deferred
 from zbench_lib.hosts.base import Host
-from zbench_lib.zfs.filesystems import (MOUNT_ROOT, UMOUNT_WAIT_S, parse_findmnt_json, parse_proc_mounts,
+from zbench_lib.zfs.filesystems import (MOUNT_ROOT, UMOUNT_WAIT_S, MountedTeardown, parse_findmnt_json,
+                                        parse_proc_mounts,
                                         private_mountpoint, unmount_for_sure)
 from zbench_lib.zfs.safety import POOL_PREFIX
 
@@ -150,7 +150,7 @@ def _option(options: str, key: str) -> str | None:
     return None
 
 
-class NfsDatastore:
+class NfsDatastore(MountedTeardown):
     """The dataset mounted at `dataset_mountpoint` exported to 127.0.0.1 and mounted back at
     `mountpoint` over NFS `vers` with stable writes; fio's file of `size_bytes` inside."""
 
@@ -282,28 +282,5 @@ class NfsDatastore:
                     if self.exported:
                         self._unexport()
                 finally:
-                    if self.dir_made:
-                        # rmdir, never rm -r: if anything were still mounted there it would refuse.
-                        res = self._run(["rmdir", self.mountpoint], check=False, timeout=30)
-                        if not res.ok:
-                            print(f"zbench: could not remove {self.mountpoint} on {self.host.name}: "
-                                  f"{res.stderr.strip()}", file=sys.stderr)
-                        self.dir_made = False
+                    self._remove_mountpoint()
 
-    def __enter__(self) -> "NfsDatastore":
-        self._signals = terminate_as_exit()
-        self._signals.__enter__()
-        try:
-            return self.create()
-        except BaseException:
-            try:
-                self.teardown()
-            finally:
-                self._signals.__exit__(None, None, None)
-            raise
-
-    def __exit__(self, *exc):
-        try:
-            self.teardown()
-        finally:
-            self._signals.__exit__(None, None, None)
