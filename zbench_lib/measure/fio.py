@@ -30,13 +30,20 @@ _COMMON = dict(filename=None, size=None, ioengine="libaio", direct=1, iodepth=16
                steadystate=None, ss_dur_s=None, ss_ramp_s=None, rwmixread=None)
 
 # Defaults per workload of the standard suite (domain.md); any key may be overridden.
+# Depths follow the question each workload answers. Outstanding I/O beyond what keeps
+# every disk busy measures queueing, not devices: 128 I/Os against a few hundred IOPS
+# gave p99s of 0.5-2 s. So throughput questions (random IOPS) keep 16 outstanding
+# (two per disk of an 8-disk pool), bandwidth questions four 1M I/Os, and latency
+# questions (sync writes, a WAL) one per writer; the latency-vs-depth trade itself is
+# the iodepth-curve spec's question.
 WORKLOADS: dict[str, dict] = {
-    "seqwrite": {**_COMMON, "bs": "1M", "iodepth": 16, "numjobs": 1},
-    "seqread": {**_COMMON, "bs": "1M", "iodepth": 16, "numjobs": 1},
-    "randread": {**_COMMON, "bs": "4k", "iodepth": 32, "numjobs": 4},
-    "randwrite": {**_COMMON, "bs": "4k", "iodepth": 16, "numjobs": 4},
-    "randwrite-sync": {**_COMMON, "bs": "4k", "iodepth": 8, "numjobs": 4, "sync": 1},
-    "mixed": {**_COMMON, "bs": "8k", "iodepth": 16, "numjobs": 4, "rwmixread": 70},
+    "seqwrite": {**_COMMON, "bs": "1M", "iodepth": 4, "numjobs": 1},
+    "seqread": {**_COMMON, "bs": "1M", "iodepth": 4, "numjobs": 1},
+    "randread": {**_COMMON, "bs": "4k", "iodepth": 8, "numjobs": 2},
+    "randwrite": {**_COMMON, "bs": "4k", "iodepth": 8, "numjobs": 2},
+    # a database's commits: four clients, each waiting for its write to be stable
+    "randwrite-sync": {**_COMMON, "bs": "4k", "iodepth": 1, "numjobs": 4, "sync": 1},
+    "mixed": {**_COMMON, "bs": "8k", "iodepth": 4, "numjobs": 4, "rwmixread": 70},
     # A WAL: one writer, pwrite + fsync each 8k record, through the ARC/ZIL (no O_DIRECT).
     "fsync-heavy": {**_COMMON, "bs": "8k", "iodepth": 1, "numjobs": 1, "fsync": 1,
                     "ioengine": "psync", "direct": 0},
@@ -190,32 +197,38 @@ class FioRun:
     jobs: list[str] = field(default_factory=list)
 
 
-def _fetch_outputs(host: Host, remote_dir: str, local: Path) -> list[Path]:
-    """fio.json and every log in one archive: one command and one copy, not one copy per log
-    (a run of two jobs writes ten logs; each copy cost a lab run about half a second)."""
-    remote_tar = remote_dir.rstrip("/") + ".fio.tar"
-    host.run(["tar", "-C", remote_dir, "-cf", remote_tar, "--exclude=job.fio", "."], timeout=300)
+def fetch_tree(host: Host, remote_dir: str, parts: list[str], local: Path, exclude=("job.fio",)) -> None:
+    """`parts` of `remote_dir` (files or directories) as one archive: one command and one copy.
+
+    Not one copy per file: a run of two jobs writes ten logs, and each copy cost a lab run
+    about half a second. Uncompressed: gzip on an emulated CPU cost more than the bytes it saved.
+    """
+    remote_tar = remote_dir.rstrip("/") + ".fetch.tar"
+    host.run(["tar", "-C", remote_dir, "-cf", remote_tar, *[f"--exclude={x}" for x in exclude], *parts],
+             timeout=300)
+    local.mkdir(parents=True, exist_ok=True)
     local_tar = local / ".fetch.tar"
     host.get(remote_tar, local_tar)
     try:
         with tarfile.open(local_tar) as tf:
-            names = [m.name for m in tf.getmembers() if m.isfile()]
             tf.extractall(local, filter="data")
     finally:
         local_tar.unlink(missing_ok=True)
-    return sorted(local / os.path.basename(n) for n in names if n.endswith(".log"))
 
 
-def run_fio(host: Host, job_text: str, remote_dir: str, local_dir, timeout: float | None = None) -> FioRun:
-    """Ship `job_text` to `remote_dir` on `host`, run fio, fetch JSON and logs into `local_dir`.
+@dataclass
+class FioProcess:
+    """A finished fio on a host whose outputs are still there (see `collect`)."""
+    host: Host
+    job_text: str
+    remote_dir: str
+    argv: list
+    result: object          # the host's CommandResult
+    jobs: list
 
-    Refuses to overwrite an earlier run in local_dir. Raises ZbenchError naming the
-    job and host when a job reports a non-zero error, CommandError when fio fails
-    without usable JSON.
-    """
-    local = Path(local_dir)
-    if (local / "fio.json").exists():
-        raise ConfigError(f"{local} already holds a fio run; raw results are never overwritten")
+
+def execute_fio(host: Host, job_text: str, remote_dir: str, timeout: float | None = None) -> FioProcess:
+    """Ship `job_text` to `remote_dir` on `host` and run fio there; nothing is fetched yet."""
     jobs = job_sections(job_text) or ["?"]
     timeout = estimate_timeout(job_text) if timeout is None else timeout
     remote_dir = remote_dir.rstrip("/") or "/"
@@ -223,23 +236,44 @@ def run_fio(host: Host, job_text: str, remote_dir: str, local_dir, timeout: floa
     host.write_text(f"{remote_dir}/job.fio", job_text)
     # Run inside remote_dir so the relative log prefix lands there; env -C avoids a shell.
     argv = ["env", "-C", remote_dir, "fio", "--output-format=json", "--output=fio.json", "job.fio"]
-    res = host.run(argv, timeout=timeout, check=False)
+    return FioProcess(host, job_text, remote_dir, argv, host.run(argv, timeout=timeout, check=False), jobs)
+
+
+def collect(proc: FioProcess, local_dir, fetched: bool = False) -> FioRun:
+    """fio's JSON and logs into `local_dir` (fetched here unless the caller already did), checked.
+
+    Raises ZbenchError naming the job and host when a job reports a non-zero error,
+    CommandError when fio fails without usable JSON.
+    """
+    local, res, host = Path(local_dir), proc.result, proc.host
     local.mkdir(parents=True, exist_ok=True)
-    (local / "job.fio").write_text(job_text)
+    (local / "job.fio").write_text(proc.job_text)
     (local / "fio.stderr").write_text(res.stderr)
     json_path = local / "fio.json"
     try:
-        log_paths = _fetch_outputs(host, remote_dir, local)
+        if not fetched:
+            fetch_tree(host, proc.remote_dir, ["."], local)
         data = load_fio_json(json_path.read_text())
     except (ZbenchError, OSError, ValueError, tarfile.TarError) as exc:
         if res.returncode != 0:
-            raise CommandError(host.name, argv, res.returncode, res.stderr, res.stdout) from None
-        raise ZbenchError(f"fio job {', '.join(jobs)} on {host.name}: no usable JSON output ({exc})") from None
+            raise CommandError(host.name, proc.argv, res.returncode, res.stderr, res.stdout) from None
+        raise ZbenchError(f"fio job {', '.join(proc.jobs)} on {host.name}: no usable JSON output ({exc})") from None
     failed = [(j.get("jobname", "?"), j["error"]) for j in data.get("jobs", []) if j.get("error")]
     if failed:
         detail = "; ".join(f"job {name!r}: error {code} ({os.strerror(code)})" for name, code in failed)
         tail = "\n".join(res.stderr.strip().splitlines()[-5:])
         raise ZbenchError(f"fio failed on {host.name}: {detail}" + (f"\n{tail}" if tail else ""))
     if res.returncode != 0:
-        raise CommandError(host.name, argv, res.returncode, res.stderr, res.stdout)
-    return FioRun(local, json_path, log_paths, data, res.duration_s, host.name, jobs)
+        raise CommandError(host.name, proc.argv, res.returncode, res.stderr, res.stdout)
+    logs = sorted(p for p in local.glob("*.log"))
+    return FioRun(local, json_path, logs, data, res.duration_s, host.name, proc.jobs)
+
+
+def run_fio(host: Host, job_text: str, remote_dir: str, local_dir, timeout: float | None = None) -> FioRun:
+    """Ship `job_text` to `remote_dir` on `host`, run fio, fetch JSON and logs into `local_dir`.
+
+    Refuses to overwrite an earlier run in local_dir (raw results are never overwritten).
+    """
+    if (Path(local_dir) / "fio.json").exists():
+        raise ConfigError(f"{local_dir} already holds a fio run; raw results are never overwritten")
+    return collect(execute_fio(host, job_text, remote_dir, timeout), local_dir)
