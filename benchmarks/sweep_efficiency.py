@@ -28,12 +28,22 @@ def _ts(e) -> float:
     return datetime.fromisoformat(e["ts"].replace("Z", "+00:00")).timestamp()
 
 
-def _run_jsons(sweep_dir: Path) -> list[dict]:
+def _run_jsons(sweep_dir: Path) -> dict:
+    """run.json of every attempt, keyed (run_id, attempt number)."""
+    def key(name: str):
+        parts = Path(name).parts
+        return parts[-3], int(parts[-2].rsplit("-", 1)[-1])
     raw = sweep_dir / "raw"
     if raw.is_dir():
-        return [json.loads(p.read_text()) for p in sorted(raw.rglob("run.json"))]
+        return {key(str(p)): json.loads(p.read_text()) for p in sorted(raw.rglob("run.json"))}
     with tarfile.open(sweep_dir / "raw.tar.xz") as tf:
-        return [json.load(tf.extractfile(m)) for m in tf.getmembers() if m.name.endswith("/run.json")]
+        return {key(m.name): json.load(tf.extractfile(m)) for m in tf.getmembers() if m.name.endswith("/run.json")}
+
+
+# A run's phases on the host's clock and the controller's: set-up before fio starts, fio's
+# start and ramp, the measurement window, fio's exit and output fetch, counters stopped and
+# fetched and the run judged, and the gap until the next run of the same pool starts.
+PHASES = ("set-up", "fio start + ramp", "window", "fio exit + fetch", "counters + judging", "until next run")
 
 
 def breakdown(sweep_dir: Path) -> dict:
@@ -41,23 +51,37 @@ def breakdown(sweep_dir: Path) -> dict:
     wall = _ts(events[-1]) - _ts(events[0])
     prov = next((e for e in events if e["event"] == "provenance"), {})
     boot = float(prov.get("lab_boot_s") or 0)
-    starts = {}
-    runs = []
-    create = 0.0
+    rj = _run_jsons(sweep_dir)
+    starts, phases, runs = {}, collections.defaultdict(list), []
+    create, last_done = 0.0, None
     for e in events:
-        if e["event"] in ("pool creating", "run started"):
-            starts[e.get("pool_id") or e["run_id"]] = _ts(e)
+        if e["event"] == "pool creating":
+            starts[e["pool_id"]], last_done = _ts(e), None
         elif e["event"] == "pool created" and e["pool_id"] in starts:
             create += _ts(e) - starts[e["pool_id"]]
-        elif e["event"] == "run completed" and e["run_id"] in starts:
-            runs.append(_ts(e) - starts.pop(e["run_id"]))
+        elif e["event"] == "prefilled":
+            last_done = None                # a prefill between two runs is not per-run overhead
+        elif e["event"] == "run started":
+            starts[(e["run_id"], e["attempt"])] = _ts(e)
+            if last_done is not None:
+                phases["until next run"].append(_ts(e) - last_done)
+        elif e["event"] == "run completed" and (key := (e["run_id"], e["attempt"])) in starts:
+            began, done, r = starts.pop(key), _ts(e), rj.get(key)
+            runs.append(done - began)
+            last_done = done
+            if r:
+                for name, a, b in (("set-up", began, r["t0"]), ("fio start + ramp", r["t0"], r["t_start"]),
+                                   ("window", r["t_start"], r["t_end"]), ("fio exit + fetch", r["t_end"], r["t1"]),
+                                   ("counters + judging", r["t1"], done)):
+                    phases[name].append(b - a)
     prefill = sum(e.get("prefill_s", 0) for e in events if e["event"] == "prefilled")
-    rj = _run_jsons(sweep_dir)
-    fio = [r["t1"] - r["t0"] for r in rj]
-    windows = [r["t_end"] - r["t_start"] for r in rj]
+    fio = [r["t1"] - r["t0"] for r in rj.values()]
+    windows = [r["t_end"] - r["t_start"] for r in rj.values()]
     return {"wall_s": wall, "boot_s": boot, "pool_create_s": create, "prefill_s": prefill,
             "runs": len(runs), "run_wall_s": sum(runs), "fio_s": sum(fio), "window_s": sum(windows),
-            "per_run_overhead_s": statistics.median([w - f for w, f in zip(runs, fio)]) if runs else None,
+            "per_run_overhead_s": statistics.median(phases["set-up"]) + statistics.median(phases["counters + judging"])
+            if phases["set-up"] else None,
+            "phases": {k: (statistics.median(v), len(v)) for k, v in phases.items() if v},
             "inside_windows": sum(windows) / wall if wall else None}
 
 
@@ -104,7 +128,8 @@ def main() -> None:
           f"+ prefill {b['prefill_s']:.0f} + {b['runs']} runs {b['run_wall_s']:.0f} + rest "
           f"{b['wall_s'] - b['boot_s'] - b['pool_create_s'] - b['prefill_s'] - b['run_wall_s']:.0f}")
     print(f"runs: fio {b['fio_s']:.0f} s (measurement windows {b['window_s']:.0f} s), "
-          f"median overhead per run {b['per_run_overhead_s']:.1f} s")
+          f"median overhead per run outside fio {b['per_run_overhead_s']:.1f} s")
+    print("median seconds per run: " + ", ".join(f"{k} {b['phases'][k][0]:.1f}" for k in PHASES if k in b["phases"]))
     print(f"inside fio measurement windows: {b['inside_windows']:.1%} of wall time")
     if calls is not None and b["runs"]:
         print("host calls per run (whole sweep / runs): " +

@@ -57,7 +57,8 @@ def test_every_template_yields_tidy_rows_with_percentiles_and_counters(
         assert 0 < r["clat_p50_ns"] <= r["clat_p99_ns"] <= r["clat_p99_99_ns"]
         assert r["samples_disk"] >= 2 and r["samples_cpu"] >= 2
         assert r["cpu_usr_pct"] + r["cpu_sys_pct"] > 0
-    assert (res.raw_dir / "fio" / "job.fio").exists() and (res.raw_dir / "counters.tar.gz").exists()
+    assert (res.raw_dir / "fio" / "job.fio").exists() and (res.raw_dir / "counters" / "diskstats.txt").exists()
+    assert not list(res.raw_dir.rglob("*.tar*"))       # the transfer archive is not kept beside its content
 
 
 def test_cold_random_reads_agree_across_layers_and_raise_no_flag(lab, bench_pool, tmp_path):

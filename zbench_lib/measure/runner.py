@@ -9,27 +9,42 @@ from __future__ import annotations
 
 import json
 import re
-import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from zbench_lib.measure.counters import MARK, sampler_argv, sampler_script
-from zbench_lib.measure.fio import build_job, parse_fio_json, run_fio
+from zbench_lib.measure.fio import build_job, collect, execute_fio, fetch_tree, parse_fio_json
 from zbench_lib.hosts.base import Host
 from zbench_lib.measure.host_load import Sampler as HostLoadSampler
 from zbench_lib.measure.rows import derive_rows
-from zbench_lib.core.errors import ZbenchError
+from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.zfs import readback
 
 
 @dataclass
 class RunResult:
-    rows: list                 # tidy rows (one per direction) with counters and flags
-    checks: dict               # truth checks with the numbers behind them
     raw_dir: Path
     window: tuple              # (t_start, t_end) epoch seconds on the host's clock
     context: dict = field(default_factory=dict)
+    _derived: tuple | None = field(default=None, repr=False)
+
+    # Derived on first use: a sweep derives its rows from the raw record once the run is
+    # complete (rows.parse_results), and parsing twice cost each run about 0.4 s.
+    @property
+    def rows(self) -> list:
+        """Tidy rows (one per direction) with counters and flags."""
+        return self._derive()[0]
+
+    @property
+    def checks(self) -> dict:
+        """Truth checks with the numbers behind them."""
+        return self._derive()[1]
+
+    def _derive(self) -> tuple:
+        if self._derived is None:
+            self._derived = derive_rows(self.raw_dir)
+        return self._derived
 
 
 def kernel_names(host: Host, devices: list[str]) -> list[str]:
@@ -44,15 +59,6 @@ def _host_time(host: Host) -> float:
     return float(host.run(["date", "+%s.%N"]).stdout)
 
 
-def _fetch_dir(host: Host, remote_dir: str, local_tar: Path, into: Path) -> None:
-    remote_tar = remote_dir.rstrip("/") + ".tar.gz"
-    host.run(["tar", "-C", remote_dir, "-czf", remote_tar, "."], timeout=300)
-    host.get(remote_tar, local_tar)                  # the pool's work dir goes at teardown: no rm here
-    into.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(local_tar) as tf:
-        tf.extractall(into, filter="data")
-
-
 def measure(host: Host, *, pool: str, target_path: str, devices: list[str], workload: str,
             overrides: dict, remote_dir: str, raw_dir: Path, context: dict,
             target_name: str | None = None, sample_interval_s: float = 1.0) -> RunResult:
@@ -62,21 +68,27 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
     sampled around fio too, into raw_dir/controller.json (the host_contention check).
     """
     raw_dir = Path(raw_dir)
+    if (raw_dir / "fio" / "fio.json").exists():
+        raise ConfigError(f"{raw_dir} already holds a run; raw results are never overwritten")
     params = dict(overrides)
     params.setdefault("filename", target_path)
     job = build_job(workload, **params)
-    host.run(["mkdir", "-p", f"{remote_dir}/counters"])
+    ramp = float(params.get("ramp_time_s", build_defaults(workload).get("ramp_time_s", 0)) or 0)
+    counters = f"{remote_dir}/counters"
+    host.run(["mkdir", "-p", counters])
     host.write_text(f"{remote_dir}/sampler.sh", sampler_script())
-    sampler = host.popen(sampler_argv(f"{remote_dir}/sampler.sh", f"{remote_dir}/counters",
-                                      sample_interval_s, pool))
+    sampler = host.popen(sampler_argv(f"{remote_dir}/sampler.sh", counters, sample_interval_s, pool))
     load = HostLoadSampler(context["qemu_pid"], sample_interval_s) if context.get("qemu_pid") else None
     try:
-        _wait_for_samples_past(host, f"{remote_dir}/counters", 0, pool, sample_interval_s)  # one of each layer
+        # Every layer needs a sample before the window opens. A ramp of three intervals gives
+        # the sampler that time while fio starts; without one, wait for the first samples.
+        if ramp < 3 * sample_interval_s:
+            _wait_for_samples_past(host, counters, 0, pool, sample_interval_s)
         t0 = _host_time(host)
         if load:
             load.start()
         try:
-            fio_run = run_fio(host, job, f"{remote_dir}/fio", raw_dir / "fio")
+            proc = execute_fio(host, job, f"{remote_dir}/fio")
         finally:
             if load:
                 raw_dir.mkdir(parents=True, exist_ok=True)
@@ -84,17 +96,18 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
         t1 = _host_time(host)
         health = _pool_health(host, pool)           # a disk lost mid-run shows here (device_lost)
         # and one after it ends: a window whose last second no layer sampled would be under-counted
-        _wait_for_samples_past(host, f"{remote_dir}/counters", fio_run.data.get("timestamp_ms", t1 * 1000) / 1000,
-                               pool, sample_interval_s)
+        # (t1, taken after fio exited, is past fio's own end stamp: no need to read it first)
+        _wait_for_samples_past(host, counters, t1, pool, sample_interval_s)
     finally:
         host.run(["pkill", "-TERM", "-f", f"{remote_dir}/sampler.sh"], check=False)
         try:
             sampler.wait(30)
         except Exception:
             sampler.kill()
-    _fetch_dir(host, f"{remote_dir}/counters", raw_dir / "counters.tar.gz", raw_dir / "counters")
+    # fio's outputs and the counters in one archive and one copy, after the sampler stopped
+    fetch_tree(host, remote_dir, ["fio", "counters"], raw_dir, exclude=("fio/job.fio",))
+    fio_run = collect(proc, raw_dir / "fio", fetched=True)
     rows = parse_fio_json(fio_run.data)
-    ramp = float(params.get("ramp_time_s", build_defaults(workload).get("ramp_time_s", 0)) or 0)
     runtime = max(r["runtime_ms"] for r in rows) / 1000 if rows else t1 - t0
     # fio stamps its output (host clock, ms) when the measurement ends; its
     # per-second logs start after the ramp, i.e. `runtime` before that stamp.
@@ -111,8 +124,7 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
               "pool": pool, "devices": devices, "kernel_devices": kernel_names(host, devices),
               "workload": workload, "context": context}
     (raw_dir / "run.json").write_text(json.dumps(record, indent=1, default=str))
-    rows, checks = derive_rows(raw_dir)
-    return RunResult(rows, checks, raw_dir, (t_start, t_end), context)
+    return RunResult(raw_dir, (t_start, t_end), context)
 
 
 _SNAPSHOT_STAMP = re.compile(rf"^{re.escape(MARK)} (\S+)", re.M)          # the sampler's snapshot blocks
