@@ -1,7 +1,7 @@
 """Which factor a single sweep's comparison takes by default, and against which level.
 
 The OpenZFS release, else the layout, else the first other factor that varies, in the order
-below (the questions users ask most first); the baseline is ZFS's default where the factor has
+below (the questions users ask most first; queue depth, a setting of the workload, last); the baseline is ZFS's default where the factor has
 one (sync=standard, fs none, access local), else the first level (layouts in their usual order,
 numbers smallest first).
 """
@@ -16,7 +16,7 @@ from zbench_lib.analysis.sweep_data import MODULE_PARAM_COLUMNS
 COMPARE_ORDER = ("zfs", "layout", "sync", "log", "log_mirror", "cache", "special", "special_small_blocks",
                  "model", "log_model", "cache_model", "special_model", "fs", "access", "fill", "logbias",
                  "compression", "primarycache", "secondarycache", "checksum", "copies", "atime",
-                 *MODULE_PARAM_COLUMNS)
+                 *MODULE_PARAM_COLUMNS, "iodepth", "numjobs")     # depth last: a workload setting, not the pool's
 BASE_LEVEL = {"sync": "standard", "logbias": "latency", "fs": "none", "access": "local", "fill": "whole"}
 
 

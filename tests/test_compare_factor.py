@@ -1,0 +1,38 @@
+"""Which factor a sweep's comparison takes, its baseline, and which analyses a table supports."""
+
+import pandas as pd
+
+from zbench_lib.analysis.compare_factor import auto_baseline, auto_factor
+from zbench_lib.analysis.report import applicable_notebooks
+
+
+def _frame(**cols):
+    n = max(len(v) for v in cols.values() if isinstance(v, list))
+    return pd.DataFrame({k: (v if isinstance(v, list) else [v] * n) for k, v in cols.items()})
+
+
+def test_layout_comes_before_sync_and_the_baseline_is_zfs_default():
+    df = _frame(layout=["mirror", "raidz1", "mirror", "raidz1"], sync=["always", "always", "standard", "standard"])
+    assert auto_factor(df) == "layout"
+    assert auto_factor(df.drop(columns="layout")) == "sync"
+    assert auto_baseline(df, "sync") == "standard"
+    assert auto_baseline(df, "layout") == "mirror"
+
+
+def test_queue_depth_alone_is_compared_against_the_shallowest_queue():
+    df = _frame(layout="raidz2", data_disks=4, iodepth=[16, 1, 4, 64], volblocksize_bytes=16384)
+    assert auto_factor(df) == "iodepth"
+    assert auto_baseline(df, "iodepth") == 1
+    # the iodepth curve gets a report page: before, no analysis applied to it
+    assert applicable_notebooks(df) == ["analysis-compare"]
+
+
+def test_a_pool_factor_wins_over_queue_depth():
+    df = _frame(layout="mirror", log=[0, 1, 0, 1], iodepth=[1, 1, 8, 8])
+    assert auto_factor(df) == "log"
+
+
+def test_nothing_varies_nothing_to_compare():
+    df = _frame(layout="mirror", iodepth=[4, 4])
+    assert auto_factor(df) is None
+    assert applicable_notebooks(df) == []
