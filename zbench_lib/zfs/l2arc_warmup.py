@@ -30,8 +30,10 @@ import time
 from dataclasses import dataclass
 
 from zbench_lib.core.errors import ZbenchError
-from zbench_lib.hosts.base import Host
 from zbench_lib.zfs.zfsstats import parse_kstat
+
+# `host` below is a hosts.base.Host (run, read_text), deliberately not imported: measure.rows
+# takes result_columns from here, and the analysis, which rebuilds rows, may not reach a host.
 
 ARCSTATS = "/proc/spl/kstat/zfs/arcstats"
 WRITE_MAX = "/sys/module/zfs/parameters/l2arc_write_max"
@@ -110,7 +112,7 @@ def _read_bytes(stdout: str):
         return None
 
 
-def cache_capacity(host: Host, devices: list[str]) -> int:
+def cache_capacity(host, devices: list[str]) -> int:
     """Bytes the cache devices can hold at once: each device's size less its labels and less the
     room the feed keeps free ahead of its write hand (it evicts one write's worth, l2arc_write_max
     but at most a quarter of the device, before writing there), so a full L2ARC is this size."""
@@ -123,7 +125,7 @@ def cache_capacity(host: Host, devices: list[str]) -> int:
     return total
 
 
-def warm_l2arc(host: Host, path: str, *, size_bytes: int, cache_devices: list[str], rule: WarmupRule,
+def warm_l2arc(host, path: str, *, size_bytes: int, cache_devices: list[str], rule: WarmupRule,
                direct: bool, compressratio=None, clock=time.monotonic) -> dict:
     """Read `path` until the stop rule says stop; the record of what happened (an event's fields)."""
     cache = cache_capacity(host, cache_devices)
