@@ -247,7 +247,8 @@ PLANNED = {
     "templates/sweeps/nfs-datastore.yaml": (6, 0, 2, 6, 18, "6ef51dadb0fc104e"),
     "tests/specs/nfs.yaml": (2, 0, 1, 2, 2, "7f084f50ba4345e2"),
     "templates/sweeps/fill.yaml": (12, 0, 6, 6, 36, "8cb3565fdd1c8ed1"),
-    "templates/sweeps/slog-l2arc-special.yaml": (16, 0, 8, 8, 48, "5993dd67b87fb248"),
+    # randread at iodepth 1 (buffered reads, for the declared L2ARC warm-up): new cell ids for it
+    "templates/sweeps/slog-l2arc-special.yaml": (16, 0, 8, 8, 48, "5d9131bbdb828914"),
     "templates/sweeps/tunables.yaml": (6, 0, 6, 6, 18, "a8c1710a7fb9471e"),
     "tests/specs/pool-settings.yaml": (2, 0, 2, 2, 2, "de30c3562af7808e"),
     "templates/sweeps/iodepth-curve.yaml": (7, 0, 1, 1, 35, "60ef1cb52f9f331f"),
