@@ -251,6 +251,7 @@ PLANNED = {
     "templates/sweeps/slog-l2arc-special.yaml": (16, 0, 8, 8, 48, "5d9131bbdb828914"),
     "templates/sweeps/tunables.yaml": (6, 0, 6, 6, 18, "a8c1710a7fb9471e"),
     "tests/specs/pool-settings.yaml": (2, 0, 2, 2, 2, "de30c3562af7808e"),
+    "tests/specs/l2arc-warmup.yaml": (2, 0, 2, 2, 2, "470d0e0430e4c61b"),
     "templates/sweeps/iodepth-curve.yaml": (7, 0, 1, 1, 35, "60ef1cb52f9f331f"),
     "templates/sweeps/recordsize.yaml": (24, 0, 2, 6, 120, "94e73be5a29ab119"),
     "templates/sweeps/resilver.yaml": (6, 0, 6, 6, 12, "3c3ac176dc4c22db"),
