@@ -45,7 +45,7 @@ class FakeArcHost(Host):
             return Result(tuple(argv), 0, self._cat(argv[1]), "", 0.0)
         if argv[:2] == ["blockdev", "--getsize64"] or argv[:2] == ["stat", "-L"]:
             return Result(tuple(argv), 0, f"{self.device_bytes}\n", "", 0.0)
-        if argv[0] == "fio":
+        if argv[:4] == ["env", "-C", "/var/tmp/zbench/zb", "fio"]:
             runtime = int(next(a for a in argv if a.startswith("--runtime=")).split("=")[1])
             assert timeout > runtime
             self.now += runtime + 0.3           # fio's start and stop
@@ -63,12 +63,12 @@ class FakeArcHost(Host):
 
     def fio_runtimes(self):
         return [int(next(a for a in c if a.startswith("--runtime=")).split("=")[1]) for c in self.calls
-                if c[0] == "fio"]
+                if "fio" in c]
 
 
 def warm(host, rule, size=512 * MiB, direct=False, compressratio=1.0):
     return warm_l2arc(host, "/zb/t/fio.data", size_bytes=size, cache_devices=["/dev/vdf"], rule=rule,
-                      direct=direct, compressratio=compressratio, clock=host.clock)
+                      direct=direct, work_dir="/var/tmp/zbench/zb", compressratio=compressratio, clock=host.clock)
 
 
 # --- readings and what "warm" is ---------------------------------------------------------------
@@ -140,13 +140,14 @@ def test_warms_chunk_by_chunk_until_reached_and_records_what_happened():
 
 
 def test_fio_reads_randomly_through_the_arc_in_argument_lists():
-    argv = warmup_argv("/dev/zvol/zb/t", 512 * MiB, True, 10)
-    assert argv[0] == "fio" and "--rw=randread" in argv and "--direct=1" in argv and "--bs=1048576" in argv
+    argv = warmup_argv("/dev/zvol/zb/t", 512 * MiB, True, 10, "/var/tmp/zbench/zb")
+    assert argv[:4] == ["env", "-C", "/var/tmp/zbench/zb", "fio"]        # in the pool's work dir: teardown stops it
+    assert "--rw=randread" in argv and "--direct=1" in argv and "--bs=1048576" in argv
     assert "--time_based" in argv and "--runtime=10" in argv and f"--size={512 * MiB}" in argv
-    assert "--bs=65536" in warmup_argv("/zb/t/fio.data", 64 * 1024, False, 5)      # a target under 1 MiB
+    assert "--bs=65536" in warmup_argv("/zb/t/fio.data", 64 * 1024, False, 5, "/w")      # a target under 1 MiB
     host = FakeArcHost([0, 10 * MiB, 600 * MiB])
     warm(host, WarmupRule(until=0.5, max_s=60, chunk_s=5), direct=True)
-    fio = [c for c in host.calls if c[0] == "fio"]
+    fio = [c for c in host.calls if "fio" in c]
     assert len(fio) == 2 and all("--direct=1" in c and "--filename=/zb/t/fio.data" in c for c in fio)
 
 

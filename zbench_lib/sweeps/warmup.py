@@ -28,6 +28,6 @@ def warm_target(spec, store, pool, tinfo, target: dict, caches: list[str], fill:
     # a zvol, or a file on its filesystem, with O_DIRECT (the zvol still reads through the ARC).
     record = warm_l2arc(pool.host, tinfo.path, size_bytes=target.get("file_bytes", target["size_bytes"]),
                         cache_devices=caches, rule=rule, direct=target.get("kind") != "dataset",
-                        compressratio=(fill or {}).get("compressratio"))
+                        work_dir=pool.work_dir(), compressratio=(fill or {}).get("compressratio"))
     store.record("l2arc warmed", target_id=target["target_id"], **record)
     return record

@@ -94,10 +94,14 @@ def stop_reason(sizes: list, goal: int, elapsed_s: float, max_s: float) -> str |
     return None
 
 
-def warmup_argv(path: str, size_bytes: int, direct: bool, seconds: int) -> list[str]:
-    """One chunk of random reads over the whole target (randrepeat=0: a new order each chunk)."""
+def warmup_argv(path: str, size_bytes: int, direct: bool, seconds: int, work_dir: str) -> list[str]:
+    """One chunk of random reads over the whole target (randrepeat=0: a new order each chunk).
+
+    fio runs inside the pool's work directory (env -C, no shell), as every fio of a pool does: an
+    interrupted sweep's teardown finds and stops it there (pools._kill_workers) before the destroy.
+    """
     bs = min(READ_BS, size_bytes - size_bytes % 4096) or 4096
-    return ["fio", "--name=l2arc-warmup", f"--filename={path}", "--rw=randread", f"--bs={bs}",
+    return ["env", "-C", work_dir, "fio", "--name=l2arc-warmup", f"--filename={path}", "--rw=randread", f"--bs={bs}",
             f"--iodepth={IODEPTH}", "--ioengine=libaio", f"--direct={int(direct)}", f"--size={size_bytes}",
             "--time_based", f"--runtime={seconds}", "--randrepeat=0", "--group_reporting",
             "--output-format=json"]
@@ -126,7 +130,7 @@ def cache_capacity(host, devices: list[str]) -> int:
 
 
 def warm_l2arc(host, path: str, *, size_bytes: int, cache_devices: list[str], rule: WarmupRule,
-               direct: bool, compressratio=None, clock=time.monotonic) -> dict:
+               direct: bool, work_dir: str, compressratio=None, clock=time.monotonic) -> dict:
     """Read `path` until the stop rule says stop; the record of what happened (an event's fields)."""
     cache = cache_capacity(host, cache_devices)
     whole = warm_bytes(size_bytes, cache, compressratio)
@@ -138,7 +142,7 @@ def warm_l2arc(host, path: str, *, size_bytes: int, cache_devices: list[str], ru
     read, t0 = 0, clock()
     while (reason := stop_reason([r["l2_size"] for r in readings], goal, clock() - t0, rule.max_s)) is None:
         seconds = max(1, min(rule.chunk_s, int(rule.max_s - (clock() - t0))))
-        res = host.run(warmup_argv(path, size_bytes, direct, seconds), timeout=seconds + 300)
+        res = host.run(warmup_argv(path, size_bytes, direct, seconds, work_dir), timeout=seconds + 300)
         got = _read_bytes(res.stdout)
         read = None if read is None or got is None else read + got
         readings.append(l2_reading(host.read_text(ARCSTATS)))
