@@ -4,11 +4,11 @@ The L2ARC is fed only from the ARC: a feed thread copies buffers near the tail o
 lists to the cache devices (at most ``l2arc_write_max`` per second) before they are evicted.
 So the target is *read*, through the ARC: a file in a dataset buffered (from OpenZFS 2.3 an
 O_DIRECT read of a dataset bypasses the ARC and would feed nothing), a zvol or a file on a
-zvol's filesystem with O_DIRECT (which a zvol still serves through the ARC; it only keeps
-Linux's page cache from answering repeated reads before they reach ZFS). Reads are random, in
-1 MiB pieces: several records per read so an IOPS-bound pool warms in fewer seconds, and random
-offsets so ZFS's prefetcher does not take them (``l2arc_noprefetch=1``, the default, keeps
-prefetched buffers out of the L2ARC).
+zvol's filesystem with O_DIRECT (which a zvol still serves through the ARC, up to 2.3 at least;
+it only keeps Linux's page cache from answering repeated reads before they reach ZFS). Reads
+are random, in 1 MiB pieces: several records per read so an IOPS-bound pool warms in fewer
+seconds, and random offsets so ZFS's prefetcher does not read them ahead (while
+``l2arc_noprefetch=1``, the default, prefetched buffers stay out of the L2ARC).
 
 It reads in chunks (``chunk_s`` each, one fio per chunk, an argument list) and reads arcstats
 after each, until one of, in this order:
