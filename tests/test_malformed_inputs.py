@@ -67,6 +67,13 @@ def over(key: str, value) -> str:
                                    "overrides": {"runtime_s": 4, "ramp_time_s": 1, key: value}}]})
 
 
+def warm(changes: dict | None = None, **l2arc) -> str:
+    """BASE with a cache factor and a declared L2ARC warm-up (its l2arc keys replaced by `l2arc`)."""
+    decl = {"until": "90%", "max_s": 300, **l2arc}
+    return variant({"lab.extra_disks": 1, "factors.cache": [0, 1], "warmup": {"l2arc": decl}, **(changes or {})})
+
+
+DATASET = {"surface": "dataset", "target": {"size": "64M"}, "factors.volblocksize": DELETE}
 BOMB = "a: &a ['lol','lol','lol','lol','lol','lol','lol','lol','lol']\n" + "".join(
     f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
 HUGE_GRID = {"factors": {"layout": ["stripe", "mirror", "raidz1", "raidz2", "raidz3"], "disks": [3],
@@ -200,6 +207,43 @@ CASES = [
                             "factors.access": ["smb"]}), r"factors\.access\[0\]: expected local or nfs, got 'smb'"),
     ("access-target-iscsi", variant({"surface": "dataset", "target": {"size": "64M", "access": "iscsi"},
                                      "factors.volblocksize": DELETE}), r"target\.access: expected local or nfs"),
+    # -- the L2ARC warm-up ---------------------------------------------------------------------------
+    ("warmup-until-over-100", warm(until="120%"), r"warmup\.l2arc\.until: expected a percentage like '90%' in \(0, 100\], got '120%'"),
+    ("warmup-until-zero", warm(until="0%"), r"warmup\.l2arc\.until: expected a percentage .* got '0%'"),
+    ("warmup-until-fraction", warm(until=0.9), r"warmup\.l2arc\.until: expected a percentage .* got 0\.9"),
+    ("warmup-until-nan", warm(until="nan%"), r"warmup\.l2arc\.until: expected a percentage"),
+    ("warmup-max-s-zero", warm(max_s=0), r"warmup\.l2arc\.max_s: must be at least 1, got 0"),
+    ("warmup-max-s-negative", warm(max_s=-30), r"warmup\.l2arc\.max_s: must be at least 1"),
+    ("warmup-max-s-huge", warm(max_s=10 ** 9), r"warmup\.l2arc\.max_s: must be at most 3600"),
+    ("warmup-max-s-inf", warm(max_s=float("inf")), r"warmup\.l2arc\.max_s: expected an integer"),
+    ("warmup-max-s-string", warm(max_s="5m"), r"warmup\.l2arc\.max_s: expected an integer, got '5m'"),
+    ("warmup-chunk-zero", warm(chunk_s=0), r"warmup\.l2arc\.chunk_s: must be at least 1"),
+    ("warmup-chunk-over-max", warm(max_s=20, chunk_s=30), r"warmup\.l2arc\.chunk_s: 30 s is longer than max_s"),
+    ("warmup-unknown-key", warm({"warmup": {"l2arc": {"until": "90%", "max_s": 60}, "arc": {}}}),
+     r"warmup: unknown key\(s\) 'arc' \(allowed: l2arc\)"),
+    ("warmup-l2arc-unknown-key", warm(plateau="1%"), r"warmup\.l2arc: unknown key\(s\) 'plateau'"),
+    ("warmup-no-max-s", warm({"warmup": {"l2arc": {"until": "90%"}}}), r"warmup\.l2arc: missing required key 'max_s'"),
+    ("warmup-not-a-mapping", warm({"warmup": "yes"}), r"warmup: expected a mapping, got str"),
+    ("warmup-empty", warm({"warmup": {}}), r"warmup: missing required key 'l2arc'"),
+    ("warmup-no-cache-value", warm({"factors.cache": [0]}), r"warmup\.l2arc: no cell has a cache device"),
+    ("warmup-no-cache-factor", variant({"lab.extra_disks": 1, "warmup": {"l2arc": {"until": "90%", "max_s": 300}}}), r"warmup\.l2arc: no cell has a cache device"),
+    ("warmup-primarycache-metadata", warm({"target.primarycache": "metadata"}),
+     r"target\.primarycache: 'metadata' keeps data out of the ARC, and the L2ARC is fed only from the ARC"),
+    ("warmup-primarycache-factor", warm({"factors.primarycache": ["all", "none"]}),
+     r"factors\.primarycache\[1\]: 'none' keeps data out of the ARC"),
+    ("warmup-secondarycache-none", warm({"target.secondarycache": "none"}),
+     r"target\.secondarycache: 'none' keeps data out of the L2ARC: the declared warmup\.l2arc cannot warm it"),
+    ("warmup-secondarycache-metadata", warm({"factors.secondarycache": ["metadata"]}),
+     r"factors\.secondarycache\[0\]: 'metadata' keeps data out of the L2ARC"),
+    ("warmup-no-prefill", warm({"prefill.policy": "none"}), r"warmup\.l2arc: needs a prefill"),
+    ("warmup-fill-none-level", warm({"factors.fill": ["none", "whole"]}), r"warmup\.l2arc: needs a prefill"),
+    ("warmup-no-reads", warm({"workloads": [{"name": "randwrite", "overrides": {"runtime_s": 4, "ramp_time_s": 1}}]}),
+     r"warmup\.l2arc: no workload reads"),
+    ("warmup-dataset-odirect-reads", warm(DATASET),
+     r"workloads\[0\]\.overrides\.direct: randread reads a dataset with O_DIRECT: from OpenZFS 2\.3"),
+    ("warmup-writes-before-reads", warm({"reads_first": False, "workloads": [
+        "randread", {"name": "randwrite", "overrides": {"runtime_s": 4, "ramp_time_s": 1}}]}),
+     r"reads_first: a declared warmup\.l2arc needs reads first"),
     # -- names, matched in full -------------------------------------------------------------------
     ("name-trailing-newline", variant({"name": "demo\n"}), r"name: must be a plain name"),
     ("name-too-long", variant({"name": "a" * 65}), r"name: must be a plain name .*at most 64"),

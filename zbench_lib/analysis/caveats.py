@@ -1,8 +1,9 @@
 """What some results give up or cannot say, stated on the report's index page beside them.
 
 ``caveats(results)`` returns sentences for settings a reader could otherwise take for free
-tuning (sync=disabled) and for surfaces whose numbers mean something narrower than their
-name suggests (a loopback NFS mount, ext4 on a zvol). Only what the results contain.
+tuning (sync=disabled), for surfaces whose numbers mean something narrower than their
+name suggests (a loopback NFS mount, ext4 on a zvol), and for rows whose declared L2ARC
+warm-up fell short (their reads met a partly cold cache). Only what the results contain.
 """
 
 from __future__ import annotations
@@ -30,8 +31,31 @@ def caveats(df: pd.DataFrame) -> list[str]:
                    "server on the same virtual CPUs), with stable writes as an ESXi datastore issues them: it "
                    "measures the sync path ZFS takes for such a client (ZIL, log device), not a network or a "
                    "separate NFS client's CPU.")
+    out += _l2arc_warmup(df)
     if _has(df, "fs", "ext4"):
         out.append("fs=ext4 rows ran on a file in ext4 (4K blocks, noatime) made on a zvol of the same pool: "
                    "they include ext4's journal and allocation on top of the zvol, and compare with the fs=none "
                    "rows of the same pool.")
     return out
+
+
+def _l2arc_warmup(df: pd.DataFrame) -> list[str]:
+    """Rows whose L2ARC warm-up stopped short of its goal: kept, and named here with how far they got."""
+    if "l2arc_warm_reached" not in df.columns:
+        return []
+    warmed = df[df["l2arc_warm_reached"].notna()]
+    if "direction" in warmed.columns:           # a write row's numbers do not read the cache
+        warmed = warmed[warmed["direction"] == "read"]
+    short = warmed[~warmed["l2arc_warm_reached"].astype(bool)]
+    if short.empty:
+        return []
+    frac = pd.to_numeric(short["l2arc_warm_fraction"], errors="coerce").dropna() * 100
+    until = sorted({f"{u * 100:g}%" for u in pd.to_numeric(short["l2arc_warm_until"], errors="coerce").dropna()})
+    lo, hi = (round(frac.min()), round(frac.max())) if len(frac) else (None, None)
+    got = "an unrecorded share" if lo is None else f"{lo}%" if lo == hi else f"{lo}-{hi}%"
+    goal = " or ".join(until) or "its declared share"
+    stops = ", ".join(f"{k}: {v}" for k, v in short["l2arc_warmup_stop"].value_counts().items())
+    return [f"The L2ARC warm-up did not reach its goal for {len(short)} of {len(warmed)} warmed read rows: the cache "
+            f"held {got} of min(target, cache devices) where {goal} was declared (stopped by {stops}). Their "
+            "reads met a partly cold L2ARC and show less of what a warm one gives; they are kept, "
+            "not excluded. l2arc_warm_fraction and l2_hit_ratio say how far each got."]

@@ -16,6 +16,7 @@ from zbench_lib.measure.fio_parse import parse_fio_json, parse_fio_logs_dir
 from zbench_lib.measure.host_load import summarize as summarize_host_load
 from zbench_lib.measure.run_summary import fio_timeseries, iops_series, summarize_counters
 from zbench_lib.measure.truth import flag_columns, truth_checks
+from zbench_lib.zfs.l2arc_warmup import result_columns as l2arc_warmup_columns
 
 
 def derive_rows(raw_dir: Path) -> tuple[list, dict]:
@@ -74,7 +75,8 @@ def parse_results(attempt_dir: Path, meta: dict) -> list[dict]:
              "disk_model": ctx.get("disk_model"), "disk_model_iops": ctx.get("disk_model_iops"),
              "disk_model_bw": ctx.get("disk_model_bw"), "cache_declared": ctx.get("cache"),
              "pool_id": meta.get("pool_id"), "pool_replicate": meta.get("pool_replicate", 1),
-             **(ctx.get("settings_readback") or {})}     # module parameters and disk models as read back
+             **(ctx.get("settings_readback") or {}),     # module parameters and disk models as read back
+             **l2arc_warmup_columns(ctx.get("l2arc_warmup"))}   # only after a warm-up (a cache device)
     for k in ("used_bytes", "logicalused_bytes", "referenced_bytes", "compressratio",
               "pool_capacity_pct", "pool_fragmentation_pct"):
         extra[k] = ctx.get("space", {}).get(k)

@@ -36,6 +36,7 @@ from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.runner import measure
 from zbench_lib.sweeps.store import Store
 from zbench_lib.sweeps.spec import SweepSpec, load_spec
+from zbench_lib.sweeps.warmup import cache_devices, warm_target
 from zbench_lib.zfs.targets import Dataset, Zvol
 
 _TARGET_PROPS = ("compression", "sync", "logbias", "primarycache", "secondarycache",
@@ -200,17 +201,17 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
         order = dict.fromkeys([r.target_id for r in plan.runs if r.target_id in targets] + list(targets))
         load_on = None                              # where a resilver's load runs: a target of this pool
         for t in [targets[tid] for tid in order if sched.has_work(tid)]:    # the plan's (shuffled) order
-            def write_target(tinfo, t=t):
+            def write_target(tinfo, t=t):       # then the declared L2ARC warm-up, on every setup (resume too)
                 level = pool_fill(spec, p)
-                if level == "none":
-                    return {}
-                fill = prefill(pool, tinfo, level, progress=progress, size_bytes=t.get("file_bytes", t["size_bytes"]))
-                store.record("prefilled", target_id=t["target_id"], **fill)
-                return fill
+                fill = {} if level == "none" else \
+                    prefill(pool, tinfo, level, progress=progress, size_bytes=t.get("file_bytes", t["size_bytes"]))
+                if fill:
+                    store.record("prefilled", target_id=t["target_id"], **fill)
+                return fill, warm_target(spec, store, pool, tinfo, t, cache_devices(layout, devices), fill)
 
-            with on_surface(host, pool.create_target(make_target(t)), t, store, write_target) as (tinfo, fill):
+            with on_surface(host, pool.create_target(make_target(t)), t, store, write_target) as (tinfo, (fill, warm)):
                 ctx = dict(_context(host, pool, tinfo, t, pool_model or model, lab, fill),
-                           data_device_count=layout.total_disks, settings_readback=readback)
+                           data_device_count=layout.total_disks, settings_readback=readback, l2arc_warmup=warm)
                 load_on = {"path": tinfo.path, "size_bytes": ctx["file_bytes"]}
 
                 def run_one(run):

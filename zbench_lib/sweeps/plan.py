@@ -28,6 +28,7 @@ from zbench_lib.sweeps.capacity import check_fits
 from zbench_lib.sweeps.spec_faults import check_faults
 from zbench_lib.sweeps.spec import BLOCKSIZE, FS_FILE_SHARE, PROPERTIES, ZVOL_SURFACES, SweepSpec, check_grid
 from zbench_lib.sweeps.spec_pool import pool_settings
+from zbench_lib.sweeps.spec_warmup import describe_warmup, warmup_estimate
 from zbench_lib.zfs.targets import Dataset, Zvol
 
 MiB, GiB = 1024 ** 2, 1024 ** 3
@@ -148,7 +149,7 @@ class Plan:
                  f"{hms(e['measure_s'])} inside fio measurement windows",
                  f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
                  f"(up to {e['bytes_written_max'] / GiB:.2f} GiB), prefill {e['prefill_bytes'] / GiB:.2f} GiB",
-                 f"order: {order}; seed {s.seed}"]
+                 f"order: {order}; seed {s.seed}"] + describe_warmup(s, e)
         if s.faults and s.faults.get("resilver"):
             n = len(self.pools) * (2 if s.faults.get("resilver_load") else 1)
             lines.append(f"plus {n} timed resilvers, not in the estimate (their time is what is measured; "
@@ -164,7 +165,8 @@ class Plan:
                 "lab": s.lab, "seed": s.seed, "order": s.order, "reads_first": s.reads_first,
                 "repetitions": s.repetitions, "prefill": s.prefill, "pools": self.pools,
                 "targets": self.targets, "cells": self.cells, "skipped": self.skipped,
-                "blocks": self.blocks, "runs": [vars(r) for r in self.runs], "estimates": self.estimates}
+                "blocks": self.blocks, "runs": [vars(r) for r in self.runs], "estimates": self.estimates,
+                **({"warmup": s.warmup} if s.warmup else {})}   # only if declared: older plan.json still match
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
@@ -300,8 +302,9 @@ def pool_fill(spec: SweepSpec, pool: dict) -> str:
 
 def _estimates(spec: SweepSpec, cells: list, pools: list, targets: list) -> dict:
     lo, hi = spec.repetitions["pilot"], spec.repetitions["max"]
+    warm = warmup_estimate(spec, pools, targets)        # its worst case: max_s per warmed target
     fixed = (BOOT_S if spec.host == "lab" else 0.0) + POOL_CREATE_S * len(pools) + \
-        sum(TARGET_CREATE_S + t["prefill_s"] for t in targets)
+        sum(TARGET_CREATE_S + t["prefill_s"] for t in targets) + warm.get("l2arc_warmup_max_s", 0.0)
     prefill = sum(t["prefill_bytes"] for t in targets)
     per_run = sum(c["run_s"] for c in cells)
     written = sum(c["write_bytes_per_run"] for c in cells)
@@ -310,6 +313,6 @@ def _estimates(spec: SweepSpec, cells: list, pools: list, targets: list) -> dict
             "pool_replicates": spec.repetitions["pool_replicates"], "pools_created": len(pools),
             "wall_s": round(fixed + lo * per_run, 1), "wall_max_s": round(fixed + hi * per_run, 1),
             "measure_s": lo * sum(c["runtime_s"] for c in cells), "prefill_bytes": prefill,
-            "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written,
+            "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written, **warm,
             "assumptions": {"boot_s": BOOT_S, "pool_create_s": POOL_CREATE_S, "target_create_s": TARGET_CREATE_S,
                             "run_overhead_s": RUN_OVERHEAD_S, "disk_write_bw_iops": _disk_rates(spec)}}

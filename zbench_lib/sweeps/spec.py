@@ -7,7 +7,8 @@ wider than the lab) are not errors: ``plan.expand`` skips them with a reason.
 
 The text is read by ``spec_yaml`` (at most 1 MiB of UTF-8, no anchors or aliases, no
 duplicate keys), the host and its devices are checked by ``spec_host``, numbers must be
-finite and bounded and names match in full (``spec_values``), and a study larger than
+finite and bounded and names match in full (``spec_values``), a declared L2ARC warm-up must be
+able to warm something the runs then read (``spec_warmup``), and a study larger than
 MAX_CELLS cells or MAX_RUNS runs is refused from its factor lengths alone. At plan time,
 ``capacity`` refuses a lab pool whose targets together do not fit in it.
 """
@@ -28,6 +29,7 @@ from zbench_lib.sweeps.spec_pool import POOL_SETTING_FACTORS, check_pool_factors
 from zbench_lib.sweeps.spec_values import METRICS, blocksize, fail, integer, mapping, size, zfs_property  # noqa: F401
 from zbench_lib.sweeps.spec_values import fio_overrides, name as plain_name
 from zbench_lib.sweeps.spec_values import repetitions as parse_repetitions
+from zbench_lib.sweeps.spec_warmup import parse_warmup
 from zbench_lib.sweeps.spec_yaml import load_yaml, read_spec_text
 
 PROPERTIES = ("compression", "sync", "logbias", "primarycache", "secondarycache", "checksum",
@@ -46,7 +48,7 @@ FS_FILE_SHARE = 0.75            # of volsize: the file fio uses in a fs-on-zvol 
 MAX_BLOCKSIZE = {"volblocksize": 128 * 1024, "recordsize": 1024 ** 2}
 TOP_KEYS = ("name", "question", "surface", "host", "lab", "devices", "extra_devices",
             "allow_signatures", "factors", "target", "workloads", "repetitions", "prefill",
-            "order", "reads_first", "seed", "faults")
+            "order", "reads_first", "seed", "faults", "warmup")
 # Stated limits on the size of a study, checked from the factor lengths before anything is
 # expanded (planning takes a few ms per cell, a run a minute or more).
 MAX_CELLS = 2_000               # factor combinations x workloads x pool replicates
@@ -85,6 +87,7 @@ class SweepSpec:
     seed: int
     text: str = ""
     faults: dict | None = None      # spec_faults: a disk pulled or slowed mid-run (lab only)
+    warmup: dict | None = None      # spec_warmup: an L2ARC warm-up before a cached target's runs
 
     @property
     def available_disks(self) -> tuple[int, int]:
@@ -276,9 +279,12 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     prefill = _prefill(d.get("prefill"))
     if "fill" in factors and prefill["policy"] == "none":
         fail("factors.fill", "a fill factor needs prefill.policy once-per-target (its 'none' value is the no-prefill level)")
+    workloads = _workloads(d["workloads"], target, factors)
+    warmup = parse_warmup(d.get("warmup"), factors=factors, target=target, surface=surface, prefill=prefill,
+                          workloads=workloads, reads_first=reads_first)
     return SweepSpec(name=name, question=q.strip(), surface=surface, host=host, lab=lab, devices=devices,
                      extra_devices=extra, allow_signatures=sigs, factors=factors, target=target,
-                     workloads=_workloads(d["workloads"], target, factors),
+                     workloads=workloads, warmup=warmup,
                      repetitions=repetitions, prefill=prefill,
                      order=order.replace("randomized", "randomised"), reads_first=reads_first,
                      seed=integer(d.get("seed", 0), "seed", 0, 2 ** 32 - 1), text=text,

@@ -7,8 +7,9 @@
   locally first (a datastore's disks are written before they are measured), fio then runs
   through the mount.
 
-``on_surface(...)`` records what was made, read back, and yields (target info for fio, the
-prefill's record); it unmounts (and unexports) before the pool goes. Otherwise it prefills and
+``on_surface(...)`` records what was made, read back, and yields (target info for fio, what the
+``prefill`` callback returned: the prefill's record and the L2ARC warm-up's, which read where the
+prefill wrote); it unmounts (and unexports) before the pool goes. Otherwise it prefills and
 yields the target unchanged.
 """
 
@@ -23,7 +24,7 @@ from zbench_lib.zfs.filesystems import FsOnZvol
 
 @contextlib.contextmanager
 def on_surface(host, tinfo, target: dict, store, prefill):
-    """Yield (TargetInfo fio uses, prefill record); ``prefill(tinfo)`` writes the target."""
+    """Yield (TargetInfo fio uses, what ``prefill(tinfo)`` returned); ``prefill`` writes the target."""
     if target.get("fs") not in (None, "none"):
         with FsOnZvol(host, tinfo.path, fs=target["fs"], size_bytes=target["file_bytes"]) as fs:
             store.record("filesystem made", target_id=target["target_id"], **fs.readback())
