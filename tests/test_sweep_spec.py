@@ -248,7 +248,7 @@ PLANNED = {
     "tests/specs/nfs.yaml": (2, 0, 1, 2, 2, "7f084f50ba4345e2"),
     "templates/sweeps/fill.yaml": (12, 0, 6, 6, 36, "8cb3565fdd1c8ed1"),
     # randread at iodepth 1 (buffered reads, for the declared L2ARC warm-up): new cell ids for it
-    "templates/sweeps/slog-l2arc-special.yaml": (16, 0, 8, 8, 48, "478630f686bf896a"),
+    "templates/sweeps/slog-l2arc-special.yaml": (16, 0, 8, 8, 48, "707f56b8c0cb50f2"),
     "templates/sweeps/tunables.yaml": (6, 0, 6, 6, 18, "a8c1710a7fb9471e"),
     "tests/specs/pool-settings.yaml": (2, 0, 2, 2, 2, "de30c3562af7808e"),
     "tests/specs/l2arc-warmup.yaml": (2, 0, 2, 2, 2, "470d0e0430e4c61b"),
