@@ -86,7 +86,7 @@ def test_non_lab_host_and_dataset_surface():
     ({"question": DELETE}, "spec: missing required key 'question'"),
     ({"question": "why"}, "question: state the question in words"),
     ({"questions": "x"}, r"spec: unknown key\(s\) 'questions' \(allowed: name, question, surface"),
-    ({"surface": "file"}, "surface: expected 'zvol', 'dataset' or 'fs-on-zvol', got 'file'"),
+    ({"surface": "file"}, "surface: expected 'zvol', 'dataset', 'fs-on-zvol' or 'raw', got 'file'"),
     ({"host": "bench1"}, "host: expected 'lab', 'local' or 'ssh://user@host', got 'bench1'"),
     ({"host": "local", "lab": DELETE}, "devices: required for host 'local'"),
     ({"host": "local"}, "lab: applies only when host is 'lab', not 'local'"),
