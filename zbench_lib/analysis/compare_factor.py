@@ -2,8 +2,8 @@
 
 The OpenZFS release, else the layout, else the first other factor that varies, in the order
 below (the questions users ask most first); the baseline is ZFS's default where the factor has
-one (sync=standard, fs none, access local), else the first level (layouts in their usual order,
-numbers smallest first).
+one (sync=standard, fs none, access local), the bare disks where a sweep has them (layout raw),
+else the first level (layouts in their usual order, numbers smallest first).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ COMPARE_ORDER = ("zfs", "layout", "sync", "log", "log_mirror", "cache", "special
                  "model", "log_model", "cache_model", "special_model", "fs", "access", "fill", "logbias",
                  "compression", "primarycache", "secondarycache", "checksum", "copies", "atime",
                  *MODULE_PARAM_COLUMNS)
-BASE_LEVEL = {"sync": "standard", "logbias": "latency", "fs": "none", "access": "local", "fill": "whole"}
+# raw: ZFS layouts beside the bare disks are read as a share of what the disks give
+BASE_LEVEL = {"sync": "standard", "logbias": "latency", "fs": "none", "access": "local", "fill": "whole",
+              "layout": "raw"}
 
 
 def auto_factor(df: pd.DataFrame) -> str | None:
