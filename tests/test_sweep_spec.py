@@ -242,8 +242,10 @@ PLANNED = {
     "templates/sweeps/disk-models.yaml": (8, 0, 4, 4, 24, "76ebf9614963d6d4"),
     "templates/sweeps/draid.yaml": (12, 0, 6, 6, 36, "b8dcf702ceb2ae8f"),
     "tests/specs/draid.yaml": (2, 0, 2, 2, 2, "f7c646f0a8e2aabe"),
-    "templates/sweeps/baselines.yaml": (12, 0, 2, 4, 36, "691f0017ae5792f1"),
+    # the bare disks beside the zvol and the ext4 file (raw cells at fs none only), 40 s windows
+    "templates/sweeps/baselines.yaml": (18, 3, 4, 6, 54, "1eae2bc0c2afe639"),
     "tests/specs/fs-on-zvol.yaml": (2, 0, 1, 2, 2, "eda76ed93d410257"),
+    "tests/specs/raw.yaml": (2, 0, 2, 2, 2, "7f596a6009105513"),
     "templates/sweeps/nfs-datastore.yaml": (6, 0, 2, 6, 18, "6ef51dadb0fc104e"),
     "tests/specs/nfs.yaml": (2, 0, 1, 2, 2, "7f084f50ba4345e2"),
     "templates/sweeps/fill.yaml": (12, 0, 6, 6, 36, "8cb3565fdd1c8ed1"),
