@@ -238,8 +238,13 @@ def test_a_failed_run_still_wipes_the_disks(tmp_path, monkeypatch):
         run_raw_pool(plan.spec, plan, store, sched, p, host, (DISKS, [], True, None, None, None), False, None)
     fio = next(i for i, c in enumerate(host.calls) if c[:1] == ["fio"])
     assert len([c for c in host.calls[fio:] if c[:1] == ["wipefs"]]) == 2
-    assert ["rm", "-rf", f"/var/tmp/zbench/zbench-raw-{p['pool_id']}"] in host.calls
+    work_dir = next(e for e in store.events() if e["event"] == "raw devices checking")["work_dir"]
+    assert work_dir.startswith(f"/var/tmp/zbench/zbench-raw-{p['pool_id']}-") and ["rm", "-rf", work_dir] in host.calls
     assert "raw devices wiped" not in [e["event"] for e in store.events()]
+    # a resumed session stops what the interrupted one left under its work directory first
+    again = FakeHost()
+    run_raw_pool(plan.spec, plan, store, sched, p, again, (DISKS, [], True, None, None, None), False, None)
+    assert again.calls[:2] == [["pkill", "-TERM", "-f", f"{work_dir}/"], ["rm", "-rf", work_dir]]
 
 
 def test_a_host_with_fewer_data_disks_than_the_cell_is_refused_before_a_command(tmp_path, monkeypatch):

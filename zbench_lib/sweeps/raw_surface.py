@@ -33,7 +33,7 @@ from zbench_lib.sweeps.plan import pool_fill
 from zbench_lib.sweeps.pool_setup import pool_setup
 from zbench_lib.sweeps.raw_cells import RawLayout
 from zbench_lib.sweeps.run_loop import measured_run, model_context, qemu_pid, run_target
-from zbench_lib.zfs.pools import REMOTE_WORK
+from zbench_lib.zfs.pools import REMOTE_WORK, new_pool_name
 from zbench_lib.zfs.prefill import prefill_raw
 from zbench_lib.zfs.raw_device import RawDevice, stop_fio_on
 
@@ -63,6 +63,14 @@ def _throttles(lab_dir, devices: list) -> dict:
         return {serial_of(d): lab_faults.throttle_of(lab_dir, serial_of(d)) for d in devices}
     except (ZbenchError, ValueError, OSError) as exc:
         return {"not_read": " ".join(str(exc).split())[:300]}
+
+
+def _reclaim_work_dirs(host, store) -> None:
+    """Stop what an interrupted session of this sweep left running on raw disks (its sampler and
+    fio live on under their work directory, named in the store) and remove the directories."""
+    for old in {e.get("work_dir") for e in store.events() if e.get("event") == "raw devices checking"} - {None}:
+        host.run(["pkill", "-TERM", "-f", f"{old}/"], check=False, timeout=30)
+        host.run(["rm", "-rf", old], check=False, timeout=60)
 
 
 def check_region(disks: list, region: int) -> None:
@@ -95,8 +103,9 @@ def run_raw_pool(spec, plan, store, sched, p, host, env, progress, overall) -> f
     if len(devices) < layout.disks:
         raise ConfigError(f"{p['label']} needs {layout.disks} data disks, the host gave {len(devices)}")
     lab_dir = lab_dir_of(lab, host) if spec.lab is not None else None
-    work_dir = f"{REMOTE_WORK}/zbench-raw-{p['pool_id']}"
-    store.record("raw devices checking", pool_id=p["pool_id"], devices=devices)
+    _reclaim_work_dirs(host, store)
+    work_dir = f"{REMOTE_WORK}/{new_pool_name('raw-' + p['pool_id'])}"     # never another sweep's
+    store.record("raw devices checking", pool_id=p["pool_id"], devices=devices, work_dir=work_dir)
     measure_s = 0.0
     with pool_setup(p, layout, devices, host, store, lab_dir) as (pool_model, readback), \
             raw_disks(host, devices, list(data_devs), owned=owned,
@@ -123,6 +132,7 @@ def run_raw_pool(spec, plan, store, sched, p, host, env, progress, overall) -> f
                                                   raw_devices=devices))
                 measure_s += run_target(store, sched, t["target_id"], run_one, overall)
         finally:
+            host.run(["pkill", "-TERM", "-f", f"{work_dir}/"], check=False, timeout=30)
             host.run(["rm", "-rf", work_dir], check=False, timeout=60)
     store.record("raw devices wiped", pool_id=p["pool_id"], devices=devices)
     return measure_s
