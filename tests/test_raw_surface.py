@@ -311,3 +311,17 @@ def test_the_raw_model_is_n_disks_and_has_no_space_model():
     assert predicted_random_read_iops("raw", 4, 1, 150.0, 16384) == 600.0
     with pytest.raises(ConfigError):
         predicted_random_read_iops("raw", 0, 1, 150.0, 16384)
+
+
+def test_counters_without_a_pool_summarise_the_disks_and_name_the_missing_layers(tmp_path):
+    from zbench_lib.measure.counters import parse_sampler_dir
+    from zbench_lib.measure.run_summary import summarize_counters
+    src = Path(__file__).parent / "fixtures" / "counters" / "sampler-local"
+    for f in src.iterdir():                 # what the sampler writes when given no pool
+        if f.name not in ("zpool_iostat.txt", "txgs.txt"):
+            (tmp_path / f.name).write_bytes(f.read_bytes())
+    s = parse_sampler_dir(tmp_path)
+    t = s["disk"]["t_s"]
+    out = summarize_counters(s, float(t.min()), float(t.max()), sorted(s["disk"]["device"].unique())[:2], "")
+    assert out["dev_read_bytes"] > 0 and math.isnan(out["pool_read_bytes"]) and out["samples_zpool"] == 0
+    assert {"zpool", "txg"} <= set(out["missing_layers"].split(","))

@@ -9,7 +9,8 @@ The text is read by ``spec_yaml`` (at most 1 MiB of UTF-8, no anchors or aliases
 duplicate keys), the host and its devices are checked by ``spec_host``, numbers must be
 finite and bounded and names match in full (``spec_values``), and a study larger than
 MAX_CELLS cells or MAX_RUNS runs is refused from its factor lengths alone. At plan time,
-``capacity`` refuses a lab pool whose targets together do not fit in it.
+``capacity`` refuses a lab pool whose targets together do not fit in it. The bare disks
+(``surface: raw``, or ``raw`` among a zvol sweep's layouts) are checked by ``raw_cells``.
 """
 
 from __future__ import annotations
