@@ -4,7 +4,8 @@ Pools are created block by block (``Plan.blocks``: replicate k of every pool in 
 k), each used for every target and workload that can share it, and destroyed. What
 runs where is a ``schedule.Schedule`` built from the plan and the raw record: runs
 already COMPLETE are skipped, and a resumed cell decides with all its completed runs,
-so rerunning an interrupted sweep completes only what is missing.
+so rerunning an interrupted sweep completes only what is missing. Raw disks (a pool of kind
+raw) are not made a pool: ``raw_surface`` checks, measures and wipes them in their block.
 """
 
 from __future__ import annotations

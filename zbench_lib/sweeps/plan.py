@@ -204,6 +204,7 @@ def _target_spec(spec: SweepSpec, f: dict, layout: Layout) -> dict:
 
 
 def _zfs_factors(spec: SweepSpec, f: dict, layout: Layout, settings: dict) -> dict:
+    """A ZFS cell's factors before the workload's (a raw cell's: raw_cells.raw_factors)."""
     return {"layout": layout.family, "width": layout.width, "vdevs": layout.vdevs,
             "data_disks": layout.data_disks, "total_disks": layout.total_disks, "log": layout.log,
             "ashift": layout.ashift, "layout_label": layout.describe(),
