@@ -252,6 +252,8 @@ CASES = [
      r"factors\.fill\[0\]: 50% fills a pool; raw disks take none or whole"),
     ("raw-beside-only-ext4", variant({"factors.layout": ["raw", "stripe"], "factors.fs": ["ext4"]}),
      r"factors\.fs: raw disks carry no filesystem: give fs none beside ext4"),
+    ("raw-sweep-unknown-factor", variant({"surface": "raw", "factors": {"disk": [2]}, "target": {"size": "64M"}}),
+     r"factors: unknown key\(s\) 'disk' \(allowed: layout, disks"),
     ("raw-model-on-real-host", real(surface="raw", factors={"model": ["hdd"]}, target={"size": "64M"}),
      r"factors\.model: a disk model is the lab's throttle"),
     # -- names, matched in full -------------------------------------------------------------------

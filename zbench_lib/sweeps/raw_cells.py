@@ -43,12 +43,13 @@ def _why(key: str) -> str:
     return "a ZFS property, and raw disks have no zvol or dataset"
 
 
-def check_raw_factors(d) -> dict:
-    """A raw sweep's factors: each must apply to bare disks; `layout` is [raw] when absent."""
+def check_raw_factors(d, known=()) -> dict:
+    """A raw sweep's factors: each must apply to bare disks; `layout` is [raw] when absent.
+    A key no sweep knows (not in `known`) is left to the caller's check of unknown keys."""
     if not isinstance(d, dict):
         return d                        # the caller's mapping check says what is wrong
     for key in d:
-        if key not in RAW_FACTORS:
+        if key in known and key not in RAW_FACTORS:
             fail(f"factors.{key}", f"does not apply to a raw sweep: {_why(str(key))}")
     return d if "layout" in d else {"layout": [RAW], **d}
 

@@ -170,7 +170,7 @@ def _factor(key: str, values, surface: str) -> list:
 def _factors(d, surface: str) -> dict:
     allowed = POOL_FACTORS + POOL_SETTING_FACTORS + ("volblocksize", "recordsize") + PROPERTIES + WORKLOAD_FACTORS \
         + TARGET_FACTORS
-    d = check_raw_factors(d) if surface == RAW else d
+    d = check_raw_factors(d, allowed) if surface == RAW else d
     mapping(d, "factors", allowed, ("layout",))
     out = {k: _factor(k, v, surface) for k, v in d.items()}
     check_layouts(out["layout"], surface)
