@@ -22,8 +22,9 @@ def has_model(layout: str, what: str = "iops") -> bool:
     """Whether these models cover the layout, for `what`: "iops" (predicted_random_read_iops)
     or "space" (allocation and charge). dRAID pads blocks to whole groups and needs its data
     disks per group, so it has none here (the analysis shows NaN, not a raidz guess). Raw
-    disks have an IOPS envelope (N disks, N x one disk: see predicted_random_read_iops) but
-    nothing is allocated on them, so no space model."""
+    disks have an IOPS envelope (N disks, N x one disk: see predicted_random_read_iops; their
+    bandwidth envelope is likewise N x one disk's, which the scaling table's disk_equivalents
+    shows without a model) but nothing is allocated on them, so no space model."""
     if str(layout) == RAW:
         return what == "iops"
     return not str(layout).startswith("draid")
