@@ -36,3 +36,11 @@ def test_nothing_varies_nothing_to_compare():
     df = _frame(layout="mirror", iodepth=[4, 4])
     assert auto_factor(df) is None
     assert applicable_notebooks(df) == []
+
+
+def test_depths_that_differ_only_between_workloads_are_no_factor():
+    df = _frame(layout="mirror", workload=["randread", "randread", "seqread", "seqread"], iodepth=[8, 8, 4, 4],
+                numjobs=[2, 2, 1, 1])
+    assert auto_factor(df) is None
+    df["iodepth"] = [1, 8, 4, 4]
+    assert auto_factor(df) == "iodepth"

@@ -65,6 +65,30 @@ def test_compressible_steadystate_and_escaping():
     assert (o["steadystate"], o["ss_dur"], o["ss_ramp"]) == ("iops_slope:0.17%", "60", "10")
 
 
+def test_several_devices_share_one_job_each_from_offset_zero():
+    """The raw surface: fio splits on bare colons, a colon inside a name is escaped, and a
+    sequential job's region is per device (fio offsets every device alike)."""
+    disks = ["/dev/disk/by-id/virtio-zbdata00", "/dev/disk/by-path/pci-0000:00:1f.2", "/dev/vdd"]
+    o = options(build_job("randread", filename=disks, size=3 * (64 << 20)))
+    assert o["filename"] == r"/dev/disk/by-id/virtio-zbdata00:/dev/disk/by-path/pci-0000\:00\:1f.2:/dev/vdd"
+    assert o["size"] == str(3 * (64 << 20)) and "offset_increment" not in o
+    seq = options(build_job("seqwrite", filename=disks[:2], size=2 * (64 << 20), numjobs=4))
+    # each of 4 jobs: 16M of each of the 2 devices, job k from k x 16M
+    assert seq["offset_increment"] == str(16 << 20) and seq["size"] == str(2 * (16 << 20))
+    assert options(build_job("seqwrite", filename=["/dev/vdb"], size="1G"))["filename"] == "/dev/vdb"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(filename=["/dev/vdb", "/tmp/f"]), "several filenames are block devices only"),
+    (dict(filename=["/dev/vdb", "/dev/vdc"], size=None), "size is required with several devices"),
+    (dict(filename=[]), "filename is required"),
+    (dict(filename=["/dev/vdb", "/dev/vd\nc"]), "filename contains a control character"),
+])
+def test_several_devices_are_refused_when_they_cannot_mean_a_region(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        build_job("randread", **{"size": "1G", **kwargs})
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(bs="3k"), "power-of-two multiple of 512"),
     (dict(bs="256"), "power-of-two multiple of 512"),

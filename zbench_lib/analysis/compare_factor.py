@@ -1,9 +1,10 @@
 """Which factor a single sweep's comparison takes by default, and against which level.
 
 The OpenZFS release, else the layout, else the first other factor that varies, in the order
-below (the questions users ask most first; queue depth, a setting of the workload, last); the baseline is ZFS's default where the factor has
-one (sync=standard, fs none, access local), else the first level (layouts in their usual order,
-numbers smallest first).
+below (the questions users ask most first; queue depth, a setting of the workload, last); the
+baseline is ZFS's default where the factor has one (sync=standard, fs none, access local), the
+bare disks where a sweep has them (layout raw), else the first level (layouts in their usual
+order, numbers smallest first).
 """
 
 from __future__ import annotations
@@ -17,12 +18,25 @@ COMPARE_ORDER = ("zfs", "layout", "sync", "log", "log_mirror", "cache", "special
                  "model", "log_model", "cache_model", "special_model", "fs", "access", "fill", "logbias",
                  "compression", "primarycache", "secondarycache", "checksum", "copies", "atime",
                  *MODULE_PARAM_COLUMNS, "iodepth", "numjobs")     # depth last: a workload setting, not the pool's
-BASE_LEVEL = {"sync": "standard", "logbias": "latency", "fs": "none", "access": "local", "fill": "whole"}
+# raw: ZFS layouts beside the bare disks are read as a share of what the disks give
+BASE_LEVEL = {"sync": "standard", "logbias": "latency", "fs": "none", "access": "local", "fill": "whole",
+              "layout": "raw"}
+
+
+WORKLOAD_SETTINGS = ("iodepth", "numjobs")
+
+
+def _varies(df: pd.DataFrame, column: str) -> bool:
+    # A workload's own depth differs between workloads (8 for random reads, 4 for sequential):
+    # depth is a factor only where it varies within one workload.
+    if column in WORKLOAD_SETTINGS and "workload" in df:
+        return bool((df.groupby("workload")[column].nunique() > 1).any())
+    return df[column].nunique() > 1
 
 
 def auto_factor(df: pd.DataFrame) -> str | None:
     """The first factor of COMPARE_ORDER that takes two or more values in `df` (None: none does)."""
-    return next((c for c in COMPARE_ORDER if c in df and df[c].nunique() > 1), None)
+    return next((c for c in COMPARE_ORDER if c in df and _varies(df, c)), None)
 
 
 def auto_baseline(df: pd.DataFrame, factor: str):

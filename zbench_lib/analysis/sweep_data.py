@@ -31,10 +31,11 @@ MODULE_PARAM_COLUMNS = ("zfs_txg_timeout", "zfs_dirty_data_max", "zfs_vdev_async
                         "zfs_vdev_sync_read_max_active", "zfs_vdev_async_read_max_active", "zfs_vdev_max_active",
                         "zfs_prefetch_disable", "zfs_arc_max", "l2arc_write_max", "l2arc_write_boost",
                         "l2arc_noprefetch", "l2arc_headroom", "zil_slog_bulk", "zfs_immediate_write_sz")
-# Every column a sweep can vary: grouping by all that vary keeps configurations apart
+# Every column a sweep can vary: grouping by all that vary keeps configurations apart (a raw
+# row has no ZFS columns: NaN there, which nunique and groupby(dropna=False) keep apart)
 CONFIG_COLUMNS = ("workload", "direction", "layout", "width", "vdevs", "data_disks", "total_disks",
                   "draid_data", "draid_spares", "ashift", "log", "log_mirror", "cache", "special", "zfs", "fill",
-                  "model", "log_model", "cache_model", "special_model", "fs", "access",
+                  "model", "log_model", "cache_model", "special_model", "fs", "access", "surface",
                   "volblocksize_bytes", "recordsize_bytes", "compression", "sync", "logbias",
                   "primarycache", "secondarycache", "checksum", "copies", "atime", "special_small_blocks",
                   *MODULE_PARAM_COLUMNS, "iodepth", "numjobs", "bs_bytes", "sweep_id")
@@ -85,6 +86,8 @@ def load_sweep(path) -> Sweep:
     else:
         raise ConfigError(f"{p} has no results.parquet or results.csv: has the sweep run?")
     df = normalise_flags(df)
+    if "surface" in df and spec:                # only raw cells carry it: the others are the spec's surface
+        df["surface"] = df["surface"].fillna(spec.get("surface"))
     if "sweep_id" not in df:                  # two sweeps must stay apart when compared
         df["sweep_id"] = df["sweep"] if "sweep" in df else spec.get("name", p.name) if spec else p.name
     ids = df["sweep_id"].dropna().unique()

@@ -251,9 +251,10 @@ def space_check(df: pd.DataFrame, used_col: str = "referenced_bytes", ashift: in
     out = d.groupby(keys)["_ratio"].agg(measured_used_ratio="mean", n="count").reset_index()
     rows = list(zip(out["layout"], out["width"].astype(int), out[bcol].astype(int),
                     out["ashift"].astype(int) if "ashift" in out else [ashift or 12] * len(out)))
-    out["predicted_used_ratio"] = [zfs_charged_bytes(b, lay, w, a) / b if has_model(lay) else math.nan
+    out["predicted_used_ratio"] = [zfs_charged_bytes(b, lay, w, a) / b if has_model(lay, "space") else math.nan
                                    for lay, w, b, a in rows]
-    out["space_efficiency"] = [space_efficiency(lay, w, b, a) if has_model(lay) else math.nan for lay, w, b, a in rows]
+    out["space_efficiency"] = [space_efficiency(lay, w, b, a) if has_model(lay, "space") else math.nan
+                               for lay, w, b, a in rows]
     out["rel_error"] = out["measured_used_ratio"] / out["predicted_used_ratio"] - 1
     return out
 

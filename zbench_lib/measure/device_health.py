@@ -3,7 +3,9 @@
 Two truth checks (see truth.py for the three-valued verdict):
 - `device_lost`: the pool's health read right after fio (`zpool status -P`, recorded as
   context["pool_health_after"]) is not ONLINE, or a device is REMOVED / FAULTED /
-  UNAVAIL / OFFLINE. The run measured a degraded pool, not the layout it claims.
+  UNAVAIL / OFFLINE. The run measured a degraded pool, not the layout it claims. On raw
+  disks (no pool): a disk that was no longer a block device right after fio
+  (context["raw_devices_after"]).
 - `slow_device`: one data disk's service time (its busy time per request over the fio
   window: util / IOPS, from diskstats) is more than SLOW_RATIO times the median of the
   pool's data disks, and above a floor: SLOW_MIN_MS, or in the lab SLOW_RATIO times the
@@ -44,7 +46,20 @@ def per_device_service(disk, devices: list[str], t_start: float, t_end: float) -
     return out
 
 
+def _raw_device_lost(ctx) -> dict:
+    """The raw surface has no pool health: whether every disk was still a block device after fio."""
+    after = ctx.get("raw_devices_after")
+    if not after:
+        return not_judged("raw disks: their presence after the run not recorded")
+    missing = list(after.get("missing") or [])
+    return {"flag": bool(missing), "pool_state": None, "devices_not_online": ",".join(missing),
+            "reason": f"raw disk(s) gone after the run: {', '.join(missing)}" if missing
+            else f"all {len(after.get('devices') or [])} raw disks present after the run"}
+
+
 def device_lost(fio_rows, c, ctx) -> dict:
+    if ctx.get("surface") == "raw":
+        return _raw_device_lost(ctx)
     health = ctx.get("pool_health_after")
     if not health:
         return not_judged("pool health after the run not recorded (a run from before zbench read it)")

@@ -77,18 +77,31 @@ def _seconds(params, key, *, positive):
     return int(value)
 
 
+def fio_filename(paths) -> str:
+    """fio's `filename=` value for one path or several (the raw surface's disks): fio splits
+    the value on ':', so a colon inside a name (/dev/disk/by-path/pci-0000:00:1f.2) is
+    escaped as '\\:' and the names are joined with bare colons."""
+    return ":".join(p.replace(":", "\\:") for p in ([paths] if isinstance(paths, str) else paths))
+
+
 def _validate(workload: str, p: dict) -> dict:
     """Check and normalise the merged parameters; returns the template context."""
-    if not p["filename"] or not isinstance(p["filename"], str):
-        raise ConfigError(f"{workload}: filename is required (a block device or a file path)")
-    if any(c in p["filename"] for c in "\n\r\0"):
+    given = p["filename"]
+    names = [given] if isinstance(given, str) else list(given) if isinstance(given, (list, tuple)) else []
+    if not names or not all(n and isinstance(n, str) for n in names):
+        raise ConfigError(f"{workload}: filename is required (a block device or a file path, or a list of devices)")
+    if any(c in n for n in names for c in "\n\r\0"):
         raise ConfigError(f"filename contains a control character: {p['filename']!r}")
+    if len(names) > 1 and not all(n.startswith("/dev/") for n in names):
+        raise ConfigError(f"several filenames are block devices only (the raw surface), got {names}")
     bs = parse_size(p["bs"], "bs")
     if bs < 512 or bs % 512 or bs & (bs - 1):
         raise ConfigError(f"bs must be a power-of-two multiple of 512 (512, 4k, 8k, ... 1M), got {p['bs']!r}")
     size = parse_size(p["size"], "size") if p["size"] is not None else None
-    if size is None and not p["filename"].startswith("/dev/"):
+    if size is None and not names[0].startswith("/dev/"):
         raise ConfigError(f"size is required when the target is a file ({p['filename']})")
+    if size is None and len(names) > 1:
+        raise ConfigError("size is required with several devices: it is split evenly between them, each from offset 0")
     if size is not None and size < bs:
         raise ConfigError(f"size ({size} bytes) is smaller than bs ({bs} bytes)")
     iodepth = _int(p, "iodepth", 1)
@@ -111,11 +124,13 @@ def _validate(workload: str, p: dict) -> dict:
     if workload in SEQUENTIAL and numjobs > 1:
         if size is None:
             raise ConfigError(f"{workload} with numjobs={numjobs} needs size to split the target into per-job regions")
-        # Each job writes its own contiguous region, so the stream stays sequential.
-        size = (size // numjobs) // bs * bs
-        if size == 0:
+        # Each job writes its own contiguous region, so the stream stays sequential. With several
+        # devices fio splits a job's size evenly between them and offsets each device alike, so
+        # the region is per device: job k covers [k, k+1) x region/numjobs of every device.
+        region = (size // len(names) // numjobs) // bs * bs
+        if region == 0:
             raise ConfigError(f"size is too small to give each of {numjobs} jobs one block")
-        offset_increment = size
+        size, offset_increment = region * len(names), region
     mix = p["rwmixread"]
     if workload == "mixed":
         if isinstance(mix, bool) or not isinstance(mix, int) or not 0 < mix < 100:
@@ -138,7 +153,7 @@ def _validate(workload: str, p: dict) -> dict:
             raise ConfigError(f"ss_dur_s + ss_ramp_s ({ss_dur + ss_ramp}) exceed runtime_s ({runtime})")
     elif p["ss_dur_s"] is not None or p["ss_ramp_s"] is not None:
         raise ConfigError("ss_dur_s / ss_ramp_s given without steadystate")
-    return dict(workload=workload, filename=p["filename"], size=size, bs=bs, iodepth=iodepth,
+    return dict(workload=workload, filename=fio_filename(names), size=size, bs=bs, iodepth=iodepth,
                 numjobs=numjobs, runtime_s=runtime, ramp_time_s=ramp, time_based=bool(p["time_based"]),
                 randseed=_int(p, "randseed", 0), ioengine=p["ioengine"], direct=int(p["direct"]),
                 compressible_percent=comp, sync=_SYNC_VALUES[p["sync"]], fsync=fsync,
@@ -149,8 +164,6 @@ def _validate(workload: str, p: dict) -> dict:
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    # fio splits filename on ':'; device paths such as by-path names contain it.
-    env.filters["fio_escape"] = lambda s: s.replace(":", "\\:")
     return env
 
 

@@ -59,10 +59,14 @@ def _host_time(host: Host) -> float:
     return float(host.run(["date", "+%s.%N"]).stdout)
 
 
-def measure(host: Host, *, pool: str, target_path: str, devices: list[str], workload: str,
+def measure(host: Host, *, pool: str, target_path: str | list[str], devices: list[str], workload: str,
             overrides: dict, remote_dir: str, raw_dir: Path, context: dict,
             target_name: str | None = None, sample_interval_s: float = 1.0) -> RunResult:
     """Run `workload` on `target_path` with counters; keep raw files in `raw_dir`.
+
+    `target_path` may list several block devices (raw disks, fio's I/O spread over them);
+    with `pool` "" (raw disks) there is no zpool layer and their presence after fio is read
+    instead of a pool's health; without `target_name` no ZFS property is read back.
 
     With `context["qemu_pid"]` (a lab's QEMU on this machine) the controller's own load is
     sampled around fio too, into raw_dir/controller.json (the host_contention check).
@@ -94,7 +98,8 @@ def measure(host: Host, *, pool: str, target_path: str, devices: list[str], work
                 raw_dir.mkdir(parents=True, exist_ok=True)
                 load.write(raw_dir / "controller.json")
         t1 = _host_time(host)
-        health = _pool_health(host, pool)           # a disk lost mid-run shows here (device_lost)
+        # a disk lost mid-run shows here (device_lost): in the pool's health, or (raw disks, no pool) in theirs
+        health = _pool_health(host, pool) if pool else _devices_present(host, devices)
         # and one after it ends: a window whose last second no layer sampled would be under-counted
         # (t1, taken after fio exited, is past fio's own end stamp: no need to read it first)
         _wait_for_samples_past(host, counters, t1, pool, sample_interval_s)
@@ -167,6 +172,16 @@ def _pool_health(host: Host, pool: str) -> dict:
         return {"pool_health_after": readback.pool_health(host, pool)}
     except ZbenchError as exc:                   # e.g. a pool suspended past answering
         return {"pool_health_error": " ".join(str(exc).split())[:300]}
+
+
+def _devices_present(host: Host, devices: list[str]) -> dict:
+    """Which of the devices are still block devices (stat follows the by-id links; a gone
+    disk's link is gone or dangling, and stat says nothing of it on stdout). The raw mode in
+    hex, not %F's words, which the host's locale translates."""
+    res = host.run(["stat", "-L", "-c", "%f %n", *devices], check=False, timeout=60)
+    modes = [line.split(" ", 1) for line in res.stdout.splitlines() if " " in line]
+    present = {name for mode, name in modes if re.fullmatch(r"[0-9a-f]+", mode) and int(mode, 16) & 0o170000 == 0o060000}
+    return {"raw_devices_after": {"devices": list(devices), "missing": [d for d in devices if d not in present]}}
 
 
 def _ratio_and_block(host: Host, target_name: str) -> tuple[float, int | None]:

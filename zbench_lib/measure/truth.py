@@ -17,7 +17,8 @@ incompressible_intended (default True: benchmark data is incompressible unless c
 is the question), lab, disk_model_iops, disk_model_bw (per-device limits, None =
 unthrottled), block_bytes (volblocksize / recordsize), qemu_pid and host_* (the
 controller's load, `host_load.summarize`), pool_capacity_pct, pool_fragmentation_pct,
-prefilled.
+prefilled, surface ('raw': fio on the bare disks, no pool; the checks of a pool's layer, its
+background work, its compression and its TXGs do not apply, see `_raw`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ CPU_BUSY_PCT = 85.0          # usr + sys + steal (steal: the hypervisor took the
 CPU_IDLE_PCT = 10.0          # idle + iowait: iowait is idle time waiting for a disk, not CPU work
 
 
+def _raw(ctx) -> bool:
+    """fio ran on bare disks (the raw surface): there is no pool, zpool iostat or TXG to judge."""
+    return ctx.get("surface") == "raw"
+
+
 def _cache_served(fio_rows, c, ctx) -> dict:
     fio_r, dev_r = fio_bytes(fio_rows, "read"), _num(c.get("dev_read_bytes"))
     ratio, arc = _div(dev_r, fio_r), _num(c.get("arc_demand_data_hit_ratio"))
@@ -89,7 +95,7 @@ def _no_device_io(fio_rows, c, ctx) -> dict:
     verdicts, why = {}, {}
     for d in ("read", "write"):
         f = out[f"fio_{d}_bytes"] = fio_bytes(fio_rows, d)
-        for layer, key in (("disk", f"dev_{d}_bytes"), ("zpool", f"pool_{d}_bytes")):
+        for layer, key in (("disk", f"dev_{d}_bytes"),) + ((("zpool", f"pool_{d}_bytes"),) if not _raw(ctx) else ()):
             v = out[key] = _num(c.get(key))
             out[f"{key.split('_')[0]}_{d}_ratio"] = _div(v, f)
             name = f"{layer}:{d}"
@@ -132,7 +138,7 @@ def _not_steady(fio_rows, c, ctx) -> dict:
         writes = fio_bytes(fio_rows, "write") >= MIN_FIO_BYTES
         txg = _num(ctx.get("txg_timeout_s"))
         return steady_state(series, txg_period_s=(TXG_PERIOD_S if math.isnan(txg) or txg <= 0 else txg)
-                            if writes else None)
+                            if writes and not _raw(ctx) else None)       # raw disks: no TXG to pulse with
     attained = [r.get("ss_attained") for r in fio_rows if r.get("ss_attained") is not None]
     if attained:
         return dict(samples=0, range_pct=math.nan, slope_pct=math.nan, flag=not all(attained),
@@ -146,6 +152,8 @@ def _background_work(fio_rows, c, ctx) -> dict:
     reasons = [f"{scan} at start"] * (scan not in (None, "", "none")) + ["trim active"] * bool(trim) + \
               [f"{k} I/O in {int(v)} samples" for k, v in seen.items() if v > 0]
     out = dict(scan_at_start=scan, trim_active=trim, **{f"{k}_io_samples": v for k, v in seen.items()})
+    if _raw(ctx):
+        return not_judged("raw disks: no pool, so no scrub, resilver or trim of ZFS's: does not apply", **out)
     if reasons:
         return {**out, "flag": True, "reason": "; ".join(reasons)}
     # Judged when the scan state at start is known and the pool layer watched the window
@@ -162,6 +170,8 @@ def _compressible_data(fio_rows, c, ctx) -> dict:
     out = dict(compressratio=cr, incompressible_intended=intended, threshold=COMPRESS_RATIO_MAX)
     if not intended:
         return not_judged("compression is the question: does not apply", **out)
+    if _raw(ctx):
+        return not_judged("raw disks: nothing compresses what fio writes: does not apply", **out)
     if math.isnan(cr):
         return not_judged("compressratio not recorded", **out)
     return {**out, "flag": bool(cr > COMPRESS_RATIO_MAX), "reason": f"compressratio {cr:.2f}x"}

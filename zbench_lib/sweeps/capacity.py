@@ -108,7 +108,7 @@ def check_fits(spec, pools: list, targets: list) -> None:
     if not spec.disk_bytes:
         return
     key = "target.size" if spec.surface == "dataset" else "target.volsize"
-    for pool in pools:
+    for pool in (p for p in pools if p.get("kind") != "raw"):   # raw disks: their region is checked at load
         layout = Layout.from_dict(pool["layout"])
         mine = [t for t in targets if t["pool_id"] == pool["pool_id"]]
         need = sum(target_need(t, layout) for t in mine)

@@ -4,36 +4,35 @@ Pools are created block by block (``Plan.blocks``: replicate k of every pool in 
 k), each used for every target and workload that can share it, and destroyed. What
 runs where is a ``schedule.Schedule`` built from the plan and the raw record: runs
 already COMPLETE are skipped, and a resumed cell decides with all its completed runs,
-so rerunning an interrupted sweep completes only what is missing.
+so rerunning an interrupted sweep completes only what is missing. Raw disks (a pool of kind
+raw) are not made a pool: ``raw_surface`` checks, measures and wipes them in their block.
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
 from zbench_lib.measure import provenance
-from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.core.crash import crash_point
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.hosts.lab_state import read_state
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.sweeps.doctor import preflight_spec
 from zbench_lib.sweeps.sweep_host import check_release, lab_config, open_host  # noqa: F401 (lab_config: tests)
 from zbench_lib.sweeps.faults import FaultInjector, lab_dir_of
 from zbench_lib.sweeps.pool_setup import pool_setup, restore_unfinished
 from zbench_lib.sweeps.surfaces import on_surface
-from zbench_lib.sweeps.plan import Plan, expand, pool_fill, run_seconds
+from zbench_lib.sweeps.plan import Plan, expand, pool_fill
+from zbench_lib.sweeps.raw_surface import run_raw_pool
+from zbench_lib.sweeps.run_loop import flush as _flush, measured_run, model_context, qemu_pid, run_target
 from zbench_lib.sweeps.repetitions import RepetitionRule
 from zbench_lib.sweeps.schedule import Schedule, outcomes_from_raw
 from zbench_lib.zfs.pools import Pool, find_leftovers, live_pools, new_pool_name, remove_leftovers
 from zbench_lib.zfs.prefill import prefill
 from zbench_lib.measure.rows import parse_results
-from zbench_lib.measure.runner import measure
 from zbench_lib.sweeps.store import Store
 from zbench_lib.sweeps.spec import SweepSpec, load_spec
 from zbench_lib.sweeps.warmup import cache_devices, warm_target
@@ -49,27 +48,6 @@ def make_target(t: dict):
         return Zvol(t["target_id"].replace("-", "_"), t["size_bytes"], t["volblocksize_bytes"], **props)
     return Dataset(t["target_id"].replace("-", "_"), t.get("recordsize_bytes", 131072),
                    atime=t.get("atime"), special_small_blocks=t.get("special_small_blocks"), **props)
-
-
-class _RunBar:
-    """A per-run bar that advances with the clock while fio runs."""
-
-    def __init__(self, seconds: float, desc: str, enabled: bool):
-        self.bar = tqdm(total=round(seconds), desc=desc, unit="s", leave=False, disable=not enabled,
-                        position=1)
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._tick, daemon=True)
-        self._t.start()
-
-    def _tick(self):
-        while not self._stop.wait(1):
-            if self.bar.n < self.bar.total:
-                self.bar.update(1)
-
-    def close(self):
-        self._stop.set()
-        self._t.join(2)
-        self.bar.close()
 
 
 def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=None, progress=True,
@@ -129,9 +107,10 @@ def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log, giv
                                    seed=spec.seed)
             faults.reattach_missing(data_devs)          # a disk an interrupted fault sweep left unplugged
             try:
-                for p in pools:
-                    measure_s += _run_pool(spec, plan, store, sched, p, host,
-                                           (data_devs, extra_devs, owned, model, lab, faults), progress, overall)
+                for p in pools:             # raw disks (kind raw) are checked and wiped, not made a pool
+                    run_pool = run_raw_pool if p.get("kind") == "raw" else _run_pool
+                    measure_s += run_pool(spec, plan, store, sched, p, host,
+                                          (data_devs, extra_devs, owned, model, lab, faults), progress, overall)
             finally:
                 faults.cleanup()        # a pool's block ended early: a pulled disk goes back all the same
     overall.close()
@@ -147,13 +126,6 @@ def _schedule(plan: Plan, store: Store, parse_run) -> Schedule:
     attempts = store.completed_attempts()
     return Schedule(plan, RepetitionRule.from_spec(plan.spec), outcomes_from_raw(attempts, plan, parse_run),
                     known_events=store.events(), seed=plan.spec.seed, completed=[a[0] for a in attempts])
-
-
-def _flush(store: Store, sched: Schedule) -> None:
-    """Record what the schedule decided (Stein's numbers, runs added, cells done or given up)."""
-    while sched.events:
-        name, fields = sched.events.pop(0)
-        store.record(name, **fields)
 
 
 def _reclaim_own_leftovers(store: Store, host, log) -> None:
@@ -216,8 +188,7 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
 
                 def run_one(run):
                     with faults.during(p["pool_id"], pool.name, run.run_id, devices):
-                        return _one_run(host, store, plan, run, plan.cell(run.cell_id), pool, tinfo, devices, ctx,
-                                        progress)
+                        return _one_run(host, store, plan, run, pool, tinfo, devices, ctx, progress)
                 measure_s += run_target(store, sched, t["target_id"], run_one, overall)
         try:
             faults.before_teardown(pool, p["pool_id"], p["label"], fill=pool_fill(spec, p), target=load_on)
@@ -227,73 +198,26 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
     return measure_s
 
 
-def run_target(store: Store, sched: Schedule, target_id: str, run_one, bar=None) -> float:
-    """Run a target's queue to its end: each run, then the rule on its cell (which may queue more).
-
-    ``run_one(run) -> (rows, seconds measured)`` does the run and completes its attempt.
-    """
-    measure_s = 0.0
-    while (run := sched.next_run(target_id)) is not None:
-        rows, secs = run_one(run)
-        measure_s += secs
-        sched.complete(run, rows)
-        _flush(store, sched)
-        if bar is not None:
-            bar.total = sched.done_count + sched.remaining()
-            bar.update(1)
-    return measure_s
-
-
 def _context(host, pool, tinfo, t, model, lab, fill) -> dict:
     status = pool.status()
     primarycache = tinfo.properties.get("primarycache", "all")
-    # The lab's QEMU on this machine (host_contention): ours, or a detached lab's (`lab:<name>`).
-    qemu_pid = lab.proc.pid if lab is not None and lab.proc is not None else None
-    if lab is None and str(getattr(host, "name", "")).startswith("lab:"):
-        qemu_pid = (read_state(host.name[4:]) or {}).get("pid")
+    qemu = qemu_pid(host, lab)
     txg = host.run(["cat", "/sys/module/zfs/parameters/zfs_txg_timeout"], check=False).stdout.strip()
     ctx = {"file_bytes": t.get("file_bytes") or (t["size_bytes"] if t.get("kind") == "dataset" else None),
            "cache": "cold" if primarycache in ("metadata", "none") else "warm",
            "scan_at_start": status["scan"], "pool_capacity_pct": status["capacity_pct"],
            "pool_fragmentation_pct": status["fragmentation_pct"],
            "compressratio": fill.get("compressratio"), "incompressible_intended": True,
-           "lab": lab is not None or qemu_pid is not None, "qemu_pid": qemu_pid, "space": fill,
+           "lab": lab is not None or qemu is not None, "qemu_pid": qemu, "space": fill,
            "txg_timeout_s": int(txg) if txg.isdigit() else None,
            "block_bytes": t.get("volblocksize_bytes") if t.get("kind") == "zvol" else t.get("recordsize_bytes", 131072)}
-    if model is not None:
-        m = parse_model(model)
-        ctx.update(disk_model_iops=m.read_iops_limit(), disk_model_bw=m.bw or m.bw_read,
-                   disk_model=m.name)
-    return ctx
+    return {**ctx, **model_context(model)}
 
 
-def _one_run(host, store, plan, run, cell, pool, tinfo, devices, ctx, progress):
-    attempt = store.begin_attempt(run.run_id)
-    fio = dict(cell.get("fio") or {})
-    for k in ("iodepth", "numjobs"):
-        if k in cell["factors"]:
-            fio.setdefault(k, cell["factors"][k])
-    if ctx.get("file_bytes"):
-        fio.setdefault("size", ctx["file_bytes"])     # a dataset's file: the size it was prefilled to
-    secs = run_seconds({"fio": fio})
-    bar = _RunBar(secs + 5, f"{run.run_id} {cell['workload']}", progress)
-    try:
-        res = measure(host, pool=pool.name, target_path=tinfo.path, devices=devices,
-                      workload=cell["template"], overrides=fio,
-                      remote_dir=f"{pool.work_dir()}/{run.run_id}-{attempt.name}",
-                      raw_dir=attempt, context=ctx, target_name=tinfo.full_name)
-    finally:
-        bar.close()
-    crash_point("run")
-    meta = plan.run_meta(run)
-    meta.update(pool=pool.name, target=tinfo.full_name, target_properties=tinfo.properties,
-                window=list(res.window))
-    store.complete_attempt(run.run_id, attempt, meta)
-    # The rule sees the run as the raw record gives it, exactly as a resume would.
-    rows = parse_results(attempt, {**meta, "run_id": run.run_id})
-    store.record("run judged", run_id=run.run_id, attempt=int(attempt.name.rsplit("-", 1)[-1]),
-                 truth_flags=sorted({f for r in rows for f in str(r.get("truth_flags") or "").split(",") if f}))
-    return rows, res.window[1] - res.window[0]
+def _one_run(host, store, plan, run, pool, tinfo, devices, ctx, progress):
+    return measured_run(host, store, plan, run, pool=pool.name, target=tinfo.path, target_name=tinfo.full_name,
+                        devices=devices, ctx=ctx, work_dir=pool.work_dir(), progress=progress,
+                        meta=dict(pool=pool.name, target=tinfo.full_name, target_properties=tinfo.properties))
 
 
 def _write_json(path: Path, data: dict) -> None:

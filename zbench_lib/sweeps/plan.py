@@ -6,7 +6,8 @@ workloads share it; each pool replicated ``repetitions.pool_replicates`` times, 
 ``blocks``), targets (one per distinct target-level settings within a pool) and runs in
 execution order. Only the pilot (``repetitions.pilot``, or all of a fixed design) is
 planned up front; ``RepetitionRule`` decides what a cell gets more (``Plan.extra_run``).
-Run ids (``c1a2b3c-r02``) hash the cell's factors, so they survive re-expansion.
+Run ids (``c1a2b3c-r02``) hash the cell's factors, so they survive re-expansion. A raw cell
+(``layout: raw``, ``surface: raw``: the bare disks, ``raw_cells``) gets a pool of kind raw.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from zbench_lib.sweeps.spec_faults import check_faults
 from zbench_lib.sweeps.spec import BLOCKSIZE, FS_FILE_SHARE, PROPERTIES, ZVOL_SURFACES, SweepSpec, check_grid
 from zbench_lib.sweeps.spec_pool import pool_settings
 from zbench_lib.sweeps.spec_warmup import describe_warmup, warmup_estimate
+from zbench_lib.sweeps.raw_cells import RAW, fio_target, raw_cell, raw_factors, raw_settings
 from zbench_lib.zfs.targets import Dataset, Zvol
 
 MiB, GiB = 1024 ** 2, 1024 ** 3
@@ -203,22 +205,29 @@ def _target_spec(spec: SweepSpec, f: dict, layout: Layout) -> dict:
     return settings
 
 
-def _cell(spec: SweepSpec, w, f: dict, layout: Layout, settings: dict, rates: tuple) -> dict:
+def _zfs_factors(spec: SweepSpec, f: dict, layout: Layout, settings: dict) -> dict:
+    """A ZFS cell's factors before the workload's (a raw cell's: raw_cells.raw_factors)."""
+    return {"layout": layout.family, "width": layout.width, "vdevs": layout.vdevs,
+            "data_disks": layout.data_disks, "total_disks": layout.total_disks, "log": layout.log,
+            "ashift": layout.ashift, "layout_label": layout.describe(),
+            **({"draid_data": layout.draid_ndata, "draid_spares": layout.draid_spares} if layout.is_draid else {}),
+            **{k: v for k, v in settings.items() if k not in ("size_bytes", "file_bytes")},
+            ("volsize_bytes" if spec.surface in ZVOL_SURFACES else "file_size_bytes"): settings["size_bytes"],
+            **({"file_size_bytes": settings["file_bytes"]} if "file_bytes" in settings else {}),
+            **{k: f[k] for k in ("fill", "zfs") if k in f}, **pool_settings(f)}
+
+
+def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> dict:
     """One cell without ids: its factors (the result columns), fio overrides and estimates."""
     params = {**w.overrides, **{k: f[k] for k in ("iodepth", "numjobs", "bs") if k in f}}
+    filename, fio_size = fio_target(layout, settings)
     try:
-        fio.build_job(w.template, filename="/dev/zvol/plan/target", size=settings["size_bytes"], **params)
+        fio.build_job(w.template, filename=filename, size=fio_size, **params)
     except ConfigError as e:
         raise ConfigError(f"workload {w.name}: {e}") from None
     merged = {**fio.WORKLOADS[w.template], **params}
-    factors = {"layout": layout.family, "width": layout.width, "vdevs": layout.vdevs,
-               "data_disks": layout.data_disks, "total_disks": layout.total_disks, "log": layout.log,
-               "ashift": layout.ashift, "layout_label": layout.describe(),
-               **({"draid_data": layout.draid_ndata, "draid_spares": layout.draid_spares} if layout.is_draid else {}),
-               **{k: v for k, v in settings.items() if k not in ("size_bytes", "file_bytes")},
-               ("volsize_bytes" if spec.surface in ZVOL_SURFACES else "file_size_bytes"): settings["size_bytes"],
-               **({"file_size_bytes": settings["file_bytes"]} if "file_bytes" in settings else {}),
-               **{k: f[k] for k in ("fill", "zfs") if k in f}, **pool_settings(f),
+    raw = layout.family == RAW
+    factors = {**(raw_factors(layout, settings, f) if raw else _zfs_factors(spec, f, layout, settings)),
                "workload": w.name, "template": w.template, "iodepth": merged["iodepth"],
                "numjobs": merged["numjobs"], "bs_bytes": parse_size(merged["bs"], "bs")}
     measured = merged["ramp_time_s"] + merged["runtime_s"]
@@ -246,9 +255,9 @@ def expand(spec: SweepSpec) -> Plan:
     for combo in itertools.product(*(spec.factors[k] for k in keys)):
         f = dict(zip(keys, combo))
         for w in spec.workloads:
+            raw = f["layout"]["family"] == RAW
             try:
-                layout = _layout(f, spec)
-                settings = _target_spec(spec, f, layout)
+                layout, settings = raw_cell(spec, f) if raw else (lay := _layout(f, spec), _target_spec(spec, f, lay))
                 cell = _cell(spec, w, f, layout, settings, rates)
             except ConfigError as e:
                 skipped.append({"workload": w.name, "factors": f, "reason": str(e)})
@@ -260,15 +269,17 @@ def expand(spec: SweepSpec) -> Plan:
             # A fill level is the pool's state: each level gets pools of its own, so one cell's
             # filler never fills another's pool. An OpenZFS release is the lab's: its pools too.
             # Disk models and module parameters are set around a pool, so they too get pools of their own.
-            pkey = json.dumps([layout.to_dict(), f.get("fill"), f.get("zfs"), pool_settings(f)], sort_keys=True)
+            # Raw disks ("kind": raw) are a pool of their own: no zpool, their checks and wipe around it.
+            around = raw_settings(f) if raw else pool_settings(f)
+            pkey = json.dumps([layout.to_dict(), f.get("fill"), f.get("zfs"), around], sort_keys=True)
             pool = pools.setdefault(pkey, {"pool_id": f"p{len(pools) + 1:02d}", "layout": layout.to_dict(),
                                            "label": layout.describe(), "data_disks": layout.data_disks,
-                                           **{k: f[k] for k in ("fill", "zfs") if k in f},
-                                           **({"settings": pool_settings(f)} if pool_settings(f) else {})})
+                                           **({"kind": RAW} if raw else {}), **{k: f[k] for k in ("fill", "zfs") if k in f},
+                                           **({"settings": around} if around else {})})
             n_in_pool = sum(t["pool_id"] == pool["pool_id"] for t in targets.values())
             target = targets.setdefault(json.dumps([pool["pool_id"], settings], sort_keys=True),
-                                        {"target_id": f"{pool['pool_id']}-t{n_in_pool + 1:02d}",
-                                         "pool_id": pool["pool_id"], "kind": spec.target["kind"], **settings})
+                                        {"target_id": f"{pool['pool_id']}-t{n_in_pool + 1:02d}", "pool_id": pool["pool_id"],
+                                         "kind": RAW if raw else spec.target["kind"], **settings})
             cells.append({"cell_id": None, "pool_id": pool["pool_id"], "target_id": target["target_id"], **cell})
     _assign_ids(cells)
     pools_l, targets_l = list(pools.values()), list(targets.values())
@@ -277,7 +288,8 @@ def expand(spec: SweepSpec) -> Plan:
         data = pool["data_disks"]
         # Every target is written whole; a percentage fill adds a filler dataset per pool
         # (zfs/prefill.py) whose size depends on the pool's real free space: not estimated here.
-        t["prefill_bytes"] = 0 if pool_fill(spec, pool) == "none" else t.get("file_bytes", t["size_bytes"])
+        t["prefill_bytes"] = 0 if pool_fill(spec, pool) == "none" else t.get("file_bytes", t["size_bytes"]) \
+            * (data if t["kind"] == RAW else 1)             # a raw target's region on each of its disks
         t["prefill_s"] = round(t["prefill_bytes"] / (data * rates[0]), 1)
     check_fits(spec, pools_l, targets_l)        # a pool's targets together, before replication
     check_faults(spec.faults, pools_l, min((run_seconds(c) for c in cells), default=0.0), spec.available_disks[0])

@@ -103,6 +103,9 @@ class SweepProgress:
         elif kind in ("pool creating", "pool teardown"):
             self.current = f"{'creating' if kind == 'pool creating' else 'tearing down'} pool {ev.get('pool', '')}"
             self.current_is_cell = False
+        elif kind in ("raw devices checking", "raw devices wiped"):
+            self.current = f"{'checking' if kind == 'raw devices checking' else 'wiped'} raw disks {ev.get('pool_id', '')}"
+            self.current_is_cell = False
         elif kind == "repetitions" and ev.get("more"):
             self.planned += 1
         elif kind == "finished":

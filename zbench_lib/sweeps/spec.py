@@ -10,7 +10,8 @@ duplicate keys), the host and its devices are checked by ``spec_host``, numbers 
 finite and bounded and names match in full (``spec_values``), a declared L2ARC warm-up must be
 able to warm something the runs then read (``spec_warmup``), and a study larger than
 MAX_CELLS cells or MAX_RUNS runs is refused from its factor lengths alone. At plan time,
-``capacity`` refuses a lab pool whose targets together do not fit in it.
+``capacity`` refuses a lab pool whose targets together do not fit in it. The bare disks
+(``surface: raw``, or ``raw`` among a zvol sweep's layouts) are checked by ``raw_cells``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from zbench_lib.zfs.layouts import FAMILIES
 from zbench_lib.sweeps.spec_host import parse_host, zfs_release
 from zbench_lib.sweeps.spec_faults import parse_faults
 from zbench_lib.sweeps.spec_pool import POOL_SETTING_FACTORS, check_pool_factors, check_pool_setting
+from zbench_lib.sweeps.raw_cells import RAW, check_layouts, check_raw, check_raw_factors, raw_layout, raw_target
 from zbench_lib.sweeps.spec_values import METRICS, blocksize, fail, integer, mapping, size, zfs_property  # noqa: F401
 from zbench_lib.sweeps.spec_values import fio_overrides, name as plain_name
 from zbench_lib.sweeps.spec_values import repetitions as parse_repetitions
@@ -43,6 +45,7 @@ TARGET_FACTORS = ("fs", "access")
 BLOCKSIZE = {"zvol": "volblocksize", "dataset": "recordsize", "fs-on-zvol": "volblocksize"}
 # fs-on-zvol: a zvol like any other, with a filesystem made on it and fio on a file inside
 ZVOL_SURFACES = ("zvol", "fs-on-zvol")
+SURFACES = (*BLOCKSIZE, RAW)     # raw: fio on the bare disks, no pool (raw_cells)
 FS_FILE_SHARE = 0.75            # of volsize: the file fio uses in a fs-on-zvol (ext4's journal and inode
                                 # tables take up to ~17% of a 128M volume, less of larger ones)
 MAX_BLOCKSIZE = {"volblocksize": 128 * 1024, "recordsize": 1024 ** 2}
@@ -130,7 +133,7 @@ def fill_value(fill, path: str, allow_none: bool = False):
 
 def _factor(key: str, values, surface: str) -> list:
     path = f"factors.{key}"
-    if key in ("volblocksize", "recordsize") and key != BLOCKSIZE[surface]:
+    if key in ("volblocksize", "recordsize") and key != BLOCKSIZE.get(surface):
         fail(path, f"{key} does not apply to a {surface} sweep (use {BLOCKSIZE[surface]})")
     if key == "fs" and surface != "zvol":
         fail(path, "fs (none or ext4 on the zvol) is a factor of a zvol sweep; a fs-on-zvol sweep sets target.fs")
@@ -149,8 +152,10 @@ def _factor(key: str, values, surface: str) -> list:
             if isinstance(v, str):
                 v = {"family": v}
             mapping(v, p, ("family", "width", "vdevs", "data", "spares"), ("family",))
-            if not isinstance(v["family"], str) or v["family"] not in FAMILIES:
-                fail(p, f"unknown layout family {v['family']!r}; expected one of {', '.join(FAMILIES)}")
+            if v["family"] == RAW:
+                v = raw_layout(v, p)            # the family alone: what follows adds nothing to it
+            elif not isinstance(v["family"], str) or v["family"] not in FAMILIES:
+                fail(p, f"unknown layout family {v['family']!r}; expected one of {', '.join(FAMILIES)}, raw")
             for k in ("data", "spares"):        # dRAID: data disks per group, distributed spares
                 if k in v and not v["family"].startswith("draid"):
                     fail(f"{p}.{k}", f"applies only to dRAID (draid1/2/3), not {v['family']}")
@@ -168,8 +173,10 @@ def _factor(key: str, values, surface: str) -> list:
 def _factors(d, surface: str) -> dict:
     allowed = POOL_FACTORS + POOL_SETTING_FACTORS + ("volblocksize", "recordsize") + PROPERTIES + WORKLOAD_FACTORS \
         + TARGET_FACTORS
+    d = check_raw_factors(d, allowed) if surface == RAW else d
     mapping(d, "factors", allowed, ("layout",))
     out = {k: _factor(k, v, surface) for k, v in d.items()}
+    check_layouts(out["layout"], surface)
     if "disks" in out and ("width" in out or "vdevs" in out):
         fail("factors.disks", "give either disks (width derived) or explicit width/vdevs, not both")
     for i, lay in enumerate(out["layout"]):
@@ -214,6 +221,8 @@ def _workloads(items, target: dict, factors: dict) -> tuple:
 
 
 def _target(d, surface: str, factors: dict) -> dict:
+    if surface == RAW:
+        return raw_target(d)
     size_key = "volsize" if surface in ZVOL_SURFACES else "size"
     allowed = (size_key, BLOCKSIZE[surface]) + tuple(p for p in PROPERTIES if surface == "dataset" or p not in DATASET_ONLY)
     mapping(d, "target", allowed + {"fs-on-zvol": ("fs",), "dataset": ("access",)}.get(surface, ()), (size_key,))
@@ -254,8 +263,8 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     if not isinstance(q, str) or len(re.findall(r"\w+", q)) < 3:
         fail("question", f"state the question in words (at least three), got {q!r}")
     surface = d["surface"]
-    if not isinstance(surface, str) or surface not in BLOCKSIZE:
-        fail("surface", f"expected 'zvol', 'dataset' or 'fs-on-zvol', got {surface!r}")
+    if not isinstance(surface, str) or surface not in SURFACES:
+        fail("surface", f"expected 'zvol', 'dataset', 'fs-on-zvol' or 'raw', got {surface!r}")
     host, lab, devices, extra, sigs = parse_host(d)
     factors = _factors(d["factors"], surface)
     repetitions = parse_repetitions(d.get("repetitions"))
@@ -277,6 +286,7 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
                             or target.get("access") == "nfs"):
         fail("faults", "faults run on zvols and datasets, not under a filesystem made on a zvol")
     prefill = _prefill(d.get("prefill"))
+    check_raw(factors, surface, target, prefill, d.get("faults"), lab)
     if "fill" in factors and prefill["policy"] == "none":
         fail("factors.fill", "a fill factor needs prefill.policy once-per-target (its 'none' value is the no-prefill level)")
     workloads = _workloads(d["workloads"], target, factors)

@@ -15,9 +15,18 @@ KiB = 1024
 DEFAULT_VOLBLOCKSIZES = tuple(k * KiB for k in (4, 8, 16, 32, 64, 128))
 
 
-def has_model(layout: str) -> bool:
-    """Whether these models cover the layout: dRAID pads blocks to whole groups and needs its
-    data disks per group, so it has none here (the analysis shows NaN, not a raidz guess)."""
+RAW = "raw"      # the raw surface's layout: fio on the bare disks, no pool
+
+
+def has_model(layout: str, what: str = "iops") -> bool:
+    """Whether these models cover the layout, for `what`: "iops" (predicted_random_read_iops)
+    or "space" (allocation and charge). dRAID pads blocks to whole groups and needs its data
+    disks per group, so it has none here (the analysis shows NaN, not a raidz guess). Raw
+    disks have an IOPS envelope (N disks, N x one disk: see predicted_random_read_iops; their
+    bandwidth envelope is likewise N x one disk's, which the scaling table's disk_equivalents
+    shows without a model) but nothing is allocated on them, so no space model."""
+    if str(layout) == RAW:
+        return what == "iops"
     return not str(layout).startswith("draid")
 
 
@@ -149,7 +158,20 @@ def predicted_random_read_iops(layout: str, width: int, vdevs: int, disk_iops: f
     120.0
     >>> predicted_random_read_iops("mirror", 2, 3, 200, 16384)
     1200.0
+
+    raw (the bare disks, width x vdevs of them): disk_iops x disks, reads and writes alike.
+    Sound as an envelope, not a guess: fio spreads its I/O round-robin over the disks, which
+    are independent (no parity, no copies, no block larger than the I/O), so each serves 1/N
+    of it and none can serve more than its own envelope. It assumes at least one I/O in
+    flight per disk (iodepth x numjobs >= N); below that it over-predicts.
+
+    >>> predicted_random_read_iops("raw", 4, 1, 150, 16384)
+    600.0
     """
+    if layout == RAW:
+        if width < 1 or vdevs < 1:
+            raise ConfigError(f"raw disks must be >= 1, got width {width} and vdevs {vdevs}")
+        return float(disk_iops * width * vdevs)
     p = parity_of(layout)
     data_disks(layout, width, vdevs)               # validates width and vdevs
     if layout in ("stripe", "mirror"):

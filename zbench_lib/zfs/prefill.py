@@ -92,7 +92,7 @@ def prefill(pool: Pool, tinfo: TargetInfo, fill="whole", progress: bool = True,
     """Write the target (and top the pool up); return what was written, how fast, and the space it took."""
     nbytes = prefill_bytes(pool, tinfo, fill, size_bytes)
     t0 = time.monotonic()
-    _write(pool, tinfo.full_name, prefill_argv(tinfo, nbytes, pool.work_dir()), progress)
+    _write(pool.host, tinfo.full_name, prefill_argv(tinfo, nbytes, pool.work_dir()), progress)
     pool.host.run(["zpool", "sync", pool.name], timeout=600)
     pct = fill_percent(fill)
     # A dataset of unknown size took the percentage itself: nothing to top up.
@@ -140,11 +140,29 @@ def _write_filler(pool: Pool, file_name: str, nbytes: int, progress: bool) -> No
     if pool.host.run(["zfs", "list", "-H", "-o", "name", name], check=False).returncode != 0:
         pool.host.run(["zfs", "create", "-o", "compression=off", "-o", "primarycache=metadata", name])
     filler = TargetInfo(Dataset(FILLER), name, f"/{name}/{file_name}.data", {}, {})
-    _write(pool, name, prefill_argv(filler, nbytes, pool.work_dir()), progress)
+    _write(pool.host, name, prefill_argv(filler, nbytes, pool.work_dir()), progress)
 
 
-def _write(pool: Pool, label: str, argv: list[str], progress: bool) -> None:
-    proc = pool.host.popen(argv)
+def prefill_raw(host, devices: list[str], region_bytes: int, work_dir: str, progress: bool = True) -> dict:
+    """Write each raw disk's region (from offset 0) once, as a target is written: incompressible,
+    sequential 1 MiB writes at queue depth 16, in one fio job whose filename lists the disks
+    (fio splits the size evenly between them and serves them round-robin, so all are busy).
+    The caller has checked the disks (zfs.raw_device.RawDevice): this only writes."""
+    nbytes = region_bytes * len(devices)
+    names = ":".join(d.replace(":", "\\:") for d in devices)       # fio splits filename on ':'
+    argv = ["fio", "--name=prefill", f"--filename={names}", "--rw=write", "--bs=1M", "--iodepth=16",
+            "--ioengine=libaio", "--direct=1", f"--size={nbytes}", "--refill_buffers", "--randrepeat=0",
+            "--end_fsync=1", "--eta=always", "--eta-newline=1", "--output-format=json",
+            f"--output={work_dir}/prefill.json"]
+    t0 = time.monotonic()
+    _write(host, f"{len(devices)} raw disk(s)", argv, progress)
+    seconds = max(time.monotonic() - t0, 1e-6)
+    return {"prefill_bytes": nbytes, "prefill_region_bytes": region_bytes, "prefill_s": round(seconds, 2),
+            "prefill_bw_bytes_s": nbytes / seconds}
+
+
+def _write(host, label: str, argv: list[str], progress: bool) -> None:
+    proc = host.popen(argv)
     crash_point("prefill", after_s=2)   # let the write get going, then die mid-way
     bar = tqdm(total=100, desc=f"prefill {label}", unit="%", disable=not progress,
                bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
@@ -170,4 +188,4 @@ def _write(pool: Pool, label: str, argv: list[str], progress: bool) -> None:
         bar.n = 100 if proc.poll() == 0 else bar.n
         bar.close()
     if rc != 0:
-        raise CommandError(pool.host.name, argv, rc, proc.stderr.read())
+        raise CommandError(host.name, argv, rc, proc.stderr.read())

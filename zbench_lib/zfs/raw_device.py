@@ -101,6 +101,23 @@ class RawDevice:
         self.checked = True
         return self
 
+    def clear_leftovers(self) -> "RawDevice":
+        """A lab disk only (`owned`), before `check()`: clear the partitions and labels earlier
+        zbench pools left on it (as `Pool.create` does for lab disks), so the check does not
+        refuse the disk for them. Refused, without a write, if the disk is in use."""
+        if not self.owned:
+            raise ConfigError(f"raw device {self.device}: only a lab disk's leftovers are cleared "
+                              "(a real host's disk must pass the checks as it is)")
+        chk = check_device(self.host, self.device)
+        in_use = [r for r in chk.reasons if not r.startswith(_CONTENT_REASONS)]
+        if in_use:
+            raise ConfigError(f"raw device {self.device}: not cleared, it {'; '.join(in_use)}")
+        with signals_deferred():
+            self.host.run(["zpool", "labelclear", "-f", chk.resolved], check=False, timeout=60)
+            self.host.run(["wipefs", "-a", "-q", chk.resolved], timeout=120)
+            self.host.run(["udevadm", "settle"], check=False, timeout=60)
+        return self
+
     def readback(self) -> dict:
         """Size and queue settings of the device, as the kernel reports them."""
         real = self.resolved or self.host.run(["readlink", "-e", self.device], timeout=30).stdout.strip()

@@ -1,0 +1,138 @@
+"""Raw disks as a sweep's pool (kind raw, ``raw_cells``): checked, measured bare, wiped.
+
+The executor calls ``run_raw_pool`` for such a pool instead of making a zpool. It touches
+exactly the first N data disks the host gave (never an extra disk), in this order:
+
+1. the pool's disk model, if a factor, is set around it (``pool_setup``, as for a pool);
+2. any fio still holding one of the disks is stopped: fio started over SSH outlives an
+   interrupted session, and would write under the new runs (the disks are the ones the
+   spec gave to be written, so nothing else of the host is stopped);
+3. a lab disk's leftovers of earlier pools are cleared (``RawDevice.clear_leftovers``, which
+   refuses an in-use disk first), then every disk must pass ``RawDevice.check`` (the pool
+   checks of ``zfs.safety``: in the host's list, whole, unmounted, not swap or root, in no
+   imported pool, no foreign signature unless allowed);
+4. their read-back (size, queue settings; in the lab the QEMU throttle) is the event
+   ``raw devices checked``, and the region must fit every disk before a byte is written;
+5. with fill whole, each disk's region is written once (``prefill.prefill_raw``);
+6. the runs: fio on the N disks at once (``filename=a:b:...``), no pool, no target name;
+7. on the way out, whatever happened, each disk is wiped (``RawDevice.wipe``: fio stopped,
+   re-checked unused, ``wipefs -a``), so the next pool of the sweep starts clean. Only
+   signatures are erased; the region keeps fio's random bytes, which ``zpool create``
+   overwrites and the checks do not read as a signature.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.core.sizes import format_size
+from zbench_lib.hosts import lab_faults
+from zbench_lib.sweeps.faults import lab_dir_of, serial_of
+from zbench_lib.sweeps.plan import pool_fill
+from zbench_lib.sweeps.pool_setup import pool_setup
+from zbench_lib.sweeps.raw_cells import RawLayout
+from zbench_lib.sweeps.run_loop import measured_run, model_context, qemu_pid, run_target
+from zbench_lib.zfs.pools import REMOTE_WORK, new_pool_name
+from zbench_lib.zfs.prefill import prefill_raw
+from zbench_lib.zfs.raw_device import RawDevice, stop_fio_on
+
+
+@contextlib.contextmanager
+def raw_disks(host, devices: list, host_devices: list, *, owned: bool, allow_signatures=()):
+    """Yield the RawDevices of `devices`, each checked; each checked one is wiped on the way out."""
+    with contextlib.ExitStack() as stack:
+        raws = []
+        for device in devices:
+            real = host.run(["readlink", "-e", device], check=False, timeout=30).stdout.strip()
+            if real:                        # /proc/<pid>/fd names the resolved device
+                stop_fio_on(host, real)
+            raw = RawDevice(host, device, host_devices=host_devices, allow_signatures=allow_signatures,
+                            owned=owned, wipe_after=True)
+            if owned:
+                raw.clear_leftovers()
+            raws.append(stack.enter_context(raw))
+        yield raws
+
+
+def _throttles(lab_dir, devices: list) -> dict:
+    """QEMU's throttle of each lab disk now (what the disks' model is), or why it was not read."""
+    if lab_dir is None:
+        return {"not_read": "not a lab: a real disk has no QEMU throttle"}
+    try:
+        return {serial_of(d): lab_faults.throttle_of(lab_dir, serial_of(d)) for d in devices}
+    except (ZbenchError, ValueError, OSError) as exc:
+        return {"not_read": " ".join(str(exc).split())[:300]}
+
+
+def _reclaim_work_dirs(host, store) -> None:
+    """Stop what an interrupted session of this sweep left running on raw disks (its sampler and
+    fio live on under their work directory, named in the store) and remove the directories."""
+    for old in {e.get("work_dir") for e in store.events() if e.get("event") == "raw devices checking"} - {None}:
+        host.run(["pkill", "-TERM", "-f", f"{old}/"], check=False, timeout=30)
+        host.run(["rm", "-rf", old], check=False, timeout=60)
+
+
+def check_region(disks: list, region: int) -> None:
+    """Every disk holds the region fio uses from its start; ConfigError before anything is written."""
+    small = [f"{d['device']} ({format_size(d['size_bytes'])})" for d in disks if d["size_bytes"] < region]
+    if small:
+        raise ConfigError(f"raw disks smaller than the {format_size(region)} region each run uses from their "
+                          f"start: {', '.join(small)}")
+
+
+def raw_context(host, lab, model, disks: list, region: int, fill: dict, readback: dict) -> dict:
+    """What the runs on raw disks record beside fio (see measure.truth: surface raw)."""
+    qemu = qemu_pid(host, lab)
+    blocks = [d["logical_block_size"] for d in disks if d.get("logical_block_size")]
+    return {"surface": "raw", "file_bytes": region * len(disks),
+            # O_DIRECT on a bare disk: no ARC and no page cache between fio and the disk
+            "cache": "cold", "scan_at_start": None, "pool_capacity_pct": None, "pool_fragmentation_pct": None,
+            "compressratio": None, "incompressible_intended": True, "space": fill, "txg_timeout_s": None,
+            "lab": lab is not None or qemu is not None, "qemu_pid": qemu,
+            # the disk's own unit: a read of whole sectors reads no more than fio asked for
+            "block_bytes": max(blocks) if blocks else None,
+            "data_device_count": len(disks), "settings_readback": readback, **model_context(model)}
+
+
+def run_raw_pool(spec, plan, store, sched, p, host, env, progress, overall) -> float:
+    """Check, measure and wipe the raw disks of pool record `p` (one replicate); seconds measured."""
+    data_devs, _extra, owned, model, lab, _faults = env
+    layout = RawLayout(p["layout"]["disks"])
+    devices = list(data_devs[:layout.disks])           # data disks only, never an extra disk
+    if len(devices) < layout.disks:
+        raise ConfigError(f"{p['label']} needs {layout.disks} data disks, the host gave {len(devices)}")
+    lab_dir = lab_dir_of(lab, host) if spec.lab is not None else None
+    _reclaim_work_dirs(host, store)
+    work_dir = f"{REMOTE_WORK}/{new_pool_name('raw-' + p['pool_id'])}"     # never another sweep's
+    store.record("raw devices checking", pool_id=p["pool_id"], devices=devices, work_dir=work_dir)
+    measure_s = 0.0
+    with pool_setup(p, layout, devices, host, store, lab_dir) as (pool_model, readback), \
+            raw_disks(host, devices, list(data_devs), owned=owned,
+                      allow_signatures=tuple(spec.allow_signatures or ())) as raws:
+        disks = [r.readback() for r in raws]
+        targets = [t for t in plan.targets if t["pool_id"] == p["pool_id"]]
+        check_region(disks, max(t["size_bytes"] for t in targets))
+        store.record("raw devices checked", pool_id=p["pool_id"], layout=p["label"], devices=disks,
+                     throttles=_throttles(lab_dir, devices), pool_replicate=p["pool_replicate"],
+                     block=next(i for i, b in enumerate(plan.blocks, 1) if p["pool_id"] in b))
+        host.run(["mkdir", "-p", work_dir])
+        try:
+            for t in [t for t in targets if sched.has_work(t["target_id"])]:
+                fill = {}
+                if pool_fill(spec, p) != "none":
+                    fill = prefill_raw(host, devices, t["size_bytes"], work_dir, progress)
+                    store.record("prefilled", target_id=t["target_id"], **fill)
+                ctx = raw_context(host, lab, pool_model or model, disks, t["size_bytes"], fill, readback)
+
+                def run_one(run, ctx=ctx):
+                    return measured_run(host, store, plan, run, pool="", target=devices, target_name=None,
+                                        devices=devices, ctx=ctx, work_dir=work_dir, progress=progress,
+                                        meta=dict(pool=None, target=None, target_properties={},
+                                                  raw_devices=devices))
+                measure_s += run_target(store, sched, t["target_id"], run_one, overall)
+        finally:
+            host.run(["pkill", "-TERM", "-f", f"{work_dir}/"], check=False, timeout=30)
+            host.run(["rm", "-rf", work_dir], check=False, timeout=60)
+    store.record("raw devices wiped", pool_id=p["pool_id"], devices=devices)
+    return measure_s

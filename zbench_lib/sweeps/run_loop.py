@@ -1,0 +1,114 @@
+"""A target's runs, one by one: shared by the pools' targets (executor) and raw disks (raw_surface).
+
+``measured_run`` begins an attempt, runs fio with its counters (``measure.runner.measure``),
+completes the attempt with its meta.json, derives the run's rows from raw exactly as a
+resume would, and records the verdict; ``run_target`` runs a target's queue to its end,
+the repetition rule queueing more runs as it decides.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from tqdm.auto import tqdm
+
+from zbench_lib.core.crash import crash_point
+from zbench_lib.hosts.disk_models import parse_model
+from zbench_lib.hosts.lab_state import read_state
+from zbench_lib.measure.rows import parse_results
+from zbench_lib.measure.runner import measure
+from zbench_lib.sweeps.plan import run_seconds
+
+
+def qemu_pid(host, lab) -> int | None:
+    """The lab's QEMU on this machine (host_contention): ours, or a detached lab's (`lab:<name>`)."""
+    if lab is not None and lab.proc is not None:
+        return lab.proc.pid
+    if lab is None and str(getattr(host, "name", "")).startswith("lab:"):
+        return (read_state(host.name[4:]) or {}).get("pid")
+    return None
+
+
+def model_context(model: str | None) -> dict:
+    """The data disks' model as the truth checks read it (per-disk limits, None = unthrottled)."""
+    if model is None:
+        return {}
+    m = parse_model(model)
+    return dict(disk_model_iops=m.read_iops_limit(), disk_model_bw=m.bw or m.bw_read, disk_model=m.name)
+
+
+class RunBar:
+    """A per-run bar that advances with the clock while fio runs."""
+
+    def __init__(self, seconds: float, desc: str, enabled: bool):
+        self.bar = tqdm(total=round(seconds), desc=desc, unit="s", leave=False, disable=not enabled,
+                        position=1)
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._tick, daemon=True)
+        self._t.start()
+
+    def _tick(self):
+        while not self._stop.wait(1):
+            if self.bar.n < self.bar.total:
+                self.bar.update(1)
+
+    def close(self):
+        self._stop.set()
+        self._t.join(2)
+        self.bar.close()
+
+
+def flush(store, sched) -> None:
+    """Record what the schedule decided (Stein's numbers, runs added, cells done or given up)."""
+    while sched.events:
+        name, fields = sched.events.pop(0)
+        store.record(name, **fields)
+
+
+def run_target(store, sched, target_id: str, run_one, bar=None) -> float:
+    """Run a target's queue to its end: each run, then the rule on its cell (which may queue more).
+
+    ``run_one(run) -> (rows, seconds measured)`` does the run and completes its attempt.
+    """
+    measure_s = 0.0
+    while (run := sched.next_run(target_id)) is not None:
+        rows, secs = run_one(run)
+        measure_s += secs
+        sched.complete(run, rows)
+        flush(store, sched)
+        if bar is not None:
+            bar.total = sched.done_count + sched.remaining()
+            bar.update(1)
+    return measure_s
+
+
+def measured_run(host, store, plan, run, *, pool: str, target, target_name: str | None, devices: list,
+                 ctx: dict, work_dir: str, progress: bool, meta: dict) -> tuple[list, float]:
+    """One attempt of `run` on `target` (a path, or the raw disks' list): (rows, seconds measured).
+
+    `pool` is "" on raw disks (no zpool iostat, no pool health) and `target_name` None (no ZFS
+    properties to read back); `meta` adds what meta.json says of the pool and target."""
+    cell = plan.cell(run.cell_id)
+    attempt = store.begin_attempt(run.run_id)
+    fio = dict(cell.get("fio") or {})
+    for k in ("iodepth", "numjobs"):
+        if k in cell["factors"]:
+            fio.setdefault(k, cell["factors"][k])
+    if ctx.get("file_bytes"):
+        fio.setdefault("size", ctx["file_bytes"])     # a file, or the raw disks' regions: the size prefilled
+    bar = RunBar(run_seconds({"fio": fio}) + 5, f"{run.run_id} {cell['workload']}", progress)
+    try:
+        res = measure(host, pool=pool, target_path=target, devices=devices, workload=cell["template"],
+                      overrides=fio, remote_dir=f"{work_dir}/{run.run_id}-{attempt.name}", raw_dir=attempt,
+                      context=ctx, target_name=target_name)
+    finally:
+        bar.close()
+    crash_point("run")
+    full = plan.run_meta(run)
+    full.update(meta, window=list(res.window))
+    store.complete_attempt(run.run_id, attempt, full)
+    # The rule sees the run as the raw record gives it, exactly as a resume would.
+    rows = parse_results(attempt, {**full, "run_id": run.run_id})
+    store.record("run judged", run_id=run.run_id, attempt=int(attempt.name.rsplit("-", 1)[-1]),
+                 truth_flags=sorted({f for r in rows for f in str(r.get("truth_flags") or "").split(",") if f}))
+    return rows, res.window[1] - res.window[0]
