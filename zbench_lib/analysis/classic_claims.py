@@ -19,7 +19,7 @@ import pandas as pd
 from zbench_lib.analysis.classic_base import (HOLDS, NJ, NOT, PARTLY, SMALL_WRITES, UNDECIDED, claim, excluded,
                                               lab_caveat, label, overall, pool_note, random_rows)
 from zbench_lib.analysis.classic_reads import raidz_reads_claim
-from zbench_lib.analysis.flags import select_admissible
+from zbench_lib.analysis.flags import admissible_mask, select_admissible
 from zbench_lib.analysis.tables import block_column, compare_table, comparison_by, space_check
 from zbench_lib.core.sizes import format_size
 from zbench_lib.zfs.models import raidz_asize, zfs_charged_bytes
@@ -43,8 +43,13 @@ def classic_claims(df: pd.DataFrame, include_flagged: bool = False) -> list[dict
     if df is None or df.empty or "layout" not in df:
         return []
     use = select_admissible(df, include_flagged)
-    found = (raidz_reads_claim(df, use), small_volblocksize_claim(df, use), raidz_space_claim(df, use))
-    return [c for c in found if c is not None]
+    found = [c for c in (raidz_reads_claim(df, use), small_volblocksize_claim(df, use), raidz_space_claim(df, use))
+             if c is not None]
+    if include_flagged and not admissible_mask(df).all():
+        for c in found:
+            c["caveat"] = (c["caveat"] + " Runs flagged by a truth check are included here: a verdict that rests "
+                           "on them is not a finding (docs/methods.md §8).").strip()
+    return found
 
 
 # -- claim 2: small volblocksize wins small random writes --------------------------------------
@@ -112,7 +117,7 @@ def small_volblocksize_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None
         state = _write_state(i, p)
         states.append(state)
         units.append(i.get("unit", "run"))
-        parts.append(f"{head}{format_size(small)} against {format_size(large)}: " + _ratio(i, "IOPS") + ", "
+        parts.append(f"{head}{format_size(small)} against {format_size(large)} {name}: " + _ratio(i, "IOPS") + ", "
                      + _ratio(p, "p99 latency") + {HOLDS: "", PARTLY: " (one of the two)", NOT: " (contradicts the "
                                                    "claim)", UNDECIDED: " (inconclusive)"}[state])
     verdict = overall(states)

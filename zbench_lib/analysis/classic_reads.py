@@ -102,12 +102,16 @@ def _judge(layout: str, r, conf: float):
     return (HOLDS if lo >= SCALES else NOT if hi < FLAT else UNDECIDED), lo, hi
 
 
-def _no_raidz(reads: pd.DataFrame, raidz: set, why: list) -> str:
-    if not raidz:
-        return "this sweep has no raidz layout"
-    if not any(reads[reads["layout"] == x]["data_disks"].nunique() > 1 for x in raidz):
-        return "this sweep varies no disk count within raidz"
-    return "no raidz width beyond the narrowest has 2 admissible runs: " + "; ".join(why)
+def _missing(reads: pd.DataFrame, raidz: bool) -> str:
+    """Why a half of the claim (raidz, or stripe and mirror) has no judged family."""
+    what = "raidz" if raidz else "stripe or mirror"
+    lays = {x for x in set(reads["layout"].astype(str)) if x.startswith("raidz") == raidz
+            and (raidz or x in ("stripe", "mirror"))}
+    if not lays:
+        return f"this sweep has no {what} layout"
+    if not any(reads[reads["layout"] == x]["data_disks"].nunique() > 1 for x in lays):
+        return f"this sweep varies no disk count within {what}"
+    return f"no {what} disk count beyond the smallest has 2 admissible runs"
 
 
 def raidz_reads_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None:
@@ -126,9 +130,12 @@ def raidz_reads_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None:
     groups = varying_columns(reads, exclude=LAYOUT_COLUMNS + ("sweep_id",))
     judged, why = _read_families(reads, adm, groups)
     lab = lab_caveat(reads)
+    details = " (" + "; ".join(why) + ")" if why else ""
     if not judged:
-        reason = ("no layout has 2 admissible runs at two of its disk counts: " + "; ".join(why) if why
-                  else _no_raidz(reads, raidz, why))
+        both = [_missing(reads, h) for h in (True, False)]
+        flat = "this sweep varies no disk count within "
+        reason = (flat + "raidz, stripe or mirror" if all(m.startswith(flat) for m in both)
+                  else "; ".join(both)) + details
         return claim("raidz_reads", NJ, _disk_equivalents(reads, adm), reason, lab)
     k = len(judged)
     conf = 1 - ALPHA / k
@@ -146,17 +153,15 @@ def raidz_reads_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None:
         if is_raidz and disk:
             text += f", {r['mean'] / disk / r['vdevs']:.1f} disks' worth per vdev"
         parts.append(text + {HOLDS: "", NOT: " (contradicts the claim)", UNDECIDED: " (undecided)"}[state])
-    missing = {True: _no_raidz(reads, raidz, why), False: "no stripe or mirror varies its disk count here"}
     verdict = overall([overall(halves[h]) if halves[h] else NJ for h in (True, False)])
     evidence = ("; ".join(parts) + f". Thresholds: raidz holds with its whole efficiency interval below {FLAT:.2f}, "
                 f"stripe and mirror with all of it at or above {SCALES:.2f} ({level} intervals, Bonferroni over {k} "
                 f"famil{'ies' if k > 1 else 'y'}).")
-    evidence += "".join(f" Not judged: {missing[h]}." for h in (True, False) if not halves[h])
-    if why and all(halves.values()):
-        evidence += " Not judged: " + "; ".join(why) + "."
-    reason = "" if verdict != NJ else ("; ".join(missing[h] for h in (True, False) if not halves[h])
-                                       or "too uncertain: no efficiency interval lies clearly on one side of its "
-                                          "threshold")
+    missing = [_missing(reads, h) for h in (True, False) if not halves[h]]
+    evidence += "".join(f" Not judged: {m}." for m in missing) + (f" Not judged: {'; '.join(why)}." if why else "")
+    unsure = ["too uncertain: an efficiency interval straddles its threshold"] \
+        if UNDECIDED in halves[True] + halves[False] else []
+    reason = "; ".join(unsure + missing) + details if verdict == NJ else ""
     blocks = sorted(set(adm.loc[adm["layout"].astype(str).str.startswith("raidz"), block_column(adm)].dropna())) \
         if block_column(adm) in adm and halves[True] else []
     caveat = (f"raidz was read at {', '.join(format_size(int(b)) for b in blocks)} blocks; a block of one sector "
