@@ -7,7 +7,7 @@ claim and gives "holds", "does not hold", "partly holds" or "not judged" (with i
 from the sweep's admissible runs, with the evidence: the numbers and their intervals. A
 verdict needs the interval on one side of a stated threshold: scaling efficiency (§10) for
 the reads (`classic_reads`), the Holm-adjusted ratio tests of §1–§3 for the writes; the space
-claim reads ZFS's accounting (one value per pool) beside the raidz allocation model. A claim
+claim reads ZFS's accounting (one value per zvol) beside the raidz allocation model. A claim
 the sweep holds no data for is left out.
 """
 
@@ -197,5 +197,5 @@ def raidz_space_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None:
     if why and parts:
         evidence += " Not judged: " + "; ".join(why) + "."
     return claim("raidz_space", verdict, evidence, "; ".join(why) if verdict == NJ else "",
-                 "ZFS's accounting is one value per pool, not a sample: there is no interval, and none is needed "
-                 "for an allocation rule." if parts else "")
+                 "ZFS's accounting is one value per zvol or dataset, set by an allocation rule, not a sample: "
+                 "there is no interval, and none is needed." if parts else "")
