@@ -191,6 +191,29 @@ def test_reads_not_judged_say_why(configs, flagged, reason):
     assert c["verdict"] == "not judged" and reason in c["reason"]
 
 
+def test_reads_families_hold_the_vdev_count_and_the_mirror_width():
+    df = _reads([("raidz1", 3, 2, FLAT), ("raidz1", 6, 2, FLAT), ("raidz1", 3, 1, FLAT), ("raidz1", 6, 1, FLAT),
+                 ("mirror", 2, 1, FLAT), ("mirror", 2, 3, [300, 306, 294]),
+                 ("mirror", 3, 1, FLAT), ("mirror", 3, 2, [200, 204, 196])])
+    c = _verdict(df, "raidz_reads")
+    assert c["verdict"] == "holds" and "over 4 families" in c["evidence"]
+    for span in ("raidz1 (2 vdevs) from 3 to 6 disks wide", "raidz1 (1 vdev) from 3 to 6 disks wide",
+                 "2-way mirror from 1 to 3 vdevs", "3-way mirror from 1 to 2 vdevs"):
+        assert span in c["evidence"]
+    one_width = _reads([("raidz1", 3, 2, FLAT), ("raidz1", 6, 1, FLAT)])      # 4 and 5 data disks
+    c = _verdict(one_width, "raidz_reads")
+    assert c["verdict"] == "not judged" and "varies no raidz width at a fixed number of vdevs" in c["reason"]
+
+
+def test_a_missing_factor_value_is_a_group_of_its_own():
+    df = _reads([("raidz1", 3, 1, FLAT), ("raidz1", 6, 1, FLAT)])
+    df = pd.concat([df.assign(log=None), df.assign(log="ssd"),
+                    _reads([("stripe", 1, 1, FLAT), ("stripe", 4, 1, [400, 408, 392])]).assign(log="nvme")])
+    c = _verdict(df.reset_index(drop=True), "raidz_reads")
+    assert c["verdict"] == "holds" and "over 3 families" in c["evidence"]
+    assert "no log: raidz1 (1 vdev) from 3 to 6" in c["evidence"] and "ssd: raidz1 (1 vdev)" in c["evidence"]
+
+
 def test_no_read_claim_without_random_reads_or_raidz():
     assert _verdict(_reads([("stripe", 2, 1, FLAT), ("mirror", 2, 1, FLAT)]), "raidz_reads") is None
     seq = _reads([("raidz1", 3, 1, FLAT), ("raidz1", 6, 1, FLAT)]).assign(workload="seqread", template="seqread")

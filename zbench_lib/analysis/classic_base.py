@@ -59,8 +59,18 @@ def random_rows(df: pd.DataFrame, kind: str) -> pd.DataFrame:
     return df[mask]
 
 
+def matching(df: pd.DataFrame, key: dict) -> pd.Series:
+    """Rows of `df` whose columns equal `key`'s values, a missing value matching a missing value."""
+    mask = pd.Series(True, index=df.index)
+    for c, v in key.items():
+        mask &= df[c].isna() if pd.isna(v) else df[c].eq(v).fillna(False).astype(bool)
+    return mask
+
+
 def excluded(rows: pd.DataFrame) -> str:
     """'k of n runs admissible (not_steady 3, ...)' for the rows of one configuration."""
+    if rows.empty:
+        return "no run"
     ok = int(admissible_mask(rows).sum())
     hit = raised_flags(rows).sum()
     why = ", ".join(f"{c[5:]} {int(n)}" for c, n in hit.sort_values(ascending=False).items() if n)
@@ -68,8 +78,9 @@ def excluded(rows: pd.DataFrame) -> str:
 
 
 def label(r, cols) -> str:
-    return ", ".join(f"{format_size(int(r[c]))} {c[:-6]}" if c.endswith("_bytes") else str(r[c])
-                     for c in cols if c != "direction")
+    """'randwrite, 16K volblocksize, no log': a group's values, a missing one as 'no <column>'."""
+    return ", ".join(f"no {c}" if pd.isna(r[c]) else f"{format_size(int(r[c]))} {c[:-6]}" if c.endswith("_bytes")
+                     else str(r[c]) for c in cols if c != "direction")
 
 
 def lab_caveat(df: pd.DataFrame) -> str:

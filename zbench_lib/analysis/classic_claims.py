@@ -13,11 +13,11 @@ the sweep holds no data for is left out.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from zbench_lib.analysis.classic_base import (HOLDS, NJ, NOT, PARTLY, SMALL_WRITES, UNDECIDED, claim, excluded,
-                                              lab_caveat, label, overall, pool_note, random_rows)
+                                              lab_caveat, label, matching, overall, pool_note,
+                                              random_rows)
 from zbench_lib.analysis.classic_reads import raidz_reads_claim
 from zbench_lib.analysis.flags import admissible_mask, select_admissible
 from zbench_lib.analysis.tables import block_column, compare_table, comparison_by, space_check
@@ -42,6 +42,7 @@ def classic_claims(df: pd.DataFrame, include_flagged: bool = False) -> list[dict
     """
     if df is None or df.empty or "layout" not in df:
         return []
+    df = df.reset_index(drop=True)          # rows are matched to the admissible ones by index
     use = select_admissible(df, include_flagged)
     found = [c for c in (raidz_reads_claim(df, use), small_volblocksize_claim(df, use), raidz_space_claim(df, use))
              if c is not None]
@@ -57,7 +58,7 @@ def classic_claims(df: pd.DataFrame, include_flagged: bool = False) -> list[dict
 def _side(cmp: pd.DataFrame, key: dict) -> pd.Series | None:
     if cmp is None or cmp.empty:
         return None
-    m = cmp[np.logical_and.reduce([cmp[c] == v for c, v in key.items()] or [np.ones(len(cmp), bool)])]
+    m = cmp[matching(cmp, key)]
     return m.iloc[0] if len(m) else None
 
 
@@ -160,7 +161,7 @@ def raidz_space_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None:
     if ok.empty:
         return claim("raidz_space", NJ, reason="the raidz rows with space accounting were all flagged: "
                      + excluded(rz))
-    sp = space_check(ok)
+    sp = space_check(ok.assign(ashift=ok["ashift"].fillna(12)) if "ashift" in ok else ok)
     keys = ["layout", "width"] + (["ashift"] if "ashift" in sp else [])
     states, parts, why = [], [], []
     for key, g in sp.groupby(keys):

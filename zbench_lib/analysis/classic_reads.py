@@ -10,11 +10,11 @@ families, so that a contradiction found in any one of them keeps a 5% error rate
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from zbench_lib.analysis.classic_base import (ALPHA, FLAT, HOLDS, NJ, NOT, SCALES, UNDECIDED, claim, excluded,
-                                              lab_caveat, label, overall, pool_note, random_rows)
+                                              lab_caveat, label, matching, overall, pool_note,
+                                              random_rows)
 from zbench_lib.analysis.stats import ratio_ci_from_moments, scaling, summary
 from zbench_lib.analysis.sweep_data import LAYOUT_COLUMNS, varying_columns
 from zbench_lib.analysis.tables import block_column
@@ -45,7 +45,7 @@ def _span(layout, r) -> str:
 
 def _read_families(reads: pd.DataFrame, adm: pd.DataFrame, groups: list):
     """Per layout family with two or more disk counts: its largest judged configuration, and what was not judged."""
-    judged, why = [], []
+    judged, why, seen = [], [], set()
     for layout in sorted(reads["layout"].dropna().astype(str).unique()):
         hold, cfg = _family_spec(layout)
         if hold is None:
@@ -54,9 +54,9 @@ def _read_families(reads: pd.DataFrame, adm: pd.DataFrame, groups: list):
         for key, fam in (rows.groupby(keys, dropna=False) if keys else [((), rows)]):
             if fam["data_disks"].nunique() < 2:
                 continue
+            seen.add(layout)
             key = key if isinstance(key, tuple) else (key,)
-            a = adm[(adm["layout"] == layout) & np.logical_and.reduce([adm[c] == k for c, k in zip(keys, key)]
-                                                                      or [np.ones(len(adm), bool)])]
+            a = adm[(adm["layout"] == layout) & matching(adm, dict(zip(keys, key)))]
             s = pd.DataFrame()
             if a["data_disks"].nunique() >= 2:
                 try:
@@ -72,7 +72,7 @@ def _read_families(reads: pd.DataFrame, adm: pd.DataFrame, groups: list):
                     if top is None or (d > top["data_disks"] and g.index.isin(a.index).sum() < 2)]
             if lost:
                 why.append(f"{head}{layout} " + "; ".join(lost))
-    return judged, why
+    return judged, why, seen
 
 
 def _disk_equivalents(reads: pd.DataFrame, adm: pd.DataFrame) -> str:
@@ -102,16 +102,18 @@ def _judge(layout: str, r, conf: float):
     return (HOLDS if lo >= SCALES else NOT if hi < FLAT else UNDECIDED), lo, hi
 
 
-def _missing(reads: pd.DataFrame, raidz: bool) -> str:
+def _missing(reads: pd.DataFrame, raidz: bool, seen: set) -> str:
     """Why a half of the claim (raidz, or stripe and mirror) has no judged family."""
     what = "raidz" if raidz else "stripe or mirror"
     lays = {x for x in set(reads["layout"].astype(str)) if x.startswith("raidz") == raidz
             and (raidz or x in ("stripe", "mirror"))}
     if not lays:
         return f"this sweep has no {what} layout"
-    if not any(reads[reads["layout"] == x]["data_disks"].nunique() > 1 for x in lays):
-        return f"this sweep varies no disk count within {what}"
-    return f"no {what} disk count beyond the smallest has 2 admissible runs"
+    if lays & seen:
+        return f"no {what} disk count beyond the smallest has 2 admissible runs"
+    if raidz and any(reads[reads["layout"] == x]["data_disks"].nunique() > 1 for x in lays):
+        return "this sweep varies no raidz width at a fixed number of vdevs"
+    return f"this sweep varies no disk count within {what}"
 
 
 def raidz_reads_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None:
@@ -128,11 +130,11 @@ def raidz_reads_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None:
         return None
     adm = random_rows(use, "randread").dropna(subset=["iops"])
     groups = varying_columns(reads, exclude=LAYOUT_COLUMNS + ("sweep_id",))
-    judged, why = _read_families(reads, adm, groups)
+    judged, why, seen = _read_families(reads, adm, groups)
     lab = lab_caveat(reads)
     details = " (" + "; ".join(why) + ")" if why else ""
     if not judged:
-        both = [_missing(reads, h) for h in (True, False)]
+        both = [_missing(reads, h, seen) for h in (True, False)]
         flat = "this sweep varies no disk count within "
         reason = (flat + "raidz, stripe or mirror" if all(m.startswith(flat) for m in both)
                   else "; ".join(both)) + details
@@ -157,7 +159,7 @@ def raidz_reads_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None:
     evidence = ("; ".join(parts) + f". Thresholds: raidz holds with its whole efficiency interval below {FLAT:.2f}, "
                 f"stripe and mirror with all of it at or above {SCALES:.2f} ({level} intervals, Bonferroni over {k} "
                 f"famil{'ies' if k > 1 else 'y'}).")
-    missing = [_missing(reads, h) for h in (True, False) if not halves[h]]
+    missing = [_missing(reads, h, seen) for h in (True, False) if not halves[h]]
     evidence += "".join(f" Not judged: {m}." for m in missing) + (f" Not judged: {'; '.join(why)}." if why else "")
     unsure = ["too uncertain: an efficiency interval straddles its threshold"] \
         if UNDECIDED in halves[True] + halves[False] else []
