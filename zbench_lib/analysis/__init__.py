@@ -5,6 +5,7 @@ Analysis reads the store (results.parquet, raw/, plan.json) and never talks to a
 The methods are written down in docs/methods.md.
 """
 
+from zbench_lib.analysis.classic_claims import classic_claims
 from zbench_lib.analysis.compare_factor import auto_baseline, auto_factor
 from zbench_lib.analysis.conclusions import (conclusions_compare, conclusions_scaling,
                                              conclusions_volblocksize, efficiency_verdict)
@@ -21,7 +22,7 @@ from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
 
 __all__ = ["CONFIG_COLUMNS", "FLAG_MEANINGS", "LAYOUT_COLUMNS", "ConfigError", "Sweep", "admissible_mask",
-           "auto_baseline", "auto_factor",
+           "auto_baseline", "auto_factor", "classic_claims",
            "cell_status", "compare_table", "conclusions_compare", "conclusions_scaling",
            "conclusions_volblocksize", "efficiency_verdict", "environment_table", "flagged_runs",
            "format_size", "load_plan", "load_slowdown", "load_sweep", "parse_level", "resilver_figure",

@@ -4,8 +4,9 @@
 (the executed .ipynb is kept next to its HTML), renders it with nbconvert with the
 code hidden, and writes an index page: the question, the environment in a dozen lines
 (the full record behind a disclosure), the summary table (with its Markdown, CSV and
-LaTeX exports), the headline IOPS-against-drives chart, the resilver study's section when the
-sweep timed resilvers (`resilver.resilver_section`), and each notebook's conclusions. A
+LaTeX exports), the classic claims the sweep can speak to with their verdicts
+(`classic_claims.classic_claims`), the headline IOPS-against-drives chart, the resilver study's
+section when the sweep timed resilvers (`resilver.resilver_section`), and each notebook's conclusions. A
 sweep no notebook applies to but with resilver events gets the index page alone.
 Nothing is fetched from the network: the `zbench` nbconvert template drops require.js,
 MathJax and mermaid, and every page loads the report's one `plotly.min.js`.
@@ -24,6 +25,7 @@ import pandas as pd
 from zbench_lib.analysis.env_summary import environment_summary
 from zbench_lib.analysis.compare_factor import auto_factor
 from zbench_lib.analysis.caveats import caveats
+from zbench_lib.analysis.classic_claims import classic_claims
 from zbench_lib.analysis.notebook_display import (figure_caption, header_markdown, is_synthetic, show,  # noqa: F401
                                                   sweep_id)
 from zbench_lib.analysis.plot_base import add_caption
@@ -145,7 +147,7 @@ def _parameters(sweep: Sweep, names, opts: ReportOptions) -> dict:
 
 
 def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dict:
-    """Environment, summary table and its exports, headline chart, resilver section: what the index page shows.
+    """Environment, summary table and its exports, classic claims, headline chart, resilver section: the index page.
 
     `static` lists the (file stem, figure) pairs that `--figures` saves.
     """
@@ -156,7 +158,8 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
     write_tables(table, out, title=f"zbench summary: {sid}", source_note=note)
     extras = dict(environment_lines=environment_summary(sweep.provenance, df, sweep.spec.get("surface", "")),
                   summary_html=export_table(table, "html", title="Summary per configuration", source_note=note),
-                  headline_html="", static=[], caveats=caveats(df))
+                  headline_html="", static=[], caveats=caveats(df),
+                  classic_claims=classic_claims(df, opts.include_flagged))
     adm = select_admissible(df, opts.include_flagged)
     if {"layout", "total_disks"} <= set(adm) and len(adm) and (adm.groupby("layout")["total_disks"].nunique() > 1).any():
         fig = plot_iops_vs_drives(adm)

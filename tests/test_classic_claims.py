@@ -1,0 +1,328 @@
+"""The classic claims judged on a sweep (docs/methods.md §17).
+
+The two example datasets are checked against numbers computed here independently, with numpy
+and scipy (the delta-method interval of a ratio of means with Welch–Satterthwaite df, §1) and
+with the raidz allocation rule written out again; small hand-made frames reach every verdict,
+not judged included.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from zbench_lib.analysis import classic_base
+from zbench_lib.analysis.classic_claims import classic_claims
+from zbench_lib.analysis.sweep_data import load_sweep
+from zbench_lib.zfs.models import zfs_charged_bytes
+
+
+@pytest.fixture(scope="module")
+def scaling_example():
+    return load_sweep("data/examples/scaling").results
+
+
+@pytest.fixture(scope="module")
+def vbs_example():
+    return load_sweep("data/examples/volblocksize").results
+
+
+def _by_id(claims):
+    return {c["id"]: c for c in claims}
+
+
+def _ratio_ci(a, b, conf):
+    """mean(a)/mean(b) and its delta-method CI on the log scale, Welch–Satterthwaite df (methods §1)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    va, vb = a.var(ddof=1) / (len(a) * a.mean() ** 2), b.var(ddof=1) / (len(b) * b.mean() ** 2)
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    half = sps.t.ppf((1 + conf) / 2, df) * math.sqrt(va + vb)
+    r = a.mean() / b.mean()
+    return r, r * math.exp(-half), r * math.exp(half)
+
+
+def _asize_sectors(sectors, width, parity):
+    """vdev_raidz_asize in sectors, written out again: data + parity per row, rounded to parity + 1."""
+    s = sectors + parity * math.ceil(sectors / (width - parity))
+    return math.ceil(s / (parity + 1)) * (parity + 1)
+
+
+# -- the example datasets -------------------------------------------------------------------
+
+def test_scaling_example_holds_with_the_efficiencies_recomputed_here(scaling_example):
+    claims = _by_id(classic_claims(scaling_example))
+    assert set(claims) == {"raidz_reads", "raidz_space"}          # no random writes, no block size varies
+    c = claims["raidz_reads"]
+    assert c["verdict"] == "holds" and c["reason"] == ""
+    adm = scaling_example[~scaling_example["flagged"] & (scaling_example["workload"] == "randread-4k")]
+
+    def iops(layout, width, vdevs=1):
+        return adm[(adm["layout"] == layout) & (adm["width"] == width) & (adm["vdevs"] == vdevs)]["iops"]
+
+    conf = 1 - 0.05 / 4              # Bonferroni over stripe, mirror, raidz1, raidz2
+    families = {  # (text in the evidence, level, baseline, ideal scaling)
+        "raidz1 (1 vdev) from 2 to 6 disks wide": (iops("raidz1", 6), iops("raidz1", 2), 5),
+        "raidz2 (1 vdev) from 3 to 6 disks wide": (iops("raidz2", 6), iops("raidz2", 3), 4),
+        "stripe from 1 to 6 disks": (iops("stripe", 6), iops("stripe", 1), 6),
+        # 3 mirror vdevs have one admissible run of 4: the largest judged is 2 vdevs
+        "2-way mirror from 1 to 2 vdevs": (iops("mirror", 2, 2), iops("mirror", 2, 1), 2),
+    }
+    assert len(iops("mirror", 2, 3)) == 1
+    for span, (a, b, ideal) in families.items():
+        r, lo, hi = _ratio_ci(a, b, conf)
+        m = re.search(re.escape(span) + r": IOPS ([\d.]+)x for ([\d.]+)x the data disks, efficiency ([\d.]+) "
+                      r"\(98\.8% CI ([\d.]+)–([\d.]+)\)", c["evidence"])
+        assert m, span
+        assert m.groups() == tuple(f"{v:.2f}" for v in (r, ideal, r / ideal, lo / ideal, hi / ideal)), span
+        if span.startswith("raidz"):
+            assert hi / ideal < 0.5          # flat: the whole interval below the threshold
+        else:
+            assert lo / ideal >= 0.75        # scales: the whole interval at or above it
+    assert "1.0 disks' worth per vdev" in c["evidence"] and round(iops("raidz1", 6).mean() / 100, 1) == 1.0
+    assert "below 0.50" in c["evidence"] and "at or above 0.75" in c["evidence"]
+    assert "mirror at 3 data disks 1 of 4 runs admissible (not_steady 3)" in c["evidence"]
+    assert "16K blocks" in c["caveat"] and "modelled" in c["caveat"] and "one pool" in c["caveat"]
+    space = claims["raidz_space"]
+    assert space["verdict"] == "not judged" and "measured at 16K only" in space["reason"]
+
+
+def test_volblocksize_example_space_holds_writes_and_reads_not_judged(vbs_example):
+    claims = _by_id(classic_claims(vbs_example))
+    assert list(claims) == ["raidz_reads", "small_volblocksize", "raidz_space"]
+    reads = claims["raidz_reads"]
+    assert reads["verdict"] == "not judged" and "varies no disk count within raidz" in reads["reason"]
+    adm = vbs_example[~vbs_example["flagged"]]
+    r = adm[(adm["workload"] == "randread") & (adm["layout"] == "raidz1") & (adm["volblocksize_bytes"] == 4096)]
+    assert f"raidz1 of 6 at 4K: {r['iops'].mean() / 100:.1f}" in reads["evidence"]
+    assert r["iops"].mean() / 100 > 5               # small blocks: every disk of the vdev serves reads
+
+    writes = claims["small_volblocksize"]
+    assert writes["verdict"] == "not judged" and writes["evidence"] == ""
+    w = vbs_example[vbs_example["workload"] == "randwrite"]
+    for layout in ("mirror", "raidz1", "raidz2"):
+        small = w[(w["layout"] == layout) & (w["volblocksize_bytes"] == 4096)]
+        assert (~small["flagged"]).sum() == 0 and small["flag_not_steady"].eq(True).sum() == len(small)
+        assert f"{layout}: 4K: 0 of {len(small)} runs admissible (not_steady {len(small)}" in writes["reason"]
+
+    space = claims["raidz_space"]
+    assert space["verdict"] == "holds"
+    ratio = (adm["referenced_bytes"] / adm["logicalused_bytes"]).groupby(
+        [adm["layout"], adm["volblocksize_bytes"]]).mean()
+    for layout, width, parity in (("raidz1", 6, 1), ("raidz2", 6, 2)):
+        measured = ratio[(layout, 4096)] / ratio[(layout, 131072)]
+        model = _asize_sectors(1, width, parity) / 1 / (_asize_sectors(32, width, parity) / 32)
+        assert measured == pytest.approx(model, rel=0.005)
+        assert f"{layout} of 6: a 4K block takes" in space["evidence"]
+        assert f"so {measured:.2f}x as much per byte of data" in space["evidence"]
+    assert "a 4K block takes 3.00x its size in raw space, a 128K block 1.50x" in space["evidence"]
+    assert "as the raidz allocation model predicts" in space["evidence"]
+
+
+def test_flagged_runs_included_on_request(vbs_example):
+    writes = _by_id(classic_claims(vbs_example, include_flagged=True))["small_volblocksize"]
+    assert writes["verdict"] != "not judged" and "4K against 128K volblocksize" in writes["evidence"]
+    assert "flagged by a truth check are included" in writes["caveat"]
+
+
+# -- hand-made frames: every verdict --------------------------------------------------------
+
+def _reads(configs, flagged=()):
+    """Random-read rows: (layout, width, vdevs, [iops per run]); configurations in `flagged` raise not_steady."""
+    rows = []
+    for layout, width, vdevs, runs in configs:
+        p = 0 if layout in ("stripe", "mirror") else int(layout[-1])
+        data = vdevs if layout == "mirror" else vdevs * (width - p)
+        for x in runs:
+            rows.append(dict(workload="randread", template="randread", direction="read", layout=layout,
+                             width=width, vdevs=vdevs, data_disks=data, total_disks=width * vdevs,
+                             volblocksize_bytes=16384, bs_bytes=4096, iops=float(x),
+                             flag_not_steady=(layout, width, vdevs) in flagged))
+    return pd.DataFrame(rows)
+
+
+FLAT = [100, 102, 98]
+
+
+def _verdict(df, key):
+    return _by_id(classic_claims(df)).get(key)
+
+
+def test_reads_hold_when_raidz_is_flat_and_the_stripe_linear():
+    df = _reads([("raidz1", 3, 1, FLAT), ("raidz1", 6, 1, FLAT),
+                 ("stripe", 1, 1, FLAT), ("stripe", 4, 1, [400, 408, 392])])
+    c = _verdict(df, "raidz_reads")
+    assert c["verdict"] == "holds" and "97.5% CI" in c["evidence"] and "over 2 families" in c["evidence"]
+    assert "modelled" not in c["caveat"]                       # no disk model: not a lab sweep
+
+
+def test_reads_partly_hold_when_the_stripe_does_not_scale():
+    df = _reads([("raidz1", 3, 1, FLAT), ("raidz1", 6, 1, FLAT), ("stripe", 1, 1, FLAT), ("stripe", 4, 1, FLAT)])
+    c = _verdict(df, "raidz_reads")
+    assert c["verdict"] == "partly holds" and "stripe from 1 to 4 disks" in c["evidence"]
+    assert "(contradicts the claim)" in c["evidence"]
+
+
+def test_reads_do_not_hold_when_raidz_scales_with_its_width():
+    df = _reads([("raidz1", 3, 1, [200, 204, 196]), ("raidz1", 6, 1, [500, 505, 495])])
+    c = _verdict(df, "raidz_reads")
+    assert c["verdict"] == "does not hold"
+    assert "Not judged: this sweep has no stripe or mirror layout." in c["evidence"]
+
+
+def test_reads_too_uncertain_are_not_judged():
+    df = _reads([("raidz1", 3, 1, [100, 40, 160]), ("raidz1", 6, 1, [150, 50, 280])])
+    c = _verdict(df, "raidz_reads")
+    assert c["verdict"] == "not judged" and c["reason"].startswith("too uncertain")
+    assert "(undecided)" in c["evidence"]
+
+
+@pytest.mark.parametrize("configs, flagged, reason", [
+    ([("raidz1", 6, 1, FLAT), ("mirror", 2, 3, FLAT)], (), "varies no disk count within raidz"),
+    ([("raidz1", 3, 1, [100]), ("raidz1", 6, 1, [100])], (), "1 of 1 runs admissible"),
+    ([("raidz1", 3, 1, FLAT), ("raidz1", 6, 1, FLAT)], {("raidz1", 6, 1)}, "0 of 3 runs admissible (not_steady 3)"),
+])
+def test_reads_not_judged_say_why(configs, flagged, reason):
+    c = _verdict(_reads(configs, flagged), "raidz_reads")
+    assert c["verdict"] == "not judged" and reason in c["reason"]
+
+
+def test_reads_families_hold_the_vdev_count_and_the_mirror_width():
+    df = _reads([("raidz1", 3, 2, FLAT), ("raidz1", 6, 2, FLAT), ("raidz1", 3, 1, FLAT), ("raidz1", 6, 1, FLAT),
+                 ("mirror", 2, 1, FLAT), ("mirror", 2, 3, [300, 306, 294]),
+                 ("mirror", 3, 1, FLAT), ("mirror", 3, 2, [200, 204, 196])])
+    c = _verdict(df, "raidz_reads")
+    assert c["verdict"] == "holds" and "over 4 families" in c["evidence"]
+    for span in ("raidz1 (2 vdevs) from 3 to 6 disks wide", "raidz1 (1 vdev) from 3 to 6 disks wide",
+                 "2-way mirror from 1 to 3 vdevs", "3-way mirror from 1 to 2 vdevs"):
+        assert span in c["evidence"]
+    one_width = _reads([("raidz1", 3, 2, FLAT), ("raidz1", 6, 1, FLAT)])      # 4 and 5 data disks
+    c = _verdict(one_width, "raidz_reads")
+    assert c["verdict"] == "not judged" and "varies no raidz width at a fixed number of vdevs" in c["reason"]
+
+
+def test_a_missing_factor_value_is_a_group_of_its_own():
+    df = _reads([("raidz1", 3, 1, FLAT), ("raidz1", 6, 1, FLAT)])
+    df = pd.concat([df.assign(log=None), df.assign(log="ssd"),
+                    _reads([("stripe", 1, 1, FLAT), ("stripe", 4, 1, [400, 408, 392])]).assign(log="nvme")])
+    c = _verdict(df.reset_index(drop=True), "raidz_reads")
+    assert c["verdict"] == "holds" and "over 3 families" in c["evidence"]
+    assert "no log: raidz1 (1 vdev) from 3 to 6" in c["evidence"] and "ssd: raidz1 (1 vdev)" in c["evidence"]
+
+
+def test_no_read_claim_without_random_reads_or_raidz():
+    assert _verdict(_reads([("stripe", 2, 1, FLAT), ("mirror", 2, 1, FLAT)]), "raidz_reads") is None
+    seq = _reads([("raidz1", 3, 1, FLAT), ("raidz1", 6, 1, FLAT)]).assign(workload="seqread", template="seqread")
+    assert classic_claims(seq) == []
+
+
+def _writes(cells, flagged=(), bs=4096):
+    """Random-write rows: (layout, volblocksize, [iops], [p99 ms]) per cell."""
+    rows = []
+    for layout, block, iops, p99 in cells:
+        for x, q in zip(iops, p99):
+            rows.append(dict(workload="randwrite", template="randwrite", direction="write", layout=layout,
+                             width=6, vdevs=1, data_disks=5, total_disks=6, volblocksize_bytes=block,
+                             bs_bytes=bs, iops=float(x), clat_p99_ns=q * 1e6,
+                             flag_not_steady=(layout, block) in flagged))
+    return pd.DataFrame(rows)
+
+
+FAST, SLOW = [1000, 1010, 990], [200, 204, 196]
+LOW, HIGH = [1.0, 1.05, 0.95], [5.0, 5.2, 4.8]
+
+
+@pytest.mark.parametrize("cells, verdict", [
+    ([("raidz1", 4096, FAST, LOW), ("raidz1", 131072, SLOW, HIGH)], "holds"),
+    ([("raidz1", 4096, SLOW, HIGH), ("raidz1", 131072, FAST, LOW)], "does not hold"),
+    ([("raidz1", 4096, FAST, [1.0, 3.0, 6.0]), ("raidz1", 131072, SLOW, [5.0, 1.0, 4.0])], "partly holds"),
+    ([("raidz1", 4096, FAST, LOW), ("raidz1", 131072, SLOW, HIGH),
+      ("mirror", 4096, SLOW, HIGH), ("mirror", 131072, FAST, LOW)], "partly holds"),
+])
+def test_small_volblocksize_verdicts(cells, verdict):
+    c = _verdict(_writes(cells), "small_volblocksize")
+    assert c["verdict"] == verdict and "Holm-adjusted" in c["evidence"] and "4K against 128K" in c["evidence"]
+
+
+def test_small_volblocksize_not_judged_with_its_reason():
+    flagged = _writes([("raidz1", 4096, FAST, LOW), ("raidz1", 131072, SLOW, HIGH)], flagged={("raidz1", 4096)})
+    c = _verdict(flagged, "small_volblocksize")
+    assert c["verdict"] == "not judged" and "4K: 0 of 3 runs admissible (not_steady 3)" in c["reason"]
+    noisy = _writes([("raidz1", 4096, [100, 300, 200], [1, 5, 3]), ("raidz1", 131072, [150, 250, 100], [4, 1, 3])])
+    c = _verdict(noisy, "small_volblocksize")
+    assert c["verdict"] == "not judged" and c["reason"].startswith("too uncertain")
+    big = _writes([("raidz1", 4096, FAST, LOW), ("raidz1", 131072, SLOW, HIGH)], bs=1 << 20)
+    assert _verdict(big, "small_volblocksize")["reason"] == "no 4K/8K random write rows"
+    one = _writes([("raidz1", 16384, FAST, LOW), ("raidz1", 16384, SLOW, HIGH)])
+    assert _verdict(one, "small_volblocksize") is None            # no block size varies: the claim does not apply
+
+
+def _space(cells, off=0.0):
+    """Space rows per (layout, width, block): referenced = logicalused × the model's charge × (1 + off)."""
+    rows = []
+    for layout, width, block in cells:
+        logical = 100 * 2 ** 20
+        rows.append(dict(workload="randread", template="randread", direction="read", layout=layout, width=width,
+                         vdevs=1, data_disks=width - int(layout[-1]), volblocksize_bytes=block, iops=100.0,
+                         logicalused_bytes=logical, ashift=12,
+                         referenced_bytes=logical * zfs_charged_bytes(block, layout, width) / block * (1 + off)))
+    return pd.DataFrame(rows)
+
+
+def test_space_verdicts():
+    holds = _verdict(_space([("raidz2", 6, 4096), ("raidz2", 6, 131072)]), "raidz_space")
+    assert holds["verdict"] == "holds" and "3.00x its size in raw space" in holds["evidence"]
+    # raidz1 of 2: a 4K block and a 128K block both take twice their size: no extra cost at small blocks
+    no = _verdict(_space([("raidz1", 2, 4096), ("raidz1", 2, 131072)]), "raidz_space")
+    assert no["verdict"] == "does not hold" and "1.00x as much per byte of data" in no["evidence"]
+    partly = _verdict(_space([("raidz2", 6, 8192), ("raidz2", 6, 131072), ("raidz1", 2, 4096),
+                              ("raidz1", 2, 131072)]), "raidz_space")
+    assert partly["verdict"] == "partly holds"
+    nj = _verdict(_space([("raidz2", 6, 16384), ("raidz2", 6, 131072)]), "raidz_space")
+    assert nj["verdict"] == "not judged" and "measured at 16K, 128K only" in nj["reason"]
+    off = _verdict(_space([("raidz2", 6, 4096), ("raidz2", 6, 131072)], off=0.10), "raidz_space")
+    assert "the allocation model predicts 2.00x and 1.00x" in off["evidence"]
+
+
+def test_no_space_claim_without_raidz():
+    assert _verdict(_space([("raidz2", 6, 4096)]).assign(layout="mirror"), "raidz_space") is None
+
+
+def test_overall_combines_parts():
+    assert classic_base.overall(["holds", "holds"]) == "holds"
+    assert classic_base.overall(["holds", "does not hold"]) == "partly holds"
+    assert classic_base.overall(["not judged", "not judged"]) == "not judged"
+    assert classic_base.overall([]) == "not judged"
+    import doctest
+    assert doctest.testmod(classic_base).failed == 0
+
+
+# -- the report's index page ------------------------------------------------------------------
+
+def _index(**context):
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    from zbench_lib.analysis.report import TEMPLATE_DIR
+    env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), autoescape=select_autoescape(["html"]))
+    return env.get_template("index.html.j2").render(sweep_id="s", environment_lines=[], environment=[], entries=[],
+                                                    **context)
+
+
+def test_index_page_lists_each_claim_with_a_styled_verdict(vbs_example):
+    page = _index(classic_claims=classic_claims(vbs_example))
+    section = page.split("<h2>The classic claims, tested here</h2>", 1)[1].split("<h2>", 1)[0]
+    assert section.count('<span class="verdict v-not-judged">not judged</span>') == 2
+    assert section.count('<span class="verdict v-holds">holds</span>') == 1
+    assert '<li class="not-judged">' in section and "Not judged: this sweep varies no disk count" in section
+    assert "3.00x its size in raw space" in section and "docs/methods.md §17" in section
+    assert ".v-not-judged { background: #888; }" in page
+
+
+def test_no_section_when_no_claim_applies():
+    df = _reads([("stripe", 2, 1, FLAT), ("mirror", 2, 1, FLAT)])
+    assert classic_claims(df) == []
+    assert "The classic claims" not in _index(classic_claims=classic_claims(df))
