@@ -31,14 +31,11 @@ from zbench_lib.sweeps.spec import BLOCKSIZE, FS_FILE_SHARE, PROPERTIES, ZVOL_SU
 from zbench_lib.sweeps.spec_pool import pool_settings
 from zbench_lib.sweeps.spec_warmup import describe_warmup, warmup_estimate
 from zbench_lib.sweeps.raw_cells import RAW, fio_target, raw_cell, raw_factors, raw_settings
+from zbench_lib.sweeps.estimate import (BOOT_S, POOL_CREATE_S, RUN_OVERHEAD_S, TARGET_CREATE_S,  # noqa: F401
+                                        disk_rates as _disk_rates, estimates, prefill_seconds)
 from zbench_lib.zfs.targets import Dataset, Zvol
 
 MiB, GiB = 1024 ** 2, 1024 ** 3
-BOOT_S = 90.0            # lab boot to SSH
-POOL_CREATE_S = 10.0     # zpool create + checks + destroy
-TARGET_CREATE_S = 5.0    # zfs create + property read-back
-RUN_OVERHEAD_S = 15.0    # job shipping, counters, result fetch, TXG settle
-ASSUMED_BW, ASSUMED_IOPS = 200 * MiB, 10_000   # per disk, when no model caps it
 
 
 def _layout(f: dict, spec: SweepSpec) -> Layout:
@@ -174,12 +171,6 @@ class Plan:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
 
 
-def _disk_rates(spec: SweepSpec) -> tuple[float, float]:
-    """(write bytes/s, write IOPS) of one disk: the lab's model, else assumed."""
-    m = parse_model(spec.lab["model"] if spec.lab else "unthrottled")
-    return float(m.bw_write or m.bw or ASSUMED_BW), float(m.write_iops_limit() or ASSUMED_IOPS)
-
-
 def _target_spec(spec: SweepSpec, f: dict, layout: Layout) -> dict:
     """Target-level settings of a combination; ConfigError if ZFS would refuse or it cannot fit."""
     bkey = f"{BLOCKSIZE[spec.surface]}_bytes"
@@ -290,12 +281,13 @@ def expand(spec: SweepSpec) -> Plan:
         # (zfs/prefill.py) whose size depends on the pool's real free space: not estimated here.
         t["prefill_bytes"] = 0 if pool_fill(spec, pool) == "none" else t.get("file_bytes", t["size_bytes"]) \
             * (data if t["kind"] == RAW else 1)             # a raw target's region on each of its disks
-        t["prefill_s"] = round(t["prefill_bytes"] / (data * rates[0]), 1)
+        t["prefill_s"] = prefill_seconds(spec, t["prefill_bytes"], data)
     check_fits(spec, pools_l, targets_l)        # a pool's targets together, before replication
     check_faults(spec.faults, pools_l, min((run_seconds(c) for c in cells), default=0.0), spec.available_disks[0])
     pools_l, targets_l, cells = replicate(pools_l, targets_l, cells, spec.repetitions["pool_replicates"])
     blocks, runs = order_runs(spec, pools_l, targets_l, cells)
-    return Plan(spec, cells, skipped, pools_l, targets_l, runs, _estimates(spec, cells, pools_l, targets_l),
+    return Plan(spec, cells, skipped, pools_l, targets_l, runs, estimates(spec, cells, pools_l, targets_l,
+                                                                       warmup_estimate(spec, pools_l, targets_l)),
                 blocks)
 
 
@@ -310,21 +302,3 @@ def _assign_ids(cells: list, n: int = 6) -> None:
 def pool_fill(spec: SweepSpec, pool: dict) -> str:
     """How a pool's targets are prefilled: its fill factor level, else the spec's prefill."""
     return "none" if spec.prefill["policy"] == "none" else pool.get("fill", spec.prefill["fill"])
-
-
-def _estimates(spec: SweepSpec, cells: list, pools: list, targets: list) -> dict:
-    lo, hi = spec.repetitions["pilot"], spec.repetitions["max"]
-    warm = warmup_estimate(spec, pools, targets)        # its worst case: max_s per warmed target
-    fixed = (BOOT_S if spec.host == "lab" else 0.0) + POOL_CREATE_S * len(pools) + \
-        sum(TARGET_CREATE_S + t["prefill_s"] for t in targets) + warm.get("l2arc_warmup_max_s", 0.0)
-    prefill = sum(t["prefill_bytes"] for t in targets)
-    per_run = sum(c["run_s"] for c in cells)
-    written = sum(c["write_bytes_per_run"] for c in cells)
-    return {"runs": lo * len(cells), "runs_max": hi * len(cells),
-            "attempts_max": spec.repetitions["max_attempts"] * len(cells),
-            "pool_replicates": spec.repetitions["pool_replicates"], "pools_created": len(pools),
-            "wall_s": round(fixed + lo * per_run, 1), "wall_max_s": round(fixed + hi * per_run, 1),
-            "measure_s": lo * sum(c["runtime_s"] for c in cells), "prefill_bytes": prefill,
-            "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written, **warm,
-            "assumptions": {"boot_s": BOOT_S, "pool_create_s": POOL_CREATE_S, "target_create_s": TARGET_CREATE_S,
-                            "run_overhead_s": RUN_OVERHEAD_S, "disk_write_bw_iops": _disk_rates(spec)}}

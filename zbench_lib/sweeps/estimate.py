@@ -1,0 +1,53 @@
+"""How long a plan will take and what it writes: the dry run's estimate.
+
+The figures below were measured, not guessed: `benchmarks/sweep_efficiency.py` prints a
+sweep's breakdown (boot, pool create, prefill, each run's phases) and
+`benchmarks/prefill_speed.py` what the lab's prefill reaches. Where a lab cannot write as
+fast as its disks' models allow (the emulated CPU computes checksums and parity), the
+prefill is estimated at the lab's ceiling, not the disks' sum.
+"""
+
+from __future__ import annotations
+
+from zbench_lib.hosts.disk_models import parse_model
+
+MiB = 1024 ** 2
+BOOT_S = 90.0            # lab boot to SSH
+POOL_CREATE_S = 10.0     # zpool create + checks + destroy
+TARGET_CREATE_S = 5.0    # zfs create + property read-back
+RUN_OVERHEAD_S = 15.0    # job shipping, counters, result fetch, TXG settle
+ASSUMED_BW, ASSUMED_IOPS = 200 * MiB, 10_000   # per disk, when no model caps it
+LAB_WRITE_CEILING = None  # bytes/s a lab's prefill reaches at most (None: the disks' models bind)
+
+
+def disk_rates(spec) -> tuple[float, float]:
+    """(write bytes/s, write IOPS) of one disk: the lab's model, else assumed."""
+    m = parse_model(spec.lab["model"] if spec.lab else "unthrottled")
+    return float(m.bw_write or m.bw or ASSUMED_BW), float(m.write_iops_limit() or ASSUMED_IOPS)
+
+
+def prefill_seconds(spec, nbytes: int, data_disks: float) -> float:
+    """Seconds to write `nbytes` at the data disks' bandwidth, or the lab's ceiling if lower."""
+    bw = data_disks * disk_rates(spec)[0]
+    if spec.lab is not None and LAB_WRITE_CEILING:
+        bw = min(bw, LAB_WRITE_CEILING)
+    return round(nbytes / bw, 1)
+
+
+def estimates(spec, cells: list, pools: list, targets: list, warm: dict) -> dict:
+    """Wall time (planned runs, and every run the rule may add), windows, bytes written."""
+    lo, hi = spec.repetitions["pilot"], spec.repetitions["max"]
+    fixed = (BOOT_S if spec.host == "lab" else 0.0) + POOL_CREATE_S * len(pools) + \
+        sum(TARGET_CREATE_S + t["prefill_s"] for t in targets) + warm.get("l2arc_warmup_max_s", 0.0)
+    prefill = sum(t["prefill_bytes"] for t in targets)
+    per_run = sum(c["run_s"] for c in cells)
+    written = sum(c["write_bytes_per_run"] for c in cells)
+    return {"runs": lo * len(cells), "runs_max": hi * len(cells),
+            "attempts_max": spec.repetitions["max_attempts"] * len(cells),
+            "pool_replicates": spec.repetitions["pool_replicates"], "pools_created": len(pools),
+            "wall_s": round(fixed + lo * per_run, 1), "wall_max_s": round(fixed + hi * per_run, 1),
+            "measure_s": lo * sum(c["runtime_s"] for c in cells), "prefill_bytes": prefill,
+            "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written, **warm,
+            "assumptions": {"boot_s": BOOT_S, "pool_create_s": POOL_CREATE_S, "target_create_s": TARGET_CREATE_S,
+                            "run_overhead_s": RUN_OVERHEAD_S, "disk_write_bw_iops": disk_rates(spec),
+                            **({"lab_write_ceiling": LAB_WRITE_CEILING} if spec.lab and LAB_WRITE_CEILING else {})}}
