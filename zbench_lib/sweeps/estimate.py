@@ -12,12 +12,21 @@ from __future__ import annotations
 from zbench_lib.hosts.disk_models import parse_model
 
 MiB = 1024 ** 2
-BOOT_S = 90.0            # lab boot to SSH
-POOL_CREATE_S = 10.0     # zpool create + checks + destroy
+# Measured by benchmarks/sweep_efficiency.py on 2026-11-24 (TCG lab, cached image; the
+# iodepth-curve study and the efficiency spec): boot 20 s and the sweep's kernel, leftovers
+# check and environment record 11-27 s; 13 s per pool; per run, beyond ramp + runtime, fio's
+# start 0.9 s and 1.8 s of set-up, fetch and judging (15 s was assumed before: estimates ran long).
+BOOT_S = 45.0            # lab boot to SSH, the sweep's kernel and its environment record
+POOL_CREATE_S = 13.0     # zpool create + checks + read-back + destroy
 TARGET_CREATE_S = 5.0    # zfs create + property read-back
-RUN_OVERHEAD_S = 15.0    # job shipping, counters, result fetch, TXG settle
+RUN_OVERHEAD_S = 3.0     # fio start, sampler, one fetch of outputs and counters, judging
 ASSUMED_BW, ASSUMED_IOPS = 200 * MiB, 10_000   # per disk, when no model caps it
-LAB_WRITE_CEILING = None  # bytes/s a lab's prefill reaches at most (None: the disks' models bind)
+# What a TCG lab's prefill reaches at most, whatever the disks' models allow: the guest's ZFS
+# write path (checksums, and parity on raidz/dRAID) on the emulated CPU binds. Measured by
+# benchmarks/prefill_speed.py (2026-11-24, 1 GiB into a 16k zvol on hdd-model disks): a 4-disk
+# stripe 72-78 MiB/s, a raidz2 of 6 21 MiB/s, neither changed by fio's buffer refills, two
+# writers or zero buffers. A KVM lab writes faster: its estimate errs long.
+LAB_WRITE_CEILING = {"no parity": 72 * MiB, "parity": 21 * MiB}
 
 
 def disk_rates(spec) -> tuple[float, float]:
@@ -26,11 +35,12 @@ def disk_rates(spec) -> tuple[float, float]:
     return float(m.bw_write or m.bw or ASSUMED_BW), float(m.write_iops_limit() or ASSUMED_IOPS)
 
 
-def prefill_seconds(spec, nbytes: int, data_disks: float) -> float:
+def prefill_seconds(spec, nbytes: int, data_disks: float, family: str = "stripe") -> float:
     """Seconds to write `nbytes` at the data disks' bandwidth, or the lab's ceiling if lower."""
     bw = data_disks * disk_rates(spec)[0]
-    if spec.lab is not None and LAB_WRITE_CEILING:
-        bw = min(bw, LAB_WRITE_CEILING)
+    if spec.lab is not None and family != "raw":        # bare disks: no ZFS write path
+        parity = family.startswith(("raidz", "draid"))
+        bw = min(bw, LAB_WRITE_CEILING["parity" if parity else "no parity"])
     return round(nbytes / bw, 1)
 
 
@@ -50,4 +60,4 @@ def estimates(spec, cells: list, pools: list, targets: list, warm: dict) -> dict
             "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written, **warm,
             "assumptions": {"boot_s": BOOT_S, "pool_create_s": POOL_CREATE_S, "target_create_s": TARGET_CREATE_S,
                             "run_overhead_s": RUN_OVERHEAD_S, "disk_write_bw_iops": disk_rates(spec),
-                            **({"lab_write_ceiling": LAB_WRITE_CEILING} if spec.lab and LAB_WRITE_CEILING else {})}}
+                            **({"lab_write_ceiling": LAB_WRITE_CEILING} if spec.lab else {})}}

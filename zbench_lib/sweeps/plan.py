@@ -281,7 +281,7 @@ def expand(spec: SweepSpec) -> Plan:
         # (zfs/prefill.py) whose size depends on the pool's real free space: not estimated here.
         t["prefill_bytes"] = 0 if pool_fill(spec, pool) == "none" else t.get("file_bytes", t["size_bytes"]) \
             * (data if t["kind"] == RAW else 1)             # a raw target's region on each of its disks
-        t["prefill_s"] = prefill_seconds(spec, t["prefill_bytes"], data)
+        t["prefill_s"] = prefill_seconds(spec, t["prefill_bytes"], data, pool["layout"]["family"])
     check_fits(spec, pools_l, targets_l)        # a pool's targets together, before replication
     check_faults(spec.faults, pools_l, min((run_seconds(c) for c in cells), default=0.0), spec.available_disks[0])
     pools_l, targets_l, cells = replicate(pools_l, targets_l, cells, spec.repetitions["pool_replicates"])
