@@ -22,7 +22,7 @@ def test_layout_comes_before_sync_and_the_baseline_is_zfs_default():
 def test_queue_depth_alone_is_compared_against_the_shallowest_queue():
     df = _frame(layout="raidz2", data_disks=4, iodepth=[16, 1, 4, 64], volblocksize_bytes=16384)
     assert auto_factor(df) == "iodepth"
-    assert auto_baseline(df, "iodepth") == 1
+    assert auto_baseline(df, "iodepth") == 1 and repr(auto_baseline(df, "iodepth")) == "1"
     # the iodepth curve gets a report page: before, no analysis applied to it
     assert applicable_notebooks(df) == ["analysis-compare"]
 

@@ -40,7 +40,8 @@ def auto_factor(df: pd.DataFrame) -> str | None:
 
 
 def auto_baseline(df: pd.DataFrame, factor: str):
-    levels = list(df[factor].dropna().unique())
+    # plain Python values: a numpy scalar printed as np.int64(1) in the notebook's heading
+    levels = [v.item() if hasattr(v, "item") else v for v in df[factor].dropna().unique()]
     if BASE_LEVEL.get(factor) in levels:
         return BASE_LEVEL[factor]
 

@@ -89,6 +89,8 @@ def plot_iops_vs_p99(df: pd.DataFrame, hue: str = "layout", latency_target_ms: f
                         textcoords="offset points")
     if latency_target_ms is not None:
         ax.axhline(latency_target_ms, color="red", linestyle=":", label="p99 target")
+    ax.set_xlim(left=0)              # from zero: a flat curve must look flat
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("IOPS (mean)")
     ax.set_ylabel("p99 completion latency (ms, mean)")
     ax.legend(title=SD_LABEL, fontsize="small", title_fontsize="small")

@@ -115,6 +115,10 @@ def plot_iops_vs_p99_interactive(df: pd.DataFrame, hue: str = "layout",
         fig.add_hline(y=latency_target_ms, line_dash="dot", line_color="red")
     fig.update_layout(title=f"{title} ({SD_LABEL})".strip(), xaxis_title="IOPS (mean)",
                       yaxis_title="p99 completion latency (ms)", legend_title_text=hue)
+    # Both axes from zero: an autoscaled IOPS axis made a flat curve (174.8-175.4 IOPS) look
+    # like large swings.
+    fig.update_xaxes(rangemode="tozero")
+    fig.update_yaxes(rangemode="tozero")
     return fig
 
 
