@@ -129,3 +129,15 @@ def test_notebook_tables_are_readable():
     assert "<th" in html and ">7<" not in html                         # no index column
     long = readable_html(pd.DataFrame({"x": range(100)}), max_rows=10)
     assert "90 more rows not shown" in long
+
+
+def test_a_check_that_does_not_apply_leaves_a_run_fully_judged():
+    runs = pd.DataFrame({"layout": "mirror", "vdevs": 1, "width": 2, "total_disks": 2, "data_disks": 1,
+                         "workload": "randread", "direction": "read", "iops": [100.0, 110.0, 105.0],
+                         "bw_bytes_s": 4e5, "clat_p99_ns": 1e7, "run_id": ["r1", "r2", "r3"], "flagged": False,
+                         "not_judged": ["write_amplification: no writes: does not apply",
+                                        "write_amplification: no writes: does not apply; "
+                                        "not_steady: no per-second series",
+                                        ""]})
+    (row,) = summary_table(runs).to_dict("records")
+    assert row["n"] == 3 and row["not_judged"] == 1      # only r2 has a check that could have been made

@@ -44,11 +44,17 @@ def _runs(df: pd.DataFrame, keys, mask) -> pd.Series:
     return sel.groupby(keys, dropna=False)[key].nunique() if key else sel.groupby(keys, dropna=False).size()
 
 
+def _really_unjudged(text) -> bool:
+    """A `not_judged` text names a check that could have been made and was not: a check that
+    does not apply to the run (no writes to amplify, compression as the question) is no gap."""
+    return any(part and "does not apply" not in part for part in str(text or "").split("; "))
+
+
 def _not_judged_mask(df: pd.DataFrame) -> pd.Series:
+    if "not_judged" in df:              # reasons: a check that does not apply is not counted
+        return df["not_judged"].map(_really_unjudged).astype(bool)
     if "checks_not_judged" in df:
         return pd.to_numeric(df["checks_not_judged"], errors="coerce").fillna(0) > 0
-    if "not_judged" in df:
-        return df["not_judged"].fillna("").astype(str).str.len() > 0
     flags = [c for c in df.columns if c.startswith("flag_")]
     return df[flags].isna().any(axis=1) if flags else pd.Series(False, index=df.index)
 
