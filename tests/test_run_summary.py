@@ -155,3 +155,10 @@ def test_timeline_puts_every_layer_on_one_table(local):
     assert len(tl) == len(local["disk"]) + len(local["cpu"]) + len(ts)
     assert tl["t_s"].is_monotonic_increasing
     assert timeline({}).empty and list(timeline({}).columns) == TIDY
+
+
+def test_a_second_without_completions_is_zero_not_missing():
+    # fio logs a second only when an I/O completed in it: a 3 s stall leaves no entries.
+    ts = pd.DataFrame({"t_s": [1001.0, 1002.0, 1006.0, 1007.0], "metric": "iops", "value": [900.0, 800.0, 50.0, 700.0],
+                       "layer": "fio", "device": "write"})
+    assert iops_series(ts, 1000.0, 1007.0) == [900.0, 800.0, 0.0, 0.0, 0.0, 50.0, 700.0]

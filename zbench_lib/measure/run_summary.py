@@ -216,9 +216,18 @@ def fio_timeseries(fio_logs_df: pd.DataFrame, t0_epoch: float) -> pd.DataFrame:
 
 
 def iops_series(fio_ts: pd.DataFrame, t_start: float, t_end: float) -> list[float]:
-    """Total IOPS (all directions) per second inside the window: the input of the steady-state check."""
+    """Total IOPS (all directions) per second inside the window: the input of the steady-state check.
+
+    fio logs a second only when an I/O completed in it, and the entry after a silence counts
+    the I/Os since the last one, so a second missing between two entries had no completion:
+    it is 0 here (a write stalled by ZFS's throttle for 20 s is 20 zeros, not a gap)."""
     x = fio_ts[(fio_ts["metric"] == "iops") & (fio_ts["t_s"] > t_start) & (fio_ts["t_s"] <= t_end + 0.5)]
-    return x.groupby("t_s")["value"].sum().sort_index().tolist()
+    per_sec = x.groupby("t_s")["value"].sum().sort_index()
+    if per_sec.empty:
+        return []
+    offsets = np.round(per_sec.index.to_numpy(dtype=float) - per_sec.index[0]).astype(int)
+    filled = pd.Series(per_sec.to_numpy(), index=offsets).groupby(level=0).sum()
+    return filled.reindex(range(offsets[-1] + 1), fill_value=0.0).tolist()
 
 
 def timeline(sampler: dict, fio_ts: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -244,7 +244,7 @@ def flag_columns(checks: dict) -> dict:
                 steady_samples=get("not_steady", "samples", 0), steady_noise_pct=get("not_steady", "noise_pct"),
                 steady_range_limit_pct=get("not_steady", "range_limit_pct"),
                 steady_slope_limit_pct=get("not_steady", "slope_limit_pct"),
-                steady_round_s=get("not_steady", "round_s"),
+                steady_round_s=get("not_steady", "round_s"), steady_pulse_s=get("not_steady", "pulse_period_s"),
                 host_other_cores=get("host_contention", "other_cores"),
                 host_qemu_cores=get("host_contention", "qemu_cores"),
                 host_other_qemus=get("host_contention", "other_qemus"),
