@@ -142,6 +142,9 @@ def test_estimates_by_hand():
     assert e["prefill_bytes"] == 64 * MiB
     assert e["wall_s"] == pytest.approx(BOOT_S + POOL_CREATE_S + TARGET_CREATE_S + prefill_s + 2 * 2 * run_s)
     assert e["wall_max_s"] == pytest.approx(BOOT_S + POOL_CREATE_S + TARGET_CREATE_S + prefill_s + 4 * 2 * run_s)
+    attempts = s.repetitions["max_attempts"]          # every run excluded and replaced
+    assert attempts > 4 and e["wall_attempts_max_s"] == pytest.approx(
+        BOOT_S + POOL_CREATE_S + TARGET_CREATE_S + prefill_s + attempts * 2 * run_s)
     # randwrite 4k: min(2 x 100 MiB/s, 2 x 100 IOPS x 4 KiB) x (ramp + runtime) per run; randread writes nothing
     per_run = 2 * 100 * 4096 * 12
     assert e["bytes_written"] == 64 * MiB + 2 * per_run and e["bytes_written_max"] == 64 * MiB + 4 * per_run

@@ -56,6 +56,8 @@ def estimates(spec, cells: list, pools: list, targets: list, warm: dict) -> dict
             "attempts_max": spec.repetitions["max_attempts"] * len(cells),
             "pool_replicates": spec.repetitions["pool_replicates"], "pools_created": len(pools),
             "wall_s": round(fixed + lo * per_run, 1), "wall_max_s": round(fixed + hi * per_run, 1),
+            # every run excluded and replaced up to max_attempts (a flagged write doubles its cell)
+            "wall_attempts_max_s": round(fixed + max(hi, spec.repetitions["max_attempts"]) * per_run, 1),
             "measure_s": lo * sum(c["runtime_s"] for c in cells), "prefill_bytes": prefill,
             "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written, **warm,
             "assumptions": {"boot_s": BOOT_S, "pool_create_s": POOL_CREATE_S, "target_create_s": TARGET_CREATE_S,

@@ -145,7 +145,8 @@ class Plan:
                  f"runs: {len(self.runs)} planned ({r['pilot']} per cell), {design}; "
                  f"excluded runs replaced up to {r['max_attempts']} attempts per cell",
                  f"estimated wall time: {hms(e['wall_s'])} (up to {hms(e['wall_max_s'])}), "
-                 f"{hms(e['measure_s'])} inside fio measurement windows",
+                 f"{hms(e['measure_s'])} inside fio measurement windows; "
+                 f"{hms(e['wall_attempts_max_s'])} if every run were excluded and replaced",
                  f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
                  f"(up to {e['bytes_written_max'] / GiB:.2f} GiB), prefill {e['prefill_bytes'] / GiB:.2f} GiB",
                  f"order: {order}; seed {s.seed}"] + describe_warmup(s, e)
