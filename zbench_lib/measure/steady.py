@@ -80,7 +80,7 @@ def pulse_period(values, min_s: float, sample_s: float = 1.0) -> float | None:
     denom = float((y * y).sum())
     if denom <= 0:
         return None
-    acf = np.array([1.0] + [float((y[:-k] * y[k:]).sum()) / denom for k in range(1, n // 2 + 1)])
+    acf = np.correlate(y, y, "full")[n - 1:n // 2 + n] / denom        # lags 0 .. n // 2
     lo = max(2, math.ceil(min_s / sample_s))
     peaks = [k for k in range(lo, len(acf) - 1)
              if acf[k] >= PULSE_MIN_ACF and acf[k] >= acf[k - 1] and acf[k] >= acf[k + 1] and acf[1:k].min() < 0]
@@ -94,7 +94,8 @@ def steady_state(values, txg_period_s: float | None = None, sample_s: float = 1.
     """Steady-state verdict on a per-second IOPS series: flag True (not steady), False, None.
 
     `txg_period_s`: the TXG period when the run wrote (rounds are whole multiples of it, or
-    of the series' own pulse when that is longer, see `pulse_period`), None for reads. Returns the round statistics beside the verdict: range_pct, slope_pct
+    of the series' own pulse when that is longer, see `pulse_period`), None for reads.
+    Returns the round statistics beside the verdict: range_pct, slope_pct
     (signed rise across the rounds, % of the mean), noise_pct (counting noise of one
     round), the limits judged against and the limits noise alone would need.
 
