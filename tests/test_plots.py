@@ -136,6 +136,16 @@ def test_plot_volblocksize_map():
     assert ifig.data[0].type == "heatmap" and list(ifig.data[0].x) == ["4K", "16K", "128K"]
 
 
+def test_volblocksize_map_takes_pool_replicates_and_refuses_pooled_configurations():
+    # rep numbers restart on each re-created pool: rep 1 of pool 1 and rep 1 of pool 2 are two runs
+    df = _vbs_df()
+    pools = pd.concat([df.assign(pool_replicate=1), df.assign(pool_replicate=2, iops=df["iops"] + 2)])
+    fig = plots.plot_volblocksize_map(pools, "iops")
+    assert fig.axes[0].get_images()[0].get_array()[0, 0] == pytest.approx(1005)   # mean of both pools
+    with pytest.raises(ConfigError, match="several runs share"):             # two workloads in one cell
+        plots.plot_volblocksize_map(pd.concat([pools, pools.assign(workload="other")]), "iops")
+
+
 def _ts_df():
     t = np.arange(10.0)
     rows = [dict(t_s=s, layer=layer, metric=m, value=f * 100 + s)

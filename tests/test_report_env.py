@@ -18,7 +18,7 @@ def test_environment_summary_of_a_lab_sweep():
     assert lines["Kernel"] == "6.1.0-50-amd64 (x86_64)" and lines["fio"] == "3.33"
     assert lines["CPU"] == "2 × QEMU Virtual CPU version 2.5+" and lines["RAM"] == "1.9 GiB"
     assert lines["Disks"].startswith("6 × 1 GiB")
-    assert lines["Disk model"] == "custom:iops=100,bw=16M: 100 IOPS, 16 MiB/s per disk"
+    assert lines["Disk model"] == "custom:iops=100,bw=12M: 100 IOPS, 12 MiB/s per disk"
     assert lines["Pool layouts"].startswith("mirror 3x2; raidz1 1x6; raidz2 1x6")
     assert lines["ashift"] == "12 (4 KiB sectors)"
     assert "volblocksize 4K, 16K, 128K (varied)" in lines["Target"] and "primarycache metadata" in lines["Target"]

@@ -269,7 +269,7 @@ PLANNED = {
     "tests/specs/zfs-versions.yaml": (4, 0, 2, 2, 8, "b98272f06783dede"),
     "data/examples/scaling/spec.yaml": (30, 10, 15, 15, 90, "37592f4a509007f3"),
     "data/examples/iodepth-curve/spec.yaml": (7, 0, 1, 1, 35, "60ef1cb52f9f331f"),
-    "data/examples/volblocksize/spec.yaml": (18, 0, 3, 9, 54, "7a080cc651458eba"),
+    "data/examples/volblocksize/spec.yaml": (54, 0, 9, 27, 54, "2ff439e77cf8f0be"),
 }
 # Shipped specs whose targets cannot all exist in their pool on the lab disks they ask for
 # (six 1G zvols side by side in a 2x mirror(2) of 2G disks; six 1G zvols, 4k and 8k ones

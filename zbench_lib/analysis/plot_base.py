@@ -101,9 +101,11 @@ def one_configuration(df, keys, cols):
     missing = [c for c in keys + cols if c not in df.columns]
     if missing:
         raise ConfigError(f"plot needs columns {missing}")
-    if "rep" in df.columns and df.duplicated(keys + ["rep"]).any():
-        raise ConfigError(f"several runs share {keys} and rep: filter to one configuration per "
-                          f"point (e.g. one workload and direction) before plotting")
+    # A run is one repetition on one pool replicate: rep numbers restart on each re-created pool.
+    run_ids = [c for c in ("pool_replicate", "rep") if c in df.columns]
+    if "rep" in run_ids and df.duplicated(keys + run_ids).any():
+        raise ConfigError(f"several runs share {keys} and {' and '.join(run_ids)}: filter to one "
+                          f"configuration per point (e.g. one workload and direction) before plotting")
 
 
 def mean_sd(df, keys, cols):
