@@ -350,8 +350,10 @@ def _index(**context):
 def test_index_page_lists_each_claim_with_a_styled_verdict(vbs_example):
     page = _index(classic_claims=classic_claims(vbs_example))
     section = page.split("<h2>The classic claims, tested here</h2>", 1)[1].split("<h2>", 1)[0]
-    assert section.count('<span class="verdict v-not-judged">not judged</span>') == 2
-    assert section.count('<span class="verdict v-holds">holds</span>') == 1
+    assert section.count('<span class="verdict v-not-judged">not judged</span>') == 1       # reads
+    assert section.count('<span class="verdict v-partly-holds">partly holds</span>') == 1  # writes
+    assert section.count('<span class="verdict v-holds">holds</span>') == 1                # space
+    assert "Not judged: raidz2: 4K: 1 of 5 runs admissible" in section
     assert '<li class="not-judged">' in section and "Not judged: this sweep varies no disk count" in section
     assert "3.00x its size in raw space" in section and "docs/methods.md §17" in section
     assert ".v-not-judged { background: #888; }" in page

@@ -15,7 +15,6 @@ write or parity; a pool quieter than fio means the ARC answered.
 from __future__ import annotations
 
 import contextlib
-import json
 import tarfile
 import tempfile
 from pathlib import Path
@@ -25,6 +24,7 @@ import pandas as pd
 from zbench_lib.measure.counters import parse_sampler_dir
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.measure.fio_parse import parse_fio_logs_dir
+from zbench_lib.measure.rows import run_record
 from zbench_lib.sweeps.publish import RAW_ARCHIVE
 from zbench_lib.measure.run_summary import fio_timeseries, whole_disks
 
@@ -67,7 +67,7 @@ def run_files(sweep_dir, run_id: str):
 def layer_series(attempt_dir) -> pd.DataFrame:
     """Operations and bytes per second at the fio, pool and device layers of one run."""
     attempt_dir = Path(attempt_dir)
-    rec = json.loads((attempt_dir / "run.json").read_text())
+    rec, _ = run_record(attempt_dir)       # the window as the results count it
     sampler = parse_sampler_dir(attempt_dir / "counters")
     parts = []
     fio = fio_timeseries(parse_fio_logs_dir(attempt_dir / "fio"), rec["t_start"])

@@ -12,18 +12,18 @@ from pathlib import Path
 
 from zbench_lib.measure.counters import parse_sampler_dir
 from zbench_lib.measure.device_health import per_device_service
-from zbench_lib.measure.fio_parse import parse_fio_json, parse_fio_logs_dir
+from zbench_lib.measure.fio_parse import load_fio_json, parse_fio_json, parse_fio_logs_dir
 from zbench_lib.measure.host_load import summarize as summarize_host_load
 from zbench_lib.measure.run_summary import fio_timeseries, iops_series, summarize_counters
 from zbench_lib.measure.truth import flag_columns, truth_checks
+from zbench_lib.measure.window import exit_lag, measurement_window, wrote
 from zbench_lib.zfs.l2arc_warmup import result_columns as l2arc_warmup_columns
 
 
 def derive_rows(raw_dir: Path) -> tuple[list, dict]:
     """Tidy rows and truth checks of one run, rebuilt from its raw files only."""
     raw_dir = Path(raw_dir)
-    rec = json.loads((raw_dir / "run.json").read_text())
-    rows = parse_fio_json((raw_dir / "fio" / "fio.json").read_text())
+    rec, rows = run_record(raw_dir)
     sampler = parse_sampler_dir(raw_dir / "counters")
     counters = summarize_counters(sampler, rec["t_start"], rec["t_end"], rec["kernel_devices"],
                                   rec["pool"])
@@ -44,7 +44,22 @@ def derive_rows(raw_dir: Path) -> tuple[list, dict]:
     checks = truth_checks(rows, counters, ctx)
     flags = flag_columns(checks)
     scalars = {k: v for k, v in counters.items() if not isinstance(v, (list, dict))}
+    scalars["fio_exit_lag_s"] = rec["fio_exit_lag_s"]
     return [{**r, **scalars, **flags} for r in rows], checks
+
+
+def run_record(raw_dir: Path) -> tuple[dict, list]:
+    """run.json with its measurement window counted from fio's start (measure/window.py), and
+    fio's rows. Recomputed from the raw files, so runs recorded with the window counted back
+    from fio's exit stamp (before 2026-11-24) rebuild right too."""
+    raw_dir = Path(raw_dir)
+    rec = json.loads((raw_dir / "run.json").read_text())
+    fio_data = load_fio_json((raw_dir / "fio" / "fio.json").read_text())
+    rows = parse_fio_json(fio_data)
+    runtime = max(r["runtime_ms"] for r in rows) / 1000 if rows else rec["t_end"] - rec["t_start"]
+    t_start, t_end = measurement_window(rec.get("t0"), fio_data, rec.get("ramp_s") or 0, runtime,
+                                        writes=wrote(rows), fallback_end=rec["t_end"])
+    return {**rec, "t_start": t_start, "t_end": t_end, "fio_exit_lag_s": exit_lag(fio_data, t_end)}, rows
 
 
 def _block_bytes(raw_dir: Path):
