@@ -16,7 +16,7 @@ from zbench_lib.measure.fio_parse import load_fio_json, parse_fio_json, parse_fi
 from zbench_lib.measure.host_load import summarize as summarize_host_load
 from zbench_lib.measure.run_summary import fio_timeseries, iops_series, summarize_counters
 from zbench_lib.measure.truth import flag_columns, truth_checks
-from zbench_lib.measure.window import exit_lag, measurement_window, wrote
+from zbench_lib.measure.window import exit_lag, run_window
 from zbench_lib.zfs.l2arc_warmup import result_columns as l2arc_warmup_columns
 
 
@@ -49,16 +49,15 @@ def derive_rows(raw_dir: Path) -> tuple[list, dict]:
 
 
 def run_record(raw_dir: Path) -> tuple[dict, list]:
-    """run.json with its measurement window counted from fio's start (measure/window.py), and
-    fio's rows. Recomputed from the raw files, so runs recorded with the window counted back
-    from fio's exit stamp (before 2026-11-24) rebuild right too."""
+    """run.json with its measurement window by the rule of measure/window.py, and fio's rows.
+    Recomputed from the raw files, so write runs recorded with the window counted back from
+    fio's exit stamp (before 2026-11-24 evening) rebuild right too."""
     raw_dir = Path(raw_dir)
     rec = json.loads((raw_dir / "run.json").read_text())
     fio_data = load_fio_json((raw_dir / "fio" / "fio.json").read_text())
     rows = parse_fio_json(fio_data)
-    runtime = max(r["runtime_ms"] for r in rows) / 1000 if rows else rec["t_end"] - rec["t_start"]
-    t_start, t_end = measurement_window(rec.get("t0"), fio_data, rec.get("ramp_s") or 0, runtime,
-                                        writes=wrote(rows), fallback_end=rec["t_end"])
+    t_start, t_end = run_window(rec.get("t0"), fio_data, rows, rec.get("ramp_s") or 0,
+                                fallback=(rec["t_start"], rec["t_end"]))
     return {**rec, "t_start": t_start, "t_end": t_end, "fio_exit_lag_s": exit_lag(fio_data, t_end)}, rows
 
 

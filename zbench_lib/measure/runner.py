@@ -18,7 +18,7 @@ from zbench_lib.measure.fio import build_job, collect, execute_fio, fetch_tree, 
 from zbench_lib.hosts.base import Host
 from zbench_lib.measure.host_load import Sampler as HostLoadSampler
 from zbench_lib.measure.rows import derive_rows
-from zbench_lib.measure.window import measurement_window, wrote
+from zbench_lib.measure.window import run_window
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.zfs import readback
 
@@ -114,10 +114,9 @@ def measure(host: Host, *, pool: str, target_path: str | list[str], devices: lis
     fetch_tree(host, remote_dir, ["fio", "counters"], raw_dir, exclude=("fio/job.fio",))
     fio_run = collect(proc, raw_dir / "fio", fetched=True)
     rows = parse_fio_json(fio_run.data)
-    runtime = max(r["runtime_ms"] for r in rows) / 1000 if rows else t1 - t0
     # A job that writes is counted from fio's start, not back from its exit stamp: closing a
     # written zvol can keep fio alive long after its last I/O (measure/window.py).
-    t_start, t_end = measurement_window(t0, fio_run.data, ramp, runtime, writes=wrote(rows), fallback_end=t1)
+    t_start, t_end = run_window(t0, fio_run.data, rows, ramp, fallback=(t0, t1))
     context = dict(context, **health)
     if target_name:
         # What the data just written compresses to is what the check must judge.

@@ -4,8 +4,8 @@ fio stamps its JSON output (`timestamp_ms`) when it exits. For reads that is whe
 measurement ends: in the lab the zvol's last read falls within the sampler's second of the
 stamp, and fio's start lags `t0` (read just before launch) by 0.3-1.3 s of set-up. For writes
 to a zvol the exit can come long after the last write: closing the device flushes it. The
-4k random writes of the volblocksize example exited 1-98 s after their last write (median
-8 s), a 1M sequential write on a raidz3 of six 31 s after, while the disks trickled ZIL-sized
+4k random writes of the volblocksize example (all three block sizes) exited 1-98 s after
+their last write (median 8 s), a 1M sequential write on a raidz3 of six 31 s after, while the disks trickled ZIL-sized
 writes; a window counted back from the stamp held that flush, not the measurement, and the
 write-amplification check judged an idle pool. So a job that writes has its window counted
 forward from fio's start instead: `elapsed` (whole seconds, rounded up) back from the stamp
@@ -34,6 +34,14 @@ def measurement_window(t0: float | None, fio_data: dict, ramp_s: float, runtime_
         end = stamp / 1000 if stamp else fallback_end
         return end - runtime_s, end
     return start + ramp_s, start + ramp_s + runtime_s
+
+
+def run_window(t0: float | None, fio_data: dict, rows: list, ramp_s: float,
+               fallback: tuple[float, float]) -> tuple[float, float]:
+    """The window of one fio run from its rows: runtime from fio (or `fallback`'s length), the
+    rule of `measurement_window` for a job that wrote or only read."""
+    runtime = max(r["runtime_ms"] for r in rows) / 1000 if rows else fallback[1] - fallback[0]
+    return measurement_window(t0, fio_data, ramp_s, runtime, writes=wrote(rows), fallback_end=fallback[1])
 
 
 def exit_lag(fio_data: dict, t_end: float) -> float | None:
