@@ -178,3 +178,21 @@ def test_single_run_sides_are_not_judged():
     assert any("=4K vs 16K" in t and "not judged (n 1 vs 3 admissible runs; a CI needs at least 2 runs a side)" in t
                for t in lines)
     assert not any("nan" in t for t in lines + text)
+
+
+def test_two_vdev_raidz_scales_in_its_own_family():
+    # raidz1 of 2 and 3 disks (1 vdev), and two raidz1 vdevs of 2: the 3-wide vdev and the two
+    # 2-wide vdevs both hold 2 data disks; each must scale against its own smallest configuration.
+    rows = [dict(workload="randread", layout="raidz1", width=w, vdevs=v, data_disks=(w - 1) * v, rep=r, iops=i + r)
+            for w, v, i in ((2, 1, 100), (3, 1, 130), (2, 2, 200), (3, 2, 260)) for r in range(3)]
+    df = pd.DataFrame(rows)
+    from zbench_lib.analysis.tables import scaling_family
+    assert list(scaling_family(df).unique()) == ["raidz1", "2x raidz1"]
+    s = A.scaling_table(df, "iops").set_index(["family", "data_disks"])
+    assert s.loc[("raidz1", 2), "scaling"] == pytest.approx(131 / 101)
+    assert s.loc[("2x raidz1", 4), "scaling"] == pytest.approx(261 / 201)
+    assert s.loc[("2x raidz1", 4), "baseline_disks"] == 2 and s.loc[("2x raidz1", 4), "ideal_scaling"] == 2
+    text = " ".join(A.conclusions_scaling(s.reset_index(), "iops"))
+    assert "2x raidz1 randread: IOPS grows 1.30x from 2 to 4 data disks" in text
+    mirrors = pd.DataFrame([dict(layout="mirror", width=2, vdevs=v, data_disks=v) for v in (1, 2)])
+    assert list(scaling_family(mirrors)) == ["mirror", "mirror"]      # mirrors scale by adding vdevs

@@ -54,39 +54,42 @@ def _asize_sectors(sectors, width, parity):
 
 # -- the example datasets -------------------------------------------------------------------
 
-def test_scaling_example_holds_with_the_efficiencies_recomputed_here(scaling_example):
+def test_scaling_example_partly_holds_with_the_efficiencies_recomputed_here(scaling_example):
     claims = _by_id(classic_claims(scaling_example))
-    assert set(claims) == {"raidz_reads", "raidz_space"}          # no random writes, no block size varies
+    assert set(claims) == {"raidz_reads", "raidz_space"}          # no block size varies
     c = claims["raidz_reads"]
-    assert c["verdict"] == "holds" and c["reason"] == ""
+    assert c["verdict"] == "partly holds" and c["reason"] == ""
     adm = scaling_example[~scaling_example["flagged"] & (scaling_example["workload"] == "randread-4k")]
 
-    def iops(layout, width, vdevs=1):
-        return adm[(adm["layout"] == layout) & (adm["width"] == width) & (adm["vdevs"] == vdevs)]["iops"]
+    def iops(layout, width, vdevs=1):        # one value per pool: its admissible runs averaged (methods §6)
+        g = adm[(adm["layout"] == layout) & (adm["width"] == width) & (adm["vdevs"] == vdevs)]
+        return g.groupby("pool_replicate")["iops"].mean()
 
-    conf = 1 - 0.05 / 4              # Bonferroni over stripe, mirror, raidz1, raidz2
-    families = {  # (text in the evidence, level, baseline, ideal scaling)
-        "raidz1 (1 vdev) from 2 to 6 disks wide": (iops("raidz1", 6), iops("raidz1", 2), 5),
-        "raidz2 (1 vdev) from 3 to 6 disks wide": (iops("raidz2", 6), iops("raidz2", 3), 4),
-        "stripe from 1 to 6 disks": (iops("stripe", 6), iops("stripe", 1), 6),
-        # 3 mirror vdevs have one admissible run of 4: the largest judged is 2 vdevs
-        "2-way mirror from 1 to 2 vdevs": (iops("mirror", 2, 2), iops("mirror", 2, 1), 2),
+    conf = 1 - 0.05 / 6              # Bonferroni over the six families
+    families = {  # (text in the evidence): (level, baseline, ideal scaling, verdict of the family)
+        "2-way mirror from 1 to 4 vdevs": (iops("mirror", 2, 4), iops("mirror", 2, 1), 4, "scales"),
+        "raidz1 (1 vdev) from 2 to 8 disks wide": (iops("raidz1", 8), iops("raidz1", 2), 7, "flat"),
+        "raidz1 (2 vdevs) from 2 to 4 disks wide": (iops("raidz1", 4, 2), iops("raidz1", 2, 2), 3, "flat"),
+        "raidz2 (1 vdev) from 3 to 8 disks wide": (iops("raidz2", 8), iops("raidz2", 3), 6, "flat"),
+        "raidz3 (1 vdev) from 4 to 8 disks wide": (iops("raidz3", 8), iops("raidz3", 4), 5, "undecided"),
+        "stripe from 1 to 8 disks": (iops("stripe", 8), iops("stripe", 1), 8, "scales"),
     }
-    assert len(iops("mirror", 2, 3)) == 1
-    for span, (a, b, ideal) in families.items():
+    for span, (a, b, ideal, verdict) in families.items():
+        assert len(a) == len(b) == 3, span                 # three pools a side
         r, lo, hi = _ratio_ci(a, b, conf)
         m = re.search(re.escape(span) + r": IOPS ([\d.]+)x for ([\d.]+)x the data disks, efficiency ([\d.]+) "
-                      r"\(98\.8% CI ([\d.]+)–([\d.]+)\)", c["evidence"])
+                      r"\(99\.2% CI ([\d.]+)–([\d.]+)\)", c["evidence"])
         assert m, span
         assert m.groups() == tuple(f"{v:.2f}" for v in (r, ideal, r / ideal, lo / ideal, hi / ideal)), span
-        if span.startswith("raidz"):
-            assert hi / ideal < 0.5          # flat: the whole interval below the threshold
-        else:
-            assert lo / ideal >= 0.75        # scales: the whole interval at or above it
-    assert "1.0 disks' worth per vdev" in c["evidence"] and round(iops("raidz1", 6).mean() / 100, 1) == 1.0
+        if verdict == "flat":
+            assert hi / ideal < 0.5          # the whole interval below the threshold
+        elif verdict == "scales":
+            assert lo / ideal >= 0.75        # the whole interval at or above it
+        else:                                # raidz3 of 8: two pools read 155-156 IOPS, one 125
+            assert lo / ideal < 0.5 <= hi / ideal and "1.5 disks' worth per vdev (undecided)" in c["evidence"]
+    assert "1.6 disks' worth per vdev" in c["evidence"] and round(iops("raidz1", 8).mean() / 100, 1) == 1.6
     assert "below 0.50" in c["evidence"] and "at or above 0.75" in c["evidence"]
-    assert "mirror at 3 data disks 1 of 4 runs admissible (not_steady 3)" in c["evidence"]
-    assert "16K blocks" in c["caveat"] and "modelled" in c["caveat"] and "one pool" in c["caveat"]
+    assert "16K blocks" in c["caveat"] and "modelled" in c["caveat"]
     space = claims["raidz_space"]
     assert space["verdict"] == "not judged" and "measured at 16K only" in space["reason"]
 

@@ -55,9 +55,10 @@ def test_headline_static_has_a_panel_per_workload_and_the_caption():
     sc = A.load_sweep(EXAMPLES / "scaling")
     fig = add_caption(plot_iops_vs_drives(A.select_admissible(sc.results)), "Sweep x. fio randread-4k: bs 4K.")
     out = static_figure(fig)
-    assert len(out.axes) == 2
-    assert [ax.get_title() for ax in out.axes] == ["randread-4k read", "seqread read"]
-    assert [ax.get_ylabel() for ax in out.axes] == ["IOPS (mean)", "MiB/s (mean)"]
+    assert len(out.axes) == 4
+    assert [ax.get_title() for ax in out.axes] == ["randread-4k read", "randwrite-4k write", "seqread read",
+                                                   "seqwrite write"]
+    assert [ax.get_ylabel() for ax in out.axes] == ["IOPS (mean)"] * 2 + ["MiB/s (mean)"] * 2
     assert any("Sweep x" in t.get_text() for t in out.texts)
     legend = [t.get_text() for t in out.legends[0].get_texts()]
     assert legend.count("per-vdev random-read model (dotted)") == 1 and "stripe" in legend

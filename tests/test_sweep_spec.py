@@ -267,7 +267,7 @@ PLANNED = {
     "tests/specs/resume.yaml": (2, 0, 1, 1, 4, "7f5934bac2ed493b"),
     "tests/specs/tiny.yaml": (2, 0, 2, 2, 4, "bde0b59468b13503"),
     "tests/specs/zfs-versions.yaml": (4, 0, 2, 2, 8, "b98272f06783dede"),
-    "data/examples/scaling/spec.yaml": (30, 10, 15, 15, 90, "37592f4a509007f3"),
+    "data/examples/scaling/spec.yaml": (300, 44, 75, 75, 300, "e7d25a7b4c01a88e"),
     "data/examples/iodepth-curve/spec.yaml": (7, 0, 1, 1, 35, "60ef1cb52f9f331f"),
     "data/examples/volblocksize/spec.yaml": (54, 0, 9, 27, 54, "2ff439e77cf8f0be"),
 }

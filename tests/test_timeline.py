@@ -26,7 +26,7 @@ def _stripe6_randread(results):
 def test_typical_run_is_the_median_run_of_the_largest_configuration(results):
     rid = typical_run(results)
     row = results[results["run_id"] == rid].iloc[0]
-    assert row["data_disks"] == results["data_disks"].max() == 6
+    assert row["data_disks"] == results["data_disks"].max() == 8
     g = results[results["config_id"] == row["config_id"]]
     assert abs(row["iops"] - g["iops"].median()) == (g["iops"] - g["iops"].median()).abs().min()
     with pytest.raises(ConfigError):

@@ -120,22 +120,24 @@ def test_sampler_on_this_machine_with_this_process_as_the_qemu(tmp_path):
 
 @pytest.fixture()
 def real_attempt(tmp_path):
-    """One raw run of the scaling example (stripe(4) seqread, rep 2), copied so it can be edited."""
+    """One raw run of the scaling example (stripe of 4, 4k random reads, pool 1), copied so it can be edited."""
     with tarfile.open(SCALING) as tf:
-        tf.extractall(tmp_path, members=[m for m in tf.getmembers() if m.name.startswith("raw/c62159e-r02/")],
+        tf.extractall(tmp_path, members=[m for m in tf.getmembers() if m.name.startswith("raw/cb3cb65-pr1-r01/")],
                       filter="data")
-    return tmp_path / "raw" / "c62159e-r02" / "attempt-1"
+    return tmp_path / "raw" / "cb3cb65-pr1-r01" / "attempt-1"
 
 
 def test_derive_rows_reads_the_controllers_record(real_attempt):
     rows, checks = derive_rows(real_attempt)
-    assert rows[0]["flag_host_contention"] is None                  # recorded before: no QEMU pid
-    run = json.loads((real_attempt / "run.json").read_text())
-    run["context"]["qemu_pid"] = 4242
-    (real_attempt / "run.json").write_text(json.dumps(run))
+    r = rows[0]            # the study ran alone: QEMU had the host, nothing else ran
+    assert r["flag_host_contention"] is False and r["host_other_cores"] < 0.5 < r["host_qemu_cores"]
+    (real_attempt / "controller.json").unlink()
     rows, checks = derive_rows(real_attempt)
     assert rows[0]["flag_host_contention"] is None and "host_contention: controller load not recorded" in \
         rows[0]["not_judged"]
+    run = json.loads((real_attempt / "run.json").read_text())
+    run["context"]["qemu_pid"] = 4242                                # the pid the record below names
+    (real_attempt / "run.json").write_text(json.dumps(run))
     (real_attempt / "controller.json").write_text(json.dumps(record(snap(0, 0, 0, 0), snap(15, 2800, 3000, 1500))))
     rows, checks = derive_rows(real_attempt)
     r = rows[0]

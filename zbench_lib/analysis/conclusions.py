@@ -126,20 +126,22 @@ def conclusions_scaling(scaling_df: pd.DataFrame, metric: str = "iops", band: fl
     s = scaling_df
     by = [c for c in s.columns if c in CONFIG_COLUMNS and c not in LAYOUT_COLUMNS]
     out = []
-    for _, g in s.groupby(by + ["layout"], sort=False, dropna=False):
+    fam = "family" if "family" in s.columns else "layout"      # tables.scaling_family
+    by = [c for c in by if c != "family"]
+    for _, g in s.groupby(by + [fam], sort=False, dropna=False):
         g = g.sort_values("data_disks")
         few = g["n"].fillna(0) < 2
         judged = g[~few | (g["data_disks"] == g["baseline_disks"])]
         for _, r in g[few].iterrows():
             status = r.get("status") if isinstance(r.get("status"), str) else \
                 f"not judged: {int(r['n'])} admissible {r.get('unit', 'run')} (a CI needs 2)"
-            out.append(f"{r['layout']} {_group_label(r, by)} at {int(r['data_disks'])} data disks: {status}."
+            out.append(f"{r[fam]} {_group_label(r, by)} at {int(r['data_disks'])} data disks: {status}."
                        + (_scaling_sensitivity(r, band) if r["data_disks"] != r.get("baseline_disks") else ""))
         if judged.empty:
             continue
         r = judged.iloc[-1]
         m = _metric(r, metric)
-        who = f"{r['layout']} {_group_label(r, by)}".strip()
+        who = f"{r[fam]} {_group_label(r, by)}".strip()
         if r["data_disks"] == r["baseline_disks"]:
             if len(g) == 1:
                 out.append(f"{who}: a single configuration ({int(r['data_disks'])} data disks), no scaling to report.")

@@ -197,7 +197,8 @@ def _scaling(df: pd.DataFrame, metric: str, unit: str) -> pd.DataFrame:
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     by = varying_columns(df, exclude=LAYOUT_COLUMNS + ("sweep_id",))
     by = by or [c for c in ("workload", "direction") if c in df.columns]
-    s = scaling(df, metric, by=by, unit=unit)
+    df = df.assign(family=scaling_family(df))
+    s = scaling(df, metric, by_family="family", by=by, unit=unit, config_cols=("layout", "width", "vdevs"))
     single, kind = {"iops": ("disk_model_iops", "rand"), "bw_bytes_s": ("disk_model_bw", "seq")}.get(
         metric, (None, None))
     if single in df.columns and df[single].notna().any() and "workload" in s.columns:
@@ -215,6 +216,25 @@ def _scaling(df: pd.DataFrame, metric: str, unit: str) -> pd.DataFrame:
     return s
 
 
+def scaling_family(df: pd.DataFrame) -> pd.Series:
+    """The family a configuration scales in: its layout, or "2x raidz1" for a second vdev count.
+
+    Mirrors scale by adding vdevs, raidz by widening one: a sweep with raidz1 of 2-8 disks
+    and two raidz1 vdevs of 2-4 disks holds two raidz1 families, each against its own
+    smallest configuration (docs/methods.md §11); the vdev count of the first one seen is
+    unmarked.
+    """
+    if "vdevs" not in df.columns:
+        return df["layout"].astype(str)
+    fam = df["layout"].astype(str)
+    for lay, g in df.groupby("layout"):
+        counts = sorted(g["vdevs"].dropna().unique())
+        if len(counts) > 1 and lay not in ("mirror", "stripe"):
+            extra = g["vdevs"] != counts[0]
+            fam[extra.index[extra]] = [f"{int(v)}x {lay}" for v in g.loc[extra, "vdevs"]]
+    return fam
+
+
 def _with_cells(s: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
     """Status per scaling row, and the planned configurations the table lacks (n 0)."""
     if cells.empty:
@@ -225,7 +245,9 @@ def _with_cells(s: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
     out = s.merge(st, on=on, how="outer", indicator=True)
     missing = out["_merge"] == "right_only"
     out.loc[missing, "n"] = 0
-    fam = [c for c in ("workload", "direction", "layout") if c in out]
+    if "family" in out and "layout" in out:
+        out["family"] = out["family"].fillna(scaling_family(out))
+    fam = [c for c in ("workload", "direction", "family") if c in out]
     for col in ("baseline_disks", "baseline_mean"):
         if col in out:
             out[col] = out.groupby(fam, dropna=False)[col].transform(lambda v: v.fillna(v.dropna().iloc[0])
