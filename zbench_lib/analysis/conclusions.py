@@ -127,7 +127,6 @@ def conclusions_scaling(scaling_df: pd.DataFrame, metric: str = "iops", band: fl
     by = [c for c in s.columns if c in CONFIG_COLUMNS and c not in LAYOUT_COLUMNS]
     out = []
     fam = "family" if "family" in s.columns else "layout"      # tables.scaling_family
-    by = [c for c in by if c != "family"]
     for _, g in s.groupby(by + [fam], sort=False, dropna=False):
         g = g.sort_values("data_disks")
         few = g["n"].fillna(0) < 2

@@ -221,8 +221,7 @@ def scaling_family(df: pd.DataFrame) -> pd.Series:
 
     Mirrors scale by adding vdevs, raidz by widening one: a sweep with raidz1 of 2-8 disks
     and two raidz1 vdevs of 2-4 disks holds two raidz1 families, each against its own
-    smallest configuration (docs/methods.md §11); the vdev count of the first one seen is
-    unmarked.
+    smallest configuration (docs/methods.md §10); the smallest vdev count is unmarked.
     """
     if "vdevs" not in df.columns:
         return df["layout"].astype(str)
