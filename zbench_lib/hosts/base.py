@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from zbench_lib.core.errors import CommandError, CommandTimeout, ConfigError
+from zbench_lib.core.signals import signals_deferred
 
 
 @dataclass(frozen=True)
@@ -40,26 +42,34 @@ class Host:
         raise NotImplementedError
 
     def run(self, argv, *, timeout: float = 600, check: bool = True,
-            input: str | bytes | None = None) -> Result:
-        """Run `argv` on the host; raise CommandError on failure when `check`."""
+            input: str | bytes | None = None, on_interrupt: str = "wait") -> Result:
+        """Run `argv` on the host; raise CommandError on failure when `check`.
+
+        A signal that unwinds the caller (Ctrl-C, or SIGTERM turned into SystemExit) while
+        the command runs does not abandon it: over SSH the remote command would go on after
+        the local client died, and a `zpool create` finishing after the teardown looked for
+        its pool leaves the pool behind. So the command is waited for, up to its own
+        timeout and said on the terminal, before the signal goes on (`on_interrupt="wait"`).
+        `"leave"` is for long loads whose teardown stops them on the host itself (fio,
+        stopped by its pool's or disk's teardown): waiting out a measurement window would
+        only delay that.
+        """
         argv = [str(a) for a in argv]
         if not argv:
             raise ConfigError("empty command")
-        full = self._wrap(argv)
+        if on_interrupt not in ("wait", "leave"):
+            raise ConfigError(f"on_interrupt must be 'wait' or 'leave', not {on_interrupt!r}")
         text = not isinstance(input, bytes)
         start = time.monotonic()
         try:
-            proc = subprocess.run(full, input=input, capture_output=True, text=text,
-                                  timeout=timeout, stdin=None if input is not None else subprocess.DEVNULL)
-        except subprocess.TimeoutExpired as exc:
-            err = exc.stderr or b""
-            err = err.decode(errors="replace") if isinstance(err, bytes) else err
-            raise CommandTimeout(self.name, argv, -1, f"timed out after {timeout}s\n{err}") from None
+            # Its own session: a Ctrl-C at the terminal reaches zbench, which decides, and
+            # never kills the ssh client (and so abandons the remote command) behind its back.
+            proc = subprocess.Popen(self._wrap(argv), stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text,
+                                    start_new_session=True)
         except FileNotFoundError as exc:
             raise CommandError(self.name, argv, 127, str(exc)) from None
-        out, err = proc.stdout, proc.stderr
-        if isinstance(out, bytes):
-            out, err = out.decode(errors="replace"), err.decode(errors="replace")
+        out, err = _communicate(proc, input, timeout, start, self.name, argv, on_interrupt)
         res = Result(tuple(argv), proc.returncode, out, err, time.monotonic() - start)
         if check and proc.returncode != 0:
             raise CommandError(self.name, argv, proc.returncode, err, out)
@@ -67,6 +77,8 @@ class Host:
 
     def popen(self, argv, **kwargs) -> subprocess.Popen:
         """Start `argv` on the host and return at once (for streamed progress)."""
+        # Its own session, as in run(): the caller stops it, a terminal's Ctrl-C does not.
+        kwargs.setdefault("start_new_session", True)
         return subprocess.Popen(self._wrap([str(a) for a in argv]), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
@@ -109,3 +121,44 @@ class LocalHost(Host):
     def get(self, remote, local):
         Path(local).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(remote, local)
+
+
+def _text(data) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+
+
+def _communicate(proc, input, timeout, start, host_name, argv, on_interrupt) -> tuple[str, str]:
+    """(stdout, stderr) of `proc`; CommandTimeout past `timeout`; on a signal, see Host.run."""
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        raise CommandTimeout(host_name, argv, -1, f"timed out after {timeout}s\n{_text(err)}") from None
+    except BaseException:
+        if on_interrupt == "wait":
+            _wait_after_interrupt(proc, max(5.0, timeout - (time.monotonic() - start)), host_name, argv)
+        else:
+            proc.kill()
+            proc.wait()
+        raise
+    return _text(out), _text(err)
+
+
+def _wait_after_interrupt(proc, left_s: float, host_name: str, argv: list[str]) -> None:
+    """Let a command cut off by a signal end on its host before the signal unwinds the caller."""
+    with signals_deferred():
+        try:
+            proc.communicate(timeout=1.0)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        print(f"zbench: waiting for `{' '.join(argv)[:80]}` to end on {host_name} before tearing down "
+              f"(up to {left_s:.0f} s)", file=sys.stderr, flush=True)
+        try:
+            proc.communicate(timeout=left_s)
+        except subprocess.TimeoutExpired:
+            print(f"zbench: `{argv[0]}` still running on {host_name} after {left_s:.0f} s; "
+                  "tearing down beside it", file=sys.stderr, flush=True)
+            proc.kill()
+            proc.wait()

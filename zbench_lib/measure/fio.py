@@ -249,7 +249,9 @@ def execute_fio(host: Host, job_text: str, remote_dir: str, timeout: float | Non
     host.write_text(f"{remote_dir}/job.fio", job_text)
     # Run inside remote_dir so the relative log prefix lands there; env -C avoids a shell.
     argv = ["env", "-C", remote_dir, "fio", "--output-format=json", "--output=fio.json", "job.fio"]
-    return FioProcess(host, job_text, remote_dir, argv, host.run(argv, timeout=timeout, check=False), jobs)
+    # fio is stopped by its pool's or disk's teardown, never waited out on a signal.
+    res = host.run(argv, timeout=timeout, check=False, on_interrupt="leave")
+    return FioProcess(host, job_text, remote_dir, argv, res, jobs)
 
 
 def collect(proc: FioProcess, local_dir, fetched: bool = False) -> FioRun:

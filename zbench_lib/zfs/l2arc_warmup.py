@@ -142,7 +142,8 @@ def warm_l2arc(host, path: str, *, size_bytes: int, cache_devices: list[str], ru
     read, t0 = 0, clock()
     while (reason := stop_reason([r["l2_size"] for r in readings], goal, clock() - t0, rule.max_s)) is None:
         seconds = max(1, min(rule.chunk_s, int(rule.max_s - (clock() - t0))))
-        res = host.run(warmup_argv(path, size_bytes, direct, seconds, work_dir), timeout=seconds + 300)
+        res = host.run(warmup_argv(path, size_bytes, direct, seconds, work_dir), timeout=seconds + 300,
+                       on_interrupt="leave")     # the pool's teardown stops it on the host
         got = _read_bytes(res.stdout)
         read = None if read is None or got is None else read + got
         readings.append(l2_reading(host.read_text(ARCSTATS)))
