@@ -98,13 +98,17 @@ def test_device_lost_is_three_valued():
     assert lost["flag"] is True and "virtio-zbd01-part1 REMOVED" in lost["reason"]
 
 
-def _disk_samples(service_ms: dict, ios_per_s: float = 20.0) -> pd.DataFrame:
-    """Three 1-s diskstats samples per device: each request keeps the disk busy `ms`, and
-    queueing (await) is made the opposite, to show it is not what is compared."""
+def _disk_samples(service_ms: dict, ios_per_s: float = 20.0, stamps=(100.0, 101.0, 102.0, 103.0),
+                  req_bytes: int = 131072) -> pd.DataFrame:
+    """diskstats samples per device (by default one before the window 100-103, then three 1-s
+    ones): each request keeps the disk busy `ms`, and queueing (await) is made the opposite,
+    to show it is not what is compared. `ios_per_s` is one rate, or one per device."""
     rows = []
-    for t in (101.0, 102.0, 103.0):
+    for t in stamps:
         for dev, ms in service_ms.items():
-            rows += [(t, "disk", dev, "util_pct", ms * ios_per_s / 10.0), (t, "disk", dev, "w_s", ios_per_s),
+            rate = ios_per_s[dev] if isinstance(ios_per_s, dict) else ios_per_s
+            rows += [(t, "disk", dev, "util_pct", min(100.0, ms * rate / 10.0)), (t, "disk", dev, "w_s", rate),
+                     (t, "disk", dev, "write_bytes_s", rate * req_bytes),
                      (t, "disk", dev, "r_s", 0.0), (t, "disk", dev, "await_ms", 1000.0 / ms)]
     return pd.DataFrame(rows, columns=["t_s", "layer", "device", "metric", "value"])
 
@@ -112,11 +116,12 @@ def _disk_samples(service_ms: dict, ios_per_s: float = 20.0) -> pd.DataFrame:
 def test_slow_device_compares_a_disk_with_its_peers():
     each = per_device_service(_disk_samples({"vdb": 8.0, "vdc": 160.0, "vdd": 10.0}, ios_per_s=6.0),
                               ["vdb", "vdc", "vdd"], 100, 103)
-    assert each["vdc"] == (pytest.approx(160.0), 18.0)
-    assert slow_device([], {}, {"dev_service_each": each})["flag"] is None          # < 20 requests each
-    each = {d: (ms, 60.0) for d, (ms, _) in each.items()}
+    assert each["vdc"] == (pytest.approx(160.0), pytest.approx(18.0), pytest.approx(2880.0), pytest.approx(18 * 131072))
+    # the peers served < 20 requests each and were busy < 1 s: nothing to compare vdc with
+    assert slow_device([], {}, {"dev_service_each": each})["flag"] is None
+    each = {d: (ms, 60.0) for d, (ms, *_) in each.items()}
     slow = slow_device([], {}, {"dev_service_each": each})
-    assert slow["flag"] is True and slow["slowest_device"] == "vdc" and slow["ratio"] == pytest.approx(16.0)
+    assert slow["flag"] is True and slow["slowest_device"] == "vdc" and slow["ratio"] == pytest.approx(160 / 9)
     # in the lab the floor follows the model: at 20 IOPS a request may take 50 ms, 4x is 200 ms
     assert slow_device([], {}, {"dev_service_each": each, "disk_model_iops": 20})["flag"] is False
     # a healthy raidz member at its throttle beside bursty peers (the example sweeps): not slow
@@ -133,6 +138,54 @@ def test_slow_device_compares_a_disk_with_its_peers():
     tiny = {"vdb": (0.2, 300.0), "vdc": (1.5, 300.0)}
     assert slow_device([], {}, {"dev_service_each": tiny})["flag"] is False
     assert math.isfinite(slow_device([], {}, {"dev_service_each": tiny})["ratio"])
+
+
+def test_a_disk_too_slow_to_serve_many_requests_is_still_compared():
+    """Issue 34's fixture run: raidz1 of 3, disk 2 slowed to 5 IOPS for the whole 6 s window.
+    It served 10 requests, busy 170 ms each; its peers 17 and 22 at 3-4 ms. The sampler, held
+    up behind the stalled TXG, read diskstats 3 s apart. Before, the slow disk fell under the
+    20-request bar and only its healthy peers were compared (flag False, or None)."""
+    rates = {"vdb": 17 / 6, "vdc": 10 / 6, "vdd": 22 / 6}
+    disk = _disk_samples({"vdb": 4.0, "vdc": 170.0, "vdd": 3.4}, ios_per_s=rates, stamps=(99.0, 102.0, 105.0, 108.0))
+    each = per_device_service(disk, ["vdb", "vdc", "vdd"], 100.0, 106.0)
+    # weighted by the seconds each sample covers inside the window: 2 + 3 + 1 = 6 s
+    assert each["vdc"][:3] == (pytest.approx(170.0), pytest.approx(10.0), pytest.approx(1700.0))
+    assert each["vdb"][1] == pytest.approx(17.0)
+    # vdb (17 requests, 68 ms busy) is still too idle to compare; vdc is compared with vdd
+    slow = slow_device([], {}, {"dev_service_each": each, "disk_model_iops": 400})
+    assert slow["flag"] is True and slow["slowest_device"] == "vdc", slow
+    assert slow["ratio"] == pytest.approx(170.0 / 3.4)
+
+
+def test_a_slow_half_of_a_mirror_is_measured_against_its_peer_not_against_itself():
+    # with the slow disk inside the median, a 2-way mirror's ratio could never pass 2
+    each = {"vdb": (2.5, 400.0, 1000.0), "vdc": (150.0, 40.0, 6000.0)}
+    slow = slow_device([], {}, {"dev_service_each": each, "disk_model_iops": 400})
+    assert slow["flag"] is True and slow["median_service_ms"] == 2.5 and slow["ratio"] == pytest.approx(60.0)
+
+
+def test_a_large_request_at_the_models_bandwidth_is_not_slow():
+    """The scaling example's raidz2 sequential reads: one member served whole 1 MiB requests at
+    the model's 12 MiB/s (78 ms each, 83 ms by the model) beside peers at 6-13 ms. That is the
+    disk's bandwidth, not a failing disk: in the lab the floor is 4x the model's time for the
+    disk's own mean request."""
+    mib = 1 << 20
+    each = {"vda": (77.6, 240.0, 18624.0, 240.0 * mib), "vdb": (13.0, 900.0, 11700.0, 900.0 * 256 * 1024),
+            "vdc": (6.0, 1200.0, 7200.0, 1200.0 * 128 * 1024)}
+    ctx = {"dev_service_each": each, "disk_model_iops": 100, "disk_model_bw": 12 * mib}
+    lab = slow_device([], {}, ctx)
+    assert lab["flag"] is False and lab["floor_ms"] == pytest.approx(4 * 1000 / 12), lab
+    # without a model (a real host) the floor is the fixed 50 ms, and 78 ms at 8x its peers is slow
+    assert slow_device([], {}, {"dev_service_each": each})["flag"] is True
+
+
+def test_a_disk_busy_without_completing_anything_is_the_slowest():
+    disk = _disk_samples({"vdb": 2.5, "vdc": 2.5, "vdd": 2.5}, ios_per_s={"vdb": 300.0, "vdc": 300.0, "vdd": 0.0})
+    disk.loc[(disk["device"] == "vdd") & (disk["metric"] == "util_pct"), "value"] = 100.0
+    each = per_device_service(disk, ["vdb", "vdc", "vdd"], 100.0, 103.0)
+    assert each["vdd"][0] == math.inf and each["vdd"][1] == 0.0
+    slow = slow_device([], {}, {"dev_service_each": each})
+    assert slow["flag"] is True and slow["slowest_device"] == "vdd"
 
 
 def test_a_resilver_load_is_parsed_into_a_job_that_runs_until_stopped():

@@ -1,7 +1,10 @@
 """`zbench sweep` stopped by a signal at random points, then resumed: the promise of #15.
 
 Each kill point is a stage of the sweep (startup, pool creation, prefill, a run, the
-pool's teardown) reached by watching the store's events, plus a seeded random delay;
+pool's teardown) reached by watching the store's events, plus a seeded random delay, or
+a remote command seen running on the lab (`zpool create`, the prefill's fio: issue 34,
+where a signal during `zpool create` left the pool behind), watched from inside the
+guest so the signal lands while the command is in flight;
 the signal cycles through SIGINT (Ctrl-C), SIGTERM, SIGKILL and SIGHUP (terminal
 closed), sent to the CLI as a user or a scheduler would. After each kill:
 - SIGINT/SIGTERM/SIGHUP: the CLI exits with 128 + the signal, and leaves no pool of its
@@ -35,10 +38,16 @@ pytestmark = pytest.mark.lab
 SPEC = Path(__file__).parent / "specs" / "kill.yaml"
 MIN_KILLS = 20
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL, signal.SIGHUP)
-# stage -> (event that starts it, delay range after it in s); None: from the launch.
+# stage -> (what starts it, delay range after it in s). What starts it: None (the launch),
+# an event of the store, or "remote:" and the start of a command line running on the lab.
 STAGES = {"startup": (None, (0.5, 6.0)), "pool create": ("pool creating", (0.0, 0.6)),
-          "prefill": ("pool created", (0.1, 0.8)), "run": ("run started", (0.3, 4.0)),
-          "teardown": ("pool teardown", (0.0, 0.5))}
+          "in zpool create": ("remote:zpool create", (0.0, 0.05)),
+          "prefill": ("pool created", (0.1, 0.8)),
+          "in prefill": ("remote:fio --name=prefill", (0.0, 0.8)),
+          "run": ("run started", (0.3, 4.0)), "teardown": ("pool teardown", (0.0, 0.5))}
+# The guest watches for the command itself (pgrep every 20 ms): polling over ssh from here
+# would see a one-second `zpool create` too late. `^` keeps the watcher's own shell out.
+_WATCH = 'until pgrep -f "^$1" >/dev/null; do sleep 0.02; done'
 
 
 def _raw_digests(sweep_dir: Path | None) -> dict:
@@ -75,7 +84,7 @@ def _sweep_dir(out_root: Path, known: set) -> Path | None:
     return new[0] if new else None
 
 
-def _wait_trigger(proc, out_root, sweep_dir, known, stage, rng) -> tuple[bool, Path | None]:
+def _wait_trigger(proc, out_root, sweep_dir, known, stage, rng, watcher) -> tuple[bool, Path | None]:
     """Wait for `stage` to begin in this launch, then its random delay; False if the sweep ended first."""
     event, (lo, hi) = STAGES[stage]
     start_count = None
@@ -84,15 +93,36 @@ def _wait_trigger(proc, out_root, sweep_dir, known, stage, rng) -> tuple[bool, P
         if proc.poll() is not None:
             return False, sweep_dir or _sweep_dir(out_root, known)
         sweep_dir = sweep_dir or _sweep_dir(out_root, known)
-        if event is None:
+        if event is None or (watcher is not None and watcher.poll() is not None):
             break
-        n = sum(1 for e in _events(sweep_dir) if e.get("event") == event)
-        start_count = n if start_count is None else start_count
-        if n > start_count:
-            break
-        time.sleep(0.05)
+        if watcher is None:
+            n = sum(1 for e in _events(sweep_dir) if e.get("event") == event)
+            start_count = n if start_count is None else start_count
+            if n > start_count:
+                break
+        time.sleep(0.02)
     time.sleep(rng.uniform(lo, hi))
     return proc.poll() is None, sweep_dir or _sweep_dir(out_root, known)
+
+
+def _watch(lab_host, stage: str):
+    """A guest-side watcher that exits once the stage's remote command runs (None for other stages)."""
+    what = STAGES[stage][0]
+    if not (what or "").startswith("remote:"):
+        return None
+    return lab_host.popen(["sh", "-c", _WATCH, "watch", what.split(":", 1)[1]])
+
+
+def _stop_watch(lab_host, watcher) -> bool:
+    """Stop a watcher still waiting; True if it had seen its command."""
+    if watcher is None:
+        return False
+    seen = watcher.poll() == 0
+    if watcher.poll() is None:
+        lab_host.run(["pkill", "-f", "until pgrep -f"], check=False, timeout=30)
+        watcher.kill()
+    watcher.communicate()
+    return seen
 
 
 def _kill(proc: subprocess.Popen, sig: int) -> tuple[int, str]:
@@ -128,10 +158,13 @@ def test_sweeps_killed_at_random_points_resume_to_exactly_their_plan(lab, lab_ho
         # a launch stopped at startup must not be blamed for it.
         left_before = set(find_leftovers(lab_host))
         resuming = sweep_dir
+        watcher = _watch(lab_host, stage) if kills < MIN_KILLS else None
         proc = _launch(out_root, sweep_dir)
         launches += 1
         landed, sweep_dir = (False, sweep_dir) if kills >= MIN_KILLS else \
-            _wait_trigger(proc, out_root, sweep_dir, known, stage, rng)
+            _wait_trigger(proc, out_root, sweep_dir, known, stage, rng, watcher)
+        seen = _stop_watch(lab_host, watcher)
+        landed = landed and (watcher is None or seen)
         if landed:
             rc, err = _kill(proc, sig)
             kills += 1
@@ -144,6 +177,7 @@ def test_sweeps_killed_at_random_points_resume_to_exactly_their_plan(lab, lab_ho
         left = find_leftovers(lab_host)
         row = {"kill": kills if landed else "-", "stage": stage if landed else "(none)",
                "signal": signal.Signals(sig).name if landed else "-", "rc": rc,
+               "waited for": "zpool create" if "waiting for `zpool create" in err else "",
                "resumed": bool(resuming), "pools left": len(left), "raw files": len(after),
                "own leftovers removed so far": sum(len(e["pools"]) for e in removed)}
         if landed and sig != signal.SIGKILL:

@@ -7,17 +7,23 @@ Two truth checks (see truth.py for the three-valued verdict):
   disks (no pool): a disk that was no longer a block device right after fio
   (context["raw_devices_after"]).
 - `slow_device`: one data disk's service time (its busy time per request over the fio
-  window: util / IOPS, from diskstats) is more than SLOW_RATIO times the median of the
-  pool's data disks, and above a floor: SLOW_MIN_MS, or in the lab SLOW_RATIO times the
-  disk model's own time per request (1 / its IOPS limit), whichever is higher. A failing drive that still answers slowly
+  window: util / IOPS, from diskstats, each sample weighted by the time it covers) is more
+  than SLOW_RATIO times the median of the other data disks, and above a floor: SLOW_MIN_MS, or in the lab SLOW_RATIO times the
+  disk model's own time for the disk's mean request (1 / its IOPS limit, or the request's
+  bytes at the model's bandwidth), whichever is higher. A failing drive that still answers slowly
   drags a whole raidz or stripe down; its peers are the yardstick. Not await: await
   includes queueing, and small random reads on raidz queue unevenly across healthy
   disks (on the example sweeps await flagged 32 healthy runs, service time none).
+  A disk is compared when it served MIN_REQUESTS in the window or was busy MIN_BUSY_MS:
+  a slow disk serves few requests because it is slow, and leaving it out (as until issue
+  34) compared only its healthy peers and missed it.
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from zbench_lib.measure.judging import not_judged
 
@@ -26,23 +32,45 @@ SLOW_RATIO = 4.0
 # (the lab's throttle serves bursts; on the example sweeps healthy raidz members ranged
 # 1-43 ms beside peers at 1-10 ms). A failing drive takes 100 ms and more per request.
 SLOW_MIN_MS = 50.0
-MIN_REQUESTS = 20           # a disk that served fewer requests in the window is not compared
+MIN_REQUESTS = 20           # a disk that served fewer requests in the window is not compared...
+# ...unless it was busy this long: a slow disk serves few requests *because* it is slow (a disk
+# slowed to 5 IOPS served 9-10 requests of a 6 s window, busy all of it: issue 34). Busy 1 s over
+# fewer than MIN_REQUESTS is already above SLOW_MIN_MS per request, so no healthy idle disk enters.
+MIN_BUSY_MS = 1000.0
+
+
+def _held_seconds(stamps, t_start: float, t_end: float) -> dict:
+    """stamp -> seconds of [t_start, t_end] that its sample's rates held.
+
+    A sample's rates hold over the interval since the stamp before it. The sampler is not
+    always on time (a TXG stalled behind a slow disk delayed its reads by 3 s): rates are
+    weighted by the time they held, never counted as one second each.
+    """
+    stamps = np.sort(np.unique(stamps))
+    held = np.clip(np.minimum(stamps[1:], t_end) - np.maximum(stamps[:-1], t_start), 0.0, None)
+    return dict(zip(stamps[1:], held))
 
 
 def per_device_service(disk, devices: list[str], t_start: float, t_end: float) -> dict:
-    """device -> (busy ms per request, requests) over [t_start, t_end]; from diskstats rates."""
+    """device -> (busy ms per request, requests, busy ms, bytes) over [t_start, t_end]; from diskstats.
+
+    Busy ms per request is inf for a disk busy without completing anything (hung).
+    """
     if disk is None or disk.empty or not devices:
         return {}
-    w = disk[disk["device"].isin(devices) & (disk["t_s"] > t_start) & (disk["t_s"] <= t_end + 1)]
+    held = _held_seconds(disk["t_s"].to_numpy(), t_start, t_end)
+    w = disk[disk["device"].isin(devices) & (disk["t_s"].map(held).fillna(0.0) > 0)]
     if w.empty:
         return {}
     x = w.pivot_table(index=["t_s", "device"], columns="metric", values="value").reset_index()
+    x["held_s"] = x["t_s"].map(held)
     out = {}
     for dev, g in x.groupby("device"):
-        ios = (g.get("r_s", 0) + g.get("w_s", 0))
-        n = float(ios.sum())
-        busy_ms = float((g["util_pct"] * 10.0).sum()) if "util_pct" in g else math.nan   # % of 1 s -> ms
-        out[dev] = (busy_ms / n if n else math.nan, n)
+        n = float(((g.get("r_s", 0) + g.get("w_s", 0)) * g["held_s"]).sum())
+        busy_ms = float((g["util_pct"] * 10.0 * g["held_s"]).sum()) if "util_pct" in g else math.nan
+        nbytes = float(((g.get("read_bytes_s", 0) + g.get("write_bytes_s", 0)) * g["held_s"]).sum())
+        per = busy_ms / n if n else (math.inf if busy_ms > 0 else math.nan)
+        out[dev] = (per, n, busy_ms, nbytes)
     return out
 
 
@@ -70,22 +98,41 @@ def device_lost(fio_rows, c, ctx) -> dict:
             if lost else "pool ONLINE after the run, every device ONLINE"}
 
 
+def _compared(each: dict) -> dict:
+    """The disks whose service time can be read: enough requests, or busy long enough."""
+    return {d: v for d, v in each.items()
+            if not math.isnan(v[0]) and (v[1] >= MIN_REQUESTS or (len(v) > 2 and v[2] >= MIN_BUSY_MS))}
+
+
+def _floor_ms(ctx, served: tuple) -> float:
+    """How slow a request must be to count: SLOW_MIN_MS, or in the lab SLOW_RATIO times what the
+    disk model allows for the slowest disk's mean request (1 / IOPS, or its bytes at the model's
+    bandwidth: a 1 MiB read of a 12 MiB/s disk takes 83 ms on a healthy disk)."""
+    iops, bw = ctx.get("disk_model_iops"), ctx.get("disk_model_bw")
+    model_ms = 1000.0 / iops if iops else 0.0
+    if bw and len(served) > 3 and served[1] > 0:
+        model_ms = max(model_ms, 1000.0 * served[3] / served[1] / bw)
+    return max(SLOW_MIN_MS, SLOW_RATIO * model_ms)
+
+
 def slow_device(fio_rows, c, ctx) -> dict:
-    each = {d: v for d, v in (ctx.get("dev_service_each") or {}).items() if v[1] >= MIN_REQUESTS}
+    each = _compared(ctx.get("dev_service_each") or {})
     if len(each) < 2:
-        return not_judged(f"{len(each)} data disk(s) with at least {MIN_REQUESTS} requests: no peer to compare")
-    awaits = sorted(v[0] for v in each.values() if not math.isnan(v[0]))
-    if len(awaits) < 2:
-        return not_judged("per-disk service times not measured")
-    median = awaits[len(awaits) // 2] if len(awaits) % 2 else (awaits[len(awaits) // 2 - 1] + awaits[len(awaits) // 2]) / 2
-    slowest, (ms, _) = max(each.items(), key=lambda kv: -1 if math.isnan(kv[1][0]) else kv[1][0])
+        busy_door = any(v[1] < MIN_REQUESTS for v in each.values())
+        return not_judged(f"{len(each)} data disk(s) with at least {MIN_REQUESTS} requests"
+                          + (f" or {MIN_BUSY_MS / 1000:g} s busy" if busy_door else "") + ": no peer to compare")
+    slowest, served = max(each.items(), key=lambda kv: kv[1][0])
+    ms = served[0]
+    # The yardstick is the slowest disk's peers: with the slow disk in it, the median of a
+    # two-disk mirror would be half the slow disk's own time and never a quarter of it.
+    peers = sorted(v[0] for d, v in each.items() if d != slowest)
+    median = float(np.median(peers))
     ratio = ms / median if median > 0 else math.inf
-    model_iops = ctx.get("disk_model_iops")
-    floor = max(SLOW_MIN_MS, SLOW_RATIO * 1000.0 / model_iops) if model_iops else SLOW_MIN_MS
+    floor = _floor_ms(ctx, served)
     slow = ratio > SLOW_RATIO and ms > floor
     out = {"slowest_device": slowest, "slowest_service_ms": ms, "median_service_ms": median, "ratio": ratio,
            "floor_ms": floor}
     return {**out, "flag": slow,
-            "reason": f"{slowest}: busy {ms:.1f} ms per request, {ratio:.1f}x the data disks' median {median:.1f} ms"
+            "reason": f"{slowest}: busy {ms:.1f} ms per request, {ratio:.1f}x its peers' median {median:.1f} ms"
                       + (f" (> {SLOW_RATIO:g}x and > {floor:.0f} ms)" if slow
                          else f" (flagged only above {SLOW_RATIO:g}x and {floor:.0f} ms)")}
