@@ -35,10 +35,11 @@ from zbench_lib.sweeps.repetitions import Outcome, RepetitionRule, stein_interva
 from zbench_lib.sweeps.spec_values import repetitions
 
 COVS = (0.02, 0.05, 0.10, 0.20)
-DESIGNS = [("Stein pilot 3, max 10, 5% (default)", {}, 0.0),
+STEIN = {"pilot": 3, "max": 10, "target_rel_ci": 0.05}      # declared: the default is fixed 5
+DESIGNS = [("Stein pilot 3, max 10, 5%", STEIN, 0.0),
            ("Stein pilot 5, max 10, 5%", {"pilot": 5}, 0.0),
-           ("Stein default, 10% runs flagged", {}, 0.10),
-           ("fixed 5", {"fixed": 5}, 0.0)]
+           ("Stein pilot 3, 10% runs flagged", STEIN, 0.10),
+           ("fixed 5 (default)", {}, 0.0)]
 
 
 def simulate_cell(rule: RepetitionRule, cov: float, mean: float, flag_rate: float, rng: random.Random):

@@ -114,6 +114,25 @@ def test_rule_from_spec_block():
     assert RepetitionRule.from_config(repetitions({"fixed": 5})) == RepetitionRule("fixed", 5, 5, None, 10)
 
 
+@pytest.mark.parametrize("block", [None, {}, {"pool_replicates": 3}, {"metric": "bw_bytes_s"}])
+def test_default_design_is_fixed_five(block):
+    # Issue 27: no declared design gave Stein's two-stage rule (pilot 3, max 10) while the
+    # analysis used the plain Welch interval; the default is now a fixed 5 runs a cell.
+    r = repetitions(block)
+    assert (r["design"], r["pilot"], r["max"], r["target_rel_ci"], r["max_attempts"]) == ("fixed", 5, 5, None, 10)
+    rule = RepetitionRule.from_config(r)
+    assert rule == RepetitionRule("fixed", 5, 5, None, 10)
+    d = rule.decide([], [])                          # a new cell queues its five runs at once
+    assert (d.add, d.needed, d.stein) == (5, 5, None)
+    assert rule.decide(ok(90.0, 100.0, 110.0, 95.0, 105.0)).stage == "done"   # no second stage, whatever the spread
+
+
+def test_stein_only_when_declared():
+    assert repetitions({"max_attempts": 7})["design"] == "fixed"
+    assert repetitions({"target_rel_ci": 0.05})["design"] == "stein"
+    assert RepetitionRule.from_config(repetitions({"pilot": 3, "max": 10})) == RepetitionRule("stein", 3, 10, 0.05, 13)
+
+
 @pytest.mark.parametrize("rows, expected", [
     ([{"direction": "write", "iops": 10.0, "flagged": False}], Outcome(1, 10.0, True)),
     ([{"direction": "write", "iops": 10.0, "flagged": None}], Outcome(1, 10.0, True)),          # not judged

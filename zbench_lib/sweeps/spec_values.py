@@ -128,6 +128,10 @@ METRICS = ("iops", "bw_bytes_s", "clat_mean_ns", "clat_p50_ns", "clat_p99_ns", "
            "lat_p99_ns")
 REPETITION_KEYS = ("pilot", "min", "max", "fixed", "target_rel_ci", "metric", "max_attempts",
                    "pool_replicates")
+# Keys that declare Stein's two-stage design; without them (and without ``fixed``) the design
+# is fixed at DEFAULT_FIXED runs a cell (docs/methods.md §13).
+ADAPTIVE_KEYS = ("pilot", "min", "max", "target_rel_ci")
+DEFAULT_FIXED = 5
 
 
 def _fraction(v, path: str) -> float:
@@ -143,9 +147,13 @@ def _fraction(v, path: str) -> float:
 
 
 def repetitions(d) -> dict:
-    """The ``repetitions`` block, normalised: design 'stein' (pilot, max, target_rel_ci) or 'fixed'.
+    """The ``repetitions`` block, normalised: design 'fixed' (the default) or 'stein'.
 
-    ``min`` is the old name of ``pilot``; ``min == max`` (or ``fixed: n``) is a fixed design.
+    Without ``pilot``, ``min``, ``max`` or ``target_rel_ci`` a cell gets a fixed design of
+    ``DEFAULT_FIXED`` runs: the analysis's Welch intervals are valid for it, not for Stein's
+    data-dependent n (docs/methods.md §13). Stein's two-stage rule is used only when one of
+    those keys declares it. ``min`` is the old name of ``pilot``; ``min == max`` (or
+    ``fixed: n``) is a fixed design.
     ``max_attempts`` caps the runs of a cell, excluded ones included (default max + pilot);
     ``pool_replicates`` re-creates every pool that many times, in randomised blocks.
     """
@@ -156,11 +164,13 @@ def repetitions(d) -> dict:
     if metric not in METRICS:
         fail("repetitions.metric", f"{metric!r} is not a result column; choose one of {', '.join(METRICS)}")
     replicates = integer(r.get("pool_replicates", 1), "repetitions.pool_replicates", 1, 10)
+    adaptive = [k for k in ADAPTIVE_KEYS if k in r]
     if "fixed" in r:
-        others = [k for k in ("pilot", "min", "max", "target_rel_ci") if k in r]
-        if others:
-            fail("repetitions.fixed", f"a fixed design takes no {', '.join(others)}")
+        if adaptive:
+            fail("repetitions.fixed", f"a fixed design takes no {', '.join(adaptive)}")
         pilot = top = integer(r["fixed"], "repetitions.fixed", 1, 100)
+    elif not adaptive:
+        pilot = top = DEFAULT_FIXED
     else:
         key = "min" if "min" in r else "pilot"
         pilot = integer(r.get(key, 3), f"repetitions.{key}", 1, 100)
