@@ -3,19 +3,25 @@
 A cell whose runs were all excluded by the truth checks must not vanish: `cell_status`
 gives each planned cell (from the sweep's plan.json, or the cells seen in the results)
 its runs, admissible runs, the reasons of the exclusions and a plain status sentence.
+Where pools are replicated, the pool is the unit (§6): the cells of one configuration's
+pool replicates are one cell, judged when two of its pools have admissible runs.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
 
 from zbench_lib.analysis.flags import admissible_mask, raised_flags
+from zbench_lib.analysis.replication import pool_frame
 from zbench_lib.core.sizes import format_size
 
 MIN_UNITS = 2          # a CI needs at least two values a side
+_REPLICATE_SUFFIX = re.compile(r"-pr\d+$")      # sweeps/blocks.replicate: cell "<base>-pr<k>" of pool k
+_PER_POOL = ("pool_id", "target_id", "pool_replicate")   # differ between a configuration's pools
 # What identifies a cell when there is no plan (the configuration columns of the results).
 _CELL_COLUMNS = ("sweep_id", "cell_id", "config_id", "pool_id", "workload", "template", "direction", "layout",
                  "width", "vdevs", "data_disks", "total_disks", "ashift", "volblocksize_bytes", "recordsize_bytes",
@@ -73,8 +79,7 @@ def status_text(runs: int, admissible: int, excluded: int, reasons: str, planned
     if runs == 0:
         return "not judged: no run recorded" + (f" ({planned} planned)" if planned else "")
     why = f" ({reasons})" if reasons else ""
-    # A planned run absent from the results (its raw attempt torn, or its COMPLETE gone) is named.
-    missing = f", {planned - runs} of {planned} planned runs missing" if planned and runs < planned else ""
+    missing = _missing(runs, planned)
     if included:
         admissible, extra = runs, (f", {excluded} flagged run(s) included{why}" if excluded else "") + missing
     else:
@@ -87,6 +92,62 @@ def status_text(runs: int, admissible: int, excluded: int, reasons: str, planned
     return text + (f", {admissible} admissible run (a CI needs {MIN_UNITS})" if admissible else "") + missing
 
 
+def _missing(runs: int, planned: int | None) -> str:
+    """A planned run absent from the results (its raw attempt torn, or its COMPLETE gone) is named."""
+    return f", {planned - runs} of {planned} planned runs missing" if planned and runs < planned else ""
+
+
+def pool_status_text(pools: int, pools_ok: int, runs: int, admissible: int, excluded: int, reasons: str,
+                     planned: int | None = None, included: bool = False) -> str:
+    """The status of a configuration whose pools were replicated: judged on its pools (§6).
+
+    Examples
+    --------
+    >>> pool_status_text(3, 3, 3, 3, 0, "")
+    'judged: 3 of 3 pools with admissible runs; 3 of 3 runs admissible'
+    >>> pool_status_text(3, 1, 3, 1, 2, "not_steady 2")
+    'not judged: 1 of 3 pools with admissible runs (a CI needs 2); 1 of 3 runs admissible, 2 excluded (not_steady 2)'
+    """
+    if runs == 0:
+        return status_text(0, 0, 0, "", planned)
+    why = f" ({reasons})" if reasons else ""
+    if included:
+        detail = f"{runs} runs" + (f", {excluded} flagged run(s) included{why}" if excluded else "")
+    else:
+        detail = f"{admissible} of {runs} runs admissible" + (f", {excluded} excluded{why}" if excluded else "")
+    head = "judged" if pools_ok >= MIN_UNITS else "not judged"
+    need = "" if pools_ok >= MIN_UNITS else f" (a CI needs {MIN_UNITS})"
+    return f"{head}: {pools_ok} of {pools} pools with admissible runs{need}; {detail}{_missing(runs, planned)}"
+
+
+def base_cell_id(cell_id):
+    """The configuration's cell id of a pool replicate's cell: 'c4997fb-pr2' -> 'c4997fb'."""
+    return _REPLICATE_SUFFIX.sub("", cell_id) if isinstance(cell_id, str) else cell_id
+
+
+def _configurations(plan: pd.DataFrame, cid: str) -> pd.DataFrame:
+    """One plan row per configuration: the cells of its pool replicates folded into one.
+
+    `runs_planned` is summed over the pools, `pools_planned` counts them.
+    """
+    plan = plan.assign(**{cid: plan[cid].map(base_cell_id)})
+    key = [k for k in ("sweep_id", cid) if k in plan]
+    g = plan.groupby(key, sort=False, dropna=False)
+    out = g.first().reset_index()           # the factors are the same in every pool
+    out["pools_planned"] = g.size().to_numpy()
+    if "runs_planned" in plan:
+        out["runs_planned"] = g["runs_planned"].sum().to_numpy()
+    return out
+
+
+def _per_cell(d: pd.DataFrame, key: list, names: list) -> pd.DataFrame:
+    """Runs, excluded runs, flags raised, pools and pools with an admissible run per cell × direction."""
+    d = d.assign(_ok_pool=d["_pool"].where(~d["_excl"]))     # an excluded run's pool is not counted
+    return d.groupby(key + ["direction"], dropna=False).agg(
+        runs=("_excl", "size"), excluded=("_excl", "sum"), pools=("_pool", "nunique"),
+        pools_ok=("_ok_pool", "nunique"), **{c: (c, "sum") for c in names}).reset_index()
+
+
 def cell_status(results: pd.DataFrame, plan: pd.DataFrame | None = None,
                 include_flagged: bool = False) -> pd.DataFrame:
     """One row per planned cell × direction: runs, admissible, excluded, reasons, judged, status.
@@ -95,23 +156,31 @@ def cell_status(results: pd.DataFrame, plan: pd.DataFrame | None = None,
     cells seen in `results` (by cell_id, else config_id) are taken as the plan. Excluded runs
     are those with a truth-check flag raised (None, not judged, does not exclude); with
     `include_flagged` they count as admissible and the status still names them.
+
+    Where pools are replicated (a configuration planned or run on two or more pools), a row
+    is a configuration, its pool replicates' cells folded in (`cell_id` without `-pr<k>`);
+    `unit` is "pool", `pools` / `pools_admissible` count its pools and those with an
+    admissible run, and it is judged with two such pools (§6: pool means are the units).
+    Otherwise `unit` is "run" and a cell is judged with two admissible runs. `units` is the
+    count the CI would have.
     """
     cid = "cell_id" if "cell_id" in results else "config_id" if "config_id" in results else None
     if cid is None or results.empty:
         return pd.DataFrame()
     if "direction" not in results:
         results = results.assign(direction="all")
-    plan = None if plan is None or plan.empty else plan.rename(columns={"cell_id": cid})
+    results = results.assign(**{cid: results[cid].map(base_cell_id)})
+    plan = None if plan is None or plan.empty else _configurations(plan.rename(columns={"cell_id": cid}), cid)
     key = [k for k in ("sweep_id", cid) if k in results and (plan is None or k in plan)]
     run = ["run_id"] if "run_id" in results else []
     flags = raised_flags(results)
     names = list(flags.columns)
+    pools = pool_frame(results)
     d = pd.concat([results[key + run + ["direction"]], flags], axis=1).assign(
-        _excl=~admissible_mask(results))
-    per_run = d.groupby(key + run + ["direction"], dropna=False)[names + ["_excl"]].any() if run else \
-        d.set_index(key + ["direction"])[names + ["_excl"]]
-    agg = per_run.groupby(key + ["direction"], dropna=False).agg(
-        runs=("_excl", "size"), excluded=("_excl", "sum"), **{c: (c, "sum") for c in names}).reset_index()
+        _excl=~admissible_mask(results), _pool=pools["pool_id"] + "#" + pools["pool_replicate"].astype(str))
+    if run:                                  # a run's rows (directions, jobs) are one run
+        d = d.groupby(key + run + ["direction", "_pool"], dropna=False)[names + ["_excl"]].any().reset_index()
+    agg = _per_cell(d, key, names)
     if plan is None:
         cells = results.drop_duplicates(key + ["direction"])[[c for c in _CELL_COLUMNS if c in results]]
     else:
@@ -121,14 +190,32 @@ def cell_status(results: pd.DataFrame, plan: pd.DataFrame | None = None,
                                                  _directions(c.get("template") or c.get("workload")))])
     out = cells.drop(columns=[c for c in ("runs", "excluded", *names) if c in cells]).merge(
         agg, on=key + ["direction"], how="left")
-    out[["runs", "excluded"] + names] = out[["runs", "excluded"] + names].fillna(0).astype(int)
+    out[["runs", "excluded", "pools", "pools_ok"] + names] = \
+        out[["runs", "excluded", "pools", "pools_ok"] + names].fillna(0).astype(int)
+    return _judge(out, names, include_flagged)
+
+
+def _judge(out: pd.DataFrame, names: list, include_flagged: bool) -> pd.DataFrame:
+    """admissible, reasons, unit, units, judged and status of each row of `cell_status`."""
+    planned_pools = out["pools_planned"] if "pools_planned" in out else out["pools"]
+    replicated = bool((out["pools"] >= 2).any() or (planned_pools >= 2).any())
     out["admissible"] = out["runs"] - (0 if include_flagged else out["excluded"])
+    out["pools_admissible"] = out["pools"] if include_flagged else out["pools_ok"]
+    out["pools"] = out["pools"].where(out["pools"] >= planned_pools, planned_pools).astype(int)
     out["reasons"] = [_reasons(r) for r in out[names].to_dict("records")]
-    out["judged"] = out["admissible"] >= MIN_UNITS
-    planned = out["runs_planned"] if "runs_planned" in out else pd.Series(None, index=out.index)
-    out["status"] = [status_text(r, a, e, why, int(p) if pd.notna(p) else None, include_flagged) for r, a, e, why, p
-                     in zip(out["runs"], out["admissible"], out["excluded"], out["reasons"], planned)]
-    return out.drop(columns=names)
+    out["unit"] = "pool" if replicated else "run"
+    out["units"] = out["pools_admissible"] if replicated else out["admissible"]
+    out["judged"] = out["units"] >= MIN_UNITS
+    planned = [int(p) if pd.notna(p) else None for p in out.get("runs_planned", pd.Series(None, index=out.index))]
+    if replicated:
+        out["status"] = [pool_status_text(n, k, r, a, e, why, p, include_flagged) for n, k, r, a, e, why, p
+                         in zip(out["pools"], out["pools_admissible"], out["runs"], out["admissible"],
+                                out["excluded"], out["reasons"], planned)]
+    else:
+        out["status"] = [status_text(r, a, e, why, p, include_flagged) for r, a, e, why, p
+                         in zip(out["runs"], out["admissible"], out["excluded"], out["reasons"], planned)]
+    drop = names + ["pools_ok"] + (list(_PER_POOL) if replicated else [])
+    return out.drop(columns=[c for c in drop if c in out])
 
 
 def _side(cells: pd.DataFrame, cols: list, key: tuple) -> pd.DataFrame:
@@ -154,6 +241,7 @@ def planned_comparisons(out: pd.DataFrame, cells: pd.DataFrame, factor: str, bas
     if "note" not in out:
         out["note"] = ""
     rows = []
+    units = "units" if "units" in cells else "admissible"      # pools where pools are replicated
     for key, g in cells.groupby(cols, dropna=False) if cols else [((), cells)]:
         key = key if isinstance(key, tuple) else (key,)
         if not (g[factor] == baseline).any():
@@ -170,7 +258,7 @@ def planned_comparisons(out: pd.DataFrame, cells: pd.DataFrame, factor: str, bas
             first = lv.iloc[0]
             rows.append({**dict(zip(cols, key)), "factor": factor, "level": level, "baseline": baseline,
                          "metric": metric_for(first.get("workload"), first.get("template")),
-                         "n_level": int(lv["admissible"].sum()), "n_baseline": int(base["admissible"].sum()),
+                         "n_level": int(lv[units].sum()), "n_baseline": int(base[units].sum()),
                          "runs_level": int(lv["runs"].sum()), "runs_baseline": int(base["runs"].sum()),
                          "verdict": "not judged", "significant": False, "equivalent": False,
                          "comparison": name, "note": "; ".join(bad) or "not judged: no comparison could be made"})

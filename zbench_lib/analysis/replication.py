@@ -25,7 +25,7 @@ def _as_list(by) -> list:
     return [by] if isinstance(by, str) else list(by or [])
 
 
-def _pool_frame(df: pd.DataFrame) -> pd.DataFrame:
+def pool_frame(df: pd.DataFrame) -> pd.DataFrame:
     """pool_id and pool_replicate for every row; absent columns or values mean one pool."""
     out = pd.DataFrame(index=df.index)
     out["pool_id"] = df["pool_id"].fillna("pool").astype(str) if "pool_id" in df else "pool"
@@ -37,7 +37,7 @@ def _pool_frame(df: pd.DataFrame) -> pd.DataFrame:
 def pool_replicates(df: pd.DataFrame, by) -> pd.DataFrame:
     """Number of distinct pool replicates (`n_pools`) per group of `by`."""
     by = _as_list(by)
-    d = pd.concat([df[by].reset_index(drop=True), _pool_frame(df).reset_index(drop=True)], axis=1)
+    d = pd.concat([df[by].reset_index(drop=True), pool_frame(df).reset_index(drop=True)], axis=1)
     if not by:
         return pd.DataFrame({"n_pools": [len(d.drop_duplicates())]})
     return d.drop_duplicates().groupby(by, dropna=False).size().rename("n_pools").reset_index()
@@ -74,7 +74,7 @@ def to_units(df: pd.DataFrame, metric: str, by, unit: str = "auto") -> tuple[pd.
     if unit == "run":
         out = d[by + [metric]].assign(n_runs=1)
         return out.reset_index(drop=True), unit
-    pools = _pool_frame(d)
+    pools = pool_frame(d)
     d = d[by + [metric]].assign(**{f"_{k}": pools[k] for k in POOL_KEYS})
     g = d.groupby(by + [f"_{k}" for k in POOL_KEYS], dropna=False, sort=True)[metric]
     out = g.agg(["mean", "count"]).reset_index().rename(columns={"mean": metric, "count": "n_runs"})
