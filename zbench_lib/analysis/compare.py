@@ -103,23 +103,27 @@ def _one(x, base, alpha: float, margin: float) -> dict:
                 mannwhitney_p=mw_p, mannwhitney_note=mw_note, log_se=r.se, welch_df=r.df)
 
 
-def adjust(out: pd.DataFrame, family, alpha: float = 0.05) -> pd.DataFrame:
+def adjust(out: pd.DataFrame, family, alpha: float = 0.05, valid=None) -> pd.DataFrame:
     """Holm p, the Holm step's level, the adjusted CI and the verdict, per family (`ratio.holm`).
 
     `family` lists the columns whose values delimit a family (None: the whole table).
+    `valid` (a boolean per row, default all) marks the comparisons that may enter a family:
+    the others (a side pooling several configurations) are "not judged" and, since their p
+    tests no configuration, they do not count in m nor shift the others' Holm levels.
     """
     fam = [family] if isinstance(family, str) else list(family or [])
     out = out.copy()
+    valid = pd.Series(True, index=out.index) if valid is None else pd.Series(valid, index=out.index).astype(bool)
     out["holm_p"], out["holm_alpha"] = math.nan, math.nan
     for _, g in (out.groupby(fam, dropna=False) if fam else [(None, out)]):
-        adj, level = holm(g["p"].to_numpy(float), alpha)
+        adj, level = holm(g["p"].where(valid[g.index]).to_numpy(float), alpha)
         out.loc[g.index, "holm_p"], out.loc[g.index, "holm_alpha"] = adj, level
     with np.errstate(invalid="ignore"):
         t = sps.t.ppf(1 - out["holm_alpha"].to_numpy(float) / 2, out["welch_df"].to_numpy(float))
         est, se = np.log(out["ratio"].to_numpy(float)), out["log_se"].to_numpy(float)
         out["adj_ci_low"], out["adj_ci_high"] = np.exp(est - t * se), np.exp(est + t * se)
     out["significant"] = out["holm_p"].lt(alpha)
-    out["verdict"] = [verdict(r, alpha) for _, r in out.iterrows()]
+    out["verdict"] = [verdict(r, alpha) if ok else "not judged" for ok, (_, r) in zip(valid, out.iterrows())]
     return out
 
 

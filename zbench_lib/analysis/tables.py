@@ -75,7 +75,24 @@ def _mixed(df: pd.DataFrame, by: list, factor: str) -> dict:
             for k, r in n.iterrows() if (r > 1).any()}
 
 
+def _pooled_notes(df, out, by, factor) -> list[str]:
+    """Per comparison, "not judged: a side pools several configurations (...)" or ""."""
+    mixed = _mixed(df, by, factor)
+    notes = []
+    for _, r in out.iterrows():
+        k = tuple(r[c] for c in by)
+        cols = sorted(set(mixed.get(k + (r["level"],), []) + mixed.get(k + (r["baseline"],), [])))
+        notes.append(f"not judged: a side pools several configurations ({', '.join(cols)} differ)"
+                     if cols else "")
+    return notes
+
+
 def _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit) -> pd.DataFrame:
+    """Every metric's comparisons, Holm-adjusted per family over the valid comparisons only.
+
+    A side that pools several configurations is no comparison of one factor: it is "not
+    judged" and kept out of its Holm family, where it would raise the others' adjusted p.
+    """
     parts = []
     for m, d in _metric_parts(df, metric):
         if d.empty or baseline not in set(d[factor]):
@@ -83,9 +100,11 @@ def _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit) 
         out = compare(d, m, factor, baseline, by=by, alpha=alpha, family=family, margin=margin, unit=unit)
         if not out.empty:
             parts.append(out.assign(metric=m))
-    if len(parts) < 2:                       # compare() already adjusted a single part
-        return parts[0] if parts else pd.DataFrame()
-    return adjust(pd.concat(parts, ignore_index=True), family, alpha)
+    if not parts:
+        return pd.DataFrame()
+    out = pd.concat(parts, ignore_index=True)
+    out["note"] = _pooled_notes(df, out, by, factor)
+    return adjust(out, family, alpha, valid=out["note"] == "")
 
 
 def _sensitivity(out, df, all_runs, metric, factor, baseline, by, alpha, family, margin, unit):
@@ -128,7 +147,8 @@ def compare_table(df, metric: str, factor: str, baseline, by=None, margin: float
     `all_runs` (every run, flagged included) a `sensitivity` column says whether each verdict
     changes when flagged runs are included; with `cells` (`coverage.cell_status`) every planned
     comparison appears, a side without enough admissible runs as "not judged" with its reasons
-    in `note`. A side that pools several configurations is not judged either.
+    in `note`. A side that pools several configurations is not judged either, and stays out
+    of its Holm family.
     """
     held_by, name = comparison_by(df, factor, disks)
     by = held_by if by is None else list(by)
@@ -136,15 +156,6 @@ def compare_table(df, metric: str, factor: str, baseline, by=None, margin: float
         family = [c for c in ("workload", "direction") if c in by] or None
     out = _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit)
     if not out.empty:
-        mixed = _mixed(df, by, factor)
-        notes = []
-        for _, r in out.iterrows():
-            k = tuple(r[c] for c in by)
-            cols = sorted(set(mixed.get(k + (r["level"],), []) + mixed.get(k + (r["baseline"],), [])))
-            notes.append(f"not judged: a side pools several configurations ({', '.join(cols)} differ)"
-                         if cols else "")
-        out["note"] = notes
-        out.loc[out["note"] != "", "verdict"] = "not judged"
         out["comparison"] = name
     if cells is not None and not cells.empty:
         out = planned_comparisons(out, cells, factor, baseline, by, name,
