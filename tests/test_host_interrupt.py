@@ -2,8 +2,9 @@
 
 Issue 34: a SIGTERM that landed while `zpool create` ran over SSH killed the local ssh
 client; the remote command finished after the teardown had looked for the pool, and the
-pool was left. Host.run now waits for the command (on_interrupt="wait", the default) or,
-for loads whose teardown stops them on the host, lets it go (on_interrupt="leave").
+pool was left. Host.run now waits for the command or, for a load given `stop_with`, stops
+it on the host and sees it end there (a prefill that started after the teardown's first
+`pkill` held its zvol open under `zpool destroy`).
 These run real commands on the local host, with real signals to this process.
 """
 
@@ -11,13 +12,15 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
-from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.signals import terminate_as_exit
+from zbench_lib.core.stopping import stop_by_args
 from zbench_lib.hosts.base import LocalHost
 
 
@@ -43,15 +46,29 @@ def test_a_command_cut_off_by_sigterm_ends_before_the_exit_goes_on(tmp_path, cap
     assert "waiting for `sh -c" in capfd.readouterr().err
 
 
-def test_a_load_left_to_its_teardown_is_stopped_at_once(tmp_path):
+def test_a_load_with_a_stop_command_is_stopped_on_its_host_at_once(tmp_path):
     marker = tmp_path / "created"
     t0 = time.monotonic()
     with pytest.raises(SystemExit), terminate_as_exit():
         _signal_me_after([0.3])
-        LocalHost().run(_write_after(marker, 2.0), timeout=60, on_interrupt="leave")
-    assert time.monotonic() - t0 < 1.5
-    time.sleep(2.5)                            # it was stopped, not left to finish
+        LocalHost().run(_write_after(marker, 20.0), timeout=60, stop_with=stop_by_args(f"{marker}"))
+    assert time.monotonic() - t0 < 5
+    time.sleep(0.5)
     assert not marker.exists()
+
+
+# Becomes `sleep 31.5` only after 1.5 s: a stop sent at once finds nothing to stop.
+_LATE = [sys.executable, "-c", "import os, time; time.sleep(1.5); os.execvp('sleep', ['sleep', '31.5'])"]
+
+
+def test_a_load_that_starts_after_the_first_stop_is_stopped_too():
+    host = LocalHost()
+    proc = host.popen(_LATE)
+    t0 = time.monotonic()
+    host.stop_on_host(proc, stop_by_args("^sleep 31.5"))
+    assert proc.returncode == -signal.SIGTERM                 # ended by a later stop, not waited out
+    assert 1.4 <= time.monotonic() - t0 < 10
+    assert subprocess.run(["pgrep", "-f", "^sleep 31.5"], capture_output=True).returncode == 1
 
 
 def test_the_wait_is_bounded_by_the_commands_timeout(tmp_path, capfd):
@@ -64,8 +81,3 @@ def test_the_wait_is_bounded_by_the_commands_timeout(tmp_path, capfd):
     assert 4.5 <= took < 15, took
     assert "still running on local after" in capfd.readouterr().err
     assert not marker.exists()
-
-
-def test_a_bad_interrupt_policy_is_refused():
-    with pytest.raises(ConfigError, match="on_interrupt"):
-        LocalHost().run(["true"], on_interrupt="ignore")

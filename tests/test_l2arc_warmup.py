@@ -38,7 +38,7 @@ class FakeArcHost(Host):
     def clock(self):
         return self.now
 
-    def run(self, argv, *, timeout=600, check=True, input=None, on_interrupt="wait"):
+    def run(self, argv, *, timeout=600, check=True, input=None, stop_with=None):
         assert isinstance(argv, list) and all(isinstance(a, str) for a in argv), argv   # never a shell string
         self.calls.append(argv)
         if argv[0] == "cat":

@@ -7,6 +7,7 @@ the remote shell.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -18,6 +19,10 @@ from pathlib import Path
 
 from zbench_lib.core.errors import CommandError, CommandTimeout, ConfigError
 from zbench_lib.core.signals import signals_deferred
+
+
+# How long a load is stopped on its host (stop_on_host) before the teardown goes on beside it.
+STOP_BUDGET_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -42,23 +47,20 @@ class Host:
         raise NotImplementedError
 
     def run(self, argv, *, timeout: float = 600, check: bool = True,
-            input: str | bytes | None = None, on_interrupt: str = "wait") -> Result:
+            input: str | bytes | None = None, stop_with: list | None = None) -> Result:
         """Run `argv` on the host; raise CommandError on failure when `check`.
 
         A signal that unwinds the caller (Ctrl-C, or SIGTERM turned into SystemExit) while
-        the command runs does not abandon it: over SSH the remote command would go on after
-        the local client died, and a `zpool create` finishing after the teardown looked for
-        its pool leaves the pool behind. So the command is waited for, up to its own
-        timeout and said on the terminal, before the signal goes on (`on_interrupt="wait"`).
-        `"leave"` is for long loads whose teardown stops them on the host itself (fio,
-        stopped by its pool's or disk's teardown): waiting out a measurement window would
-        only delay that.
+        the command runs does not abandon it: over SSH the remote command goes on after the
+        local client dies, and a `zpool create` finishing after the teardown looked for its
+        pool left the pool behind (issue 34). So the command is waited for, up to its own
+        timeout and said on the terminal, before the signal goes on. A long load (fio) gives
+        `stop_with`, a command that stops it on the host: that is run until the load has
+        ended there (see stop_on_host), rather than waiting out a measurement window.
         """
         argv = [str(a) for a in argv]
         if not argv:
             raise ConfigError("empty command")
-        if on_interrupt not in ("wait", "leave"):
-            raise ConfigError(f"on_interrupt must be 'wait' or 'leave', not {on_interrupt!r}")
         text = not isinstance(input, bytes)
         start = time.monotonic()
         try:
@@ -69,11 +71,49 @@ class Host:
                                     start_new_session=True)
         except FileNotFoundError as exc:
             raise CommandError(self.name, argv, 127, str(exc)) from None
-        out, err = _communicate(proc, input, timeout, start, self.name, argv, on_interrupt)
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            # Only the local side is stopped; the host may still run it (the callers that
+            # expect that, like a slow `zpool destroy`, look again). No second communicate:
+            # an ssh multiplexing master holds the pipes while the remote command lives.
+            proc.kill()
+            proc.wait()
+            raise CommandTimeout(self.name, argv, -1, f"timed out after {timeout}s\n{_text(exc.stderr)}") from None
+        except BaseException:
+            if stop_with:
+                self.stop_on_host(proc, stop_with, argv)
+            else:
+                _wait_after_interrupt(proc, max(5.0, timeout - (time.monotonic() - start)), self.name, argv)
+            raise
+        out, err = _text(out), _text(err)
         res = Result(tuple(argv), proc.returncode, out, err, time.monotonic() - start)
         if check and proc.returncode != 0:
             raise CommandError(self.name, argv, proc.returncode, err, out)
         return res
+
+    def stop_on_host(self, proc: subprocess.Popen, stop_with: list, argv=None, budget_s: float = STOP_BUDGET_S) -> None:
+        """Stop a command started by run() or popen() on its host, and see it end there.
+
+        The local client of a remote command ends when the command has (an ssh client
+        reports its exit status), so it is waited for while `stop_with` is run on the host
+        every second: a load whose process had not yet started when the first stop ran
+        (the signal landed between the ssh request and the exec) is caught by the next one,
+        instead of starting after the teardown and holding the pool busy.
+        """
+        label = " ".join(map(str, argv or proc.args))[:80]
+        with signals_deferred():
+            deadline = time.monotonic() + budget_s
+            while proc.poll() is None and time.monotonic() < deadline:
+                with contextlib.suppress(CommandError):
+                    self.run(stop_with, check=False, timeout=30)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    _drain(proc, 1.0)
+            if proc.poll() is None:
+                print(f"zbench: `{label}` still running on {self.name} after {budget_s:.0f} s of stopping it; "
+                      "tearing down beside it", file=sys.stderr, flush=True)
+                proc.kill()
+                proc.wait()
 
     def popen(self, argv, **kwargs) -> subprocess.Popen:
         """Start `argv` on the host and return at once (for streamed progress)."""
@@ -127,36 +167,26 @@ def _text(data) -> str:
     return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
 
 
-def _communicate(proc, input, timeout, start, host_name, argv, on_interrupt) -> tuple[str, str]:
-    """(stdout, stderr) of `proc`; CommandTimeout past `timeout`; on a signal, see Host.run."""
-    try:
-        out, err = proc.communicate(input, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-        raise CommandTimeout(host_name, argv, -1, f"timed out after {timeout}s\n{_text(err)}") from None
-    except BaseException:
-        if on_interrupt == "wait":
-            _wait_after_interrupt(proc, max(5.0, timeout - (time.monotonic() - start)), host_name, argv)
-        else:
-            proc.kill()
-            proc.wait()
-        raise
-    return _text(out), _text(err)
+def _drain(proc: subprocess.Popen, timeout: float) -> None:
+    """Wait for `proc`, reading its pipes if it has them (a full pipe would stall it)."""
+    if proc.stdout is None and proc.stderr is None:
+        proc.wait(timeout=timeout)
+    else:
+        proc.communicate(timeout=timeout)
 
 
 def _wait_after_interrupt(proc, left_s: float, host_name: str, argv: list[str]) -> None:
     """Let a command cut off by a signal end on its host before the signal unwinds the caller."""
     with signals_deferred():
         try:
-            proc.communicate(timeout=1.0)
+            _drain(proc, 1.0)
             return
         except subprocess.TimeoutExpired:
             pass
         print(f"zbench: waiting for `{' '.join(argv)[:80]}` to end on {host_name} before tearing down "
               f"(up to {left_s:.0f} s)", file=sys.stderr, flush=True)
         try:
-            proc.communicate(timeout=left_s)
+            _drain(proc, left_s)
         except subprocess.TimeoutExpired:
             print(f"zbench: `{argv[0]}` still running on {host_name} after {left_s:.0f} s; "
                   "tearing down beside it", file=sys.stderr, flush=True)

@@ -20,6 +20,7 @@ from zbench_lib.core.paths import REPO_ROOT
 from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
 from zbench_lib.measure.fio_parse import load_fio_json, parse_fio_json, parse_fio_log, parse_fio_logs_dir  # noqa: F401
 from zbench_lib.hosts.base import Host
+from zbench_lib.core.stopping import stop_by_cwd
 from zbench_lib.core.sizes import parse_size
 
 TEMPLATE_DIR = REPO_ROOT / "templates" / "fio"
@@ -249,8 +250,8 @@ def execute_fio(host: Host, job_text: str, remote_dir: str, timeout: float | Non
     host.write_text(f"{remote_dir}/job.fio", job_text)
     # Run inside remote_dir so the relative log prefix lands there; env -C avoids a shell.
     argv = ["env", "-C", remote_dir, "fio", "--output-format=json", "--output=fio.json", "job.fio"]
-    # fio is stopped by its pool's or disk's teardown, never waited out on a signal.
-    res = host.run(argv, timeout=timeout, check=False, on_interrupt="leave")
+    # On a signal fio is stopped on the host (and seen gone) rather than waited out.
+    res = host.run(argv, timeout=timeout, check=False, stop_with=stop_by_cwd(remote_dir))
     return FioProcess(host, job_text, remote_dir, argv, res, jobs)
 
 

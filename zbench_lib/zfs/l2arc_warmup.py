@@ -29,6 +29,7 @@ import json
 import time
 from dataclasses import dataclass
 
+from zbench_lib.core.stopping import stop_by_cwd
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.zfs.zfsstats import parse_kstat
 
@@ -143,7 +144,7 @@ def warm_l2arc(host, path: str, *, size_bytes: int, cache_devices: list[str], ru
     while (reason := stop_reason([r["l2_size"] for r in readings], goal, clock() - t0, rule.max_s)) is None:
         seconds = max(1, min(rule.chunk_s, int(rule.max_s - (clock() - t0))))
         res = host.run(warmup_argv(path, size_bytes, direct, seconds, work_dir), timeout=seconds + 300,
-                       on_interrupt="leave")     # the pool's teardown stops it on the host
+                       stop_with=stop_by_cwd(work_dir))     # stopped on the host on a signal
         got = _read_bytes(res.stdout)
         read = None if read is None or got is None else read + got
         readings.append(l2_reading(host.read_text(ARCSTATS)))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from zbench_lib.core.errors import CommandError, CommandTimeout, ConfigError, ZbenchError
 from zbench_lib.hosts.base import Host
+from zbench_lib.core.stopping import stop_by_cwd
 from zbench_lib.zfs import readback
 from zbench_lib.zfs.layouts import Layout, expected_topology, zpool_create_argv
 from zbench_lib.zfs.safety import POOL_PREFIX, check_devices
@@ -54,18 +55,11 @@ def remove_leftovers(host: Host, pools: list[str] | None = None) -> list[str]:
     return pools
 
 
-# Kills every fio whose working directory is under $1 (passed as an argument,
-# never interpolated into the script).
-_KILL_BY_CWD = ('for p in $(pgrep -x fio); do case "$(readlink /proc/$p/cwd)" in "$1"*) '
-                'kill -TERM "$p";; esac; done; exit 0')
-
-
 def _kill_workers(host: Host, pool: str) -> None:
     # fio started over SSH survives the local ssh client; stop what uses the pool.
     host.run(["pkill", "-TERM", "-f", f"{REMOTE_WORK}/{pool}/"], check=False, timeout=30)
     host.run(["pkill", "-TERM", "-f", f"/dev/zvol/{pool}/"], check=False, timeout=30)
-    host.run(["sh", "-c", _KILL_BY_CWD, "kill-by-cwd", f"{REMOTE_WORK}/{pool}/"],
-             check=False, timeout=30)
+    host.run(stop_by_cwd(f"{REMOTE_WORK}/{pool}/"), check=False, timeout=30)
 
 
 # A destroy of a busy pool on slow disks first writes out its dirty data: allow for

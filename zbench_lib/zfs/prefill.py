@@ -13,6 +13,7 @@ import time
 
 from tqdm.auto import tqdm
 
+from zbench_lib.core.stopping import stop_by_args
 from zbench_lib.core.crash import crash_point
 from zbench_lib.core.errors import CommandError, ConfigError
 from zbench_lib.zfs.pools import Pool, TargetInfo
@@ -182,7 +183,10 @@ def _write(host, label: str, argv: list[str], progress: bool) -> None:
                 buf += ch
         rc = proc.wait()
     except BaseException:
-        proc.kill()
+        # Stopped on the host and seen gone: an abandoned prefill started late held the zvol
+        # open under the teardown's `zpool destroy` (issue 34).
+        output = next(a for a in argv if a.startswith("--output="))
+        host.stop_on_host(proc, stop_by_args(output), argv)
         raise
     finally:
         bar.n = 100 if proc.poll() == 0 else bar.n
