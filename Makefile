@@ -42,7 +42,7 @@ NBVAL := notebooks/analysis-scaling.ipynb notebooks/analysis-volblocksize.ipynb 
 # The whole suite; the lab tests share one booted lab for the session.
 test: image image-zfs21
 	@$(PYTHON) -m zbench_lib.hosts.setup_host --tests
-	$(BIN)/python -m pytest -q -ra tests $(NBVAL)
+	$(BIN)/python -m pytest -q -ra --durations=30 tests $(NBVAL)
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -ra -m "not lab" tests $(NBVAL)
