@@ -249,6 +249,25 @@ def test_sampler_without_zfs(tmp_path):
     assert series["arc"].empty and series["zpool"].empty and series["txg"].empty
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may raise a process's priority")
+def test_sampler_runs_ahead_of_the_load(tmp_path):
+    """The sampler and what it forks run at niceness -10, so a CPU-bound fio cannot starve it."""
+    script = tmp_path / "sampler.sh"
+    script.write_text(sampler_script())
+    proc = subprocess.Popen(sampler_argv(str(script), str(tmp_path / "out"), 1, ""),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not (tmp_path / "out" / "sampler.pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # nice execs the shell: the pid Popen knows is the sampler's own.
+        assert int((tmp_path / "out" / "sampler.pid").read_text()) == proc.pid
+        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == -10
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def test_sampler_survives_failing_zpool(tmp_path):
     bindir = fake_zpool(tmp_path, "echo \"cannot open '$6': no such pool\" >&2\nexit 1\n")
     out, rc, err = run_sampler(tmp_path, 2.5, path_prefix=bindir)
