@@ -12,8 +12,9 @@ against the run's own noise (docs/methods.md §12):
   disks have no TXG: their period is one sample. Periods are grouped into at most
   MAX_ROUNDS rounds (whole periods each), the first seconds that fill no round left out.
 - The noise is estimated from the data: the scatter of the round means around their line.
-  Counting noise is not modelled (a throttled device completes I/Os far more regularly than
-  Poisson, a stalled TXG far less; both were measured on the example sweeps, methods §12).
+  Counting noise is not modelled: a throttled device completes I/Os far more regularly than
+  Poisson counting predicts, a write stalled by TXG syncs far less regularly (both measured
+  on the example sweeps, methods §12).
 - The drift is the least-squares line's change across the window, as a share of the mean
   (a rate going linearly from 0.95 to 1.05 of its mean drifts 10%). Its standard error
   and two-sided p-value are the ordinary regression ones with rounds - 2 degrees of freedom
