@@ -105,7 +105,12 @@ def test_scaling_example_sequential_reads_that_read_twice_are_flagged(scaling_ru
     assert slow < 0.65 * min(seq[r]["iops"] for r in stripe - flagged)
     assert all(1.5 < seq[r]["read_amplification"] < 2.1 for r in flagged)
     assert all(seq[r]["read_amplification"] < 1.15 for r in set(seq) - flagged)
-    assert all(seq[r]["truth_flags"] == "read_amplification" for r in flagged)
+    assert all("read_amplification" in seq[r]["truth_flags"].split(",") for r in flagged)
+    # The mirror's reads also speed up across their 15 s (10 -> 23 IOPS in the last seconds): eight of
+    # nine not steady (an OLS of the per-second IOPS, statsmodels: drifts +75..+115%, p <= 0.007; the
+    # ninth +62%, p 0.08). The stripe's runs are steady (p >= 0.07).
+    drifting = {run for run, r in seq.items() if r["flag_not_steady"]}
+    assert drifting == {r for r in seq if r.startswith("c0fa769")} - {"c0fa769-pr3-r02"}
 
 
 def test_scaling_example_random_reads_match_the_block_model(scaling_runs):
@@ -124,8 +129,9 @@ def test_rows_of_a_real_run_carry_three_valued_flags(scaling_runs, tmp_path):
     unjudged = [c[5:] for c, v in flags.items() if v is None]
     assert r["checks_not_judged"] == len(unjudged) and r["checks_judged"] == len(flags) - len(unjudged)
     assert [part.split(":")[0] for part in r["not_judged"].split("; ")] == unjudged
-    # the controller's load was recorded: judged; 15 s of 1M reads at 20 IOPS: steadiness not judged
-    assert r["flag_host_contention"] is False and r["flag_not_steady"] is None
+    # the controller's load was recorded: judged; 15 s of 1M reads at 20 IOPS: judged on 15 rounds of
+    # 1 s, no drift beyond their noise (OLS of the per-second IOPS: +17%, p 0.74)
+    assert r["flag_host_contention"] is False and r["flag_not_steady"] is False
     assert r["flagged"] is True and r["truth_flags"] == "read_amplification"
     # parse_results: the pool the run ran on, and its replicate
     assert (res["pool_id"], res["pool_replicate"]) == ("p03-pr1", 1)
@@ -133,4 +139,5 @@ def test_rows_of_a_real_run_carry_three_valued_flags(scaling_runs, tmp_path):
     df.to_parquet(tmp_path / "r.parquet", index=False)
     back = pd.read_parquet(tmp_path / "r.parquet")
     assert back["flag_host_contention"].notna().all() and back["flag_read_amplification"].notna().all()
-    assert back["flag_not_steady"].isna().sum() == 13            # the sequential reads: a None survives parquet
+    assert back["flag_not_steady"].notna().all()                 # every read here is judged on its own noise
+    assert back["flag_write_amplification"].isna().all()          # reads: not judged, a None survives parquet

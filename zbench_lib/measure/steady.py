@@ -1,64 +1,50 @@
-"""SNIA-style steady state of a run's per-second IOPS, judged as five rounds.
+"""Steady state of a run's per-second IOPS: did the rate drift across the window beyond its noise?
 
-SNIA SSS PTS judges a measurement window of five rounds: max - min of the round means
-<= 20% of their average, and the least-squares line's rise across the window <= 10%
-(docs/statistics.md, Steady state). Here the rounds are sub-windows of one run, which
-is an adaptation with two consequences:
+The question is SNIA's slope criterion (docs/statistics.md, Steady state): does the fitted
+line rise or fall across the measurement window? It is asked of the run's own series,
+against the run's own noise (docs/methods.md §12):
 
-- Writes pulse with the TXG commit (`zfs_txg_timeout`, 5 s by default). A round that
-  is not a whole number of TXG periods holds a varying number of pulses, and the pulse
-  aliases into range and slope (6 s rounds against a 5 s pulse). For writes the rounds
-  are k whole TXG periods, k as large as the window allows; the first seconds that do
-  not fill a round are left out (SNIA's measurement window is the last rounds). A
-  window that cannot hold five rounds of one period is not judged.
-- A round of a slow device holds few I/Os, so its mean carries counting noise of about
-  1/sqrt(I/Os per round) even when nothing changes. What that noise alone reaches 99%
-  of the time is 4.60 noise for the range of 5 rounds (the studentized range
-  q(0.99; 5, inf)) and 2.576 x 4/sqrt(10) noise for the rise. When either exceeds
-  SNIA's limit, the rule could not have told a drift of that size from noise: the run
-  is not judged (flag None), never "steady". When the noise fits, SNIA's limits are
-  used as they are, and a rise of twice the slope limit (20%) is caught at least 99%
-  of the time (the rise's noise SD is then at most 10 / 2.576 = 3.9%; simulated in
-  tests/test_truth_steady.py). Counting noise is taken as Poisson; throttled
-  completions are more regular, so the rule errs towards "not judged".
-- A write faster than the disks drain fills ZFS's dirty-data buffer, and the write throttle
-  then stalls it while a TXG syncs: bursts and silences with a cycle of one or two TXG syncs
-  (28 s for 4k writes on a 4K-volblocksize raidz1 of six lab disks), not the 5 s timeout.
-  The pulse period of a write is therefore read from the series itself (`pulse_period`: the
-  first lag whose autocorrelation is clearly periodic) and used when longer than the TXG
-  timeout; a window that cannot hold five rounds of it is not judged.
+- Rounds are whole periods of the series' pulse, so the pulse does not alias into the
+  trend. Writes pulse with the TXG commit (`zfs_txg_timeout`, 5 s), or with a longer
+  burst-and-stall cycle of one or two TXG syncs when ZFS's write throttle stalls them
+  (28 s for 4k writes on a 4K-volblocksize raidz1 of six lab disks): the period is the TXG
+  period, or the series' own pulse (`pulse_period`) when that is longer. Reads and raw
+  disks have no TXG: their period is one sample. Periods are grouped into at most
+  MAX_ROUNDS rounds (whole periods each), the first seconds that fill no round left out.
+- The noise is estimated from the data: the scatter of the round means around their line.
+  Counting noise is not modelled: a throttled device completes I/Os far more regularly than
+  Poisson counting predicts, a write stalled by TXG syncs far less regularly (both measured
+  on the example sweeps, methods §12).
+- The drift is the least-squares line's change across the window, as a share of the mean
+  (a rate going linearly from 0.95 to 1.05 of its mean drifts 10%). Its standard error
+  and two-sided p-value are the ordinary regression ones with rounds - 2 degrees of freedom
+  (`scipy.stats.linregress`); rounds are whole pulses, so their means are close to
+  independent (the calibration in benchmarks/steady_state_calibration.py checks it).
+- Not steady (flag True) when the drift is both clear (p < ALPHA) and at least
+  DRIFT_PCT of the mean: a drift too small to matter is not flagged however clear it is,
+  and one the noise could have made is not flagged however large.
+- A window of fewer than MIN_ROUNDS whole periods is not judged (flag None). Otherwise the
+  run is judged even when its noise is large: the verdict then says how large a drift the
+  window could have seen (`detectable_pct`, 80% power), so "steady" is read with its
+  strength.
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
+from scipy import stats
 
-STEADY_RANGE_PCT = 20.0      # max - min <= 20% of the mean
-STEADY_SLOPE_PCT = 10.0      # least-squares rise across the window <= 10% of the mean
-STEADY_ROUNDS = 5            # SNIA's measurement window is five rounds
-STEADY_MIN_SAMPLES = 5       # one sample per round at least
-STEADY_NOISE_RANGE_Q = 4.60  # 99% quantile of the range of 5 normal samples, in SDs
-STEADY_NOISE_Z = 2.576       # two-sided 99% normal quantile, for the rise across the rounds
-TXG_PERIOD_S = 5.0           # zfs_txg_timeout default: writes pulse with it
-PULSE_MIN_ACF = 0.5          # autocorrelation of a clear pulse (white noise stays under 0.4 at 60 s)
-PULSE_NEAR_MAX = 0.9         # the fundamental: the first lag within 90% of the best one, not a multiple
-# SD of the least-squares rise across 5 rounds, in units of one round's SD: 4 / sqrt(10).
-RISE_SD = (STEADY_ROUNDS - 1) / math.sqrt(sum((k - (STEADY_ROUNDS - 1) / 2) ** 2 for k in range(STEADY_ROUNDS)))
-
-
-def _rounds(y: np.ndarray, txg_period_s: float | None, sample_s: float, what: str = "TXG periods"):
-    """(round means, seconds per round, samples used) or a reason the window has no rounds."""
-    if txg_period_s is None:
-        return np.array([r.mean() for r in np.array_split(y, STEADY_ROUNDS)]), len(y) * sample_s / STEADY_ROUNDS, len(y)
-    period = max(1, round(txg_period_s / sample_s))            # samples per TXG period
-    k = len(y) // (STEADY_ROUNDS * period)                     # TXG periods per round
-    if k < 1:
-        return (f"{len(y) * sample_s:g} s cannot hold {STEADY_ROUNDS} rounds of whole {what} "
-                f"({txg_period_s:g} s): {STEADY_ROUNDS * period * sample_s:g} s needed")
-    used = y[len(y) - STEADY_ROUNDS * k * period:]
-    return used.reshape(STEADY_ROUNDS, k * period).mean(axis=1), k * period * sample_s, len(used)
+DRIFT_PCT = 5.0        # practical threshold: a drift across the window of at least 5% of the mean
+ALPHA = 0.05           # ... and clear: two-sided p of the regression slope below 5%
+POWER = 0.80           # `detectable_pct`: the drift seen this often at ALPHA
+MIN_ROUNDS = 5         # SNIA's five rounds; fewer whole periods are not judged
+MAX_ROUNDS = 15        # periods are grouped into at most 15 rounds (whole periods each)
+TXG_PERIOD_S = 5.0     # zfs_txg_timeout default: writes pulse with it
+PULSE_MIN_ACF = 0.5    # autocorrelation of a clear pulse (white noise stays under 0.4 at 60 s)
+PULSE_NEAR_MAX = 0.9   # the fundamental: the first lag within 90% of the best one, not a multiple
 
 
 def pulse_period(values, min_s: float, sample_s: float = 1.0) -> float | None:
@@ -90,50 +76,94 @@ def pulse_period(values, min_s: float, sample_s: float = 1.0) -> float | None:
     return next(k for k in peaks if acf[k] >= PULSE_NEAR_MAX * best) * sample_s
 
 
+def _period(y: np.ndarray, txg_period_s: float | None, sample_s: float) -> tuple[int, str, float | None]:
+    """(samples per period, what a period is, the pulse found or None)."""
+    if txg_period_s is None:
+        return 1, "samples", None
+    pulse = pulse_period(y, txg_period_s, sample_s)
+    if pulse is not None and pulse > txg_period_s:
+        return max(1, round(pulse / sample_s)), "write pulses", pulse
+    return max(1, round(txg_period_s / sample_s)), "TXG periods", pulse
+
+
+def _rounds(y: np.ndarray, per: int) -> tuple[np.ndarray, int]:
+    """(round means, samples per round): whole periods of `per` samples, at most MAX_ROUNDS
+    rounds, the first samples that fill no round left out (the window's end is kept)."""
+    periods = len(y) // per
+    k = math.ceil(periods / MAX_ROUNDS)                 # periods per round
+    rounds = periods // k
+    used = y[len(y) - rounds * k * per:].reshape(rounds, k * per)
+    return used.mean(axis=1), k * per
+
+
+@lru_cache(maxsize=64)
+def _t(q: float, df: int) -> float:
+    return float(stats.t.ppf(q, df))
+
+
+def _drift(rounds: np.ndarray, mean: float) -> dict:
+    """The least-squares drift across the window (% of the mean) with its SE, CI and p-value."""
+    r = len(rounds)
+    x = (np.arange(r) + 0.5) / r                         # round centres, as a share of the window
+    fit = stats.linregress(x, rounds)
+    df = r - 2
+    drift, se = 100 * fit.slope / mean, 100 * fit.stderr / mean
+    resid = rounds - (fit.intercept + fit.slope * x)
+    if not se > 0:                                       # an exact line (or a flat one): no noise seen
+        se, p = 0.0, (0.0 if abs(drift) > 0 else 1.0)
+    else:
+        p = float(fit.pvalue)
+    t_crit, t_pow = _t(1 - ALPHA / 2, df), _t(POWER, df)
+    return {"slope_pct": float(drift), "drift_se_pct": float(se), "p_value": p,
+            "drift_ci_pct": (float(drift - t_crit * se), float(drift + t_crit * se)),
+            "slope_limit_pct": float(max(DRIFT_PCT, t_crit * se)),
+            "detectable_pct": float(max(DRIFT_PCT, t_crit * se) + t_pow * se),
+            "noise_pct": float(100 * np.sqrt((resid ** 2).sum() / df) / mean), "df": df}
+
+
 def steady_state(values, txg_period_s: float | None = None, sample_s: float = 1.0) -> dict:
     """Steady-state verdict on a per-second IOPS series: flag True (not steady), False, None.
 
     `txg_period_s`: the TXG period when the run wrote (rounds are whole multiples of it, or
-    of the series' own pulse when that is longer, see `pulse_period`), None for reads.
-    Returns the round statistics beside the verdict: range_pct, slope_pct
-    (signed rise across the rounds, % of the mean), noise_pct (counting noise of one
-    round), the limits judged against and the limits noise alone would need.
+    of the series' own pulse when that is longer, see `pulse_period`), None for reads and raw
+    disks (rounds of whole samples). Returned beside the verdict: slope_pct (the signed drift
+    across the window, % of the mean), drift_se_pct, drift_ci_pct (95%), p_value,
+    slope_limit_pct (the drift a flag needs: DRIFT_PCT, or the critical drift of the noise when
+    larger), detectable_pct (the drift seen 80% of the time), noise_pct (the scatter of one
+    round's mean around the line, from the data), counting_noise_pct (what Poisson counting
+    alone would give, for comparison), range_pct (max - min of the round means, reported, not
+    judged), rounds, round_s, pulse_period_s.
 
     >>> steady_state([10000, 10100, 9900, 10050, 9950])["flag"]
     False
     """
     y = np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=float)
-    out = dict(samples=len(y), samples_used=0, round_s=math.nan, mean=math.nan, range_pct=math.nan,
-               slope_pct=math.nan, noise_pct=math.nan, range_limit_pct=STEADY_RANGE_PCT,
-               slope_limit_pct=STEADY_SLOPE_PCT, noise_range_pct=math.nan, noise_slope_pct=math.nan,
-               txg_period_s=txg_period_s)
-    if len(y) < STEADY_MIN_SAMPLES:
-        return {**out, "flag": None, "reason": f"too short to judge ({len(y)} < {STEADY_MIN_SAMPLES} samples)"}
-    mean = float(y.mean())
-    if mean <= 0:
-        return {**out, "mean": mean, "flag": None, "reason": "no I/O in the window"}
-    pulse = pulse_period(y, txg_period_s, sample_s) if txg_period_s is not None else None
+    nan = math.nan
+    out = {"samples": len(y), "samples_used": 0, "rounds": 0, "round_s": nan, "mean": nan, "range_pct": nan,
+           "slope_pct": nan, "drift_se_pct": nan, "drift_ci_pct": (nan, nan), "p_value": nan, "noise_pct": nan,
+           "counting_noise_pct": nan, "range_limit_pct": nan, "slope_limit_pct": DRIFT_PCT, "detectable_pct": nan,
+           "drift_threshold_pct": DRIFT_PCT, "alpha": ALPHA, "txg_period_s": txg_period_s, "pulse_period_s": None}
+    if len(y) == 0 or y.mean() <= 0:
+        return {**out, "flag": None, "reason": "no I/O in the window"}
+    per, what, pulse = _period(y, txg_period_s, sample_s)
     out["pulse_period_s"] = pulse
-    longer = pulse is not None and pulse > txg_period_s
-    got = _rounds(y, pulse if longer else txg_period_s, sample_s, "write pulses" if longer else "TXG periods")
-    if isinstance(got, str):
-        return {**out, "mean": mean, "flag": None, "reason": got}
-    rounds, round_s, used = got
-    mean = float(y[len(y) - used:].mean())
-    x = np.arange(STEADY_ROUNDS)
-    slope = float(np.polyfit(x, rounds, 1)[0])
-    rng = 100 * float(rounds.max() - rounds.min()) / mean
-    rise = 100 * slope * (STEADY_ROUNDS - 1) / mean
-    noise = 100 / math.sqrt(mean * round_s)
-    noise_range, noise_slope = STEADY_NOISE_RANGE_Q * noise, STEADY_NOISE_Z * RISE_SD * noise
-    out.update(samples_used=used, round_s=round_s, mean=mean, range_pct=rng, slope_pct=rise, noise_pct=noise,
-               noise_range_pct=noise_range, noise_slope_pct=noise_slope)
-    if noise_range > STEADY_RANGE_PCT or noise_slope > STEADY_SLOPE_PCT:
-        return {**out, "flag": None,
-                "reason": f"could not have detected a drift of this size: {mean * round_s:.0f} I/Os per "
-                          f"{round_s:g} s round, counting noise {noise:.1f}% needs limits of range "
-                          f"{noise_range:.3g}% and slope {noise_slope:.3g}% (SNIA: "
-                          f"{STEADY_RANGE_PCT:g}%, {STEADY_SLOPE_PCT:g}%)"}
-    fails = [f"range {rng:.1f}% > {STEADY_RANGE_PCT:g}%"] * (rng > STEADY_RANGE_PCT) + \
-            [f"slope {rise:+.1f}% > {STEADY_SLOPE_PCT:g}%"] * (abs(rise) > STEADY_SLOPE_PCT)
-    return {**out, "flag": bool(fails), "reason": "; ".join(fails) or "steady"}
+    if len(y) // per < MIN_ROUNDS:
+        return {**out, "mean": float(y.mean()), "flag": None,
+                "reason": f"too short to judge: {len(y) * sample_s:g} s hold {len(y) // per} whole {what} of "
+                          f"{per * sample_s:g} s, {MIN_ROUNDS} needed ({MIN_ROUNDS * per * sample_s:g} s)"}
+    rounds, per_round = _rounds(y, per)
+    used, mean, round_s = len(rounds) * per_round, float(rounds.mean()), per_round * sample_s
+    if mean <= 0:
+        return {**out, "flag": None, "reason": "no I/O in the whole periods of the window"}
+    d = _drift(rounds, mean)
+    out.update(d, samples_used=used, rounds=len(rounds), round_s=round_s, mean=mean,
+               range_pct=float(100 * (rounds.max() - rounds.min()) / mean),
+               counting_noise_pct=100 / math.sqrt(mean * round_s))
+    drift, (lo, hi) = d["slope_pct"], d["drift_ci_pct"]
+    said = (f"drift {drift:+.1f}% across {used * sample_s:g} s (95% CI {lo:+.1f} to {hi:+.1f}%, "
+            f"p {d['p_value']:.2g}; {len(rounds)} rounds of {round_s:g} s, whole {what})")
+    if d["p_value"] < ALPHA and abs(drift) >= DRIFT_PCT:
+        return {**out, "flag": True, "reason": f"{said}: clear and beyond {DRIFT_PCT:g}%"}
+    tail = (f"clear but under {DRIFT_PCT:g}%" if d["p_value"] < ALPHA else
+            f"within the noise; a drift of {d['detectable_pct']:.0f}% would be seen {POWER:.0%} of the time")
+    return {**out, "flag": False, "reason": f"{said}: {tail}"}
