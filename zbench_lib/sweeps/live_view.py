@@ -59,7 +59,8 @@ class LiveSweepView:
             elif ev.get("event") == "run judged":
                 for r in self.runs:
                     if r["run_id"] == ev.get("run_id"):
-                        r["flags"] = list(ev.get("truth_flags") or [])
+                        # events before flag kinds (issue 27) named every flag raised as truth_flags
+                        r["flags"] = list(ev.get("invalidating_flags", ev.get("truth_flags")) or [])
             self._dirty = self._dirty or ev.get("event") in ("run completed", "run judged", "finished", "started",
                                                              "resumed")
 
@@ -68,7 +69,7 @@ class LiveSweepView:
         with self._lock:
             runs, last, title = list(self.runs), self.last, self._title()
         fig = make_subplots(rows=2, cols=1, vertical_spacing=0.22, subplot_titles=(
-            "IOPS of each finished run (dot; red x: flagged by a truth check) and the cell's mean so far (bar)",
+            "IOPS of each finished run (dot; red x: invalidated by a truth check) and the cell's mean so far (bar)",
             f"per-second IOPS of {last['run_id']} ({last['cell']}), from its fio log" if last
             else "per-second IOPS of the last finished run (none yet)"))
         cells = list(dict.fromkeys(r["cell"] for r in runs))
