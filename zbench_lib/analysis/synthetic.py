@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from zbench_lib.analysis.flags import admissible_mask
 from zbench_lib.zfs.models import predicted_random_read_iops, zfs_charged_bytes
 from zbench_lib.zfs.geometry import data_disks
 
@@ -167,7 +168,7 @@ def synthetic_results(n_rows: int = 1000, seed: int = 0, shape: str = "scaling")
     df["pool_fragmentation_pct"] = rng.uniform(0, 10, n)
     for f in FLAGS:
         df[f] = rng.random(n) < FLAG_RATE
-    df["flagged"] = df[list(FLAGS)].any(axis=1)
+    df["flagged"] = ~admissible_mask(df[list(FLAGS)])        # not_steady describes a run: kept
     df["disk_model_iops"] = DISK_IOPS
     df["disk_model_bw"] = DISK_BW
     df["synthetic"] = True

@@ -1,11 +1,11 @@
 """A live chart of a running sweep in JupyterLab, fed by the store's events.jsonl.
 
 The sweep notebook shows it above its progress bars: each finished run adds a point
-(IOPS, by cell, with the cell's mean so far; a red x once a truth check flags it), and a second panel draws the per-second
-IOPS of the run that just finished, from its fio log in the raw record. It reads only
-the local store, never the host under test: watching the current run on the host
-would put an observer beside the measurement (the per-second panel therefore shows a
-run as soon as it ends, not while it runs).
+(IOPS, by cell, with the cell's mean so far; a red x once a truth check invalidates it), and
+a second panel draws the per-second IOPS of the run that just finished, from its fio log in
+the raw record. It reads only the local store, never the host under test: watching the
+current run on the host would put an observer beside the measurement (the per-second panel
+therefore shows a run as soon as it ends, not while it runs).
 
 `LiveSweepView(sweep_dir, plan)` is a context manager; `figure()` builds the chart
 from what has been seen so far (tests call it directly).
