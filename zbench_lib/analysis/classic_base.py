@@ -10,7 +10,7 @@ import pandas as pd
 
 from zbench_lib.analysis.flags import admissible_mask, raised_by_kind, replacement_mask
 from zbench_lib.analysis.replication import ONE_POOL_NOTE
-from zbench_lib.measure.truth import INVALIDATES
+from zbench_lib.measure.judging import INVALIDATES
 from zbench_lib.core.sizes import format_size
 
 ALPHA = 0.05

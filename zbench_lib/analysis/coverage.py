@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from zbench_lib.analysis.flags import admissible_mask, raised_by_kind, replacement_mask
-from zbench_lib.measure.truth import DESCRIBES, INVALIDATES
+from zbench_lib.measure.judging import DESCRIBES, INVALIDATES
 from zbench_lib.analysis.replication import pool_frame
 from zbench_lib.core.sizes import format_size
 

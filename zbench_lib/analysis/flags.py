@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from zbench_lib.measure.truth import DESCRIBES, INVALIDATES, TRUTH_CHECKS, kind_of
+from zbench_lib.measure.judging import DESCRIBES, INVALIDATES
+from zbench_lib.measure.truth import TRUTH_CHECKS, kind_of
 
 FLAG_MEANINGS = {c.column: c.meaning for c in TRUTH_CHECKS}
 _TRUE, _FALSE = ("true", "1", "1.0", "yes"), ("false", "0", "0.0", "no")

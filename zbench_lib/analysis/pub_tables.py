@@ -86,7 +86,8 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False) -> pd.Da
     out[list(_RUNS)] = out[list(_RUNS)].fillna(0).astype(int)
     if include_flagged:
         out["excluded"] = 0
-    out.insert(0, "configuration", [config_label(*r) for r in out[["layout", "vdevs", "width"]].itertuples(index=False)])
+    shape = out[["layout", "vdevs", "width"]].itertuples(index=False)
+    out.insert(0, "configuration", [config_label(*r) for r in shape])
     out = out.rename(columns={"total_disks": "drives", "mean": "iops", "ci95_low": "iops_ci95_low",
                               "ci95_high": "iops_ci95_high"})
     out["iops_ci95_low"] = out["iops_ci95_low"].clip(lower=0)

@@ -157,8 +157,8 @@ def synthetic_results(n_rows: int = 1000, seed: int = 0, shape: str = "scaling")
     df["cpu_iowait_pct"] = rng.uniform(20, 60, n)
     df["write_amplification"] = np.where(is_read, np.nan, overhead)
     logical = float(1024 ** 3)
-    charged = {(l, w, v): zfs_charged_bytes(v, l, w) / v
-               for l, w, v in df[["layout", "width", "volblocksize_bytes"]].drop_duplicates().itertuples(index=False)}
+    charged = {(lay, w, v): zfs_charged_bytes(v, lay, w) / v
+               for lay, w, v in df[["layout", "width", "volblocksize_bytes"]].drop_duplicates().itertuples(index=False)}
     ratio = np.array([charged[k] for k in zip(df["layout"], df["width"], df["volblocksize_bytes"])])
     df["logicalused_bytes"] = logical
     df["used_bytes"] = logical * ratio * rng.uniform(1.002, 1.01, n)     # + metadata

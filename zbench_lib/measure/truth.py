@@ -31,13 +31,12 @@ spec injects faults on purpose: a lost device then describes the run, see `TRUTH
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Callable, Literal
 
 import numpy as np
 
 from zbench_lib.measure.device_health import device_lost, slow_device
 from zbench_lib.measure.host_load import host_contention
+from zbench_lib.measure.judging import DESCRIBES, INVALIDATES, Kind, TruthCheck
 from zbench_lib.measure.judging import MIN_FIO_BYTES, MiB, fio_bytes, not_judged  # noqa: F401
 from zbench_lib.measure.judging import div as _div, num as _num
 from zbench_lib.measure.read_amp import read_amplification
@@ -212,32 +211,6 @@ def _emulation_bound(fio_rows, c, ctx) -> dict:
     return {**out, "flag": bool(below and saturated),
             "reason": f"busiest disk at {iops_share:.0%} of IOPS and {bw_share:.0%} of bandwidth limits, "
                       f"CPU busy {busy:.0f}%, idle {idle:.0f}%"}
-
-
-Kind = Literal["invalidates", "describes"]
-INVALIDATES: Kind = "invalidates"       # the run did not measure the system under test: excluded, may be replaced
-DESCRIBES: Kind = "describes"           # the system behaved this way: kept, counted, shown beside the estimate
-
-
-@dataclass(frozen=True)
-class TruthCheck:
-    """One truth check: how it judges a run and what its raised flag means for the run.
-
-    `in_fault_study` is the kind where the spec injects faults on purpose (`faults:`), when
-    it differs from `kind`. The reason for each kind is in docs/methods.md §7.
-    """
-    name: str
-    judge: Callable[[list, dict, dict], dict]
-    kind: Kind
-    meaning: str
-    in_fault_study: Kind | None = None
-
-    @property
-    def column(self) -> str:
-        return f"flag_{self.name}"
-
-    def kind_for(self, fault_study: bool) -> Kind:
-        return self.in_fault_study if fault_study and self.in_fault_study else self.kind
 
 
 # The checks in report order. Adding a check means adding it here, kind included
