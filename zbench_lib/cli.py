@@ -119,8 +119,8 @@ def cmd_table(args):
     sweep = load_sweep(args.sweep_dir)
     sid = str(sweep.results["sweep_id"].iloc[0]) if len(sweep.results) else sweep.path.name
     note = (f"Sweep {sid}. Mean over n admissible first attempts; IOPS 95% CI of the mean; "
-            + ("flagged runs included." if args.include_flagged else "runs a truth check invalidated excluded")
-            + ("" if args.include_flagged else "; runs with describing flags kept."))
+            + ("flagged runs included." if args.include_flagged else
+               "runs invalidated by a truth check excluded; runs with describing flags kept."))
     text = export_table(summary_table(sweep.results, args.include_flagged), args.format,
                         title=f"zbench summary: {sid}", source_note=note)
     if args.out:
