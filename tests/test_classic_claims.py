@@ -252,7 +252,8 @@ def test_reads_too_uncertain_are_not_judged():
 @pytest.mark.parametrize("configs, flagged, reason", [
     ([("raidz1", 6, 1, FLAT), ("mirror", 2, 3, FLAT)], (), "varies no disk count within raidz"),
     ([("raidz1", 3, 1, [100]), ("raidz1", 6, 1, [100])], (), "1 of 1 runs admissible"),
-    ([("raidz1", 3, 1, FLAT), ("raidz1", 6, 1, FLAT)], {("raidz1", 6, 1)}, "0 of 3 runs admissible (host_contention 3)"),
+    ([("raidz1", 3, 1, FLAT), ("raidz1", 6, 1, FLAT)], {("raidz1", 6, 1)},
+     "0 of 3 runs admissible (host_contention 3)"),
 ])
 def test_reads_not_judged_say_why(configs, flagged, reason):
     c = _verdict(_reads(configs, flagged), "raidz_reads")
