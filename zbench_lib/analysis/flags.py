@@ -65,9 +65,10 @@ def _column_kind(column: str, fault_study: pd.Series) -> pd.Series:
     """
     name = column.removeprefix("flag_")
     try:
-        return fault_study.map(lambda f: kind_of(name, bool(f)))
+        inside, outside = kind_of(name, True), kind_of(name, False)
     except KeyError:
-        return pd.Series(INVALIDATES, index=fault_study.index)
+        inside = outside = INVALIDATES
+    return pd.Series(np.where(fault_study.to_numpy(bool), inside, outside), index=fault_study.index)
 
 
 def _of_kind(df: pd.DataFrame, hits: pd.DataFrame, kind: str) -> pd.DataFrame:

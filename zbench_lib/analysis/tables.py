@@ -213,7 +213,7 @@ def _scaling_sensitivity(s, df, all_runs, metric, unit):
     for alt in sensitivity_alternatives(df, all_runs):
         a = _scaling(alt.runs, metric, unit)
         keys = [c for c in s.columns if (c in CONFIG_COLUMNS or c == "metric") and c in a.columns]
-        m = s[keys].merge(a[keys + cols], on=keys, how="left", suffixes=("", "_alt")) if len(a) else \
+        m = s[keys].merge(a[keys + cols], on=keys, how="left") if len(a) else \
             s[keys].assign(**{c: np.nan for c in cols})
         touched = _scaling_touched(s, alt.changed)
         for c in cols:
