@@ -14,7 +14,7 @@ from zbench_lib.analysis.compare import adjust
 
 K = 1024
 # One run per pool, three pools per configuration (`repetitions: {fixed: 1, pool_replicates: 3}`):
-# block size -> (IOPS of the run on pool 1, 2, 3; runs flagged not steady)
+# block size -> (IOPS of the run on pool 1, 2, 3; runs invalidated by host contention)
 POOLS = {4 * K: ([300.0, 310.0, 290.0], ()),
          16 * K: ([200.0, 104.0, 96.0], (1,)),            # pool 1 flagged: 2 pools left, mean 100
          128 * K: ([90.0, 80.0, 70.0], (1, 2))}           # pools 1 and 2 flagged: 1 pool left
@@ -32,7 +32,7 @@ def _replicated_sweep():
                              runs_planned=1, **factors))
             rows.append(dict(factors, sweep_id="s", cell_id=cell, run_id=f"{cell}-r01", rep=1, pool_id=pool,
                              pool_replicate=k, direction="write", iops=iops[k - 1],
-                             flag_not_steady=k in flagged))
+                             flag_host_contention=k in flagged))
     return pd.DataFrame(rows), pd.DataFrame(plan)
 
 
@@ -46,9 +46,9 @@ def test_replicated_pools_are_the_unit_of_a_cells_status():
     assert st["judged"].to_dict() == {4 * K: True, 16 * K: True, 128 * K: False}
     assert st.loc[4 * K, "status"] == "judged: 3 of 3 pools with admissible runs; 3 of 3 runs admissible"
     assert st.loc[16 * K, "status"] == ("judged: 2 of 3 pools with admissible runs; 2 of 3 runs admissible, "
-                                        "1 excluded (not_steady 1)")
+                                        "1 excluded (host_contention 1)")
     assert st.loc[128 * K, "status"] == ("not judged: 1 of 3 pools with admissible runs (a CI needs 2); "
-                                         "1 of 3 runs admissible, 2 excluded (not_steady 2)")
+                                         "1 of 3 runs admissible, 2 excluded (host_contention 2)")
 
 
 def test_without_a_plan_the_pool_cells_fold_by_their_cell_id():
@@ -71,7 +71,7 @@ def test_not_judged_appears_only_on_comparisons_that_are_not_judged():
     big = cmp.loc[128 * K]
     assert big.verdict == "not judged" and big.n_level == 1
     assert big.note == ("level 128K: not judged: 1 of 3 pools with admissible runs (a CI needs 2); "
-                        "1 of 3 runs admissible, 2 excluded (not_steady 2)")
+                        "1 of 3 runs admissible, 2 excluded (host_contention 2)")
     text = A.conclusions_volblocksize(cmp.reset_index(), None, None, "iops")
     assert sum("not judged" in t for t in text) == 1 and "128K not judged against 16K" in text[0]
 

@@ -28,7 +28,9 @@ def test_synthetic_table_is_labelled_and_shaped():
     df = synthetic_results(1234, seed=3)
     assert len(df) == 1234 and list(df.columns) == list(COLUMNS)
     assert df["synthetic"].all() and df["sweep_id"].str.startswith("SYNTHETIC").all()
-    assert (df["flagged"] == df.filter(like="flag_").any(axis=1)).all()
+    invalidating = ["flag_cache_served", "flag_no_device_io", "flag_background_work", "flag_compressible_data",
+                    "flag_emulation_bound"]                   # flag_not_steady describes a run: it is kept
+    assert (df["flagged"] == df[invalidating].any(axis=1)).all() and df["flag_not_steady"].any()
     assert synthetic_results(50, seed=3).equals(synthetic_results(50, seed=3))
 
 
@@ -47,13 +49,13 @@ def test_load_sweep_reads_store_and_csv_fallback(tmp_path):
 
 
 def test_truth_summary_counts_runs_per_flag():
-    df = pd.DataFrame(dict(run_id=["a", "a", "b", "c"], flag_not_steady=[True, True, False, False],
+    df = pd.DataFrame(dict(run_id=["a", "a", "b", "c"], flag_host_contention=[True, True, False, False],
                            flag_cache_served=[False, False, True, False]))
     df["flagged"] = df.filter(like="flag_").any(axis=1)
     t = A.truth_summary(df).set_index("flag")
-    assert t.loc["flag_not_steady", ["raised", "passed", "not_judged", "runs"]].tolist() == [1, 2, 0, 3]
+    assert t.loc["flag_host_contention", ["raised", "passed", "not_judged", "runs"]].tolist() == [1, 2, 0, 3]
     assert t.loc["flagged", "raised"] == 2 and t.loc["flagged", "share_raised"] == pytest.approx(2 / 3)
-    assert A.flagged_runs(df)["flags"].tolist() == ["not_steady", "not_steady", "cache_served"]
+    assert A.flagged_runs(df)["flags"].tolist() == ["host_contention", "host_contention", "cache_served"]
     assert len(A.select_admissible(df)) == 1 and len(A.select_admissible(df, include_flagged=True)) == 4
 
 

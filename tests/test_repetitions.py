@@ -92,7 +92,7 @@ def test_pilot_not_closed_while_a_lower_rep_is_queued():
 
 
 def test_gave_up_after_the_cap():
-    runs = [Outcome(i, 100.0, i in (1, 4), "flagged: not_steady") for i in range(1, 10)]
+    runs = [Outcome(i, 100.0, i in (1, 4), "invalidated by host_contention") for i in range(1, 10)]
     d = STEIN.decide(runs)
     assert (d.add, d.stage, d.admissible, d.excluded) == (0, "gave up", 2, 7)
     assert d.reason == "gave up: 7 of 9 runs excluded; 2 of 3 admissible runs, 7 excluded after the cap of 9 attempts"
@@ -138,8 +138,8 @@ def test_stein_only_when_declared():
     ([{"direction": "write", "iops": 10.0, "flagged": None}], Outcome(1, 10.0, True)),          # not judged
     ([{"direction": "write", "iops": 10.0, "flagged": float("nan")}], Outcome(1, 10.0, True)),
     ([{"direction": "write", "iops": 10.0}], Outcome(1, 10.0, True)),
-    ([{"direction": "write", "iops": 10.0, "flagged": True, "truth_flags": "not_steady"}],
-     Outcome(1, 10.0, False, "flagged: not_steady")),
+    ([{"direction": "write", "iops": 10.0, "flagged": True, "truth_flags": "host_contention"}],
+     Outcome(1, 10.0, False, "invalidated by host_contention")),
     ([{"direction": "read", "iops": 10.0, "flagged": False}], Outcome(1, None, False, "no write row")),
     ([{"direction": "write", "iops": None, "flagged": False}], Outcome(1, None, False, "no iops value")),
     ([{"direction": "read", "iops": 1.0, "flagged": True}, {"direction": "write", "iops": 2.0, "flagged": False}],

@@ -35,7 +35,7 @@ def make_plan(rep=None, bs=("4k",), seed=11):
 def parse_run(attempt_dir, meta):
     v = json.loads((attempt_dir / "fio.json").read_text())
     return [{"direction": d, "iops": v["iops"], "flagged": v["flagged"],
-             "truth_flags": "not_steady" if v["flagged"] else ""} for d in ("read", "write")]
+             "truth_flags": "host_contention" if v["flagged"] else ""} for d in ("read", "write")]
 
 
 class FakeRunner:
@@ -173,7 +173,8 @@ def test_excluded_runs_are_replaced_then_the_cell_gives_up(tmp_path):
     run_all(store, plan, FakeRunner(store, plan, value))
     assert reps_complete(store, good) == [1, 2, 3] and reps_complete(store, bad) == [1, 2, 3, 4]
     (done,) = events(store, "repetitions done", good)
-    assert (done["admissible"], done["excluded"], done["excluded_runs"]) == (2, 1, [{"rep": 1, "why": "flagged: not_steady"}])
+    assert (done["admissible"], done["excluded"]) == (2, 1)
+    assert done["excluded_runs"] == [{"rep": 1, "why": "invalidated by host_contention"}]
     (gave_up,) = events(store, "repetitions gave up", bad)
     assert gave_up["reason"].startswith("gave up: 4 of 4 runs excluded; 0 of 2 admissible runs")
     assert gave_up["max_attempts"] == 4 and [e["why"] for e in events(store, "runs added", bad)] == [

@@ -18,15 +18,15 @@ K = 1024
 def _flag_table():
     return pd.DataFrame(dict(
         run_id=["a", "b", "c", "d"],
-        flag_not_steady=[True, None, False, None],
+        flag_emulation_bound=[True, None, False, None],
         flag_cache_served=[None, None, False, np.nan],
         flag_host_contention=[False, None, None, True],
         flagged=[True, None, False, np.nan],
         not_judged=["cache_served: cache declared warm; a cold-read check does not apply",
-                    "not_steady: rounds shorter than a TXG period; cache_served: no reads: does not apply; "
+                    "emulation_bound: no CPU counters; cache_served: no reads: does not apply; "
                     "host_contention: not a lab run",
                     "host_contention: not a lab run",
-                    "not_steady: no per-second series; cache_served: no device or ARC counters"]))
+                    "emulation_bound: no CPU counters; cache_served: no device or ARC counters"]))
 
 
 def test_none_does_not_exclude_and_true_does():
@@ -34,12 +34,12 @@ def test_none_does_not_exclude_and_true_does():
     ok = A.select_admissible(df)
     assert ok["run_id"].tolist() == ["b", "c"]           # b: nothing judged, nothing raised
     assert len(A.select_admissible(df, include_flagged=True)) == 4
-    assert A.flagged_runs(df)["flags"].tolist() == ["not_steady", "host_contention"]
+    assert A.flagged_runs(df)["flags"].tolist() == ["emulation_bound", "host_contention"]
 
 
 def test_truth_summary_counts_true_false_and_not_judged():
     t = A.truth_summary(_flag_table()).set_index("flag")
-    assert t.loc["flag_not_steady", ["raised", "passed", "not_judged"]].tolist() == [1, 1, 2]
+    assert t.loc["flag_emulation_bound", ["raised", "passed", "not_judged"]].tolist() == [1, 1, 2]
     assert t.loc["flag_cache_served", ["raised", "passed", "not_judged"]].tolist() == [0, 1, 3]
     assert t.loc["flag_host_contention", ["raised", "passed", "not_judged"]].tolist() == [1, 1, 2]
     assert t.loc["flagged", ["raised", "passed", "not_judged"]].tolist() == [2, 0, 2]
@@ -63,8 +63,8 @@ def test_load_sweep_reads_three_valued_flags_from_csv(tmp_path):
     df = _flag_table().drop(columns=["flagged"]).assign(iops=100.0)
     df.to_csv(p / "results.csv", index=False)
     sw = A.load_sweep(p)
-    assert str(sw.results["flag_not_steady"].dtype) == "boolean"
-    assert sw.results["flag_not_steady"].isna().tolist() == [False, True, False, True]
+    assert str(sw.results["flag_emulation_bound"].dtype) == "boolean"
+    assert sw.results["flag_emulation_bound"].isna().tolist() == [False, True, False, True]
     assert sw.results["flagged"].tolist() == [True, False, False, True]
     assert sw.plan is not None and sw.plan.empty                   # no plan.json
 
@@ -72,7 +72,7 @@ def test_load_sweep_reads_three_valued_flags_from_csv(tmp_path):
 # -- planned cells --------------------------------------------------------------------------------
 
 def _sweep(tmp_path, flagged_4k=5):
-    """raidz1 of 6 at 4K/16K/128K, 4k random writes: all 4K runs flagged not steady."""
+    """raidz1 of 6 at 4K/16K/128K, 4k random writes: all 4K runs invalidated by host contention."""
     cells, runs, rows = [], [], []
     for i, vbs in enumerate((4 * K, 16 * K, 128 * K)):
         cid = f"c{i}"
@@ -84,7 +84,7 @@ def _sweep(tmp_path, flagged_4k=5):
             runs.append(dict(cell_id=cid, rep=rep, run_id=f"{cid}-r0{rep}", pool_id="p01"))
             bad = vbs == 4 * K and rep <= flagged_4k
             rows.append(dict(factors, sweep="t", run_id=f"{cid}-r0{rep}", cell_id=cid, rep=rep, direction="write",
-                             iops=[300, 100, 95][i] * (1 + 0.01 * rep), flag_not_steady=bad,
+                             iops=[300, 100, 95][i] * (1 + 0.01 * rep), flag_host_contention=bad,
                              flag_cache_served=None, flag_write_amplification=bad and rep % 2 == 0))
     p = tmp_path / "sweep"
     p.mkdir()
@@ -97,14 +97,14 @@ def test_planned_cells_with_no_admissible_run_are_reported(tmp_path):
     sw = A.load_sweep(_sweep(tmp_path))
     assert sw.plan["cell_id"].tolist() == ["c0", "c1", "c2"] and (sw.plan["runs_planned"] == 5).all()
     st = A.cell_status(sw.results, sw.plan).set_index("cell_id")
-    assert st.loc["c0", "status"] == "not judged: 5 of 5 runs excluded (not_steady 5, write_amplification 2)"
+    assert st.loc["c0", "status"] == "not judged: 5 of 5 runs excluded (host_contention 5, write_amplification 2)"
     assert st.loc["c1", "status"] == "judged: 5 of 5 runs admissible" and st.loc["c1", "judged"]
     df = A.select_admissible(sw.results)
     assert 4 * K not in set(df["volblocksize_bytes"])              # the cell is gone from the data...
     cmp = A.compare_table(df, "iops", "volblocksize_bytes", 16 * K, cells=st.reset_index())
     row = cmp.set_index("level").loc[4 * K]                        # ...but not from the table
     assert row.verdict == "not judged" and (row.n_level, row.runs_level) == (0, 5)
-    assert "not judged: 5 of 5 runs excluded (not_steady 5" in row.note
+    assert "not judged: 5 of 5 runs excluded (host_contention 5" in row.note
     text = A.conclusions_volblocksize(cmp, None, None, "iops")
     assert any("4K not judged against 16K: level 4K: not judged: 5 of 5 runs excluded" in t for t in text)
     lines = A.conclusions_compare(cmp)
@@ -125,9 +125,9 @@ def test_sensitivity_line_says_whether_flagged_runs_change_the_verdict(tmp_path)
     st = A.cell_status(sw.results, sw.plan)
     cmp = A.compare_table(A.select_admissible(sw.results), "iops", "volblocksize_bytes", 16 * K,
                           all_runs=sw.results, cells=st).set_index("level")
-    assert cmp.loc[4 * K, "sensitivity_verdict"] == "higher"      # the flagged 4K runs would "win"
+    assert cmp.loc[4 * K, "sensitivity_flagged_verdict"] == "higher"      # the flagged 4K runs would "win"
     assert cmp.loc[4 * K, "sensitivity"].startswith("with flagged runs included: higher (ratio 3.00")
-    assert cmp.loc[128 * K, "sensitivity"] == "unchanged with flagged runs included"
+    assert cmp.loc[128 * K, "sensitivity"] == ""           # no flagged run on either side: nothing could change
     text = A.conclusions_volblocksize(cmp.reset_index(), None, None, "iops")
     assert any("Sensitivity: with flagged runs included, the best would be 4K at 3.00x" in t for t in text), text
     lines = A.conclusions_compare(cmp.reset_index())
@@ -188,13 +188,13 @@ def test_scaling_table_lists_planned_cells_without_admissible_runs(metric):
     df = pd.concat([_layout_runs("stripe", d, [100 * d, 101 * d, 99 * d], cell_id=f"s{d}", run_id=None,
                                  template="randread") for d in (1, 2, 4)])
     df["run_id"] = [f"r{i}" for i in range(len(df))]
-    df["flag_not_steady"] = df["data_disks"] == 4
+    df["flag_host_contention"] = df["data_disks"] == 4
     st = A.cell_status(df)
     s = A.scaling_table(A.select_admissible(df), metric, cells=st)
     four = s[s["data_disks"] == 4].iloc[0]
-    assert four["n"] == 0 and four["status"] == "not judged: 3 of 3 runs excluded (not_steady 3)"
+    assert four["n"] == 0 and four["status"] == "not judged: 3 of 3 runs excluded (host_contention 3)"
     text = A.conclusions_scaling(s, "iops")
-    assert any(t.endswith("at 4 data disks: not judged: 3 of 3 runs excluded (not_steady 3).") for t in text)
+    assert any(t.endswith("at 4 data disks: not judged: 3 of 3 runs excluded (host_contention 3).") for t in text)
 
 
 def test_scaling_conclusions_carry_a_sensitivity_clause():
@@ -203,11 +203,11 @@ def test_scaling_conclusions_carry_a_sensitivity_clause():
     runs = [_layout_runs("stripe", d, v, template="randread") for d, v in
             ((1, [100, 101, 99]), (4, [395, 400, 405, 250, 260]))]
     df = pd.concat(runs, ignore_index=True)
-    df["flag_not_steady"] = (df["data_disks"] == 4) & (df["iops"] < 300)
+    df["flag_host_contention"] = (df["data_disks"] == 4) & (df["iops"] < 300)
     s = A.scaling_table(A.select_admissible(df), "iops", all_runs=df)
     r = s[s["data_disks"] == 4].iloc[0]
-    assert r["efficiency"] == pytest.approx(1.0) and r["sensitivity_efficiency"] == pytest.approx(342 / 400)
+    assert r["efficiency"] == pytest.approx(1.0) and r["sensitivity_flagged_efficiency"] == pytest.approx(342 / 400)
     text = [t for t in A.conclusions_scaling(s, "iops") if t.startswith("stripe")][0]
     assert "close to linear" in text and "Sensitivity: with flagged runs included, efficiency 0.86" in text
     again = A.scaling_table(A.select_admissible(df), "iops", all_runs=A.select_admissible(df))
-    assert "Sensitivity: unchanged with flagged runs included." in A.conclusions_scaling(again, "iops")[0]
+    assert "Sensitivity" not in A.conclusions_scaling(again, "iops")[0]     # no other runs: nothing could change

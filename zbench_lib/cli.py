@@ -118,8 +118,9 @@ def cmd_table(args):
     from zbench_lib.analysis.sweep_data import load_sweep
     sweep = load_sweep(args.sweep_dir)
     sid = str(sweep.results["sweep_id"].iloc[0]) if len(sweep.results) else sweep.path.name
-    note = (f"Sweep {sid}. Mean over n admissible runs; IOPS 95% CI of the mean; "
-            + ("flagged runs included." if args.include_flagged else "runs flagged by a truth check excluded."))
+    note = (f"Sweep {sid}. Mean over n admissible first attempts; IOPS 95% CI of the mean; "
+            + ("flagged runs included." if args.include_flagged else
+               "runs invalidated by a truth check excluded; runs with describing flags kept."))
     text = export_table(summary_table(sweep.results, args.include_flagged), args.format,
                         title=f"zbench summary: {sid}", source_note=note)
     if args.out:
@@ -203,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--timeline", metavar="RUN", help="run_id drawn layer by layer (default: a typical run)")
     rp.add_argument("--param", action="append", default=[], metavar="NOTEBOOK:KEY=VALUE",
                     help="a notebook parameter, e.g. scaling:metric=bw_bytes_s (repeatable)")
-    rp.add_argument("--include-flagged", action="store_true", help="analyse flagged runs too")
+    rp.add_argument("--include-flagged", action="store_true",
+                    help="analyse flagged runs (invalidated by a truth check) too")
     rp.add_argument("--figures", metavar="png,svg", default="",
                     help="also write every figure as static files into report/figures/")
     rp.add_argument("--single-file", action="store_true", help="also write report/report.html, self-contained")
@@ -212,7 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     tb = sub.add_parser("table", help="the summary table of a sweep as Markdown, CSV, LaTeX or HTML")
     tb.add_argument("sweep_dir")
     tb.add_argument("--format", choices=["md", "csv", "latex", "html"], default="md")
-    tb.add_argument("--include-flagged", action="store_true", help="count flagged runs too")
+    tb.add_argument("--include-flagged", action="store_true",
+                    help="count flagged runs (invalidated by a truth check) too")
     tb.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
     tb.set_defaults(func=cmd_table)
     pk = sub.add_parser("pack", help="pack a finished sweep for publication (raw/ as one xz archive)")

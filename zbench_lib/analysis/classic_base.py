@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from zbench_lib.analysis.flags import admissible_mask, raised_flags
+from zbench_lib.analysis.flags import admissible_mask, raised_by_kind, replacement_mask
 from zbench_lib.analysis.replication import ONE_POOL_NOTE
+from zbench_lib.measure.judging import INVALIDATES
 from zbench_lib.core.sizes import format_size
 
 ALPHA = 0.05
@@ -68,11 +69,13 @@ def matching(df: pd.DataFrame, key: dict) -> pd.Series:
 
 
 def excluded(rows: pd.DataFrame) -> str:
-    """'k of n runs admissible (not_steady 3, ...)' for the rows of one configuration."""
+    """'k of n runs admissible (host_contention 3, ...)' for the first attempts of one configuration,
+    with the invalidating flags that excluded the others."""
     if rows.empty:
         return "no run"
+    rows = rows[~replacement_mask(rows)]
     ok = int(admissible_mask(rows).sum())
-    hit = raised_flags(rows).sum()
+    hit = raised_by_kind(rows, INVALIDATES).sum()
     why = ", ".join(f"{c[5:]} {int(n)}" for c, n in hit.sort_values(ascending=False).items() if n)
     return f"{ok} of {len(rows)} runs admissible" + (f" ({why})" if why else "")
 

@@ -4,8 +4,10 @@ As docs/methods.md asks: ratio and 95% CI first, then p and the Holm-adjusted p 
 matching adjusted CI; "higher", "lower", "better" only when the Holm-adjusted test says
 so (§3); "no meaningful difference" only when TOST says so (§4); "close to linear" only
 when the whole interval lies inside the stated band (§10). Every planned comparison gets
-a sentence, judged or "not judged" with its reasons (§8), and a sensitivity clause says
-whether the verdict changes when flagged runs are included.
+a sentence, judged or "not judged" with its reasons (§8); the describing flags its runs
+keep are named beside it, and a sensitivity clause says whether the verdict changes with the
+flagged runs included, with the replacement runs included, or without the runs that carry
+describing flags (§7, §8).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from zbench_lib.analysis.flags import SENSITIVITY_KEYS
 from zbench_lib.analysis.replication import ONE_POOL_NOTE, POOL_LEVEL_NOTE
 from zbench_lib.analysis.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS
 from zbench_lib.analysis.tables import block_column
@@ -80,6 +83,18 @@ def _sensitivity(r) -> str:
     return f" Sensitivity: {s}." if isinstance(s, str) and s else ""
 
 
+def _described(r) -> str:
+    """The describing flags the estimate's runs carry: they are kept, and said beside the estimate."""
+    d = r.get("described", "")
+    return f" Runs kept with describing flags: {d}." if isinstance(d, str) and d else ""
+
+
+def _alternatives(r) -> list[str]:
+    """The sensitivity alternatives that change a run of this row: their keys, in order."""
+    return [k for k in SENSITIVITY_KEYS if isinstance(r.get(f"sensitivity_{k}_label"), str)
+            and r.get(f"sensitivity_{k}_label")]
+
+
 def efficiency_verdict(e_lo, e_hi, band: float = LINEAR_BAND) -> str:
     """The scaling verdict from the efficiency CI; "close to linear" needs all of it in 1 ± band.
 
@@ -105,20 +120,23 @@ def efficiency_verdict(e_lo, e_hi, band: float = LINEAR_BAND) -> str:
 
 
 def _scaling_sensitivity(r, band) -> str:
-    """Does the verdict at this configuration change with the flagged runs included?"""
-    what = r.get("sensitivity_runs")
-    if not isinstance(what, str):
-        return ""
-    lo, hi = r.get("sensitivity_efficiency_ci_low", np.nan), r.get("sensitivity_efficiency_ci_high", np.nan)
-    if r.get("sensitivity_baseline_disks") != r.get("baseline_disks"):
-        d0 = r.get("sensitivity_baseline_disks")
-        return (f" Sensitivity: with {what}, the baseline would be {int(d0)} data disks." if np.isfinite(d0)
-                else f" Sensitivity: with {what}, no baseline.")
+    """Does the verdict at this configuration change with another selection of runs?"""
+    parts = [_scaling_alternative(r, k, band) for k in _alternatives(r)]
+    return f" Sensitivity: {'; '.join(parts)}." if parts else ""
+
+
+def _scaling_alternative(r, key: str, band) -> str:
+    what, col = r[f"sensitivity_{key}_label"], lambda c: r.get(f"sensitivity_{key}_{c}", np.nan)  # noqa: E731
+    if col("baseline_disks") != r.get("baseline_disks"):
+        d0 = col("baseline_disks")
+        return f"with {what}, the baseline would be {int(d0)} data disks" if np.isfinite(d0) \
+            else f"with {what}, no baseline"
+    lo, hi = col("efficiency_ci_low"), col("efficiency_ci_high")
     alt = efficiency_verdict(lo, hi, band)
     if alt == efficiency_verdict(r["efficiency_ci_low"], r["efficiency_ci_high"], band) and r["n"] >= 2:
-        return f" Sensitivity: unchanged with {what}."
+        return f"unchanged with {what}"
     ci = f" ({_ci(lo, hi)})" if np.isfinite(lo) and np.isfinite(hi) else ""
-    return f" Sensitivity: with {what}, efficiency {r['sensitivity_efficiency']:.2f}{ci}: {alt}."
+    return f"with {what}, efficiency {col('efficiency'):.2f}{ci}: {alt}"
 
 
 def conclusions_scaling(scaling_df: pd.DataFrame, metric: str = "iops", band: float = LINEAR_BAND) -> list[str]:
@@ -135,6 +153,7 @@ def conclusions_scaling(scaling_df: pd.DataFrame, metric: str = "iops", band: fl
             status = r.get("status") if isinstance(r.get("status"), str) else \
                 f"not judged: {int(r['n'])} admissible {r.get('unit', 'run')} (a CI needs 2)"
             out.append(f"{r[fam]} {_group_label(r, by)} at {int(r['data_disks'])} data disks: {status}."
+                       + _described(r)
                        + (_scaling_sensitivity(r, band) if r["data_disks"] != r.get("baseline_disks") else ""))
         if judged.empty:
             continue
@@ -150,7 +169,7 @@ def conclusions_scaling(scaling_df: pd.DataFrame, metric: str = "iops", band: fl
         text = (f"{who}: {METRIC_LABELS.get(m, m)} grows {r['scaling']:.2f}x from {int(r['baseline_disks'])} to "
                 f"{int(r['data_disks'])} data disks (ideal {r['ideal_scaling']:.2f}x), "
                 f"efficiency {e:.2f}" + (f" ({_ci(lo, hi)})" if has_ci else "")
-                + f": {efficiency_verdict(lo, hi, band)}." + _scaling_sensitivity(r, band))
+                + f": {efficiency_verdict(lo, hi, band)}." + _described(r) + _scaling_sensitivity(r, band))
         if np.isfinite(r.get("disk_equivalents_per_vdev", np.nan)):
             per = " per vdev" if r.get("vdevs", 1) > 1 or r["layout"].startswith("raidz") else ""
             text += (f" At {int(r['data_disks'])} data disks it delivers the {METRIC_LABELS.get(m, m)} of "
@@ -197,14 +216,14 @@ def conclusions_compare(cmp: pd.DataFrame, metric: str = "iops", alpha: float = 
         if r["verdict"] == "not judged":
             ratio = f" ratio {r['ratio']:.2f} from n {int(r['n_level'])} vs {int(r['n_baseline'])}" \
                 if np.isfinite(r.get("ratio", np.nan)) else ""
-            out.append(f"{head}{ratio}: {_not_judged(r, unit)}.{_sensitivity(r)}")
+            out.append(f"{head}{ratio}: {_not_judged(r, unit)}.{_described(r)}{_sensitivity(r)}")
             continue
         text = (f"{head} ratio {r['ratio']:.2f} ({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}; {_adj_ci(r)}), "
                 f"p {_p(r['p'])}, Holm p {_p(r['holm_p'])}, Hedges g {r['hedges_g']:.2f}, "
                 f"means {_value(r['mean_level'], m)} vs {_value(r['mean_baseline'], m)}, "
                 f"n {int(r['n_level'])} vs {int(r['n_baseline'])} {unit}s: ")
         too_small += bool(r.get("mannwhitney_note")) and str(r.get("mannwhitney_note")).startswith("too small")
-        out.append(text + _verdict_text(r, base, alpha) + _sensitivity(r))
+        out.append(text + _verdict_text(r, base, alpha) + _described(r) + _sensitivity(r))
     if too_small:
         out.append(f"Mann–Whitney U is not reported for {too_small} comparison(s): at these run counts "
                    f"its smallest achievable p is not below {alpha}.")
@@ -221,18 +240,21 @@ def _winner(g, col_verdict, col_ratio, better):
 
 
 def _block_sensitivity(g, better, metric) -> str:
-    """Does the best block size change when flagged runs are included (or excluded)?"""
-    if "sensitivity_verdict" not in g:
-        return ""
-    main, alt = _winner(g, "verdict", "ratio", better), _winner(g, "sensitivity_verdict", "sensitivity_ratio", better)
-    what = g["sensitivity_runs"].iloc[0]
-    same = (main is None and alt is None) or (main is not None and alt is not None and main["level"] == alt["level"])
-    if same:
-        return f" Sensitivity: unchanged with {what}."
-    if alt is None:
-        return f" Sensitivity: with {what}, no block size would be significantly better."
-    return (f" Sensitivity: with {what}, the best would be {format_size(int(alt['level']))} at "
-            f"{alt['sensitivity_ratio']:.2f}x the {METRIC_LABELS.get(metric, metric)}.")
+    """Does the best block size change with another selection of runs (§8)?"""
+    main, parts = _winner(g, "verdict", "ratio", better), []
+    for key in SENSITIVITY_KEYS:
+        labels = [v for v in g.get(f"sensitivity_{key}_label", pd.Series(dtype=str)) if isinstance(v, str) and v]
+        if not labels:
+            continue
+        alt = _winner(g, f"sensitivity_{key}_verdict", f"sensitivity_{key}_ratio", better)
+        if (main is None and alt is None) or (main is not None and alt is not None and main["level"] == alt["level"]):
+            parts.append(f"unchanged with {labels[0]}")
+        elif alt is None:
+            parts.append(f"with {labels[0]}, no block size would be significantly better")
+        else:
+            parts.append(f"with {labels[0]}, the best would be {format_size(int(alt['level']))} at "
+                         f"{alt[f'sensitivity_{key}_ratio']:.2f}x the {METRIC_LABELS.get(metric, metric)}")
+    return f" Sensitivity: {'; '.join(parts)}." if parts else ""
 
 
 def _best_block(g, everything, cmp_p99, by, metric) -> str:
@@ -244,7 +266,7 @@ def _best_block(g, everything, cmp_p99, by, metric) -> str:
         return (f"{_who(r, by)}no block size is significantly better than "
                 f"{format_size(int(r['baseline']))} for {METRIC_LABELS.get(metric, metric)} after Holm "
                 f"correction (closest: {format_size(int(r['level']))} at {r['ratio']:.2f}x, "
-                f"{_ci(r['ratio_ci_low'], r['ratio_ci_high'])}, Holm p {_p(r['holm_p'])}).{sens}")
+                f"{_ci(r['ratio_ci_low'], r['ratio_ci_high'])}, Holm p {_p(r['holm_p'])}).{_described(r)}{sens}")
     text = (f"{_who(r, by)}{format_size(int(r['level']))} gives {r['ratio']:.2f}x the "
             f"{METRIC_LABELS.get(metric, metric)} of {format_size(int(r['baseline']))} "
             f"({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}, Holm p {_p(r['holm_p'])}, {_adj_ci(r)})")
@@ -254,7 +276,7 @@ def _best_block(g, everything, cmp_p99, by, metric) -> str:
         if len(q) and np.isfinite(q.iloc[0]["ratio_ci_low"]):
             q = q.iloc[0]
             text += f", at {q['ratio']:.2f}x the p99 latency ({_ci(q['ratio_ci_low'], q['ratio_ci_high'])})"
-    return text + "." + sens
+    return text + "." + _described(r) + sens
 
 
 def conclusions_volblocksize(cmp: pd.DataFrame, cmp_p99: pd.DataFrame | None = None,
@@ -277,7 +299,7 @@ def conclusions_volblocksize(cmp: pd.DataFrame, cmp_p99: pd.DataFrame | None = N
                     (f"n {int(t['n_level'])} vs {int(t['n_baseline'])} admissible {unit}s "
                      f"(a CI needs at least 2 a side)")
                 out.append(f"{_who(t, by)}{format_size(int(t['level']))} not judged against "
-                           f"{format_size(int(t['baseline']))}: {why}.{_sensitivity(t)}")
+                           f"{format_size(int(t['baseline']))}: {why}.{_described(t)}{_sensitivity(t)}")
             if not g.empty:
                 out.append(_best_block(g, everything, cmp_p99, by, _metric(g.iloc[0], metric)))
         out += _unit_note(cmp)

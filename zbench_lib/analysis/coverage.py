@@ -2,9 +2,12 @@
 
 A cell whose runs were all excluded by the truth checks must not vanish: `cell_status`
 gives each planned cell (from the sweep's plan.json, or the cells seen in the results)
-its runs, admissible runs, the reasons of the exclusions and a plain status sentence.
-Where pools are replicated, the pool is the unit (§6): the cells of one configuration's
-pool replicates are one cell, judged when two of its pools have admissible runs.
+its runs, admissible runs, the reasons of the exclusions (invalidating flags), the
+describing flags its estimate's runs carry (`described`) and a plain status sentence.
+Runs are first attempts: a run added to replace an excluded one is counted apart
+(`replacements`) and stays out of the estimate (§7, §8). Where pools are replicated, the
+pool is the unit (§6): the cells of one configuration's pool replicates are one cell,
+judged when two of its pools have admissible runs.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from zbench_lib.analysis.flags import admissible_mask, raised_flags
+from zbench_lib.analysis.flags import admissible_mask, raised_by_kind, replacement_mask
+from zbench_lib.measure.judging import DESCRIBES, INVALIDATES
 from zbench_lib.analysis.replication import pool_frame
 from zbench_lib.core.sizes import format_size
 
@@ -140,22 +144,38 @@ def _configurations(plan: pd.DataFrame, cid: str) -> pd.DataFrame:
     return out
 
 
-def _per_cell(d: pd.DataFrame, key: list, names: list) -> pd.DataFrame:
-    """Runs, excluded runs, flags raised, pools and pools with an admissible run per cell × direction."""
-    d = d.assign(_ok_pool=d["_pool"].where(~d["_excl"]))     # an excluded run's pool is not counted
-    return d.groupby(key + ["direction"], dropna=False).agg(
+_DESC = "described:"         # prefix of the describing flags' columns inside cell_status
+
+
+def _per_cell(d: pd.DataFrame, key: list, names: list, described: list, include_flagged: bool) -> pd.DataFrame:
+    """Per cell × direction: first-attempt runs, excluded ones, invalidating flags raised, pools,
+    pools with an admissible run, replacement runs, and the describing flags of the estimate's runs."""
+    by = key + ["direction"]
+    first = d[~d["_repl"]]
+    first = first.assign(_ok_pool=first["_pool"].where(~first["_excl"]))     # an excluded run's pool is not counted
+    agg = first.groupby(by, dropna=False).agg(
         runs=("_excl", "size"), excluded=("_excl", "sum"), pools=("_pool", "nunique"),
         pools_ok=("_ok_pool", "nunique"), **{c: (c, "sum") for c in names}).reset_index()
+    estimate = first if include_flagged else first[~first["_excl"]]
+    desc = estimate.groupby(by, dropna=False)[described].sum().reset_index() if described else None
+    repl = d[d["_repl"]].groupby(by, dropna=False).size().rename("replacements").reset_index()
+    for extra in (desc, repl):
+        if extra is not None:
+            agg = agg.merge(extra, on=by, how="outer")
+    return agg
 
 
 def cell_status(results: pd.DataFrame, plan: pd.DataFrame | None = None,
                 include_flagged: bool = False) -> pd.DataFrame:
-    """One row per planned cell × direction: runs, admissible, excluded, reasons, judged, status.
+    """One row per planned cell × direction: runs, admissible, excluded, reasons, described, judged, status.
 
     `plan` is `Sweep.plan` (several sweeps' plans concatenated are fine); without one, the
-    cells seen in `results` (by cell_id, else config_id) are taken as the plan. Excluded runs
-    are those with a truth-check flag raised (None, not judged, does not exclude); with
-    `include_flagged` they count as admissible and the status still names them.
+    cells seen in `results` (by cell_id, else config_id) are taken as the plan. Runs are the
+    cell's first attempts; `replacements` counts the runs added to replace excluded ones,
+    which stay out of the estimate. Excluded runs are those with an invalidating flag
+    raised (None, not judged, does not exclude; a describing flag does not either); with
+    `include_flagged` they count as admissible and the status still names them. `described`
+    counts the describing flags among the estimate's runs: "read_amplification 3 of 5 runs".
 
     Where pools are replicated (a configuration planned or run on two or more pools), a row
     is a configuration, its pool replicates' cells folded in (`cell_id` without `-pr<k>`);
@@ -173,14 +193,17 @@ def cell_status(results: pd.DataFrame, plan: pd.DataFrame | None = None,
     plan = None if plan is None or plan.empty else _configurations(plan.rename(columns={"cell_id": cid}), cid)
     key = [k for k in ("sweep_id", cid) if k in results and (plan is None or k in plan)]
     run = ["run_id"] if "run_id" in results else []
-    flags = raised_flags(results)
-    names = list(flags.columns)
+    flags = raised_by_kind(results, INVALIDATES)
+    kept = raised_by_kind(results, DESCRIBES).add_prefix(_DESC)
+    names, described = list(flags.columns), list(kept.columns)
     pools = pool_frame(results)
-    d = pd.concat([results[key + run + ["direction"]], flags], axis=1).assign(
-        _excl=~admissible_mask(results), _pool=pools["pool_id"] + "#" + pools["pool_replicate"].astype(str))
+    d = pd.concat([results[key + run + ["direction"]], flags, kept], axis=1).assign(
+        _excl=~admissible_mask(results), _repl=replacement_mask(results),
+        _pool=pools["pool_id"] + "#" + pools["pool_replicate"].astype(str))
     if run:                                  # a run's rows (directions, jobs) are one run
-        d = d.groupby(key + run + ["direction", "_pool"], dropna=False)[names + ["_excl"]].any().reset_index()
-    agg = _per_cell(d, key, names)
+        d = d.groupby(key + run + ["direction", "_pool"], dropna=False)[
+            names + described + ["_excl", "_repl"]].any().reset_index()
+    agg = _per_cell(d, key, names, described, include_flagged)
     if plan is None:
         cells = results.drop_duplicates(key + ["direction"])[[c for c in _CELL_COLUMNS if c in results]]
     else:
@@ -188,21 +211,22 @@ def cell_status(results: pd.DataFrame, plan: pd.DataFrame | None = None,
         cells = pd.DataFrame([{**c, "direction": dr} for c in plan.to_dict("records")
                               for dr in seen.get(tuple(c[k] for k in key) if len(key) > 1 else c[key[0]],
                                                  _directions(c.get("template") or c.get("workload")))])
-    out = cells.drop(columns=[c for c in ("runs", "excluded", *names) if c in cells]).merge(
-        agg, on=key + ["direction"], how="left")
-    out[["runs", "excluded", "pools", "pools_ok"] + names] = \
-        out[["runs", "excluded", "pools", "pools_ok"] + names].fillna(0).astype(int)
-    return _judge(out, names, include_flagged)
+    counts = ["runs", "excluded", "pools", "pools_ok", "replacements"] + names + described
+    out = cells.drop(columns=[c for c in counts if c in cells]).merge(agg, on=key + ["direction"], how="left")
+    out[counts] = out[counts].fillna(0).astype(int)
+    return _judge(out, names, described, include_flagged)
 
 
-def _judge(out: pd.DataFrame, names: list, include_flagged: bool) -> pd.DataFrame:
-    """admissible, reasons, unit, units, judged and status of each row of `cell_status`."""
+def _judge(out: pd.DataFrame, names: list, described: list, include_flagged: bool) -> pd.DataFrame:
+    """admissible, reasons, described, unit, units, judged and status of each row of `cell_status`."""
     planned_pools = out["pools_planned"] if "pools_planned" in out else out["pools"]
     replicated = bool((out["pools"] >= 2).any() or (planned_pools >= 2).any())
     out["admissible"] = out["runs"] - (0 if include_flagged else out["excluded"])
     out["pools_admissible"] = out["pools"] if include_flagged else out["pools_ok"]
     out["pools"] = out["pools"].where(out["pools"] >= planned_pools, planned_pools).astype(int)
     out["reasons"] = [_reasons(r) for r in out[names].to_dict("records")]
+    out["described"] = [described_text(r, n) for r, n in zip(
+        out[described].rename(columns=lambda c: c.removeprefix(_DESC)).to_dict("records"), out["admissible"])]
     out["unit"] = "pool" if replicated else "run"
     out["units"] = out["pools_admissible"] if replicated else out["admissible"]
     out["judged"] = out["units"] >= MIN_UNITS
@@ -214,8 +238,22 @@ def _judge(out: pd.DataFrame, names: list, include_flagged: bool) -> pd.DataFram
     else:
         out["status"] = [status_text(r, a, e, why, p, include_flagged) for r, a, e, why, p
                          in zip(out["runs"], out["admissible"], out["excluded"], out["reasons"], planned)]
-    drop = names + ["pools_ok"] + (list(_PER_POOL) if replicated else [])
+    out["status"] += [f", {k} replacement run{'s' * (k > 1)} left out of the estimate" if k else ""
+                      for k in out["replacements"]]
+    drop = names + described + ["pools_ok"] + (list(_PER_POOL) if replicated else [])
     return out.drop(columns=[c for c in drop if c in out])
+
+
+def described_text(counts: dict, runs: int) -> str:
+    """'read_amplification 3 of 5 runs' from {flag column: runs raised} among `runs` kept runs.
+
+    Examples
+    --------
+    >>> described_text({"flag_read_amplification": 3, "flag_not_steady": 0, "flag_slow_device": 1}, 5)
+    'read_amplification 3 of 5 runs, slow_device 1 of 5 runs'
+    """
+    hit = {c.removeprefix("flag_"): int(n) for c, n in counts.items() if n}
+    return ", ".join(f"{k} {n} of {runs} runs" for k, n in sorted(hit.items(), key=lambda kv: -kv[1]))
 
 
 def _side(cells: pd.DataFrame, cols: list, key: tuple) -> pd.DataFrame:
@@ -227,19 +265,22 @@ def _side(cells: pd.DataFrame, cols: list, key: tuple) -> pd.DataFrame:
 
 def planned_comparisons(out: pd.DataFrame, cells: pd.DataFrame, factor: str, baseline, by: list,
                         name: str, metric_for) -> pd.DataFrame:
-    """`out` with a `note` per comparison and a "not judged" row for each planned one it lacks.
+    """`out` with a `note` and `described` per comparison, and a "not judged" row for each planned
+    one it lacks.
 
     A planned comparison is a group of `cells` (over the `by` columns they have) holding the
     baseline level of `factor` and another level. A side whose cells are not judged gives
-    the comparison its status: "not judged: k of n runs excluded (reasons)".
+    the comparison its status: "not judged: k of n runs excluded (reasons)". `described`
+    names the describing flags each side's estimate keeps: "4K: read_amplification 3 of 5 runs".
     `metric_for(workload, template)` names the metric of a missing row.
     """
     if factor not in cells:
         return out
     cols = [c for c in by if c in cells]
     out = out.copy()
-    if "note" not in out:
-        out["note"] = ""
+    for col in ("note", "described"):
+        if col not in out:
+            out[col] = ""
     rows = []
     units = "units" if "units" in cells else "admissible"      # pools where pools are replicated
     for key, g in cells.groupby(cols, dropna=False) if cols else [((), cells)]:
@@ -251,9 +292,12 @@ def planned_comparisons(out: pd.DataFrame, cells: pd.DataFrame, factor: str, bas
             have = _side(out, cols + ["level"], key + (level,)) if len(out) else out
             bad = [f"{s} {_label(factor, v)}: {st}" for s, v, c in (("level", level, lv), ("baseline", baseline, base))
                    for st in c["status"] if not st.startswith("judged")]
+            described = "; ".join(f"{_label(factor, v)}: {text}" for v, c in ((level, lv), (baseline, base))
+                                  for text in c.get("described", pd.Series(dtype=str)) if text)
             if len(have):
                 idx = have.index
                 out.loc[idx, "note"] = ["; ".join([n] + bad if n else bad) for n in out.loc[idx, "note"]]
+                out.loc[idx, "described"] = described
                 continue
             first = lv.iloc[0]
             rows.append({**dict(zip(cols, key)), "factor": factor, "level": level, "baseline": baseline,
@@ -261,7 +305,8 @@ def planned_comparisons(out: pd.DataFrame, cells: pd.DataFrame, factor: str, bas
                          "n_level": int(lv[units].sum()), "n_baseline": int(base[units].sum()),
                          "runs_level": int(lv["runs"].sum()), "runs_baseline": int(base["runs"].sum()),
                          "verdict": "not judged", "significant": False, "equivalent": False,
-                         "comparison": name, "note": "; ".join(bad) or "not judged: no comparison could be made"})
+                         "comparison": name, "note": "; ".join(bad) or "not judged: no comparison could be made",
+                         "described": described})
     if rows:
         out = pd.concat([out, pd.DataFrame(rows)], ignore_index=True) if len(out) else pd.DataFrame(rows)
         order = [c for c in cols if c in out]

@@ -3,7 +3,8 @@
     summary_table(results)        numbers in the units people use: configuration as written
                                   ("raidz1 1x6": vdevs x disks per vdev), drives, data disks,
                                   the other factors that vary, IOPS with its 95% CI, MiB/s,
-                                  p99 in ms, n admissible runs, runs excluded by a truth check
+                                  p99 in ms, n admissible runs (first attempts), runs excluded by
+                                  an invalidating truth check, runs kept with a describing flag
                                   and runs with checks not judged; a configuration whose runs
                                   were all excluded keeps its row (n = 0)
     display_table(table)          the same as text cells (what Markdown, HTML and LaTeX show)
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from zbench_lib.analysis.flags import admissible_mask, described_mask, replacement_mask
 from zbench_lib.analysis.plot_base import LAYOUT_ORDER, fmt
 from zbench_lib.analysis.stats import summary
 from zbench_lib.analysis.sweep_data import LAYOUT_COLUMNS, select_admissible, varying_columns
@@ -30,7 +32,8 @@ _SHAPE = ["layout", "vdevs", "width", "total_disks", "data_disks"]
 _LABELS = {"configuration": "Configuration", "drives": "Drives", "data_disks": "Data disks",
            "workload": "Workload", "direction": "Direction", "iops": "IOPS", "iops_ci": "IOPS 95% CI",
            "mib_s": "MiB/s", "p99_ms": "p99 (ms)", "n": "n", "excluded": "Excluded runs",
-           "not_judged": "Runs not fully judged"}
+           "described": "Runs with describing flags", "not_judged": "Runs not fully judged"}
+_RUNS = ("n", "excluded", "described", "not_judged")      # the run counts beside each estimate
 
 
 def config_label(layout, vdevs, width) -> str:
@@ -65,8 +68,6 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False) -> pd.Da
     if not need <= set(results.columns):
         raise ConfigError(f"the summary table needs columns {sorted(need - set(results.columns))}")
     df = results.copy()
-    if "flagged" not in df:
-        df["flagged"] = df.filter(like="flag_").fillna(False).astype(bool).any(axis=1)
     factors = [c for c in varying_columns(df, exclude=LAYOUT_COLUMNS) if c not in ("workload", "direction")]
     keys = _SHAPE + factors + [c for c in ("workload", "direction") if c in df]
     adm = select_admissible(df, include_flagged)
@@ -77,13 +78,16 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False) -> pd.Da
         p99=("clat_p99_ns", "mean") if "clat_p99_ns" in adm else ("iops", lambda v: np.nan)).reset_index()
     all_keys = df[keys].drop_duplicates()
     out = all_keys.merge(s, on=keys, how="left").merge(extra, on=keys, how="left")
-    flagged = _runs(df, keys, df["flagged"]).rename("excluded").reset_index()
-    nj = _runs(df, keys, _not_judged_mask(df)).rename("not_judged").reset_index()
-    out = out.merge(flagged, on=keys, how="left").merge(nj, on=keys, how="left")
-    out[["n", "excluded", "not_judged"]] = out[["n", "excluded", "not_judged"]].fillna(0).astype(int)
+    counts = [_runs(df, keys, ~admissible_mask(df) & ~replacement_mask(df)).rename("excluded"),
+              _runs(adm, keys, described_mask(adm)).rename("described"),
+              _runs(df, keys, _not_judged_mask(df)).rename("not_judged")]
+    for c in counts:
+        out = out.merge(c.reset_index(), on=keys, how="left")
+    out[list(_RUNS)] = out[list(_RUNS)].fillna(0).astype(int)
     if include_flagged:
         out["excluded"] = 0
-    out.insert(0, "configuration", [config_label(*r) for r in out[["layout", "vdevs", "width"]].itertuples(index=False)])
+    shape = out[["layout", "vdevs", "width"]].itertuples(index=False)
+    out.insert(0, "configuration", [config_label(*r) for r in shape])
     out = out.rename(columns={"total_disks": "drives", "mean": "iops", "ci95_low": "iops_ci95_low",
                               "ci95_high": "iops_ci95_high"})
     out["iops_ci95_low"] = out["iops_ci95_low"].clip(lower=0)
@@ -94,7 +98,7 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False) -> pd.Da
     out = out.sort_values(order, kind="stable").drop(columns=["_rank"]).reset_index(drop=True)
     cols = ["configuration", "layout", "vdevs", "width", "drives", "data_disks", *factors,
             *[c for c in ("workload", "direction") if c in out], "iops", "iops_ci95_low", "iops_ci95_high",
-            "mib_s", "p99_ms", "n", "excluded", "not_judged"]
+            "mib_s", "p99_ms", *_RUNS]
     return out[cols]
 
 
@@ -109,7 +113,7 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
     factors = [c for c in table.columns if c not in ("configuration", "layout", "vdevs", "width", "drives",
                                                       "data_disks", "workload", "direction", "iops",
                                                       "iops_ci95_low", "iops_ci95_high", "mib_s", "p99_ms",
-                                                      "n", "excluded", "not_judged")]
+                                                      *_RUNS)]
     rows = []
     for _, r in table.iterrows():
         judged = r["n"] > 0
@@ -121,10 +125,10 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
               if judged and pd.notna(r["iops_ci95_high"]) else ("n=1, no CI" if r["n"] == 1 else "—"))
         row.update(iops=fmt(r["iops"]) if judged else "—", iops_ci=ci,
                    mib_s=fmt(r["mib_s"]) if judged else "—", p99_ms=fmt(r["p99_ms"]) if judged else "—",
-                   n=str(int(r["n"])), excluded=str(int(r["excluded"])), not_judged=str(int(r["not_judged"])))
+                   **{c: str(int(r[c])) for c in _RUNS if c in table})
         rows.append(row)
     cols = ["configuration", "drives", "data_disks", *factors, *[c for c in ("workload", "direction") if c in table],
-            "iops", "iops_ci", "mib_s", "p99_ms", "n", "excluded", "not_judged"]
+            "iops", "iops_ci", "mib_s", "p99_ms", *[c for c in _RUNS if c in table]]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -139,10 +143,9 @@ def summary_gt(table: pd.DataFrame, title: str = "Summary", source_note: str = "
     from great_tables import GT
     d = display_table(table)
     gt = GT(d).tab_header(title=title).cols_label(**{c: _header(c) for c in d.columns})
-    numeric = [c for c in ("drives", "data_disks", "iops", "iops_ci", "mib_s", "p99_ms", "n", "excluded",
-                           "not_judged") if c in d]
+    numeric = [c for c in ("drives", "data_disks", "iops", "iops_ci", "mib_s", "p99_ms", *_RUNS) if c in d]
     gt = gt.cols_align("right", columns=numeric).tab_spanner("Throughput", ["iops", "iops_ci", "mib_s"]) \
-        .tab_spanner("Runs", ["n", "excluded", "not_judged"])
+        .tab_spanner("Runs", [c for c in _RUNS if c in d])
     if source_note:
         gt = gt.tab_source_note(source_note)
     return gt
@@ -167,7 +170,7 @@ def export_table(table: pd.DataFrame, fmt_name: str, title: str = "Summary", sou
         return table.to_csv(index=False, float_format="%.6g")
     if fmt_name == "md":
         d = display_table(table)
-        right = {"drives", "data_disks", "iops", "iops_ci", "mib_s", "p99_ms", "n", "excluded", "not_judged"}
+        right = {"drives", "data_disks", "iops", "iops_ci", "mib_s", "p99_ms", *_RUNS}
         text = _markdown(d, right)
         return (f"**{title}**\n\n" if title else "") + text + (f"\n{source_note}\n" if source_note else "")
     gt = summary_gt(table, title, source_note)

@@ -1,7 +1,7 @@
 """A sweep as the analysis sees it: load it with its plan, check its truth flags, pick admissible runs.
 
-The flags themselves (three-valued: True / False / None) are read in `flags.py` and
-re-exported here; the planned cells and their status in `coverage.py`. `read_events`
+The flags themselves (three-valued: True / False / None) and their kinds are read in
+`flags.py` and re-exported here; the planned cells and their status in `coverage.py`. `read_events`
 reads the store's events.jsonl (the resilver study's timings live there).
 """
 
@@ -61,8 +61,9 @@ def resolve_sweep_dir(path) -> Path:
 def load_sweep(path) -> Sweep:
     """Read a sweep directory: spec.yaml, provenance.json, results.parquet (or .csv), plan.json.
 
-    Flag columns become True / False / <NA> (`flags.tristate`), `flagged` is "any flag
-    True", and `plan` holds the planned cells so that none is silently dropped.
+    Flag columns become True / False / <NA> (`flags.tristate`), `flagged` is "an invalidating
+    flag True" (`flags.normalise_flags`), `replacement` marks the runs added to replace excluded
+    ones (from events.jsonl), and `plan` holds the planned cells so that none is silently dropped.
     """
     p = resolve_sweep_dir(path)
     if not p.is_dir():
@@ -86,12 +87,24 @@ def load_sweep(path) -> Sweep:
     else:
         raise ConfigError(f"{p} has no results.parquet or results.csv: has the sweep run?")
     df = normalise_flags(df)
+    if "run_id" in df:                          # first attempts are primary: replacements are marked
+        df["replacement"] = df["run_id"].isin(replacement_runs(read_events(p)))
     if "surface" in df and spec:                # only raw cells carry it: the others are the spec's surface
         df["surface"] = df["surface"].fillna(spec.get("surface"))
     if "sweep_id" not in df:                  # two sweeps must stay apart when compared
         df["sweep_id"] = df["sweep"] if "sweep" in df else spec.get("name", p.name) if spec else p.name
     ids = df["sweep_id"].dropna().unique()
     return Sweep(p, spec or {}, prov or {}, df, load_plan(p, ids[0] if len(ids) == 1 else None))
+
+
+def replacement_runs(events: list[dict]) -> set[str]:
+    """Run ids the repetition rule added to replace excluded runs ("runs added", why "replace ...").
+
+    Stein's second-stage runs are added too, but by the design, not for an excluded run: they
+    are not replacements.
+    """
+    return {rid for e in events if e.get("event") == "runs added" and str(e.get("why", "")).startswith("replace")
+            for rid in e.get("run_ids") or []}
 
 
 def read_events(path) -> list[dict]:

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from zbench_lib.analysis.flags import admissible_mask
 from zbench_lib.zfs.models import predicted_random_read_iops, zfs_charged_bytes
 from zbench_lib.zfs.geometry import data_disks
 
@@ -156,8 +157,8 @@ def synthetic_results(n_rows: int = 1000, seed: int = 0, shape: str = "scaling")
     df["cpu_iowait_pct"] = rng.uniform(20, 60, n)
     df["write_amplification"] = np.where(is_read, np.nan, overhead)
     logical = float(1024 ** 3)
-    charged = {(l, w, v): zfs_charged_bytes(v, l, w) / v
-               for l, w, v in df[["layout", "width", "volblocksize_bytes"]].drop_duplicates().itertuples(index=False)}
+    charged = {(lay, w, v): zfs_charged_bytes(v, lay, w) / v
+               for lay, w, v in df[["layout", "width", "volblocksize_bytes"]].drop_duplicates().itertuples(index=False)}
     ratio = np.array([charged[k] for k in zip(df["layout"], df["width"], df["volblocksize_bytes"])])
     df["logicalused_bytes"] = logical
     df["used_bytes"] = logical * ratio * rng.uniform(1.002, 1.01, n)     # + metadata
@@ -167,7 +168,7 @@ def synthetic_results(n_rows: int = 1000, seed: int = 0, shape: str = "scaling")
     df["pool_fragmentation_pct"] = rng.uniform(0, 10, n)
     for f in FLAGS:
         df[f] = rng.random(n) < FLAG_RATE
-    df["flagged"] = df[list(FLAGS)].any(axis=1)
+    df["flagged"] = ~admissible_mask(df[list(FLAGS)])        # not_steady describes a run: kept
     df["disk_model_iops"] = DISK_IOPS
     df["disk_model_bw"] = DISK_BW
     df["synthetic"] = True

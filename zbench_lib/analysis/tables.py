@@ -17,7 +17,7 @@ import pandas as pd
 
 from zbench_lib.analysis.compare import adjust, compare
 from zbench_lib.analysis.coverage import planned_comparisons
-from zbench_lib.analysis.flags import admissible_mask, select_admissible
+from zbench_lib.analysis.flags import sensitivity_alternatives
 from zbench_lib.analysis.stats import scaling
 from zbench_lib.analysis.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS, varying_columns
 from zbench_lib.core.errors import ConfigError
@@ -108,32 +108,44 @@ def _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit) 
 
 
 def _sensitivity(out, df, all_runs, metric, factor, baseline, by, alpha, family, margin, unit):
-    """Verdicts recomputed with flagged runs included (or excluded, if the main table had them).
+    """Verdicts recomputed with each other selection of runs (`flags.sensitivity_alternatives`).
 
-    Adds `sensitivity_runs` (which way), `sensitivity_verdict`, `sensitivity_ratio` and the
-    clause `sensitivity`.
+    Per alternative `<key>` (flagged, replacements, described): `sensitivity_<key>_verdict` and
+    `sensitivity_<key>_ratio`, the main ones where the alternative changes no run of the
+    comparison's two sides, and `sensitivity_<key>_label`, the alternative's name where it does
+    ("" elsewhere). `sensitivity` is the clause, naming only the alternatives that change runs:
+    "unchanged with replacement runs included; with runs with describing flags left out:
+    inconclusive (ratio 1.10, Holm p 0.2)".
     """
-    had_flagged = not admissible_mask(df).all()
-    alt = select_admissible(all_runs) if had_flagged else all_runs
-    out["sensitivity_runs"] = what = "flagged runs " + ("excluded" if had_flagged else "included")
-    if len(alt) == len(df):
-        out["sensitivity_verdict"], out["sensitivity_ratio"] = out["verdict"], out["ratio"]
-        out["sensitivity"] = "no flagged runs to " + ("exclude" if had_flagged else "include")
-        return out
-    alt_cmp = _compare_all(alt, metric, factor, baseline, by, alpha, family, margin, unit)
+    clauses = [[] for _ in range(len(out))]
     keys = by + ["level", "metric"]
-    alt_cmp = alt_cmp[keys + ["verdict", "ratio", "holm_p"]] if not alt_cmp.empty else \
-        pd.DataFrame(columns=keys + ["verdict", "ratio", "holm_p"])
-    m = out[keys].merge(alt_cmp.rename(columns={"verdict": "_v", "ratio": "_r", "holm_p": "_p"}),
-                        on=keys, how="left")
-    out["sensitivity_verdict"] = m["_v"].fillna("not judged").to_numpy()
-    out["sensitivity_ratio"] = m["_r"].astype(float).to_numpy()
-    out["sensitivity"] = [
-        f"unchanged with {what}" if v == sv else
-        f"with {what}: {sv}" + (f" (ratio {r:.2f}, Holm p {p:.3g})" if np.isfinite(r) and np.isfinite(p) else "")
-        for v, sv, r, p in zip(out["verdict"], out["sensitivity_verdict"], m["_r"].astype(float),
-                               m["_p"].astype(float))]
+    for alt in sensitivity_alternatives(df, all_runs):
+        alt_cmp = _compare_all(alt.runs, metric, factor, baseline, by, alpha, family, margin, unit)
+        alt_cmp = alt_cmp[keys + ["verdict", "ratio", "holm_p"]] if not alt_cmp.empty else \
+            pd.DataFrame(columns=keys + ["verdict", "ratio", "holm_p"])
+        m = out[keys].merge(alt_cmp.rename(columns={"verdict": "_v", "ratio": "_r", "holm_p": "_p"}),
+                            on=keys, how="left")
+        touched = _touched(out, alt.changed, by, factor)
+        verdict = np.where(touched, m["_v"].fillna("not judged"), out["verdict"])
+        ratio = np.where(touched, m["_r"].astype(float), out["ratio"].astype(float))
+        out[f"sensitivity_{alt.key}_verdict"], out[f"sensitivity_{alt.key}_ratio"] = verdict, ratio
+        out[f"sensitivity_{alt.key}_label"] = np.where(touched, alt.label, "")
+        for i, (hit, v, sv, r, p) in enumerate(zip(touched, out["verdict"], verdict, ratio, m["_p"].astype(float))):
+            if hit:
+                clauses[i].append(f"unchanged with {alt.label}" if v == sv else f"with {alt.label}: {sv}"
+                                  + (f" (ratio {r:.2f}, Holm p {p:.3g})" if np.isfinite(r) and np.isfinite(p) else ""))
+    out["sensitivity"] = ["; ".join(c) for c in clauses]
     return out
+
+
+def _touched(out: pd.DataFrame, changed: pd.DataFrame, by: list, factor: str) -> np.ndarray:
+    """Which comparisons have a run in `changed` on either side (level or baseline)."""
+    if changed.empty:
+        return np.zeros(len(out), bool)
+    hit = changed[by + [factor]].drop_duplicates().assign(_hit=True)
+    sides = [out[by + [side]].rename(columns={side: factor}).merge(hit, on=by + [factor], how="left")["_hit"]
+             for side in ("level", "baseline")]
+    return (sides[0].eq(True) | sides[1].eq(True)).to_numpy()
 
 
 def compare_table(df, metric: str, factor: str, baseline, by=None, margin: float = 0.05,
@@ -143,12 +155,15 @@ def compare_table(df, metric: str, factor: str, baseline, by=None, margin: float
 
     `metric` may be "auto" (each workload's own metric, in a `metric` column). Along a layout
     column the disk count is held equal too: `disks` "total" (default) or "data"; the
-    `comparison` column names which. Holm families are workload × direction by default. With
-    `all_runs` (every run, flagged included) a `sensitivity` column says whether each verdict
-    changes when flagged runs are included; with `cells` (`coverage.cell_status`) every planned
-    comparison appears, a side without enough admissible runs as "not judged" with its reasons
-    in `note`. A side that pools several configurations is not judged either, and stays out
-    of its Holm family.
+    `comparison` column names which. Holm families are workload × direction by default. `df`
+    holds the estimate's runs (`select_admissible`: admissible first attempts). With
+    `all_runs` (every run) a `sensitivity` column says whether each verdict changes with the
+    flagged runs included, with the replacement runs included, or without the runs that carry
+    describing flags (only where that changes a run of the comparison); with `cells`
+    (`coverage.cell_status`) every planned comparison appears, a side without enough
+    admissible runs as "not judged" with its reasons in `note`, and `described` names the
+    describing flags each side keeps. A side that pools several configurations is not judged
+    either, and stays out of its Holm family.
     """
     held_by, name = comparison_by(df, factor, disks)
     by = held_by if by is None else list(by)
@@ -179,9 +194,10 @@ def scaling_table(df: pd.DataFrame, metric: str = "iops", unit: str = "auto",
     `disk_equivalents` (mean over one modelled disk, per vdev in `disk_equivalents_per_vdev`)
     and, for random reads, `model_per_disk`: the `predicted_random_read_iops` per data disk.
     With `cells` (`coverage.cell_status`) each row gets its `status`, and planned
-    configurations without enough admissible runs are appended with n 0 and their status.
-    With `all_runs`, `sensitivity_*` columns give the efficiency and its CI recomputed with
-    the flagged runs included (or excluded, if `df` had them).
+    configurations without enough admissible runs are appended with n 0 and their status;
+    `described` names the describing flags their runs keep. With `all_runs`,
+    `sensitivity_<key>_*` columns give the efficiency and its CI recomputed with each
+    alternative selection of runs (`flags.sensitivity_alternatives`) where it changes a run.
     """
     s = _scaling(df, metric, unit)
     if all_runs is not None and len(s):
@@ -190,16 +206,32 @@ def scaling_table(df: pd.DataFrame, metric: str = "iops", unit: str = "auto",
 
 
 def _scaling_sensitivity(s, df, all_runs, metric, unit):
-    had_flagged = not admissible_mask(df).all()
-    alt = select_admissible(all_runs) if had_flagged else all_runs
-    s["sensitivity_runs"] = "flagged runs " + ("excluded" if had_flagged else "included")
+    """Per alternative `<key>` (`flags.sensitivity_alternatives`), `sensitivity_<key>_efficiency`,
+    its CI and baseline: recomputed where the alternative changes a run of the configuration or
+    of its family's baseline, the main values elsewhere."""
     cols = ["baseline_disks", "efficiency", "efficiency_ci_low", "efficiency_ci_high"]
-    a = _scaling(alt, metric, unit) if len(alt) != len(df) else s
-    keys = [c for c in s.columns if (c in CONFIG_COLUMNS or c == "metric") and c in a.columns]
-    m = s[keys].merge(a[keys + cols].rename(columns={c: "sensitivity_" + c for c in cols}), on=keys, how="left")
-    for c in cols:
-        s["sensitivity_" + c] = m["sensitivity_" + c].to_numpy()
+    for alt in sensitivity_alternatives(df, all_runs):
+        a = _scaling(alt.runs, metric, unit)
+        keys = [c for c in s.columns if (c in CONFIG_COLUMNS or c == "metric") and c in a.columns]
+        m = s[keys].merge(a[keys + cols], on=keys, how="left") if len(a) else \
+            s[keys].assign(**{c: np.nan for c in cols})
+        touched = _scaling_touched(s, alt.changed)
+        for c in cols:
+            s[f"sensitivity_{alt.key}_{c}"] = np.where(touched, m[c].to_numpy(float), s[c].to_numpy(float))
+        s[f"sensitivity_{alt.key}_label"] = np.where(touched, alt.label, "")
     return s
+
+
+def _scaling_touched(s: pd.DataFrame, changed: pd.DataFrame) -> np.ndarray:
+    """Scaling rows whose configuration, or whose family's baseline, has a run in `changed`."""
+    cfg = [c for c in s.columns if c in CONFIG_COLUMNS and c in changed.columns]
+    if changed.empty or not cfg:
+        return np.zeros(len(s), bool)
+    hit = s[cfg].merge(changed[cfg].drop_duplicates().assign(_hit=True), on=cfg, how="left")["_hit"].eq(True)
+    group = [c for c in s.columns if c in CONFIG_COLUMNS and c not in LAYOUT_COLUMNS] + ["family"]
+    base = (hit & (s["data_disks"] == s["baseline_disks"]).to_numpy()).groupby(
+        [s[c].to_numpy() for c in group if c in s], dropna=False).transform("any") if "family" in s else hit
+    return (hit | base).to_numpy()
 
 
 def _scaling(df: pd.DataFrame, metric: str, unit: str) -> pd.DataFrame:
@@ -246,12 +278,14 @@ def scaling_family(df: pd.DataFrame) -> pd.Series:
 
 
 def _with_cells(s: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
-    """Status per scaling row, and the planned configurations the table lacks (n 0)."""
+    """Status and describing flags per scaling row, and the planned configurations the table lacks (n 0)."""
     if cells.empty:
         return s
     on = [c for c in ("workload", "direction", "layout", "width", "vdevs", "data_disks", "volblocksize_bytes",
                       "recordsize_bytes") if c in s and c in cells]
-    st = cells.groupby(on, dropna=False)["status"].agg("; ".join).reset_index()
+    cells = cells if "described" in cells else cells.assign(described="")
+    st = cells.groupby(on, dropna=False).agg(
+        status=("status", "; ".join), described=("described", lambda v: "; ".join(t for t in v if t))).reset_index()
     out = s.merge(st, on=on, how="outer", indicator=True)
     missing = out["_merge"] == "right_only"
     out.loc[missing, "n"] = 0

@@ -1,13 +1,17 @@
-"""What every truth check shares: numbers that may be missing, fio's bytes, a verdict.
+"""What every truth check shares: numbers that may be missing, fio's bytes, a verdict, a kind.
 
 A verdict is three-valued: True (raised), False (judged and passed) or None (not
 judged). A check that was not performed is "not judged", never "passed"
-(docs/statistics.md, Claims); its `reason` says why.
+(docs/statistics.md, Claims); its `reason` says why. A check's kind says what its raised
+flag means for the run (`TruthCheck`; the checks themselves are declared in truth.py).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
 
 MiB = 1024 * 1024
 # Below this much fio I/O in a direction, layer comparisons are noise: one idle TXG's
@@ -36,3 +40,29 @@ def fio_bytes(fio_rows: list[dict], direction: str) -> int:
 def not_judged(reason: str, **numbers) -> dict:
     """A check that could not be performed, or does not apply: flag None with the reason."""
     return {**numbers, "flag": None, "reason": reason}
+
+
+Kind = Literal["invalidates", "describes"]
+INVALIDATES: Kind = "invalidates"       # the run did not measure the system under test: excluded, may be replaced
+DESCRIBES: Kind = "describes"           # the system behaved this way: kept, counted, shown beside the estimate
+
+
+@dataclass(frozen=True)
+class TruthCheck:
+    """One truth check: how it judges a run and what its raised flag means for the run.
+
+    `in_fault_study` is the kind where the spec injects faults on purpose (`faults:`), when
+    it differs from `kind`. The reason for each kind is in docs/methods.md §7.
+    """
+    name: str
+    judge: Callable[[list, dict, dict], dict]
+    kind: Kind
+    meaning: str
+    in_fault_study: Kind | None = None
+
+    @property
+    def column(self) -> str:
+        return f"flag_{self.name}"
+
+    def kind_for(self, fault_study: bool) -> Kind:
+        return self.in_fault_study if fault_study and self.in_fault_study else self.kind

@@ -42,7 +42,7 @@ def derive_rows(raw_dir: Path) -> tuple[list, dict]:
     controller = raw_dir / "controller.json"   # the controller's load around a lab run
     ctx.update(summarize_host_load(json.loads(controller.read_text()) if controller.exists() else None))
     checks = truth_checks(rows, counters, ctx)
-    flags = flag_columns(checks)
+    flags = flag_columns(checks, fault_study=bool(ctx.get("fault_study")))
     scalars = {k: v for k, v in counters.items() if not isinstance(v, (list, dict))}
     scalars["fio_exit_lag_s"] = rec["fio_exit_lag_s"]
     return [{**r, **scalars, **flags} for r in rows], checks

@@ -10,6 +10,12 @@ judged: the check does not apply, or what it needs was not measured; the reason 
 which). A check that was not performed never reads as passed. `flag_columns()`
 flattens them for the results table.
 
+Each check declares once, in `TRUTH_CHECKS`, what its raised flag means for the run
+(docs/methods.md §7): it *invalidates* the run (the measurement did not measure the
+system under test: the run is excluded and may be replaced) or *describes* it (the system
+behaved this way: the run is kept, counted and shown beside the estimate). The sweep's
+repetition rule and the analysis both read the kinds from here.
+
 Context keys: cache ('cold'|'warm'), iops_series (total IOPS per second over the
 measurement window, e.g. `run_summary.iops_series`), txg_timeout_s (zfs_txg_timeout,
 default 5), scan_at_start ('none'|'scrub:scanning' ...), trim_active, compressratio,
@@ -18,7 +24,8 @@ is the question), lab, disk_model_iops, disk_model_bw (per-device limits, None =
 unthrottled), block_bytes (volblocksize / recordsize), qemu_pid and host_* (the
 controller's load, `host_load.summarize`), pool_capacity_pct, pool_fragmentation_pct,
 prefilled, surface ('raw': fio on the bare disks, no pool; the checks of a pool's layer, its
-background work, its compression and its TXGs do not apply, see `_raw`).
+background work, its compression and its TXGs do not apply, see `_raw`), fault_study (the
+spec injects faults on purpose: a lost device then describes the run, see `TRUTH_CHECKS`).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import numpy as np
 
 from zbench_lib.measure.device_health import device_lost, slow_device
 from zbench_lib.measure.host_load import host_contention
+from zbench_lib.measure.judging import DESCRIBES, INVALIDATES, Kind, TruthCheck
 from zbench_lib.measure.judging import MIN_FIO_BYTES, MiB, fio_bytes, not_judged  # noqa: F401
 from zbench_lib.measure.judging import div as _div, num as _num
 from zbench_lib.measure.read_amp import read_amplification
@@ -205,17 +213,54 @@ def _emulation_bound(fio_rows, c, ctx) -> dict:
                       f"CPU busy {busy:.0f}%, idle {idle:.0f}%"}
 
 
-_CHECKS = dict(cache_served=_cache_served, no_device_io=_no_device_io, write_amplification=_write_amplification,
-               not_steady=_not_steady, background_work=_background_work, compressible_data=_compressible_data,
-               emulation_bound=_emulation_bound, read_amplification=read_amplification,
-               host_contention=host_contention, device_lost=device_lost, slow_device=slow_device)
-CHECKS = tuple(_CHECKS)  # the flags, in report order; fill_level is informational
+# The checks in report order. Adding a check means adding it here, kind included
+# (tests/test_flag_kinds.py fails on a flag column without a declared kind).
+TRUTH_CHECKS = (
+    TruthCheck("cache_served", _cache_served, INVALIDATES, "a disk-read test was served from ARC"),
+    TruthCheck("no_device_io", _no_device_io, INVALIDATES,
+               "fio, pool and device byte counts disagree (a layer was suspiciously quiet)"),
+    # Only the low side is a flag (writes held in RAM: the run measured memory, not the disks,
+    # like cache_served for reads); real amplification above 10 is reported, never flagged.
+    TruthCheck("write_amplification", _write_amplification, INVALIDATES,
+               "the disks wrote far fewer bytes than fio reported: writes were absorbed by memory within the window"),
+    TruthCheck("not_steady", _not_steady, DESCRIBES, "never reached steady state"),
+    TruthCheck("background_work", _background_work, INVALIDATES, "scrub, resilver or trim running at start"),
+    TruthCheck("compressible_data", _compressible_data, INVALIDATES,
+               "data was compressible although the question is not about compression"),
+    TruthCheck("emulation_bound", _emulation_bound, INVALIDATES,
+               "the lab's emulation, not the disk model, was the bottleneck"),
+    TruthCheck("read_amplification", read_amplification, DESCRIBES,
+               "the disks read far more bytes than fio asked for, beyond what block size and parity explain"),
+    TruthCheck("host_contention", host_contention, INVALIDATES,
+               "other processes on the lab's host took CPU from the emulation during the run"),
+    # Outside a fault study a lost disk is an accident of the bench; inside one it is the question.
+    TruthCheck("device_lost", device_lost, INVALIDATES,
+               "a disk of the pool was missing or faulted after the run: a degraded pool was measured",
+               in_fault_study=DESCRIBES),
+    TruthCheck("slow_device", slow_device, DESCRIBES,
+               "one data disk served requests far slower than its peers (a failing or throttled drive)"),
+)
+CHECKS = tuple(c.name for c in TRUTH_CHECKS)  # the flags, in report order; fill_level is informational
+_BY_NAME = {c.name: c for c in TRUTH_CHECKS}
+
+
+def kind_of(name: str, fault_study: bool = False) -> Kind:
+    """What check `name`'s raised flag means for a run (KeyError for a name no check declares)."""
+    return _BY_NAME[name].kind_for(fault_study)
+
+
+def split_by_kind(raised, fault_study: bool = False) -> tuple[list[str], list[str]]:
+    """The raised checks' names as (invalidating, describing), each in report order."""
+    raised = set(raised)
+    names = [n for n in CHECKS if n in raised]
+    return ([n for n in names if kind_of(n, fault_study) == INVALIDATES],
+            [n for n in names if kind_of(n, fault_study) == DESCRIBES])
 
 
 def truth_checks(fio_rows: list[dict], counters: dict, context: dict) -> dict:
     """Every check (see CHECKS) plus the informational `fill_level`, keyed by name."""
     c, ctx = counters or {}, context or {}
-    out = {name: check(fio_rows or [], c, ctx) for name, check in _CHECKS.items()}
+    out = {check.name: check.judge(fio_rows or [], c, ctx) for check in TRUTH_CHECKS}
     out["fill_level"] = dict(flag=None, info=True, pool_capacity_pct=_num(ctx.get("pool_capacity_pct")),
                              pool_fragmentation_pct=_num(ctx.get("pool_fragmentation_pct")),
                              prefilled=ctx.get("prefilled"), missing_layers=c.get("missing_layers"),
@@ -223,12 +268,14 @@ def truth_checks(fio_rows: list[dict], counters: dict, context: dict) -> dict:
     return out
 
 
-def flag_columns(checks: dict) -> dict:
+def flag_columns(checks: dict, fault_study: bool = False) -> dict:
     """Flat columns for the tidy results table: `flag_<check>` (True, False or None) and key numbers.
 
-    `flagged` is True when any flag is; `truth_flags` names them. `not_judged` lists the
-    checks that were not judged with their reasons ("check: reason; check: reason"), and
-    `checks_judged` / `checks_not_judged` count them.
+    `flagged` is True when an invalidating flag is (the run is excluded, and may be replaced);
+    `truth_flags` names those flags and `described_flags` the describing flags raised (the run
+    is kept). `fault_study` (the spec injects faults) is recorded, since it sets device_lost's
+    kind. `not_judged` lists the checks that were not judged with their reasons ("check:
+    reason; check: reason"), and `checks_judged` / `checks_not_judged` count them.
     """
     names = [name for name in CHECKS if name in checks]
     cols = {f"flag_{name}": checks[name]["flag"] for name in names}
@@ -251,9 +298,10 @@ def flag_columns(checks: dict) -> dict:
                 quiet_layers=",".join(get("no_device_io", "quiet", [])),
                 pool_capacity_pct=get("fill_level", "pool_capacity_pct"),
                 pool_fragmentation_pct=get("fill_level", "pool_fragmentation_pct"))
-    raised = [name for name in names if checks[name]["flag"] is True]
+    invalidating, describing = split_by_kind([name for name in names if checks[name]["flag"] is True], fault_study)
     unjudged = [name for name in names if checks[name]["flag"] is None]
-    cols.update(flagged=bool(raised), truth_flags=",".join(raised),
+    cols.update(flagged=bool(invalidating), truth_flags=",".join(invalidating), described_flags=",".join(describing),
+                fault_study=bool(fault_study),
                 not_judged="; ".join(f"{name}: {checks[name].get('reason', '')}" for name in unjudged),
                 checks_judged=len(names) - len(unjudged), checks_not_judged=len(unjudged))
     return cols

@@ -183,7 +183,8 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
 
             with on_surface(host, pool.create_target(make_target(t)), t, store, write_target) as (tinfo, (fill, warm)):
                 ctx = dict(_context(host, pool, tinfo, t, pool_model or model, lab, fill),
-                           data_device_count=layout.total_disks, settings_readback=readback, l2arc_warmup=warm)
+                           data_device_count=layout.total_disks, settings_readback=readback, l2arc_warmup=warm,
+                           fault_study=bool(spec.faults))     # a lost disk then describes the run (truth.py)
                 load_on = {"path": tinfo.path, "size_bytes": ctx["file_bytes"]}
 
                 def run_one(run):

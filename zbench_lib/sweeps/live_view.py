@@ -1,11 +1,11 @@
 """A live chart of a running sweep in JupyterLab, fed by the store's events.jsonl.
 
 The sweep notebook shows it above its progress bars: each finished run adds a point
-(IOPS, by cell, with the cell's mean so far; a red x once a truth check flags it), and a second panel draws the per-second
-IOPS of the run that just finished, from its fio log in the raw record. It reads only
-the local store, never the host under test: watching the current run on the host
-would put an observer beside the measurement (the per-second panel therefore shows a
-run as soon as it ends, not while it runs).
+(IOPS, by cell, with the cell's mean so far; a red x once a truth check invalidates it), and
+a second panel draws the per-second IOPS of the run that just finished, from its fio log in
+the raw record. It reads only the local store, never the host under test: watching the
+current run on the host would put an observer beside the measurement (the per-second panel
+therefore shows a run as soon as it ends, not while it runs).
 
 `LiveSweepView(sweep_dir, plan)` is a context manager; `figure()` builds the chart
 from what has been seen so far (tests call it directly).
@@ -59,7 +59,8 @@ class LiveSweepView:
             elif ev.get("event") == "run judged":
                 for r in self.runs:
                     if r["run_id"] == ev.get("run_id"):
-                        r["flags"] = list(ev.get("truth_flags") or [])
+                        # events before flag kinds (issue 27) named every flag raised as truth_flags
+                        r["flags"] = list(ev.get("invalidating_flags", ev.get("truth_flags")) or [])
             self._dirty = self._dirty or ev.get("event") in ("run completed", "run judged", "finished", "started",
                                                              "resumed")
 
@@ -68,7 +69,7 @@ class LiveSweepView:
         with self._lock:
             runs, last, title = list(self.runs), self.last, self._title()
         fig = make_subplots(rows=2, cols=1, vertical_spacing=0.22, subplot_titles=(
-            "IOPS of each finished run (dot; red x: flagged by a truth check) and the cell's mean so far (bar)",
+            "IOPS of each finished run (dot; red x: invalidated by a truth check) and the cell's mean so far (bar)",
             f"per-second IOPS of {last['run_id']} ({last['cell']}), from its fio log" if last
             else "per-second IOPS of the last finished run (none yet)"))
         cells = list(dict.fromkeys(r["cell"] for r in runs))

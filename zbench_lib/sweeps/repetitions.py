@@ -1,7 +1,8 @@
 """How many times a cell is measured: Stein's two-stage rule, or a fixed design.
 
-Only admissible runs count (a run whose primary row is flagged by a truth check is
-excluded, and replaced while the cell's attempts allow). Stein's rule (Stein 1945;
+Only admissible runs count (a run whose primary row is flagged, i.e. a truth check that
+invalidates it raised its flag, is excluded, and replaced while the cell's attempts allow;
+a flag that only describes the run keeps it). Stein's rule (Stein 1945;
 see docs "Spending repetitions well"): a pilot of n0 admissible runs gives the mean m0
 and SD s0; the cell gets
 

@@ -109,6 +109,12 @@ def measured_run(host, store, plan, run, *, pool: str, target, target_name: str 
     store.complete_attempt(run.run_id, attempt, full)
     # The rule sees the run as the raw record gives it, exactly as a resume would.
     rows = parse_results(attempt, {**full, "run_id": run.run_id})
+    # The event names each flag raised by its kind: an invalidating one excludes the run, a describing one does not.
     store.record("run judged", run_id=run.run_id, attempt=int(attempt.name.rsplit("-", 1)[-1]),
-                 truth_flags=sorted({f for r in rows for f in str(r.get("truth_flags") or "").split(",") if f}))
+                 invalidating_flags=_names(rows, "truth_flags"), described_flags=_names(rows, "described_flags"))
     return rows, res.window[1] - res.window[0]
+
+
+def _names(rows, column: str) -> list[str]:
+    """The flag names a comma-separated column holds in any of a run's rows."""
+    return sorted({f for r in rows for f in str(r.get(column) or "").split(",") if f})

@@ -26,7 +26,12 @@ def primary_direction(cell: dict) -> str:
 def outcome(rep: int, rows, direction: str, metric: str) -> Outcome:
     """A run's outcome from its rows: admissible iff its `direction` row is not flagged.
 
-    ``flagged`` None (not judged) does not exclude; a missing row or metric does.
+    ``flagged`` is True only when a truth check that *invalidates* the run raised its flag
+    (``truth_flags`` names them, measure/truth.py declares each check's kind): such a run is
+    excluded and replaced. A flag that *describes* the run (``described_flags``: read
+    amplification, not steady, ...) keeps it: it counts toward the cell's repetitions, since
+    replacing runs for what the system did would select the runs one likes. ``flagged`` None
+    (not judged) does not exclude; a missing row or metric does.
     """
     row = next((r for r in rows if r.get("direction") == direction), None)
     if row is None:
@@ -38,7 +43,7 @@ def outcome(rep: int, rows, direction: str, metric: str) -> Outcome:
         value = math.nan
     flagged = row.get("flagged")
     if flagged is not None and not (isinstance(flagged, float) and math.isnan(flagged)) and bool(flagged):
-        return Outcome(rep, value, False, f"flagged: {row.get('truth_flags') or 'truth check'}")
+        return Outcome(rep, value, False, f"invalidated by {row.get('truth_flags') or 'a truth check'}")
     if not math.isfinite(value):
         return Outcome(rep, None, False, f"no {metric} value")
     return Outcome(rep, value, True)

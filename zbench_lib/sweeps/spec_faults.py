@@ -5,9 +5,10 @@
 
 During the first run of every pool, `after_s` seconds after fio starts, the pool's
 `disk`-th data disk is unplugged through QMP (`remove`) or slowed to a crawl (`slow`,
-for the rest of that run). The run is then flagged by the device_lost / slow_device
-truth checks; later runs on a degraded pool are flagged too. Before the pool is torn
-down a removed disk is plugged back in and, with `resilver`, an unused lab data disk replaces it
+for the rest of that run). The device_lost / slow_device truth checks then describe the
+run (a fault study: the rows carry fault_study, so a lost disk is the question, not an
+accident that excludes the run); later runs on a degraded pool are described too. Before
+the pool is torn down a removed disk is plugged back in and, with `resilver`, an unused lab data disk replaces it
 (the lab needs one data disk more than the widest layout) and its full resilver is timed (an event per
 pool: seconds, bytes, layout, fill). With `resilver_load` (a workload of the standard suite,
 `none` by default) each pool is resilvered twice, once idle and once while that workload runs
