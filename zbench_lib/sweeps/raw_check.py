@@ -126,6 +126,14 @@ def histogram_frame(runs: list[tuple[str, dict, list]], raw: Path) -> pd.DataFra
     return df.astype({"run_id": str, "attempt": "int64", "direction": str, "bin_ns": "int64", "count": "int64"})
 
 
+def derived_files(runs: list[tuple[str, dict, list]], raw: Path, sweep_id: str) -> tuple[pd.DataFrame, dict]:
+    """The results table, and what the store writes from raw: latency_hist.parquet first (so
+    results.parquet, written after it, is never newer than the histograms), then the results."""
+    df = results_frame(runs, sweep_id)
+    return df, {HISTOGRAMS: histogram_frame(runs, raw).to_parquet(index=False),
+                "results.parquet": df.to_parquet(index=False), "results.csv": df.to_csv(index=False)}
+
+
 def _listing(ids) -> str:
     ids = sorted(ids)
     return ", ".join(ids[:_LISTED]) + (f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else "")

@@ -7,8 +7,7 @@
                        attempt invalid, resumed, repetitions decided, runs added,
                        repetitions done / gave up, finished
     raw/<run_id>/attempt-<n>/   job.fio, fio.json, logs, counters, meta.json, COMPLETE
-    results.parquet, results.csv    derived: rebuilt from raw COMPLETE attempts only
-    latency_hist.parquet            derived with them: each run's fio json+ latency bins (raw_check)
+    results.parquet, results.csv, latency_hist.parquet   derived: rebuilt from raw COMPLETE attempts only
 
 Every file is written to a temporary name, fsynced, then moved into place; files that
 must never change are linked into place, which fails if the name exists. ``COMPLETE``
@@ -34,8 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from zbench_lib.core.errors import ZbenchError
-from zbench_lib.sweeps import raw_check as rc
-from zbench_lib.sweeps.raw_check import INVALID_MARKER, SweepRuns, read_attempt, results_frame, usable_runs, warn
+from zbench_lib.sweeps.raw_check import INVALID_MARKER, SweepRuns, derived_files, read_attempt, usable_runs, warn
 
 _ATTEMPT_RE = re.compile(r"^attempt-(\d+)$")
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -326,8 +324,7 @@ class Store:
         """
         runs = SweepRuns.read(self.path, self.events())
         found = usable_runs(self.raw, runs, self._attempts, parse_run, self._set_aside if set_aside else None)
-        df = results_frame(found, self.sweep_id)
-        atomic_write(self.path / rc.HISTOGRAMS, rc.histogram_frame(found, self.raw).to_parquet(index=False))
-        atomic_write(self.path / "results.parquet", df.to_parquet(index=False))
-        atomic_write(self.path / "results.csv", df.to_csv(index=False))
+        df, files = derived_files(found, self.raw, self.sweep_id)
+        for name, data in files.items():
+            atomic_write(self.path / name, data)
         return df
