@@ -22,6 +22,8 @@ import pytest
 from scipy import stats as sps
 
 from zbench_lib import analysis as A
+from zbench_lib.analysis.conclusions import TAIL_NOTE
+from zbench_lib.analysis.synthetic import synthetic_results
 from zbench_lib.analysis.timeline import run_files
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.measure.fio_hist import (bin_edges, judge_run_tails, min_ios, percentile_of, run_histograms)
@@ -218,6 +220,16 @@ def test_runs_without_bins_beside_runs_with_them_are_named():
     t = A.cell_tails(_rows([(1, "a", 2000), (1, "old", 2000)]),
                      _hist({"a": {_mid(1_000_000): 2000}})).set_index("percentile")
     assert t.loc["p99", "n_runs_hist"] == 1 and "1 of 2 runs without histogram left out" in t.loc["p99", "note"]
+
+
+def test_conclusions_that_compare_p99_say_what_they_average():
+    df = synthetic_results(400, seed=4, shape="volblocksize")
+    cmp = A.compare_table(df, "iops", "volblocksize_bytes", 16384)
+    cmp99 = A.compare_table(df, "clat_p99_ns", "volblocksize_bytes", 16384)
+    assert TAIL_NOTE in A.conclusions_volblocksize(cmp, cmp99, None, "iops")
+    assert TAIL_NOTE not in A.conclusions_volblocksize(cmp, None, None, "iops")
+    assert TAIL_NOTE in A.conclusions_compare(cmp99, "clat_p99_ns")
+    assert TAIL_NOTE not in A.conclusions_compare(cmp, "iops")
 
 
 # --- old raw ---------------------------------------------------------------------------------

@@ -77,57 +77,67 @@ def _unit_word(unit: str, n: int) -> str:
     return f"{n} {'pool' if unit == 'pool' else 'run'}{'s' if n != 1 else ''}"
 
 
-def _one(rows: pd.DataFrame, h: pd.DataFrame, q, unit: str, conf: float) -> dict:
-    """The row of one cell and quantile: `rows` its runs, `h` their histogram rows."""
-    name, need = percentile_name(q), min_ios(q)
+def _base(rows: pd.DataFrame, q, unit: str) -> dict:
+    """A cell's row before its histogram is read: nothing judged, the runs' own percentiles' median."""
     col = _column_of(q)
     own = pd.to_numeric(rows[col], errors="coerce").dropna() if col in rows else pd.Series(dtype=float)
-    out = dict(percentile=name, q=float(q), status="", judged=False, value_ns=math.nan, bin_lo_ns=math.nan,
-               bin_hi_ns=math.nan, ci_low_ns=math.nan, ci_high_ns=math.nan, interval="", unit=unit,
-               n_units=0, n_runs=len(rows), n_runs_hist=0, ios=0, min_ios=need, units_geomean_ns=math.nan,
-               runs_median_ns=float(own.median()) if len(own) else math.nan, runs_median_n=len(own), note="")
-    keys = set(map(tuple, h[_RUN_KEYS].drop_duplicates().itertuples(index=False))) if len(h) else set()
-    has = rows[[(r, a, d) in keys for r, a, d in rows[_RUN_KEYS].itertuples(index=False)]]
+    return dict(percentile=percentile_name(q), q=float(q), status="", judged=False, value_ns=math.nan,
+                bin_lo_ns=math.nan, bin_hi_ns=math.nan, ci_low_ns=math.nan, ci_high_ns=math.nan, interval="",
+                unit=unit, n_units=0, n_runs=len(rows), n_runs_hist=0, ios=0, min_ios=min_ios(q),
+                units_geomean_ns=math.nan, runs_median_ns=float(own.median()) if len(own) else math.nan,
+                runs_median_n=len(own), note="")
+
+
+def _unit_interval(out: dict, per_unit: dict, q, conf: float, notes: list) -> None:
+    """The t interval across units into `out`, or why there is none."""
+    need, unit, n = out["min_ios"], out["unit"], len(per_unit)
+    short = [u for u, (_, c) in per_unit.items() if c.sum() < need]
+    if n < 2:
+        out["interval"] = f"no interval: {_unit_word(unit, n)} with a histogram"
+        return
+    if short:      # leaving them out would keep the units with more I/Os: the faster ones
+        out["interval"] = (f"no interval: {len(short)} of {_unit_word(unit, n)} "
+                           f"{'has' if len(short) == 1 else 'have'} fewer than {need} I/Os")
+        return
+    low, high, gm = _interval([percentile_of(b, c, q) for b, c in per_unit.values()], conf)
+    # the bins the ends lie in (edges are whole ns; the nudge keeps a midpoint computed a hair low in its bin)
+    lo_bin, hi_bin = (int(math.floor(x * (1 + 1e-12))) for x in (low, high))
+    out.update(ci_low_ns=float(bin_edges([lo_bin])[0][0]), ci_high_ns=float(bin_edges([hi_bin])[1][0]),
+               units_geomean_ns=gm, interval=f"t across {_unit_word(unit, n)}, log scale"
+               + (", conditional on one pool" if unit == "run" else ""))
+    if bin_index(lo_bin) == bin_index(hi_bin):
+        notes.append("interval narrower than fio's bin: shown as the bin")
+
+
+def _one(rows: pd.DataFrame, h: pd.DataFrame, q, unit: str, conf: float) -> dict:
+    """The row of one cell and quantile: `rows` its runs, `h` their histogram rows."""
+    out = _base(rows, q, unit)
+    keys = set(h[_RUN_KEYS].itertuples(index=False, name=None)) if len(h) else set()
+    has = rows[[k in keys for k in rows[_RUN_KEYS].itertuples(index=False, name=None)]]
     out["n_runs_hist"] = len(has)
     if not len(has):
         out["status"] = f"not judged: {NO_HISTOGRAM}"
-        out["note"] = (f"runs_median_ns: median of {len(own)} runs' own fio {name} (a typical run's, "
-                       "not the cell's)" if len(own) else "")
+        if out["runs_median_n"]:
+            out["note"] = (f"runs_median_ns: median of {out['runs_median_n']} runs' own fio {out['percentile']} "
+                           "(a typical run's, not the cell's)")
         return out
     notes = [f"{len(rows) - len(has)} of {len(rows)} runs without histogram left out"] if len(has) < len(rows) else []
     bins, counts = _merged(h)
     out["ios"] = int(counts.sum())
-    if out["ios"] < need:
-        out["status"] = f"not judged: {out['ios']} I/Os, a {name} needs {need}"
-        out["note"] = "; ".join(notes)
+    if out["ios"] < out["min_ios"]:
+        out.update(status=f"not judged: {out['ios']} I/Os, a {out['percentile']} needs {out['min_ios']}",
+                   note="; ".join(notes))
         return out
     value = percentile_of(bins, counts, q)
-    lo, hi = bin_edges([int(value)])
-    out.update(status="judged", judged=True, value_ns=value, bin_lo_ns=float(lo[0]), bin_hi_ns=float(hi[0]))
-    if math.isinf(hi[0]):
-        notes.append(f"beyond fio's range: at least {lo[0] / 1e9:.2f} s")
-    # one merged percentile per unit
-    unit_of = dict(zip(map(tuple, has[_RUN_KEYS].itertuples(index=False)), _units(has, unit)))
+    lo, hi = (float(x[0]) for x in bin_edges([int(value)]))
+    out.update(status="judged", judged=True, value_ns=value, bin_lo_ns=lo, bin_hi_ns=hi)
+    if math.isinf(hi):
+        notes.append(f"beyond fio's range: at least {lo / 1e9:.2f} s")
+    unit_of = dict(zip(has[_RUN_KEYS].itertuples(index=False, name=None), _units(has, unit)))
     hu = h.assign(_unit=[unit_of.get(k) for k in h[_RUN_KEYS].itertuples(index=False, name=None)])
     per_unit = {u: _merged(g) for u, g in hu.dropna(subset=["_unit"]).groupby("_unit")}
     out["n_units"] = len(per_unit)
-    short = [u for u, (_, c) in per_unit.items() if c.sum() < need]
-    if len(per_unit) < 2:
-        out["interval"] = f"no interval: {_unit_word(unit, len(per_unit))} with a histogram"
-    elif short:
-        out["interval"] = (f"no interval: {len(short)} of {_unit_word(unit, len(per_unit))} "
-                           f"{'has' if len(short) == 1 else 'have'} fewer than {need} I/Os")
-    else:
-        vals = [percentile_of(b, c, q) for b, c in per_unit.values()]
-        low, high, gm = _interval(vals, conf)
-        # the bins the ends lie in (edges are whole ns; the nudge keeps a midpoint computed a hair low in its bin)
-        lo_bin, hi_bin = (int(math.floor(x * (1 + 1e-12))) for x in (low, high))
-        out.update(ci_low_ns=float(bin_edges([lo_bin])[0][0]), ci_high_ns=float(bin_edges([hi_bin])[1][0]),
-                   units_geomean_ns=gm)
-        out["interval"] = f"t across {_unit_word(unit, len(vals))}, log scale" + \
-            (", conditional on one pool" if unit == "run" else "")
-        if bin_index(lo_bin) == bin_index(hi_bin):
-            notes.append("interval narrower than fio's bin: shown as the bin")
+    _unit_interval(out, per_unit, q, conf, notes)
     out["note"] = "; ".join(notes)
     return out
 
