@@ -6,6 +6,12 @@ Renders each template with build_job against a small file in a scratch directory
 host-<workload>.json plus one per-second log sample. O_DIRECT is tried first and
 dropped (direct=0) if the scratch filesystem refuses it.
 
+run_fio asks for json+ (each latency histogram's bins) since 2026-11-25; the host-<workload>.json
+fixtures captured before that are plain json and stay as they are: they are the old raw files a
+parser must still read. The json+ ones were captured with
+
+    python3 scripts/capture_fio_fixtures.py --only randread,mixed --prefix host-jsonplus- --size 16M --runtime 2
+
     python3 scripts/capture_fio_fixtures.py [--scratch /tmp/zb-fio] [--out tests/fixtures/fio]
 """
 
@@ -30,21 +36,25 @@ EXTRA = {"randread": dict(steadystate="iops_slope:20%", ss_dur_s=1, ss_ramp_s=0)
 
 
 def _shrink(data: dict) -> dict:
-    """Drop latency histograms (not used for parsing) if the JSON is too large."""
-    if len(json.dumps(data, indent=2)) <= MAX_BYTES:
-        return data
-    for job in data["jobs"]:
-        for key in [k for k in job if k.startswith("latency_")]:
-            del job[key]
-        for d in ("read", "write", "trim", "sync"):
-            for lat in ("clat_ns", "lat_ns", "slat_ns"):
-                job.get(d, {}).get(lat, {}).pop("bins", None)
+    """Drop what is too large and unused: the total and submission latency bins, then the
+    latency_* maps, and only last the completion latency bins (fio_hist reads those)."""
+    steps = [(("lat_ns", "slat_ns"), False), (("lat_ns", "slat_ns"), True), (("clat_ns", "lat_ns", "slat_ns"), True)]
+    for lats, maps in steps:
+        if len(json.dumps(data, indent=2)) <= MAX_BYTES:
+            return data
+        for job in data["jobs"]:
+            for key in [k for k in job if maps and k.startswith("latency_")]:
+                del job[key]
+            for d in ("read", "write", "trim", "sync"):
+                for lat in lats:
+                    job.get(d, {}).get(lat, {}).pop("bins", None)
     return data
 
 
-def capture(workload: str, scratch: Path, out: Path, host) -> Path:
+def capture(workload: str, scratch: Path, out: Path, host, prefix: str = "host-", size: str = "64M",
+            runtime_s: int = 3) -> Path:
     target = scratch / "data.bin"
-    params = dict(filename=str(target), size="64M", runtime_s=3, ramp_time_s=0,
+    params = dict(filename=str(target), size=size, runtime_s=runtime_s, ramp_time_s=0,
                   **EXTRA.get(workload, {}))
     numjobs = WORKLOADS[workload]["numjobs"]
     if numjobs > 2:
@@ -60,11 +70,11 @@ def capture(workload: str, scratch: Path, out: Path, host) -> Path:
             print(f"{workload}: direct={direct} failed, retrying without O_DIRECT: {exc}", file=sys.stderr)
     else:
         raise SystemExit(f"{workload}: fio failed with and without O_DIRECT")
-    dest = out / f"host-{workload}.json"
+    dest = out / f"{prefix}{workload}.json"
     raw = run.json_path.read_text()
     # Keep fio's bytes as they came (bare -nan and all) unless they are too large.
     dest.write_text(raw if len(raw) <= MAX_BYTES else json.dumps(_shrink(run.data), indent=2) + "\n")
-    (out / f"host-{workload}.fio").write_text(job)
+    (out / f"{prefix}{workload}.fio").write_text(job)
     return run_dir
 
 
@@ -72,15 +82,23 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scratch", default=None, help="scratch directory (default: a new /tmp dir)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "tests/fixtures/fio"))
+    ap.add_argument("--only", default=None, help="comma-separated workloads (default: all)")
+    ap.add_argument("--prefix", default="host-", help="file name prefix of the fixtures (default host-)")
+    ap.add_argument("--size", default="64M", help="size of the scratch file (default 64M)")
+    ap.add_argument("--runtime", type=int, default=3, help="seconds per job (default 3)")
     args = ap.parse_args(argv)
+    workloads = args.only.split(",") if args.only else list(WORKLOADS)
+    unknown = sorted(set(workloads) - set(WORKLOADS))
+    if unknown:
+        ap.error(f"unknown workload(s) {unknown}; choose from {sorted(WORKLOADS)}")
     scratch = Path(args.scratch or tempfile.mkdtemp(prefix="zb-fio-"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     host = LocalHost()
-    for workload in WORKLOADS:
-        run_dir = capture(workload, scratch, out, host)
-        print(f"{workload}: {out / f'host-{workload}.json'}")
-        if workload == "mixed":
+    for workload in workloads:
+        run_dir = capture(workload, scratch, out, host, args.prefix, args.size, args.runtime)
+        print(f"{workload}: {out / f'{args.prefix}{workload}.json'}")
+        if workload == "mixed" and args.prefix == "host-":
             for metric in ("iops", "bw", "clat"):
                 shutil.copyfile(run_dir / f"mixed_{metric}.1.log", out / f"host-mixed_{metric}.1.log")
     shutil.rmtree(scratch, ignore_errors=True)

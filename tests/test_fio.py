@@ -12,6 +12,7 @@ import pytest
 from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
 from zbench_lib.measure.fio import (WORKLOADS, build_job, estimate_timeout, job_sections, load_fio_json,
                             parse_fio_json, parse_fio_log, parse_fio_logs_dir, run_fio)
+from zbench_lib.measure.fio_hist import run_histograms
 from zbench_lib.measure.fio_parse import COLUMNS
 from zbench_lib.hosts.base import LocalHost
 
@@ -196,6 +197,10 @@ def test_run_fio_locally(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(names + ["fio.json", "fio.stderr", "job.fio"])
     rows = parse_fio_json(run.data)
     assert [r["direction"] for r in rows] == ["read", "write"]
+    # fio ran with json+: each direction's completion latencies come with their histogram bins
+    bins = run_histograms(run.data)
+    for r in rows:
+        assert sum(b["count"] for b in bins if b["direction"] == r["direction"]) == r["total_ios"] > 0
     logs = parse_fio_logs_dir(tmp_path / "out")
     assert set(logs["metric"]) >= {"iops", "bw", "lat", "clat"} and set(logs["job"]) == {1, 2}
     with pytest.raises(ConfigError, match="never overwritten"):

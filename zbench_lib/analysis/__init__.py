@@ -18,14 +18,15 @@ from zbench_lib.analysis.sweep_data import (CONFIG_COLUMNS, FLAG_MEANINGS, LAYOU
                                             resolve_sweep_dir, select_admissible, truth_summary,
                                             varying_columns)
 from zbench_lib.analysis.tables import compare_table, scaling_table, space_check, workload_metric
+from zbench_lib.analysis.tails import cell_tails, tail_lines
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
 
 __all__ = ["CONFIG_COLUMNS", "FLAG_MEANINGS", "LAYOUT_COLUMNS", "ConfigError", "Sweep", "admissible_mask",
-           "auto_baseline", "auto_factor", "classic_claims",
+           "auto_baseline", "auto_factor", "cell_tails", "classic_claims",
            "cell_status", "compare_table", "conclusions_compare", "conclusions_scaling",
            "conclusions_volblocksize", "efficiency_verdict", "environment_table", "flagged_runs",
            "format_size", "load_plan", "load_slowdown", "load_sweep", "parse_level", "resilver_figure",
            "resilver_table", "resolve_sweep_dir", "resolve_unit", "scaling_table", "select_admissible",
-           "slowdown_lines", "space_check", "truth_summary", "tristate",
+           "slowdown_lines", "space_check", "tail_lines", "truth_summary", "tristate",
            "varying_columns", "workload_metric"]

@@ -25,6 +25,10 @@ from zbench_lib.core.sizes import format_size
 
 LINEAR_BAND = 0.10      # "close to linear": the whole efficiency CI inside 1 ± this
 METRIC_LABELS = {"iops": "IOPS", "bw_bytes_s": "bandwidth", "clat_p99_ns": "p99 latency"}
+# A comparison of p99 averages each unit's own fio p99: say so, and where the cell's p99 is.
+TAIL_NOTE = ("p99 latency is compared as the mean of each unit's own fio p99 (a run with too few I/Os "
+             "for a p99 has none, methods §18); the cell's p99 read from its runs' merged histograms, "
+             "with its interval, is in the tails table (`cell_tails`).")
 
 
 def _ci(lo, hi, digits=2, level="95%") -> str:
@@ -231,7 +235,9 @@ def conclusions_compare(cmp: pd.DataFrame, metric: str = "iops", alpha: float = 
             if c != "all other factors equal"]
     out.append("Each comparison holds every other varying factor equal"
                + (f", at {', '.join(comp)}." if comp else "."))
-    return out + _unit_note(cmp)
+    metrics = set(cmp["metric"].dropna()) if "metric" in cmp else {metric}
+    return out + _unit_note(cmp) + ([TAIL_NOTE] if any(str(m).startswith(("clat_p", "lat_p")) for m in metrics)
+                                    else [])
 
 
 def _winner(g, col_verdict, col_ratio, better):
@@ -302,7 +308,7 @@ def conclusions_volblocksize(cmp: pd.DataFrame, cmp_p99: pd.DataFrame | None = N
                            f"{format_size(int(t['baseline']))}: {why}.{_described(t)}{_sensitivity(t)}")
             if not g.empty:
                 out.append(_best_block(g, everything, cmp_p99, by, _metric(g.iloc[0], metric)))
-        out += _unit_note(cmp)
+        out += _unit_note(cmp) + ([TAIL_NOTE] if cmp_p99 is not None and not cmp_p99.empty else [])
     for _, r in (space[space["layout"].str.startswith("raidz")] if space is not None else pd.DataFrame()).iterrows():
         bcol = block_column(space)
         out.append(f"{r['layout']} of {int(r['width'])} at {format_size(int(r[bcol]))}: the allocation "

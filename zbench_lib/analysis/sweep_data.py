@@ -21,6 +21,7 @@ from zbench_lib.analysis.flags import (FLAG_MEANINGS, admissible_mask, flagged_r
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.paths import REPO_ROOT
 from zbench_lib.core.sizes import format_size, parse_size
+from zbench_lib.sweeps.raw_check import HISTOGRAMS
 
 
 # Columns that define a configuration; the ones that vary in a sweep are its factors.
@@ -48,6 +49,7 @@ class Sweep(NamedTuple):
     provenance: dict
     results: pd.DataFrame
     plan: pd.DataFrame | None = None    # planned cells (coverage.load_plan); empty without plan.json
+    histograms: pd.DataFrame | None = None   # latency_hist.parquet (tails.cell_tails); None without it
 
 
 def resolve_sweep_dir(path) -> Path:
@@ -59,11 +61,14 @@ def resolve_sweep_dir(path) -> Path:
 
 
 def load_sweep(path) -> Sweep:
-    """Read a sweep directory: spec.yaml, provenance.json, results.parquet (or .csv), plan.json.
+    """Read a sweep directory: spec.yaml, provenance.json, results.parquet (or .csv), plan.json,
+    latency_hist.parquet.
 
     Flag columns become True / False / <NA> (`flags.tristate`), `flagged` is "an invalidating
     flag True" (`flags.normalise_flags`), `replacement` marks the runs added to replace excluded
     ones (from events.jsonl), and `plan` holds the planned cells so that none is silently dropped.
+    `histograms` is each run's completion-latency histogram (None for a store built before they
+    were kept).
     """
     p = resolve_sweep_dir(path)
     if not p.is_dir():
@@ -94,7 +99,8 @@ def load_sweep(path) -> Sweep:
     if "sweep_id" not in df:                  # two sweeps must stay apart when compared
         df["sweep_id"] = df["sweep"] if "sweep" in df else spec.get("name", p.name) if spec else p.name
     ids = df["sweep_id"].dropna().unique()
-    return Sweep(p, spec or {}, prov or {}, df, load_plan(p, ids[0] if len(ids) == 1 else None))
+    hist = pd.read_parquet(p / HISTOGRAMS) if (p / HISTOGRAMS).is_file() else None
+    return Sweep(p, spec or {}, prov or {}, df, load_plan(p, ids[0] if len(ids) == 1 else None), hist)
 
 
 def replacement_runs(events: list[dict]) -> set[str]:

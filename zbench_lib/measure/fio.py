@@ -249,7 +249,9 @@ def execute_fio(host: Host, job_text: str, remote_dir: str, timeout: float | Non
     host.run(["mkdir", "-p", remote_dir], timeout=60)
     host.write_text(f"{remote_dir}/job.fio", job_text)
     # Run inside remote_dir so the relative log prefix lands there; env -C avoids a shell.
-    argv = ["env", "-C", remote_dir, "fio", "--output-format=json", "--output=fio.json", "job.fio"]
+    # json+ is json plus each latency histogram's bins: the cell's tails are read from the
+    # merged bins of its runs (fio_hist, docs/methods.md §18), never from averaged percentiles.
+    argv = ["env", "-C", remote_dir, "fio", "--output-format=json+", "--output=fio.json", "job.fio"]
     # On a signal fio is stopped on the host (and seen gone) rather than waited out.
     res = host.run(argv, timeout=timeout, check=False, stop_with=stop_by_cwd(remote_dir))
     return FioProcess(host, job_text, remote_dir, argv, res, jobs)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from zbench_lib.measure.counters import parse_sampler_dir
 from zbench_lib.measure.device_health import per_device_service
+from zbench_lib.measure.fio_hist import judge_run_tails
 from zbench_lib.measure.fio_parse import load_fio_json, parse_fio_json, parse_fio_logs_dir
 from zbench_lib.measure.host_load import summarize as summarize_host_load
 from zbench_lib.measure.run_summary import fio_timeseries, iops_series, summarize_counters
@@ -51,13 +52,15 @@ def derive_rows(raw_dir: Path) -> tuple[list, dict]:
 def run_record(raw_dir: Path) -> tuple[dict, list]:
     """run.json with its measurement window by the rule of measure/window.py, and fio's rows.
     Recomputed from the raw files, so write runs recorded with the window counted back from
-    fio's exit stamp (before 2026-11-24 evening) rebuild right too."""
+    fio's exit stamp (before 2026-11-24 evening) rebuild right too. A percentile the run's
+    I/O count cannot support is blanked, with the reason in `tail_not_judged` (fio_hist)."""
     raw_dir = Path(raw_dir)
     rec = json.loads((raw_dir / "run.json").read_text())
     fio_data = load_fio_json((raw_dir / "fio" / "fio.json").read_text())
     rows = parse_fio_json(fio_data)
     t_start, t_end = run_window(rec.get("t0"), fio_data, rows, rec.get("ramp_s") or 0,
                                 fallback=(rec["t_start"], rec["t_end"]))
+    rows = judge_run_tails(rows, fio_data)
     return {**rec, "t_start": t_start, "t_end": t_end, "fio_exit_lag_s": exit_lag(fio_data, t_end)}, rows
 
 

@@ -18,7 +18,12 @@ and figures/ that `zbench report` writes into the sweep's directory.
     check_manifest(packed_dir) -> "checked: ..." or "not judged: ..."; raises naming edited files
     write_manifest(packed_dir) -> SHA256SUMS over the files as they are now
     verify(packed_dir)         -> the rebuilt table; raises if a file differs from SHA256SUMS or
-                                  the rebuilt results from results.parquet; .attrs["manifest"]
+                                  the rebuilt results from results.parquet (or the rebuilt
+                                  histograms from latency_hist.parquet); .attrs["manifest"]
+
+latency_hist.parquet (each run's completion-latency histogram, derived with the results) is
+packed and checked like results.parquet. A pack made before it existed has none: it passes
+only when its raw files hold no histogram either (runs recorded with plain json).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from pathlib import Path
 import pandas as pd
 
 from zbench_lib.core.errors import ZbenchError
+from zbench_lib.sweeps.raw_check import HISTOGRAMS
 
 RAW_ARCHIVE = "raw.tar.xz"
 MANIFEST = "SHA256SUMS"
@@ -177,11 +183,25 @@ def verify(packed_dir) -> pd.DataFrame:
     if manifest.startswith("not judged"):
         warnings.warn(f"{packed}: manifest {manifest}", UserWarning, stacklevel=2)
     committed = pd.read_parquet(packed / "results.parquet")
-    with rebuilt_copy(packed) as (_, rebuilt):
-        pass
+    with rebuilt_copy(packed) as (copy, rebuilt):
+        hist = pd.read_parquet(copy / HISTOGRAMS)
     try:
         pd.testing.assert_frame_equal(rebuilt, committed, check_dtype=False)
     except AssertionError as exc:
         raise ZbenchError(f"{packed}: results.parquet does not match what its raw files give:\n{exc}") from None
+    _check_histograms(packed, hist)
     rebuilt.attrs["manifest"] = manifest
     return rebuilt
+
+
+def _check_histograms(packed: Path, rebuilt: pd.DataFrame) -> None:
+    """latency_hist.parquet is what the raw files give; absent (a pack made before it) only when they give none."""
+    if not (packed / HISTOGRAMS).is_file():
+        if len(rebuilt):
+            raise ZbenchError(f"{packed}: {HISTOGRAMS} is missing, but its raw files hold the latency "
+                              f"histograms of {rebuilt['run_id'].nunique()} run(s)")
+        return
+    try:
+        pd.testing.assert_frame_equal(rebuilt, pd.read_parquet(packed / HISTOGRAMS), check_dtype=False)
+    except AssertionError as exc:
+        raise ZbenchError(f"{packed}: {HISTOGRAMS} does not match what its raw files give:\n{exc}") from None

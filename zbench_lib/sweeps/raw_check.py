@@ -8,7 +8,8 @@ Reading only: setting an attempt aside and recording it is the store's (``on_inv
 - ``SweepRuns`` knows a sweep's runs from plan.json (planned runs, and added repetitions
   ``<cell>-rNN`` of planned cells) and events.jsonl (``run started``): a run directory
   that is not one of them is stray; a planned run with no usable attempt is missing.
-- ``usable_runs`` walks raw/ with both and ``results_frame`` makes the results table.
+- ``usable_runs`` walks raw/ with both and ``results_frame`` makes the results table;
+  ``histogram_frame`` the completion-latency histograms of the same runs (json+ bins).
   Whatever is left out is named in a ``StoreWarning``, never dropped silently.
 """
 
@@ -22,9 +23,11 @@ from pathlib import Path
 import pandas as pd
 
 from zbench_lib.core.errors import ZbenchError
+from zbench_lib.measure.fio_hist import HIST_COLUMNS, attempt_histograms
 from zbench_lib.sweeps.blocks import run_id as make_run_id
 
 INVALID_MARKER = "COMPLETE.invalid"
+HISTOGRAMS = "latency_hist.parquet"       # histogram_frame's table, beside results.parquet
 # What torn or malformed raw files raise while rows are derived (a missing file, bad JSON,
 # a JSON value of the wrong shape, fio_parse's own ZbenchError).
 PARSE_ERRORS = (ZbenchError, OSError, ValueError, KeyError, TypeError, IndexError, AttributeError)
@@ -109,6 +112,26 @@ def results_frame(runs: list[tuple[str, dict, list]], sweep_id: str) -> pd.DataF
         df = df.sort_values(["run_id"] + (["direction"] if "direction" in df else []), kind="stable")
         df = df.reset_index(drop=True)
     return df
+
+
+def histogram_frame(runs: list[tuple[str, dict, list]], raw: Path) -> pd.DataFrame:
+    """latency_hist.parquet's table: run_id, attempt, direction, bin_ns, count of each run's
+    completion latencies (its jobs' json+ bins summed; fio_hist), for the runs `results_frame`
+    gets. A run recorded with plain json has no rows: an empty table says no run had bins."""
+    recs = []
+    for run_id, _, _ in runs:
+        for a in sorted(p for p in (Path(raw) / run_id).glob("attempt-*") if (p / "COMPLETE").exists()):
+            recs += [{"run_id": run_id, "attempt": int(a.name.split("-")[1]), **r} for r in attempt_histograms(a)]
+    df = pd.DataFrame.from_records(recs, columns=HIST_COLUMNS)
+    return df.astype({"run_id": str, "attempt": "int64", "direction": str, "bin_ns": "int64", "count": "int64"})
+
+
+def derived_files(runs: list[tuple[str, dict, list]], raw: Path, sweep_id: str) -> tuple[pd.DataFrame, dict]:
+    """The results table, and what the store writes from raw: latency_hist.parquet first (so
+    results.parquet, written after it, is never newer than the histograms), then the results."""
+    df = results_frame(runs, sweep_id)
+    return df, {HISTOGRAMS: histogram_frame(runs, raw).to_parquet(index=False),
+                "results.parquet": df.to_parquet(index=False), "results.csv": df.to_csv(index=False)}
 
 
 def _listing(ids) -> str:

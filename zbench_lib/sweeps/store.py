@@ -7,7 +7,7 @@
                        attempt invalid, resumed, repetitions decided, runs added,
                        repetitions done / gave up, finished
     raw/<run_id>/attempt-<n>/   job.fio, fio.json, logs, counters, meta.json, COMPLETE
-    results.parquet, results.csv    derived: rebuilt from raw COMPLETE attempts only
+    results.parquet, results.csv, latency_hist.parquet   derived: rebuilt from raw COMPLETE attempts only
 
 Every file is written to a temporary name, fsynced, then moved into place; files that
 must never change are linked into place, which fails if the name exists. ``COMPLETE``
@@ -33,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from zbench_lib.core.errors import ZbenchError
-from zbench_lib.sweeps.raw_check import INVALID_MARKER, SweepRuns, read_attempt, results_frame, usable_runs, warn
+from zbench_lib.sweeps.raw_check import INVALID_MARKER, SweepRuns, derived_files, read_attempt, usable_runs, warn
 
 _ATTEMPT_RE = re.compile(r"^attempt-(\d+)$")
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -316,7 +316,7 @@ class Store:
 
     # -- derived results -----------------------------------------------------
     def rebuild_results(self, parse_run, *, set_aside: bool = True) -> pd.DataFrame:
-        """Rebuild results.parquet and results.csv from COMPLETE attempts only.
+        """Rebuild results.parquet, results.csv and latency_hist.parquet from COMPLETE attempts only.
 
         ``parse_run(attempt_dir, meta) -> list[dict]`` gives the rows of one run. Only the plan's
         runs recorded in events.jsonl are used, what is left out is named in a warning; an attempt
@@ -324,7 +324,7 @@ class Store:
         """
         runs = SweepRuns.read(self.path, self.events())
         found = usable_runs(self.raw, runs, self._attempts, parse_run, self._set_aside if set_aside else None)
-        df = results_frame(found, self.sweep_id)
-        atomic_write(self.path / "results.parquet", df.to_parquet(index=False))
-        atomic_write(self.path / "results.csv", df.to_csv(index=False))
+        df, files = derived_files(found, self.raw, self.sweep_id)
+        for name, data in files.items():
+            atomic_write(self.path / name, data)
         return df
