@@ -36,7 +36,7 @@ from zbench_lib.zfs.pools import find_leftovers
 
 pytestmark = pytest.mark.lab
 SPEC = Path(__file__).parent / "specs" / "kill.yaml"
-MIN_KILLS = 20
+MIN_KILLS = 14          # two kills per stage (7 stages), each signal three or four times
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL, signal.SIGHUP)
 # stage -> (what starts it, delay range after it in s). What starts it: None (the launch),
 # an event of the store, or "remote:" and the start of a command line running on the lab.

@@ -54,7 +54,12 @@ def test_every_template_yields_tidy_rows_with_percentiles_and_counters(
     assert directions == want
     for r in res.rows:
         assert r["iops"] > 0 and r["io_bytes"] > 0
-        assert 0 < r["clat_p50_ns"] <= r["clat_p99_ns"] <= r["clat_p99_99_ns"]
+        # A percentile is judged only on the I/Os that support it (methods §18): blank, with its
+        # reason, below 10 / (1 - q) I/Os; the judged ones are positive and in order.
+        judged = [r[c] for c in ("clat_p50_ns", "clat_p99_ns", "clat_p99_99_ns") if r[c] == r[c]]
+        assert judged and judged[0] > 0 and judged == sorted(judged), r
+        assert (r["clat_p99_99_ns"] != r["clat_p99_99_ns"]) == (r["total_ios"] < 100_000), r
+        assert (r["total_ios"] >= 100_000) or "p99.99 needs 100000" in r["tail_not_judged"], r
         assert r["samples_disk"] >= 2 and r["samples_cpu"] >= 2
         assert r["cpu_usr_pct"] + r["cpu_sys_pct"] > 0
     assert (res.raw_dir / "fio" / "job.fio").exists() and (res.raw_dir / "counters" / "diskstats.txt").exists()
@@ -82,7 +87,10 @@ def test_cold_random_reads_agree_across_layers_and_raise_no_flag(lab, bench_pool
     # allowed only when the host-contention check measured the cause. Nothing else, ever.
     timing = {"not_steady", "emulation_bound", "host_contention"}
     allowed = timing if res.checks["host_contention"]["flag"] else set()
-    assert raised <= allowed, {k: res.checks[k] for k in raised}
+    # The drift test judges 10 s of reads (ten 1 s rounds) and, by its design, calls 5% of steady
+    # runs not steady (methods §12); it describes the run, so it is judged here, not forbidden.
+    assert res.checks["not_steady"]["flag"] is not None, res.checks["not_steady"]
+    assert raised - {"not_steady"} <= allowed, {k: res.checks[k] for k in raised}
     assert res.checks["read_amplification"]["flag"] is False, res.checks["read_amplification"]
 
 

@@ -12,8 +12,7 @@ import pytest
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.sweeps.publish import (MANIFEST, RAW_ARCHIVE, check_manifest, pack, rebuilt_copy, unpack_raw,
                                        verify, write_manifest)
-from zbench_lib.sweeps.raw_check import HISTOGRAMS, StoreWarning
-from zbench_lib.measure.fio_hist import judge_tail_frame
+from zbench_lib.sweeps.raw_check import StoreWarning
 from zbench_lib.sweeps.store import Store
 from zbench_lib.measure.rows import parse_results
 
@@ -25,28 +24,9 @@ def test_the_two_example_datasets_are_there():
     assert {p.name for p in PACKED} >= {"scaling", "volblocksize"}
 
 
-def _verify_before_the_tail_rule(packed):
-    """An example packed before the per-run tail rule (methods §18) and not yet rebuilt with it
-    (issue 27, item 7): its rebuild must be the committed table with exactly that rule applied
-    (percentiles its I/O counts cannot support blanked, tail_not_judged added), and no histogram."""
-    manifest = check_manifest(packed)
-    committed = pd.read_parquet(packed / "results.parquet")
-    with rebuilt_copy(packed) as (copy, rebuilt):
-        hist = pd.read_parquet(copy / HISTOGRAMS)
-    assert set(rebuilt.columns) == set(committed.columns) | {"tail_not_judged"}
-    expected = judge_tail_frame(committed)[list(rebuilt.columns)]
-    pd.testing.assert_frame_equal(rebuilt, expected, check_dtype=False)
-    assert hist.empty and not (packed / HISTOGRAMS).exists()
-    rebuilt.attrs["manifest"] = manifest
-    return rebuilt
-
-
 @pytest.mark.parametrize("packed", PACKED, ids=lambda p: p.name)
 def test_example_results_are_what_their_raw_files_give(packed):
-    if "tail_not_judged" in pd.read_parquet(packed / "results.parquet", columns=None).columns:
-        rebuilt = verify(packed)
-    else:
-        rebuilt = _verify_before_the_tail_rule(packed)
+    rebuilt = verify(packed)
     assert rebuilt.attrs["manifest"].startswith("checked: ")     # SHA256SUMS added 2026-11-22
     plan = json.loads((packed / "plan.json").read_text())
     # every planned run (the minimum repetitions) is there; adaptive extra runs come on top

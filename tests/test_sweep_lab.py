@@ -87,7 +87,9 @@ def test_sweep_notebook_runs_headless_with_parameters(lab, tmp_path):
     dots = figs[0]["data"][1]
     assert sorted(dots["text"]) == sorted(df["run_id"].unique())
     assert figs[0]["layout"]["title"]["text"].startswith(f"sweep {sweep_dir.name}: 4/4 runs")
-    assert df["clat_p99_ns"].gt(0).all() and "flag_cache_served" in df
+    # Each p99 is positive, or blank with its reason (fewer than 1,000 I/Os: methods §18).
+    assert (df["clat_p99_ns"].gt(0) | df["tail_not_judged"].str.contains("p99 needs 1000")).all()
+    assert "flag_cache_served" in df
 
 
 def test_zbench_sweep_shows_progress_in_the_terminal_on_a_lab_sweep(lab, tmp_path):
