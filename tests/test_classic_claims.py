@@ -166,7 +166,10 @@ def test_volblocksize_example_writes_hold_space_holds_reads_not_judged(vbs_examp
             assert (f"{what} {ratio:.2f}x (Holm-adjusted {level} CI {lo:.2f}–{hi:.2f})"
                     in writes["evidence"].split(f"{lay}: 4K against 128K volblocksize: ")[1]), (lay, metric)
     z2 = w[(w["layout"] == "raidz2") & (w["volblocksize_bytes"] == 4096)]
-    assert len(z2) == 3 and z2["flag_not_steady"].eq(True).sum() == 2     # kept: not steady describes them
+    # Its three first attempts are in the estimate. The old SNIA range rule called two of them not
+    # steady (ranges of TXG bursts); the drift test (methods §12) finds no drift beyond their noise.
+    # Either way not_steady describes a run and never removes it: none is flagged.
+    assert len(z2) == 3 and z2["flag_not_steady"].eq(True).sum() == 0 and not z2["flagged"].any()
     assert "Not judged" not in writes["evidence"]
 
     space = claims["raidz_space"]
