@@ -57,7 +57,8 @@ def test_a_disk_pulled_mid_run_is_flagged_and_the_sweep_goes_on(lab, lab_host, t
     assert rows["flag_device_lost"].all(), rows["flag_device_lost"].to_dict()
     # In a fault study a lost disk describes the run (a degraded pool is what was asked): kept.
     assert rows.loc[sorted(faulted), "described_flags"].str.contains("device_lost").all()
-    assert rows["fault_study"].all() and not rows.loc[sorted(faulted), "flagged"].any()
+    # (A busy machine may still invalidate a run for host contention: that is another check.)
+    assert rows["fault_study"].all() and not rows["truth_flags"].str.contains("device_lost").any()
     # Each pool resilvered twice, idle and under the random-read load, in its own drawn order,
     # with its time, and came back ONLINE each time.
     resilvers = _events(sweep_dir, "resilver")
