@@ -19,7 +19,6 @@ from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.hosts.disk_models import DiskModel, parse_model
 from zbench_lib.hosts.qmp import QMPClient
 
-CRAWL = "custom:iops=5,bw=1M"        # a drive that still answers, far too slowly
 _CACHE = {"none": (True, "on"), "writeback": (False, "on"),        # -drive cache= -> (direct, write-cache)
           "writethrough": (False, "off"), "directsync": (True, "off")}
 
@@ -59,14 +58,6 @@ def restore_disk(lab_dir, serial: str, model: DiskModel | str, cache: str = "non
         q.command("device_add", driver="virtio-blk-pci", drive=serial, serial=serial,
                   id=_device_id(serial), **{"write-cache": write_cache})
         _throttle(q, serial, parse_model(model))
-
-
-def slow_disk(lab_dir, serial: str, crawl: DiskModel | str = CRAWL) -> DiskModel:
-    lab_dir = _check(lab_dir, serial)
-    model = parse_model(crawl)
-    with QMPClient(lab_dir / "qmp.sock") as q:
-        _throttle(q, serial, model)
-    return model
 
 
 def plugged(lab_dir) -> set[str]:
