@@ -97,7 +97,7 @@ def run_raw_pool(spec, plan, store, sched, p, node: Node, _faults, progress, ove
     """Check, measure and wipe the raw disks of pool record `p` (one replicate); seconds measured."""
     host = node.host
     layout = RawLayout(p["layout"]["disks"])
-    devices = list(node.data_devices[:layout.disks])           # data disks only, never an extra disk
+    devices = list(node.data_devices[:layout.disks])   # data disks only, never an extra disk
     if len(devices) < layout.disks:
         raise ConfigError(f"{p['label']} needs {layout.disks} data disks, the host gave {len(devices)}")
     _reclaim_work_dirs(host, store)
