@@ -3,7 +3,7 @@
 import pytest
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.sweeps.executor import lab_config
+from zbench_lib.sweeps.sweep_host import lab_config
 from zbench_lib.sweeps.spec import parse_spec
 
 BASE = """

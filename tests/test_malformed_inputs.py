@@ -162,7 +162,7 @@ CASES = [
     ("model-unknown", variant({"factors.model": ["floppy"]}), r"factors\.model\[0\]: unknown disk model 'floppy'"),
     ("model-int", variant({"factors.log_model": [5]}), r"factors\.log_model\[0\]: expected a disk model name"),
     ("model-custom-nan", variant({"factors.cache_model": ["custom:iops=nan"]}), r"factors\.cache_model\[0\]: "),
-    ("model-on-real-host", real(**{"factors.model": ["hdd"]}), r"factors\.model: a disk model is the lab's throttle"),
+    ("model-on-real-host", real(**{"factors.model": ["hdd"]}), r"factors\.model: needs device_control, which host 'ssh://[^']*' lacks: a disk model is the lab's throttle"),
     ("model-with-faults", variant({"factors.model": ["hdd"], "faults": {"disk": 1, "after_s": 1, "action": "remove"}}),
      r"factors\.model: disk models as factors cannot be combined with faults"),
     ("param-unknown", variant({"factors.zfs_no_such_knob": [1]}), r"factors: unknown key\(s\) 'zfs_no_such_knob'"),
@@ -299,7 +299,7 @@ CASES = [
     ("raw-sweep-unknown-factor", variant({"surface": "raw", "factors": {"disk": [2]}, "target": {"size": "64M"}}),
      r"factors: unknown key\(s\) 'disk' \(allowed: layout, disks"),
     ("raw-model-on-real-host", real(surface="raw", factors={"model": ["hdd"]}, target={"size": "64M"}),
-     r"factors\.model: a disk model is the lab's throttle"),
+     r"factors\.model: needs device_control, which host 'ssh://[^']*' lacks: a disk model is the lab's throttle"),
     # -- names, matched in full -------------------------------------------------------------------
     ("name-trailing-newline", variant({"name": "demo\n"}), r"name: must be a plain name"),
     ("name-too-long", variant({"name": "a" * 65}), r"name: must be a plain name .*at most 64"),

@@ -14,6 +14,7 @@ import pytest
 
 from zbench_lib.core.errors import CommandError, ConfigError
 from zbench_lib.hosts.base import Host, Result
+from zbench_lib.hosts.node import Node
 from zbench_lib.measure import truth
 from zbench_lib.measure.device_health import device_lost
 from zbench_lib.measure.runner import _devices_present
@@ -202,11 +203,16 @@ def _setup(tmp_path, monkeypatch, fail=False):
     return plan, store, sched, calls
 
 
+def _fake_node(host, disks) -> Node:
+    """The fake host's disks as a node of its own (owned, as a lab's), with no device control."""
+    return Node(host, tuple(disks), (), owned=True)
+
+
 def test_a_raw_pool_checks_reads_back_prefills_measures_bare_and_wipes(tmp_path, monkeypatch):
     plan, store, sched, calls = _setup(tmp_path, monkeypatch)
     p = next(pl for pl in plan.pools if pl.get("kind") == "raw")
     host = FakeHost()
-    secs = run_raw_pool(plan.spec, plan, store, sched, p, host, (DISKS, [], True, None, None, None), False, None)
+    secs = run_raw_pool(plan.spec, plan, store, sched, p, _fake_node(host, DISKS), None, False, None)
     assert secs == 3.0 and len(calls) == 1
     kw = calls[0]
     assert kw["pool"] == "" and kw["target"] == DISKS[:2] and kw["target_name"] is None
@@ -221,7 +227,7 @@ def test_a_raw_pool_checks_reads_back_prefills_measures_bare_and_wipes(tmp_path,
     checked = next(e for e in store.events() if e["event"] == "raw devices checked")
     assert [d["resolved"] for d in checked["devices"]] == ["/dev/vdb", "/dev/vdc"]
     assert checked["devices"][0]["logical_block_size"] == 512 and checked["layout"] == "raw(2)"
-    assert "not_read" in checked["throttles"]         # no QMP socket for a fake lab: said, not invented
+    assert "not_read" in checked["throttles"]         # no device control on the fake host: said, not invented
     fio = next(i for i, c in enumerate(host.calls) if c[:1] == ["fio"])
     # each disk cleared of leftovers and checked (lsblk each time) before the first write
     assert len([c for c in host.calls[:fio] if c[:1] == ["lsblk"]]) == 4
@@ -235,7 +241,7 @@ def test_a_failed_run_still_wipes_the_disks(tmp_path, monkeypatch):
     p = next(pl for pl in plan.pools if pl.get("kind") == "raw")
     host = FakeHost()
     with pytest.raises(CommandError, match="device gone"):
-        run_raw_pool(plan.spec, plan, store, sched, p, host, (DISKS, [], True, None, None, None), False, None)
+        run_raw_pool(plan.spec, plan, store, sched, p, _fake_node(host, DISKS), None, False, None)
     fio = next(i for i, c in enumerate(host.calls) if c[:1] == ["fio"])
     assert len([c for c in host.calls[fio:] if c[:1] == ["wipefs"]]) == 2
     work_dir = next(e for e in store.events() if e["event"] == "raw devices checking")["work_dir"]
@@ -243,7 +249,7 @@ def test_a_failed_run_still_wipes_the_disks(tmp_path, monkeypatch):
     assert "raw devices wiped" not in [e["event"] for e in store.events()]
     # a resumed session stops what the interrupted one left under its work directory first
     again = FakeHost()
-    run_raw_pool(plan.spec, plan, store, sched, p, again, (DISKS, [], True, None, None, None), False, None)
+    run_raw_pool(plan.spec, plan, store, sched, p, _fake_node(again, DISKS), None, False, None)
     assert again.calls[:2] == [["pkill", "-TERM", "-f", f"{work_dir}/"], ["rm", "-rf", work_dir]]
 
 
@@ -252,15 +258,15 @@ def test_a_host_with_fewer_data_disks_than_the_cell_is_refused_before_a_command(
     p = next(pl for pl in plan.pools if pl.get("kind") == "raw")
     host = FakeHost()
     with pytest.raises(ConfigError, match=r"raw\(2\) needs 2 data disks, the host gave 1"):
-        run_raw_pool(plan.spec, plan, store, sched, p, host, (DISKS[:1], [], True, None, None, None), False, None)
+        run_raw_pool(plan.spec, plan, store, sched, p, _fake_node(host, DISKS[:1]), None, False, None)
     assert host.calls == []
 
 
 def test_raw_context_without_a_model_or_lab():
     disks = [{"logical_block_size": 512}, {"logical_block_size": 4096}]
-    ctx = raw_context(FakeHost(), None, None, disks, 64 * MiB, {}, {})
+    ctx = raw_context(_fake_node(FakeHost(), DISKS), None, disks, 64 * MiB, {}, {})
     assert ctx["block_bytes"] == 4096 and ctx["file_bytes"] == 128 * MiB and "disk_model_iops" not in ctx
-    assert ctx["qemu_pid"] is None and ctx["lab"] is False      # lab:fake has no state file on this machine
+    assert ctx["qemu_pid"] is None and ctx["lab"] is False      # a node without device control: no QEMU
 
 
 # --- what the truth checks make of a raw run ---------------------------------------------------

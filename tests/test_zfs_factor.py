@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.sweeps.executor import lab_config
+from zbench_lib.sweeps.sweep_host import lab_config
 from zbench_lib.sweeps.plan import expand
 from zbench_lib.sweeps.spec import parse_spec
 

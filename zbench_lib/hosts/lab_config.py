@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.hosts.disk_models import DiskModel, parse_model
@@ -88,3 +89,11 @@ class LabConfig:
 def guest_disk_path(serial: str) -> str:
     """Stable by-id path of a lab disk inside the guest."""
     return f"/dev/disk/by-id/virtio-{serial}"
+
+
+def serial_of(device: str) -> str:
+    """/dev/disk/by-id/virtio-<serial> -> <serial> (lab disks only: guest_disk_path's inverse)."""
+    name = Path(device).name
+    if not name.startswith("virtio-"):
+        raise ValueError(f"not a lab disk: {device}")
+    return name[len("virtio-"):]

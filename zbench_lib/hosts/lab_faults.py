@@ -1,11 +1,13 @@
-"""Faults on purpose in the lab: a data disk pulled, or slowed to a crawl, through QMP.
+"""A lab's disks through QMP: pulled, plugged back, throttled to a model, read back.
 
 `remove_disk` unplugs a disk's virtio device (the guest sees the drive vanish, as when a
 drive dies or is pulled); `restore_disk` plugs the same backing file back in, with the
-same serial (so the same /dev/disk/by-id path) and the same envelope. `slow_disk` swaps
-a disk's QEMU throttle for a crawl and `restore_speed` puts its model back. They act on
+same serial (so the same /dev/disk/by-id path) and the same envelope; `plugged` lists the
+disks plugged in. `restore_speed` gives a disk a model's QEMU throttle (a crawl slows it),
+`throttle_of` reads the throttle back and `set_throttle` puts one back exactly. They act on
 a lab's directory (its QMP socket and disk files), so a sweep on a lab booted by another
-process can inject them too. Only lab disks are ever touched: never a real host's.
+process can use them too; the sweeps reach them through `lab_node.QmpDeviceControl`. Only
+lab disks are ever touched: never a real host's.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.hosts.disk_models import DiskModel, parse_model
 from zbench_lib.hosts.qmp import QMPClient
 
-CRAWL = "custom:iops=5,bw=1M"        # a drive that still answers, far too slowly
 _CACHE = {"none": (True, "on"), "writeback": (False, "on"),        # -drive cache= -> (direct, write-cache)
           "writethrough": (False, "off"), "directsync": (True, "off")}
 
@@ -59,12 +60,11 @@ def restore_disk(lab_dir, serial: str, model: DiskModel | str, cache: str = "non
         _throttle(q, serial, parse_model(model))
 
 
-def slow_disk(lab_dir, serial: str, crawl: DiskModel | str = CRAWL) -> DiskModel:
-    lab_dir = _check(lab_dir, serial)
-    model = parse_model(crawl)
-    with QMPClient(lab_dir / "qmp.sock") as q:
-        _throttle(q, serial, model)
-    return model
+def plugged(lab_dir) -> set[str]:
+    """The serials of the disks plugged in now (QEMU's peripherals)."""
+    with QMPClient(Path(lab_dir) / "qmp.sock") as q:
+        names = {p["name"] for p in q.command("qom-list", path="/machine/peripheral") or []}
+    return {n[len("dev-"):] for n in names if n.startswith("dev-")}
 
 
 def restore_speed(lab_dir, serial: str, model: DiskModel | str) -> None:

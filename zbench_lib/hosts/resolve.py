@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.hosts.base import Host, LocalHost
+from zbench_lib.hosts.lab_node import LAB_CAPABILITIES
 from zbench_lib.hosts.lab_state import connect_lab
 from zbench_lib.hosts.ssh import SSHHost
 
@@ -30,3 +31,9 @@ def parse_host(spec: str) -> Host:
     if spec == "lab":
         return connect_lab()
     raise ConfigError(f"unknown host {spec!r}: use 'local', 'lab' or 'ssh://[user@]host[:port]'")
+
+
+def capabilities_of(spec: str) -> frozenset[str]:
+    """What the node of host `spec` can do (node.DEVICE_CONTROL...), known before it is opened:
+    a spec is refused at load for a capability its host lacks."""
+    return LAB_CAPABILITIES if spec == "lab" else frozenset()

@@ -21,13 +21,14 @@ from zbench_lib.core.crash import crash_point
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.sweeps.doctor import preflight_spec
-from zbench_lib.sweeps.sweep_host import check_release, lab_config, open_host  # noqa: F401 (lab_config: tests)
-from zbench_lib.sweeps.faults import FaultInjector, lab_dir_of
+from zbench_lib.hosts.node import Node
+from zbench_lib.sweeps.sweep_host import check_release, open_host
+from zbench_lib.sweeps.faults import FaultInjector
 from zbench_lib.sweeps.pool_setup import pool_setup, restore_unfinished
 from zbench_lib.sweeps.surfaces import on_surface
 from zbench_lib.sweeps.plan import Plan, expand, pool_fill
 from zbench_lib.sweeps.raw_surface import run_raw_pool
-from zbench_lib.sweeps.run_loop import flush as _flush, measured_run, model_context, qemu_pid, run_target
+from zbench_lib.sweeps.run_loop import flush as _flush, measured_run, model_context, run_target
 from zbench_lib.sweeps.repetitions import RepetitionRule
 from zbench_lib.sweeps.schedule import Schedule, outcomes_from_raw
 from zbench_lib.zfs.pools import Pool, find_leftovers, live_pools, new_pool_name, remove_leftovers
@@ -54,8 +55,8 @@ def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=No
               dry_run=False, log=print, host=None) -> Path | None:
     """Run (or resume) the sweep of `spec_path`; returns the sweep directory.
 
-    `host` may be an already-open (host, data_devices, extra_devices, owned, model, lab)
-    tuple, e.g. the test session's lab; otherwise the spec's host is opened.
+    `host` may be an already-open `hosts.node.Node`, e.g. the test session's lab; otherwise
+    the spec's host is opened.
     """
     spec = load_spec(spec_path)
     plan = expand(spec)
@@ -80,7 +81,8 @@ def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=No
     return store.path
 
 
-def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log, given_host=None) -> None:
+def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log,
+             given_host: Node | None = None) -> None:
     sched = _schedule(plan, store, parse_results)
     _flush(store, sched)
     todo_pools = [p for p in plan.pool_order() if sched.pool_has_work(p["pool_id"])]
@@ -97,20 +99,17 @@ def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log, giv
         raise ConfigError("a sweep with the OpenZFS release as a factor opens its own labs; no host can be given")
     for release, pools in by_release.items():
         opened = contextlib.nullcontext(given_host) if given_host else open_host(spec, release)
-        with opened as (host, data_devs, extra_devs, owned, model, lab):
-            _record_environment(store, host, lab, data_devs + extra_devs, log)
-            restore_unfinished(store, host, log)       # module parameters a killed session left set
+        with opened as node:
+            faults = FaultInjector(spec.faults, store, node, seed=spec.seed)   # refused without device control
+            _record_environment(store, node, log)
+            restore_unfinished(store, node.host, log)       # module parameters a killed session left set
             if release is not None:
-                check_release(store, host, release)
-            faults = FaultInjector(spec.faults, store, host, lab_dir_of(lab, host) if spec.faults else Path("."),
-                                   model, (spec.lab or {}).get("disk_cache", "none"), spares=data_devs,
-                                   seed=spec.seed)
-            faults.reattach_missing(data_devs)          # a disk an interrupted fault sweep left unplugged
+                check_release(store, node.host, release)
+            faults.reattach_missing(list(node.data_devices))    # a disk an interrupted fault sweep left unplugged
             try:
                 for p in pools:             # raw disks (kind raw) are checked and wiped, not made a pool
                     run_pool = run_raw_pool if p.get("kind") == "raw" else _run_pool
-                    measure_s += run_pool(spec, plan, store, sched, p, host,
-                                          (data_devs, extra_devs, owned, model, lab, faults), progress, overall)
+                    measure_s += run_pool(spec, plan, store, sched, p, node, faults, progress, overall)
             finally:
                 faults.cleanup()        # a pool's block ended early: a pulled disk goes back all the same
     overall.close()
@@ -138,33 +137,34 @@ def _reclaim_own_leftovers(store: Store, host, log) -> None:
         store.record("leftovers removed", pools=mine)
 
 
-def _record_environment(store: Store, host, lab, devices: list, log) -> None:
+def _record_environment(store: Store, node: Node, log) -> None:
+    host = node.host
     _reclaim_own_leftovers(store, host, log)
     leftovers = find_leftovers(host)
     if leftovers:
         log(f"note: zbench pools left from an earlier crash on {host.name}: {leftovers} "
             "(remove them with `zbench pools cleanup`)")
         store.record("leftovers found", pools=leftovers)
-    prov = provenance.collect(host, devices_list=devices, extra=lab.provenance() if lab else None)
+    prov = provenance.collect(host, devices_list=list(node.data_devices + node.extra_devices),
+                              extra=node.provenance)
     store.record("provenance", **{k: v for k, v in prov.items() if not k.startswith("zfs_param")})
     # One environment record per session: a resumed sweep may run on a new lab boot.
     _write_json(store.path / f"host-provenance-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json", prov)
 
 
-def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> float:
+def _run_pool(spec, plan, store, sched, p, node: Node, faults, progress, overall) -> float:
     """Create one pool (replicate), run every target of it that has work, destroy it; seconds measured."""
-    data_devs, extra_devs, owned, model, lab, faults = env
+    host = node.host
     layout = Layout.from_dict(p["layout"])
-    devices = data_devs[:layout.total_disks] + extra_devs[:layout.extra_disks]
+    devices = list(node.data_devices[:layout.total_disks] + node.extra_devices[:layout.extra_disks])
     measure_s = 0.0
     # Named in the store before `zpool create`: a crash's leftover is then known to be
     # this sweep's own, and the resume destroys it (_reclaim_own_leftovers).
     name = new_pool_name(p["pool_id"])
     store.record("pool creating", pool_id=p["pool_id"], pool=name)
-    lab_dir = lab_dir_of(lab, host) if spec.lab is not None else None
-    with pool_setup(p, layout, devices, host, store, lab_dir) as (pool_model, readback), \
+    with pool_setup(p, layout, devices, node, store) as (pool_model, readback), \
             Pool(host, layout, devices, name=name,
-                 owned_devices=owned, allow_signatures=tuple(spec.allow_signatures or ())) as pool:
+                 owned_devices=node.owned, allow_signatures=tuple(spec.allow_signatures or ())) as pool:
         crash_point("pool-create")
         store.record("pool created", pool_id=p["pool_id"], pool=pool.name, layout=p["label"],
                      topology=pool.topology, pool_replicate=p["pool_replicate"],
@@ -182,7 +182,7 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
                 return fill, warm_target(spec, store, pool, tinfo, t, cache_devices(layout, devices), fill)
 
             with on_surface(host, pool.create_target(make_target(t)), t, store, write_target) as (tinfo, (fill, warm)):
-                ctx = dict(_context(host, pool, tinfo, t, pool_model or model, lab, fill),
+                ctx = dict(_context(node, pool, tinfo, t, pool_model or node.disk_model, fill),
                            data_device_count=layout.total_disks, settings_readback=readback, l2arc_warmup=warm,
                            fault_study=bool(spec.faults))     # a lost disk then describes the run (truth.py)
                 load_on = {"path": tinfo.path, "size_bytes": ctx["file_bytes"]}
@@ -199,17 +199,16 @@ def _run_pool(spec, plan, store, sched, p, host, env, progress, overall) -> floa
     return measure_s
 
 
-def _context(host, pool, tinfo, t, model, lab, fill) -> dict:
+def _context(node: Node, pool, tinfo, t, model, fill) -> dict:
     status = pool.status()
     primarycache = tinfo.properties.get("primarycache", "all")
-    qemu = qemu_pid(host, lab)
-    txg = host.run(["cat", "/sys/module/zfs/parameters/zfs_txg_timeout"], check=False).stdout.strip()
+    txg = node.host.run(["cat", "/sys/module/zfs/parameters/zfs_txg_timeout"], check=False).stdout.strip()
     ctx = {"file_bytes": t.get("file_bytes") or (t["size_bytes"] if t.get("kind") == "dataset" else None),
            "cache": "cold" if primarycache in ("metadata", "none") else "warm",
            "scan_at_start": status["scan"], "pool_capacity_pct": status["capacity_pct"],
            "pool_fragmentation_pct": status["fragmentation_pct"],
            "compressratio": fill.get("compressratio"), "incompressible_intended": True,
-           "lab": lab is not None or qemu is not None, "qemu_pid": qemu, "space": fill,
+           "lab": node.is_lab, "qemu_pid": node.qemu_pid, "space": fill,
            "txg_timeout_s": int(txg) if txg.isdigit() else None,
            "block_bytes": t.get("volblocksize_bytes") if t.get("kind") == "zvol" else t.get("recordsize_bytes", 131072)}
     return {**ctx, **model_context(model)}

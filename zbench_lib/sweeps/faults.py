@@ -6,7 +6,8 @@ afterwards puts a slowed disk's speed back. `before_teardown(pool)` plugs a pull
 back in and, with `resilver`, replaces it by an unused lab data disk (a new drive) and times
 the full resilver of `zpool replace`, idle or as an idle/loaded pair (resilver_timing). Every
 step is an event in the store, so the report and a reader can see what was done when.
-`reattach_missing()` puts back any disk an interrupted sweep left unplugged.
+`reattach_missing()` puts back any disk an interrupted sweep left unplugged. The disks are
+acted on through the node's `DeviceControl` (the lab's QMP), which a fault study requires.
 """
 
 from __future__ import annotations
@@ -14,37 +15,21 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from pathlib import Path
 
-from zbench_lib.core import paths
-from zbench_lib.hosts import lab_faults
-from zbench_lib.hosts.qmp import QMPClient
+from zbench_lib.hosts.node import DEVICE_CONTROL, Node
 from zbench_lib.sweeps.resilver_timing import resilver_pool
 
 # measure() samples counters for 1.5 s before fio starts (runner.measure).
 SAMPLING_LEAD_S = 1.5
-
-
-def serial_of(device: str) -> str:
-    """/dev/disk/by-id/virtio-<serial> -> <serial> (lab disks only)."""
-    name = Path(device).name
-    if not name.startswith("virtio-"):
-        raise ValueError(f"not a lab disk: {device}")
-    return name[len("virtio-"):]
-
-
-def lab_dir_of(lab, host) -> Path:
-    if lab is not None:
-        return Path(lab.dir)
-    return paths.labs_dir() / str(getattr(host, "name", "")).split(":", 1)[-1]
+CRAWL = "custom:iops=5,bw=1M"        # a slowed disk: a drive that still answers, far too slowly
 
 
 class FaultInjector:
-    def __init__(self, faults: dict | None, store, host, lab_dir: Path, model, cache: str = "none",
-                 spares: list[str] = (), seed=0):
-        self.faults, self.store, self.host, self.lab_dir = faults, store, host, Path(lab_dir)
-        self.seed = seed
-        self.model, self.cache, self.spares = model, cache, list(spares)
+    def __init__(self, faults: dict | None, store, node: Node, seed=0):
+        # a fault study on a node without device control stops here, as the node opens, before any pool
+        self.control = node.require(DEVICE_CONTROL, "faults") if faults else None
+        self.faults, self.store, self.host, self.seed = faults, store, node.host, seed
+        self.model, self.spares = node.disk_model, list(node.data_devices)
         self._done_pools: set[str] = set()
         self.removed: dict[str, str] = {}          # pool name -> device pulled from it
 
@@ -65,7 +50,7 @@ class FaultInjector:
             timer.cancel()
             timer.join(60)
             if self.faults["kind"] == "slow":
-                lab_faults.restore_speed(self.lab_dir, serial_of(device), self.model)
+                self.control.set_model(device, self.model)
                 self.store.record("fault undone", pool_id=pool_id, run_id=run_id, device=device,
                                   kind="slow")
 
@@ -73,10 +58,10 @@ class FaultInjector:
         kind, t = self.faults["kind"], time.time()
         try:
             if kind == "remove":
-                secs = lab_faults.remove_disk(self.lab_dir, serial_of(device))
+                secs = self.control.remove(device)
                 self.removed[pool_name] = device
             else:
-                lab_faults.slow_disk(self.lab_dir, serial_of(device))
+                self.control.set_model(device, CRAWL)
                 secs = 0.0
             self.store.record("fault injected", pool_id=pool_id, pool=pool_name, run_id=run_id,
                               device=device, kind=kind, at_epoch=round(t, 3), took_s=round(secs, 2))
@@ -103,7 +88,7 @@ class FaultInjector:
                               error=" ".join(str(exc).split())[:400])
 
     def _reattach(self, device: str) -> None:
-        lab_faults.restore_disk(self.lab_dir, serial_of(device), self.model, self.cache)
+        self.control.reattach(device, self.model)
         self.host.run(["sh", "-c", 'for i in $(seq 300); do [ -e "$1" ] && exit 0; sleep 0.1; done; exit 1',
                        "wait-disk", device], timeout=60)
         self.host.run(["udevadm", "settle"], check=False, timeout=60)
@@ -113,11 +98,8 @@ class FaultInjector:
         """Plug back every lab data disk an interrupted sweep left unplugged."""
         if not self.faults:
             return
-        with QMPClient(self.lab_dir / "qmp.sock") as q:
-            present = {p["name"] for p in q.command("qom-list", path="/machine/peripheral") or []}
-        for device in devices:
-            if f"dev-{serial_of(device)}" not in present:
-                self._reattach(device)
+        for device in self.control.missing(devices):
+            self._reattach(device)
 
     def cleanup(self) -> None:
         """Put back disks still pulled (the pool's block ended early): never leave the lab short."""

@@ -2,8 +2,9 @@
 
 ``pool_setup(...)`` is entered before ``zpool create`` and left after the pool is gone:
 - each device whose role has a model factor (``model`` for the data disks, ``log_model``,
-  ``cache_model``, ``special_model``) gets that envelope as a QEMU throttle, read back through
-  QMP and recorded; on exit it gets back exactly the throttle it had before;
+  ``cache_model``, ``special_model``) gets that envelope through the node's device control (the
+  lab's QEMU throttle, through QMP), read back and recorded; on exit it gets back exactly the
+  throttle it had before;
 - ZFS module parameters are applied by ``zfs.module_params.ModuleParams`` (read, set, read
   back, restored afterwards even on failure) and recorded.
 
@@ -15,10 +16,9 @@ from __future__ import annotations
 
 import contextlib
 
-from zbench_lib.hosts import lab_faults
 from zbench_lib.hosts.disk_models import parse_model
+from zbench_lib.hosts.node import DEVICE_CONTROL, Node
 from zbench_lib.core.errors import ZbenchError
-from zbench_lib.sweeps.faults import serial_of
 from zbench_lib.sweeps.spec_pool import ROLE_OF_MODEL, module_params
 from zbench_lib.zfs.module_params import ModuleParams, param_path, result_columns
 
@@ -30,35 +30,36 @@ def device_roles(layout, devices: list[str]) -> dict:
     return dict(zip(devices, roles))
 
 
-def _set_models(pool_rec, layout, devices, store, lab_dir, before: dict) -> dict:
+def _set_models(pool_rec, layout, devices, store, node: Node, before: dict) -> dict:
     """Throttle each device of a role with a model factor; fills `before`; returns read-back columns."""
     settings = pool_rec.get("settings") or {}
     wanted = {role: settings[key] for key, role in ROLE_OF_MODEL.items() if key in settings}
     targets = {d: wanted[role] for d, role in device_roles(layout, devices).items() if role in wanted}
     if not targets:
         return {}
+    control = node.require(DEVICE_CONTROL, "disk models as factors")
     got = {}
     for device, model in targets.items():
-        serial = serial_of(device)
-        before[device] = lab_faults.throttle_of(lab_dir, serial)
-        lab_faults.restore_speed(lab_dir, serial, model)
-        got[serial] = lab_faults.throttle_of(lab_dir, serial)
+        disk = control.disk_id(device)
+        before[device] = control.read_throttle(device)
+        control.set_model(device, model)
+        got[disk] = control.read_throttle(device)
         want = parse_model(model).qmp_throttle_arguments()
-        if {k: got[serial].get(k) for k in want} != want:
-            raise ZbenchError(f"lab disk {serial}: throttle read back {got[serial]}, set {want} ({model})")
+        if {k: got[disk].get(k) for k in want} != want:
+            raise ZbenchError(f"lab disk {disk}: throttle read back {got[disk]}, set {want} ({model})")
     store.record("disk models set", pool_id=pool_rec["pool_id"],
-                 models={serial_of(d): m for d, m in targets.items()}, throttles=got)
+                 models={control.disk_id(d): m for d, m in targets.items()}, throttles=got)
     return {f"{role}_model_readback": model for role, model in wanted.items()}
 
 
 @contextlib.contextmanager
-def pool_setup(pool_rec: dict, layout, devices: list[str], host, store, lab_dir):
+def pool_setup(pool_rec: dict, layout, devices: list[str], node: Node, store):
     """Apply a pool's settings; yields (data disk model name or None, read-back columns)."""
     settings = pool_rec.get("settings") or {}
     before: dict = {}
     try:
-        readback = _set_models(pool_rec, layout, devices, store, lab_dir, before)
-        with ModuleParams(host, module_params(settings)) as params:
+        readback = _set_models(pool_rec, layout, devices, store, node, before)
+        with ModuleParams(node.host, module_params(settings)) as params:
             if params.record:
                 store.record("module parameters set", pool_id=pool_rec["pool_id"], params=params.record)
                 readback.update(result_columns(params.record))
@@ -69,7 +70,7 @@ def pool_setup(pool_rec: dict, layout, devices: list[str], host, store, lab_dir)
     finally:
         for device, throttle in before.items():     # exactly the envelope it had, whatever happened
             try:
-                lab_faults.set_throttle(lab_dir, serial_of(device), throttle)
+                node.control.set_throttle(device, throttle)
             except ZbenchError as exc:
                 store.record("disk model restore failed", device=device, error=str(exc))
 

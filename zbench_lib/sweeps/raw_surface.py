@@ -27,12 +27,11 @@ import contextlib
 
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.sizes import format_size
-from zbench_lib.hosts import lab_faults
-from zbench_lib.sweeps.faults import lab_dir_of, serial_of
+from zbench_lib.hosts.node import Node
 from zbench_lib.sweeps.plan import pool_fill
 from zbench_lib.sweeps.pool_setup import pool_setup
 from zbench_lib.sweeps.raw_cells import RawLayout
-from zbench_lib.sweeps.run_loop import measured_run, model_context, qemu_pid, run_target
+from zbench_lib.sweeps.run_loop import measured_run, model_context, run_target
 from zbench_lib.zfs.pools import REMOTE_WORK, new_pool_name
 from zbench_lib.zfs.prefill import prefill_raw
 from zbench_lib.zfs.raw_device import RawDevice, stop_fio_on
@@ -55,12 +54,12 @@ def raw_disks(host, devices: list, host_devices: list, *, owned: bool, allow_sig
         yield raws
 
 
-def _throttles(lab_dir, devices: list) -> dict:
+def _throttles(control, devices: list) -> dict:
     """QEMU's throttle of each lab disk now (what the disks' model is), or why it was not read."""
-    if lab_dir is None:
+    if control is None:
         return {"not_read": "not a lab: a real disk has no QEMU throttle"}
     try:
-        return {serial_of(d): lab_faults.throttle_of(lab_dir, serial_of(d)) for d in devices}
+        return {control.disk_id(d): control.read_throttle(d) for d in devices}
     except (ZbenchError, ValueError, OSError) as exc:
         return {"not_read": " ".join(str(exc).split())[:300]}
 
@@ -81,40 +80,38 @@ def check_region(disks: list, region: int) -> None:
                           f"start: {', '.join(small)}")
 
 
-def raw_context(host, lab, model, disks: list, region: int, fill: dict, readback: dict) -> dict:
+def raw_context(node: Node, model, disks: list, region: int, fill: dict, readback: dict) -> dict:
     """What the runs on raw disks record beside fio (see measure.truth: surface raw)."""
-    qemu = qemu_pid(host, lab)
     blocks = [d["logical_block_size"] for d in disks if d.get("logical_block_size")]
     return {"surface": "raw", "file_bytes": region * len(disks),
             # O_DIRECT on a bare disk: no ARC and no page cache between fio and the disk
             "cache": "cold", "scan_at_start": None, "pool_capacity_pct": None, "pool_fragmentation_pct": None,
             "compressratio": None, "incompressible_intended": True, "space": fill, "txg_timeout_s": None,
-            "lab": lab is not None or qemu is not None, "qemu_pid": qemu,
+            "lab": node.is_lab, "qemu_pid": node.qemu_pid,
             # the disk's own unit: a read of whole sectors reads no more than fio asked for
             "block_bytes": max(blocks) if blocks else None,
             "data_device_count": len(disks), "settings_readback": readback, **model_context(model)}
 
 
-def run_raw_pool(spec, plan, store, sched, p, host, env, progress, overall) -> float:
+def run_raw_pool(spec, plan, store, sched, p, node: Node, _faults, progress, overall) -> float:
     """Check, measure and wipe the raw disks of pool record `p` (one replicate); seconds measured."""
-    data_devs, _extra, owned, model, lab, _faults = env
+    host = node.host
     layout = RawLayout(p["layout"]["disks"])
-    devices = list(data_devs[:layout.disks])           # data disks only, never an extra disk
+    devices = list(node.data_devices[:layout.disks])   # data disks only, never an extra disk
     if len(devices) < layout.disks:
         raise ConfigError(f"{p['label']} needs {layout.disks} data disks, the host gave {len(devices)}")
-    lab_dir = lab_dir_of(lab, host) if spec.lab is not None else None
     _reclaim_work_dirs(host, store)
     work_dir = f"{REMOTE_WORK}/{new_pool_name('raw-' + p['pool_id'])}"     # never another sweep's
     store.record("raw devices checking", pool_id=p["pool_id"], devices=devices, work_dir=work_dir)
     measure_s = 0.0
-    with pool_setup(p, layout, devices, host, store, lab_dir) as (pool_model, readback), \
-            raw_disks(host, devices, list(data_devs), owned=owned,
+    with pool_setup(p, layout, devices, node, store) as (pool_model, readback), \
+            raw_disks(host, devices, list(node.data_devices), owned=node.owned,
                       allow_signatures=tuple(spec.allow_signatures or ())) as raws:
         disks = [r.readback() for r in raws]
         targets = [t for t in plan.targets if t["pool_id"] == p["pool_id"]]
         check_region(disks, max(t["size_bytes"] for t in targets))
         store.record("raw devices checked", pool_id=p["pool_id"], layout=p["label"], devices=disks,
-                     throttles=_throttles(lab_dir, devices), pool_replicate=p["pool_replicate"],
+                     throttles=_throttles(node.control, devices), pool_replicate=p["pool_replicate"],
                      block=next(i for i, b in enumerate(plan.blocks, 1) if p["pool_id"] in b))
         host.run(["mkdir", "-p", work_dir])
         try:
@@ -123,7 +120,7 @@ def run_raw_pool(spec, plan, store, sched, p, host, env, progress, overall) -> f
                 if pool_fill(spec, p) != "none":
                     fill = prefill_raw(host, devices, t["size_bytes"], work_dir, progress)
                     store.record("prefilled", target_id=t["target_id"], **fill)
-                ctx = raw_context(host, lab, pool_model or model, disks, t["size_bytes"], fill, readback)
+                ctx = raw_context(node, pool_model or node.disk_model, disks, t["size_bytes"], fill, readback)
 
                 def run_one(run, ctx=ctx):
                     return measured_run(host, store, plan, run, pool="", target=devices, target_name=None,

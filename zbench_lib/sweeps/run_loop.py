@@ -14,19 +14,9 @@ from tqdm.auto import tqdm
 
 from zbench_lib.core.crash import crash_point
 from zbench_lib.hosts.disk_models import parse_model
-from zbench_lib.hosts.lab_state import read_state
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.runner import measure
 from zbench_lib.sweeps.plan import run_seconds
-
-
-def qemu_pid(host, lab) -> int | None:
-    """The lab's QEMU on this machine (host_contention): ours, or a detached lab's (`lab:<name>`)."""
-    if lab is not None and lab.proc is not None:
-        return lab.proc.pid
-    if lab is None and str(getattr(host, "name", "")).startswith("lab:"):
-        return (read_state(host.name[4:]) or {}).get("pid")
-    return None
 
 
 def model_context(model: str | None) -> dict:

@@ -22,7 +22,9 @@ layout that cannot lose a disk (a stripe would be suspended) is refused.
 from __future__ import annotations
 
 from zbench_lib.core.errors import ConfigError
+from zbench_lib.hosts.node import DEVICE_CONTROL
 from zbench_lib.measure import fio
+from zbench_lib.sweeps.spec_host import require_capability
 from zbench_lib.sweeps.spec_values import fail, finite, fio_overrides, integer, mapping
 
 KINDS = ("remove", "slow")
@@ -72,9 +74,8 @@ def parse_faults(d, host: str) -> dict | None:
     if d is None:
         return None
     mapping(d, "faults", ("kind", "disk", "after_s", "resilver", "resilver_load"), ("kind",))
-    if host != "lab":
-        fail("faults", "faults are injected only in the lab (host: lab); a real host's disks are never "
-                       "touched on purpose")
+    require_capability(host, DEVICE_CONTROL, "faults", "faults are injected only in the lab (host: lab); "
+                                                       "a real host's disks are never touched on purpose")
     kind = d["kind"]
     if kind not in KINDS:
         fail("faults.kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")

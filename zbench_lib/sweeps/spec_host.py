@@ -15,6 +15,7 @@ import re
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.hosts.lab_image import ZFS_RELEASES
+from zbench_lib.hosts.resolve import capabilities_of
 from zbench_lib.sweeps.spec_values import fail, integer, mapping, size
 
 def zfs_release(v, path: str) -> str:
@@ -42,6 +43,12 @@ def ssh_destination(host: str) -> str:
     if m["port"] is not None and not 1 <= int(m["port"]) <= 65535:
         fail("host", f"ssh port must be 1..65535, got {m['port']} in {host!r}")
     return host
+
+
+def require_capability(host: str, capability: str, path: str, why: str) -> None:
+    """ConfigError at `path` when the node of `host` will not have `capability` (hosts.node)."""
+    if capability not in capabilities_of(host):
+        fail(path, f"needs {capability}, which host {host!r} lacks: {why}")
 
 
 def _device(dev, path: str) -> str:

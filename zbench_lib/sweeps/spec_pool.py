@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.hosts.disk_models import parse_model
+from zbench_lib.hosts.node import DEVICE_CONTROL
+from zbench_lib.sweeps.spec_host import require_capability
 from zbench_lib.sweeps.spec_values import fail, integer
 from zbench_lib.zfs.module_params import PARAMS, check_value
 
@@ -55,8 +57,9 @@ def check_pool_factors(factors: dict, host: str, faults) -> None:
     """Rules across factors and the host: models only in the lab, and not beside faults
     (a fault restores a disk to the lab's one model)."""
     models = [k for k in MODEL_FACTORS if k in factors]
-    if models and host != "lab":
-        fail(f"factors.{models[0]}", "a disk model is the lab's throttle; a real host's disks are what they are")
+    if models:
+        require_capability(host, DEVICE_CONTROL, f"factors.{models[0]}",
+                           "a disk model is the lab's throttle; a real host's disks are what they are")
     if models and faults:
         fail(f"factors.{models[0]}", "disk models as factors cannot be combined with faults "
                                      "(a pulled or slowed disk is restored to the lab's model)")

@@ -1,7 +1,7 @@
 """The host a sweep runs on: the spec's real host, a running lab, or a lab it boots
 (one per OpenZFS release when the release is a factor).
 
-`open_host(spec, zfs)` yields (host, data devices, extra devices, owned, disk model, lab);
+`open_host(spec, zfs)` yields the `hosts.node.Node` (host, disks, device control);
 `check_release` refuses a lab whose OpenZFS is not the release its pools are labelled with.
 """
 
@@ -11,9 +11,10 @@ import contextlib
 import os
 
 from zbench_lib.core.errors import ConfigError, ZbenchError
-from zbench_lib.hosts.disk_models import DiskModel
 from zbench_lib.hosts.lab import Lab, LabConfig
+from zbench_lib.hosts.lab_node import booted_node, running_node
 from zbench_lib.hosts.lab_state import connect_lab, read_state
+from zbench_lib.hosts.node import Node
 from zbench_lib.hosts.resolve import parse_host
 from zbench_lib.sweeps.spec import SweepSpec
 from zbench_lib.zfs.version import openzfs_version
@@ -42,8 +43,7 @@ def _running_lab(zfs: str | None) -> dict | None:
 
 @contextlib.contextmanager
 def open_host(spec: SweepSpec, zfs: str | None = None):
-    """(host, data devices, extra devices, owned, disk model, lab) for the spec's host; with an
-    OpenZFS release factor, a lab of release `zfs`."""
+    """The Node of the spec's host; with an OpenZFS release factor, of a lab of release `zfs`."""
     state = _running_lab(zfs) if spec.host == "lab" else None
     if state is not None:
         # Reuse a running lab (`zbench lab up`, or the test session's) instead of booting one.
@@ -53,20 +53,19 @@ def open_host(spec: SweepSpec, zfs: str | None = None):
             raise ConfigError(f"lab {name!r} has {len(state['data_disks'])} data disks, spec needs {need}")
         host = connect_lab(name)
         try:
-            yield (host, state["data_disks"], state["extra_disks"], True,
-                   DiskModel(**state["config"]["model"]), None)
+            yield running_node(name, state, host)
         finally:
             host.close()
     elif spec.host == "lab":
         cfg = lab_config(spec, zfs)
         with Lab(cfg) as lab:
-            yield lab.host, lab.data_disks, lab.extra_disks, True, cfg.model, lab
+            yield booted_node(lab)
     else:
         host = parse_host(spec.host)
         try:
             if hasattr(host, "use_privilege"):
                 host.use_privilege()        # root, or every command through passwordless sudo
-            yield host, list(spec.devices), list(spec.extra_devices or []), False, None, None
+            yield Node(host, tuple(spec.devices), tuple(spec.extra_devices or ()), owned=False)
         finally:
             host.close()
 
