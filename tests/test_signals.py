@@ -91,3 +91,25 @@ def test_ctrl_c_twice_does_not_abort_a_teardown_in_another_process(tmp_path):
     proc.wait(timeout=30)
     assert marker.read_text() == "done"
     assert proc.returncode != 0
+
+
+def test_the_cli_exits_128_plus_n_for_a_signal_during_its_start_up():
+    # Issue 34's busy CI: a SIGHUP sent while `zbench sweep` was still importing (seconds on
+    # a loaded machine) killed it by the default action (wait status -1), not exit 129.
+    # The child stalls in argument parsing, the earliest point of main(), until signalled.
+    code = textwrap.dedent("""
+        import sys, time
+        import zbench_lib.cli as cli
+        def stalled():
+            print("starting", flush=True)
+            time.sleep(60)
+        cli.build_parser = stalled
+        sys.exit(cli.main(["setup"]))
+    """)
+    for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+        # started with SIGINT ignored, as a background job of a script is
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        assert proc.stdout.readline().strip() == "starting"
+        proc.send_signal(sig)
+        assert proc.wait(timeout=30) == 128 + sig, signal.Signals(sig).name

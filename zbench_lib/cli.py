@@ -289,7 +289,12 @@ def _internal_error(args, exc: BaseException) -> int:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    from zbench_lib.core.signals import exit_on_termination
+    exit_on_termination()             # 128 + n for a signal at any point, even during start-up
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:
+        return 130
     if getattr(args, "command", None) and args.command[:1] == ["--"]:
         args.command = args.command[1:]
     try:

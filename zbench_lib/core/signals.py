@@ -1,7 +1,8 @@
 """Signals around work that must not be cut short.
 
 `terminate_as_exit` turns SIGTERM and SIGHUP into SystemExit, so `with` blocks and
-atexit handlers clean up as they do on Ctrl-C. `signals_deferred` holds SIGINT,
+atexit handlers clean up as they do on Ctrl-C; `exit_on_termination` does so for the
+rest of a command-line process, from its first line. `signals_deferred` holds SIGINT,
 SIGTERM and SIGHUP back for the length of a teardown (destroying a pool, stopping a
 lab) and delivers them once it is done: a second Ctrl-C, or the SIGTERM that
 nbclient sends 2.5 s after an interrupt, can no longer abort a teardown half-way.
@@ -38,6 +39,21 @@ def terminate_as_exit():
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def exit_on_termination() -> None:
+    """From now on SIGTERM/SIGHUP end the process with SystemExit(128 + n), and SIGINT
+    raises KeyboardInterrupt even if the process was started with it ignored (a background
+    job of a script), as the sweep's own forwarding does later.
+
+    The CLI calls it first: a signal that lands while a command is still importing and
+    validating (seconds on a busy machine) exits 143 or 129 like one that lands later,
+    instead of killing the process by the default action (a shell sees 128 + n, but its
+    parent's wait status is "killed by signal", and nothing ran any `finally`)."""
+    if _main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _raise_system_exit)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @contextlib.contextmanager
