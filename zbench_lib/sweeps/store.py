@@ -3,9 +3,8 @@
     spec.yaml          the spec as given            (written once, never changed)
     plan.json          the expanded plan            (written once, never changed)
     provenance.json    who/where/when it started    (written once)
-    events.jsonl       append-only, one event a line, named by `core.events.Event` (its
-                       vocabulary and payloads): started, run started, run completed, run
-                       discarded, attempt invalid, resumed, runs added, repetitions done, ...
+    events.jsonl       append-only, one `core.events.Event` a line: started, run started, run
+                       completed, run discarded, attempt invalid, resumed, runs added, ...
     raw/<run_id>/attempt-<n>/   job.fio, fio.json, logs, counters, meta.json, COMPLETE
     results.parquet, results.csv, latency_hist.parquet   derived: rebuilt from raw COMPLETE attempts only
 
@@ -187,8 +186,7 @@ class Store:
 
     # -- events --------------------------------------------------------------
     def record(self, event: Event | str, **fields) -> dict:
-        """Append one event line (fsynced) to events.jsonl; `event` is an `Event` (or its name):
-        any other name raises `core.events.UnknownEvent`, before anything is written."""
+        """Append one event line (fsynced) to events.jsonl; a name outside `Event` raises `UnknownEvent`."""
         entry = {"ts": utc_now(), "event": event_name(event).value, **fields}
         line = (json.dumps(entry, sort_keys=True, default=str) + "\n").encode()
         with open(self.path / "events.jsonl", "a+b") as f:
