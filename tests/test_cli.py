@@ -195,7 +195,8 @@ EVENTS = [
     {"event": "run completed", "run_id": "c1-r02", "attempt": 1, "ts": "2026-11-21T10:02:20.000000Z"},
     {"event": "run started", "run_id": "c1-r03", "attempt": 1, "ts": "2026-11-21T10:02:20.000000Z"},
     {"event": "run completed", "run_id": "c1-r03", "attempt": 1, "ts": "2026-11-21T10:03:00.000000Z"},
-    {"event": "repetitions", "cell_id": "c1", "runs": 3, "more": True, "reason": "rel CI 12% > 5%",
+    {"event": "runs added", "cell_id": "c1", "why": "Stein's second stage: 4 admissible runs in all",
+     "reps": [4], "run_ids": ["c1-r04"], "needed": 4, "admissible": 3, "reason": "rel CI 12% > 5%",
      "ts": "2026-11-21T10:03:00.100000Z"},
     {"event": "run started", "run_id": "c1-r04", "attempt": 1, "ts": "2026-11-21T10:03:01.000000Z"},
 ]

@@ -20,6 +20,7 @@ import yaml
 from test_l2arc_warmup import FakeArcHost
 from zbench_lib.analysis.caveats import caveats
 from zbench_lib.analysis.data_dictionary import undocumented
+from zbench_lib.core.events import event_name
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.sweeps.executor import _schedule
 from zbench_lib.sweeps.plan import expand
@@ -89,8 +90,8 @@ class Recorder:
     def __init__(self):
         self.events = []
 
-    def record(self, event, **fields):
-        self.events.append({"event": event, **fields})
+    def record(self, event, **fields):          # refuses a name outside the vocabulary, as Store.record does
+        self.events.append({"event": event_name(event).value, **fields})
 
 
 def _target(plan, cached: bool) -> dict:

@@ -18,6 +18,7 @@ import pytest
 
 from zbench_lib.core import paths
 from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.events import event_name
 from zbench_lib.hosts.base import Host, Result
 from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.hosts.lab_config import LabConfig, guest_disk_path
@@ -87,8 +88,8 @@ class Events:
     def __init__(self):
         self.recorded: list[dict] = []
 
-    def record(self, event, **fields):
-        self.recorded.append({"event": event, **fields})
+    def record(self, event, **fields):          # refuses a name outside the vocabulary, as Store.record does
+        self.recorded.append({"event": event_name(event).value, **fields})
 
     def names(self):
         return [e["event"] for e in self.recorded]

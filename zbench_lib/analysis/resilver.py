@@ -31,9 +31,10 @@ import pandas as pd
 from zbench_lib.analysis.plot_base import LAYOUT_ORDER, PALETTE, add_caption
 from zbench_lib.analysis.sweep_data import read_events
 from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.events import Event
 from zbench_lib.core.sizes import zpool_bytes
 
-EVENTS = ("resilver", "resilver failed")
+EVENTS = (Event.RESILVER, Event.RESILVER_FAILED)
 COLUMNS = ["pool_id", "pool", "layout", "fill", "pool_replicate", "order", "under_load", "load", "seconds",
            "resilvered", "resilvered_bytes", "allocated_bytes", "capacity_pct", "rate_mib_s", "load_read_iops",
            "load_write_iops", "state_before", "health_after", "device", "replacement", "not_judged"]
@@ -71,7 +72,7 @@ def _pools(path: Path, events: list[dict]) -> dict:
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         pools = {}
     for e in events:
-        if e.get("event") == "pool created" and e.get("pool_id"):
+        if e.get("event") == Event.POOL_CREATED and e.get("pool_id"):
             known = pools.setdefault(e["pool_id"], {})
             known.update({k: e[k] for k in ("layout", "pool_replicate") if e.get(k) is not None})
     return pools
@@ -94,7 +95,7 @@ def _row(e: dict, pools: dict) -> dict:
         if row.get(k) is None:
             row[k] = v
     row["under_load"] = e.get("under_load") if isinstance(e.get("under_load"), bool) else None
-    if e.get("event") == "resilver failed":
+    if e.get("event") == Event.RESILVER_FAILED:
         row.update(seconds=None, not_judged=f"resilver failed: {e.get('error') or 'no error recorded'}")
         return row
     secs, nbytes = _number(e.get("seconds")), _number(e.get("resilvered_bytes"))

@@ -19,6 +19,7 @@ from zbench_lib.analysis.coverage import load_plan
 from zbench_lib.analysis.flags import (FLAG_MEANINGS, admissible_mask, flagged_runs,  # noqa: F401
                                        normalise_flags, select_admissible, tristate, truth_summary)
 from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.events import Event
 from zbench_lib.core.paths import REPO_ROOT
 from zbench_lib.core.sizes import format_size, parse_size
 from zbench_lib.sweeps.raw_check import HISTOGRAMS
@@ -109,8 +110,8 @@ def replacement_runs(events: list[dict]) -> set[str]:
     Stein's second-stage runs are added too, but by the design, not for an excluded run: they
     are not replacements.
     """
-    return {rid for e in events if e.get("event") == "runs added" and str(e.get("why", "")).startswith("replace")
-            for rid in e.get("run_ids") or []}
+    return {rid for e in events if e.get("event") == Event.RUNS_ADDED
+            and str(e.get("why", "")).startswith("replace") for rid in e.get("run_ids") or []}
 
 
 def read_events(path) -> list[dict]:

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 from zbench_lib.measure import provenance
 from zbench_lib.core.crash import crash_point
 from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.events import Event
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.sweeps.doctor import preflight_spec
 from zbench_lib.hosts.node import Node
@@ -114,7 +115,7 @@ def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log,
                 faults.cleanup()        # a pool's block ended early: a pulled disk goes back all the same
     overall.close()
     wall = time.monotonic() - t_sweep
-    store.record("timing", wall_s=round(wall, 1), measure_s=round(measure_s, 1),
+    store.record(Event.TIMING, wall_s=round(wall, 1), measure_s=round(measure_s, 1),
                  measure_share=round(measure_s / wall, 3) if wall else None)
     log(f"wall {wall:.0f} s, inside fio measurement windows {measure_s:.0f} s "
         f"({100 * measure_s / wall:.0f}%)")
@@ -129,12 +130,12 @@ def _schedule(plan: Plan, store: Store, parse_run) -> Schedule:
 
 def _reclaim_own_leftovers(store: Store, host, log) -> None:
     """Destroy pools an interrupted session of this sweep left (named in its events)."""
-    ours = {e.get("pool") for e in store.events() if e.get("event") == "pool creating"}
+    ours = {e.get("pool") for e in store.events() if e.get("event") == Event.POOL_CREATING}
     mine = [p for p in find_leftovers(host) if p in ours and p not in live_pools(host)]
     if mine:
         log(f"removing pools an interrupted run of this sweep left: {', '.join(mine)}")
         remove_leftovers(host, mine)
-        store.record("leftovers removed", pools=mine)
+        store.record(Event.LEFTOVERS_REMOVED, pools=mine)
 
 
 def _record_environment(store: Store, node: Node, log) -> None:
@@ -144,10 +145,10 @@ def _record_environment(store: Store, node: Node, log) -> None:
     if leftovers:
         log(f"note: zbench pools left from an earlier crash on {host.name}: {leftovers} "
             "(remove them with `zbench pools cleanup`)")
-        store.record("leftovers found", pools=leftovers)
+        store.record(Event.LEFTOVERS_FOUND, pools=leftovers)
     prov = provenance.collect(host, devices_list=list(node.data_devices + node.extra_devices),
                               extra=node.provenance)
-    store.record("provenance", **{k: v for k, v in prov.items() if not k.startswith("zfs_param")})
+    store.record(Event.PROVENANCE, **{k: v for k, v in prov.items() if not k.startswith("zfs_param")})
     # One environment record per session: a resumed sweep may run on a new lab boot.
     _write_json(store.path / f"host-provenance-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json", prov)
 
@@ -161,12 +162,12 @@ def _run_pool(spec, plan, store, sched, p, node: Node, faults, progress, overall
     # Named in the store before `zpool create`: a crash's leftover is then known to be
     # this sweep's own, and the resume destroys it (_reclaim_own_leftovers).
     name = new_pool_name(p["pool_id"])
-    store.record("pool creating", pool_id=p["pool_id"], pool=name)
+    store.record(Event.POOL_CREATING, pool_id=p["pool_id"], pool=name)
     with pool_setup(p, layout, devices, node, store) as (pool_model, readback), \
             Pool(host, layout, devices, name=name,
                  owned_devices=node.owned, allow_signatures=tuple(spec.allow_signatures or ())) as pool:
         crash_point("pool-create")
-        store.record("pool created", pool_id=p["pool_id"], pool=pool.name, layout=p["label"],
+        store.record(Event.POOL_CREATED, pool_id=p["pool_id"], pool=pool.name, layout=p["label"],
                      topology=pool.topology, pool_replicate=p["pool_replicate"],
                      block=next(i for i, b in enumerate(plan.blocks, 1) if p["pool_id"] in b))
         targets = {t["target_id"]: t for t in plan.targets if t["pool_id"] == p["pool_id"]}
@@ -178,7 +179,7 @@ def _run_pool(spec, plan, store, sched, p, node: Node, faults, progress, overall
                 fill = {} if level == "none" else \
                     prefill(pool, tinfo, level, progress=progress, size_bytes=t.get("file_bytes", t["size_bytes"]))
                 if fill:
-                    store.record("prefilled", target_id=t["target_id"], **fill)
+                    store.record(Event.PREFILLED, target_id=t["target_id"], **fill)
                 return fill, warm_target(spec, store, pool, tinfo, t, cache_devices(layout, devices), fill)
 
             with on_surface(host, pool.create_target(make_target(t)), t, store, write_target) as (tinfo, (fill, warm)):
@@ -195,7 +196,7 @@ def _run_pool(spec, plan, store, sched, p, node: Node, faults, progress, overall
             faults.before_teardown(pool, p["pool_id"], p["label"], fill=pool_fill(spec, p), target=load_on)
         finally:
             faults.cleanup()
-            store.record("pool teardown", pool_id=p["pool_id"], pool=pool.name)
+            store.record(Event.POOL_TEARDOWN, pool_id=p["pool_id"], pool=pool.name)
     return measure_s
 
 

@@ -16,6 +16,7 @@ import contextlib
 import threading
 import time
 
+from zbench_lib.core.events import Event
 from zbench_lib.hosts.node import DEVICE_CONTROL, Node
 from zbench_lib.sweeps.resilver_timing import resilver_pool
 
@@ -51,7 +52,7 @@ class FaultInjector:
             timer.join(60)
             if self.faults["kind"] == "slow":
                 self.control.set_model(device, self.model)
-                self.store.record("fault undone", pool_id=pool_id, run_id=run_id, device=device,
+                self.store.record(Event.FAULT_UNDONE, pool_id=pool_id, run_id=run_id, device=device,
                                   kind="slow")
 
     def _inject(self, pool_id, pool_name, run_id, device) -> None:
@@ -63,10 +64,10 @@ class FaultInjector:
             else:
                 self.control.set_model(device, CRAWL)
                 secs = 0.0
-            self.store.record("fault injected", pool_id=pool_id, pool=pool_name, run_id=run_id,
+            self.store.record(Event.FAULT_INJECTED, pool_id=pool_id, pool=pool_name, run_id=run_id,
                               device=device, kind=kind, at_epoch=round(t, 3), took_s=round(secs, 2))
         except Exception as exc:                     # recorded; the run is then judged as it went
-            self.store.record("fault failed", pool_id=pool_id, run_id=run_id, device=device, kind=kind,
+            self.store.record(Event.FAULT_FAILED, pool_id=pool_id, run_id=run_id, device=device, kind=kind,
                               error=" ".join(str(exc).split())[:300])
 
     def before_teardown(self, pool, pool_id: str, label: str, fill: str | None = None,
@@ -84,7 +85,7 @@ class FaultInjector:
                           device=device, spares=self.spares, load=self.faults.get("resilver_load"),
                           target=target, fill=fill)
         except Exception as exc:                     # recorded; the measured runs stay as they are
-            self.store.record("resilver failed", pool_id=pool_id, pool=pool.name, device=device,
+            self.store.record(Event.RESILVER_FAILED, pool_id=pool_id, pool=pool.name, device=device,
                               error=" ".join(str(exc).split())[:400])
 
     def _reattach(self, device: str) -> None:
@@ -92,7 +93,7 @@ class FaultInjector:
         self.host.run(["sh", "-c", 'for i in $(seq 300); do [ -e "$1" ] && exit 0; sleep 0.1; done; exit 1',
                        "wait-disk", device], timeout=60)
         self.host.run(["udevadm", "settle"], check=False, timeout=60)
-        self.store.record("fault undone", device=device, kind="remove")
+        self.store.record(Event.FAULT_UNDONE, device=device, kind="remove")
 
     def reattach_missing(self, devices: list[str]) -> None:
         """Plug back every lab data disk an interrupted sweep left unplugged."""

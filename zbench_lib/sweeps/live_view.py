@@ -17,7 +17,12 @@ import threading
 import time
 from pathlib import Path
 
+from zbench_lib.core.events import Event
 from zbench_lib.sweeps.progress import EventTail, SweepProgress, fio_iops
+
+
+# The events that change what the chart shows.
+_REDRAW = (Event.RUN_COMPLETED, Event.RUN_JUDGED, Event.FINISHED, Event.STARTED, Event.RESUMED)
 
 
 def per_second_iops(sweep_dir, run_id: str, attempt) -> tuple[list[float], list[float]]:
@@ -50,19 +55,18 @@ class LiveSweepView:
     def _on_event(self, ev: dict) -> None:
         with self._lock:
             self.state.apply(ev)
-            if ev.get("event") == "run completed":
+            if ev.get("event") == Event.RUN_COMPLETED:
                 rid, att = ev.get("run_id", ""), ev.get("attempt", 1)
                 cell = self.state.cells.get(rid) or self.state.cells.get(rid.rsplit("-r", 1)[0]) or rid
                 self.runs.append({"run_id": rid, "cell": cell, "iops": fio_iops(self.sweep_dir, rid, att)})
                 t, v = per_second_iops(self.sweep_dir, rid, att)
                 self.last = {"run_id": rid, "cell": cell, "t": t, "iops": v}
-            elif ev.get("event") == "run judged":
+            elif ev.get("event") == Event.RUN_JUDGED:
                 for r in self.runs:
                     if r["run_id"] == ev.get("run_id"):
                         # events before flag kinds (issue 27) named every flag raised as truth_flags
                         r["flags"] = list(ev.get("invalidating_flags", ev.get("truth_flags")) or [])
-            self._dirty = self._dirty or ev.get("event") in ("run completed", "run judged", "finished", "started",
-                                                             "resumed")
+            self._dirty = self._dirty or ev.get("event") in _REDRAW
 
     def figure(self):
         from plotly.subplots import make_subplots

@@ -19,6 +19,7 @@ import contextlib
 from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.hosts.node import DEVICE_CONTROL, Node
 from zbench_lib.core.errors import ZbenchError
+from zbench_lib.core.events import Event
 from zbench_lib.sweeps.spec_pool import ROLE_OF_MODEL, module_params
 from zbench_lib.zfs.module_params import ModuleParams, param_path, result_columns
 
@@ -47,7 +48,7 @@ def _set_models(pool_rec, layout, devices, store, node: Node, before: dict) -> d
         want = parse_model(model).qmp_throttle_arguments()
         if {k: got[disk].get(k) for k in want} != want:
             raise ZbenchError(f"lab disk {disk}: throttle read back {got[disk]}, set {want} ({model})")
-    store.record("disk models set", pool_id=pool_rec["pool_id"],
+    store.record(Event.DISK_MODELS_SET, pool_id=pool_rec["pool_id"],
                  models={control.disk_id(d): m for d, m in targets.items()}, throttles=got)
     return {f"{role}_model_readback": model for role, model in wanted.items()}
 
@@ -61,18 +62,18 @@ def pool_setup(pool_rec: dict, layout, devices: list[str], node: Node, store):
         readback = _set_models(pool_rec, layout, devices, store, node, before)
         with ModuleParams(node.host, module_params(settings)) as params:
             if params.record:
-                store.record("module parameters set", pool_id=pool_rec["pool_id"], params=params.record)
+                store.record(Event.MODULE_PARAMETERS_SET, pool_id=pool_rec["pool_id"], params=params.record)
                 readback.update(result_columns(params.record))
             yield settings.get("model"), readback
         if params.record:
-            store.record("module parameters restored", pool_id=pool_rec["pool_id"],
+            store.record(Event.MODULE_PARAMETERS_RESTORED, pool_id=pool_rec["pool_id"],
                          params={k: v["before"] for k, v in params.record.items()})
     finally:
         for device, throttle in before.items():     # exactly the envelope it had, whatever happened
             try:
                 node.control.set_throttle(device, throttle)
             except ZbenchError as exc:
-                store.record("disk model restore failed", device=device, error=str(exc))
+                store.record(Event.DISK_MODEL_RESTORE_FAILED, device=device, error=str(exc))
 
 
 def restore_unfinished(store, host, log) -> None:
@@ -80,13 +81,13 @@ def restore_unfinished(store, host, log) -> None:
     write back the values they had before, from the store's events."""
     pending: dict = {}
     for e in store.events():
-        if e.get("event") == "module parameters set":
+        if e.get("event") == Event.MODULE_PARAMETERS_SET:
             pending[e["pool_id"]] = e["params"]
-        elif e.get("event") == "module parameters restored":
+        elif e.get("event") == Event.MODULE_PARAMETERS_RESTORED:
             pending.pop(e["pool_id"], None)
     for pool_id, params in pending.items():
         before = {name: rec["before"] for name, rec in params.items()}
         log(f"restoring module parameters an interrupted run of pool {pool_id} left set: {before}")
         for name, value in before.items():
             host.run(["tee", param_path(name)], input=value)
-        store.record("module parameters restored", pool_id=pool_id, params=before, after_interruption=True)
+        store.record(Event.MODULE_PARAMETERS_RESTORED, pool_id=pool_id, params=before, after_interruption=True)

@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
+from zbench_lib.core.events import Event
 from zbench_lib.core.sizes import format_size
 
 
@@ -81,34 +82,36 @@ class SweepProgress:
 
     def apply(self, ev: dict) -> None:
         kind, t = ev.get("event"), _ts(ev.get("ts"))
-        if kind == "started":
+        if kind == Event.STARTED:
             self.planned = int(ev.get("runs_planned", self.planned))
-        elif kind == "resumed":
+        elif kind == Event.RESUMED:
             self.done = int(ev.get("completed", 0))
             self.planned = self.done + int(ev.get("remaining", 0))
-        elif kind == "run started":
+        elif kind == Event.RUN_STARTED:
             rid = ev.get("run_id", "")
             cell = rid.rsplit("-r", 1)[0]                # extra repetitions are not in the plan
             self.current = self.cells.get(rid) or self.cells.get(cell) or cell
             self.current_is_cell = True
             if self.session_start is None:
                 self.session_start = t
-        elif kind == "run completed":
+        elif kind == Event.RUN_COMPLETED:
             self.done += 1
             self.session_done += 1
             self.last_done_at = t
             if self.iops_of is not None:
                 iops = self.iops_of(ev.get("run_id", ""), ev.get("attempt", 1))
                 self.last_iops = iops if iops is not None else self.last_iops
-        elif kind in ("pool creating", "pool teardown"):
-            self.current = f"{'creating' if kind == 'pool creating' else 'tearing down'} pool {ev.get('pool', '')}"
+        elif kind in (Event.POOL_CREATING, Event.POOL_TEARDOWN):
+            what = "creating" if kind == Event.POOL_CREATING else "tearing down"
+            self.current = f"{what} pool {ev.get('pool', '')}"
             self.current_is_cell = False
-        elif kind in ("raw devices checking", "raw devices wiped"):
-            self.current = f"{'checking' if kind == 'raw devices checking' else 'wiped'} raw disks {ev.get('pool_id', '')}"
+        elif kind in (Event.RAW_DEVICES_CHECKING, Event.RAW_DEVICES_WIPED):
+            what = "checking" if kind == Event.RAW_DEVICES_CHECKING else "wiped"
+            self.current = f"{what} raw disks {ev.get('pool_id', '')}"
             self.current_is_cell = False
-        elif kind == "repetitions" and ev.get("more"):
-            self.planned += 1
-        elif kind == "finished":
+        elif kind == Event.RUNS_ADDED:                # the repetition rule queued runs beyond the plan
+            self.planned += len(ev.get("run_ids") or ())
+        elif kind == Event.FINISHED:
             self.finished = True
             self.current = ""
         self.planned = max(self.planned, self.done)

@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from zbench_lib.core.errors import ZbenchError
+from zbench_lib.core.events import Event
 from zbench_lib.measure.fio_hist import HIST_COLUMNS, attempt_histograms
 from zbench_lib.sweeps.blocks import run_id as make_run_id
 
@@ -146,8 +147,9 @@ class SweepRuns:
         self.planned = {r["run_id"] for r in plan.get("runs", [])}
         self.cells = {c["cell_id"] for c in plan.get("cells", [])}
         self.pilot = int((plan.get("repetitions") or {}).get("pilot", 0))
-        self.recorded = {e.get("run_id") for e in events if e.get("event") == "run started"}
-        self.said_complete = {(e.get("run_id"), e.get("attempt")) for e in events if e.get("event") == "run completed"}
+        self.recorded = {e.get("run_id") for e in events if e.get("event") == Event.RUN_STARTED}
+        self.said_complete = {(e.get("run_id"), e.get("attempt")) for e in events
+                              if e.get("event") == Event.RUN_COMPLETED}
 
     @classmethod
     def read(cls, store_path: Path, events: list[dict]) -> "SweepRuns":

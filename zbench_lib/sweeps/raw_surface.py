@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 
 from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.core.events import Event
 from zbench_lib.core.sizes import format_size
 from zbench_lib.hosts.node import Node
 from zbench_lib.sweeps.plan import pool_fill
@@ -67,7 +68,7 @@ def _throttles(control, devices: list) -> dict:
 def _reclaim_work_dirs(host, store) -> None:
     """Stop what an interrupted session of this sweep left running on raw disks (its sampler and
     fio live on under their work directory, named in the store) and remove the directories."""
-    for old in {e.get("work_dir") for e in store.events() if e.get("event") == "raw devices checking"} - {None}:
+    for old in {e.get("work_dir") for e in store.events() if e.get("event") == Event.RAW_DEVICES_CHECKING} - {None}:
         host.run(["pkill", "-TERM", "-f", f"{old}/"], check=False, timeout=30)
         host.run(["rm", "-rf", old], check=False, timeout=60)
 
@@ -102,7 +103,7 @@ def run_raw_pool(spec, plan, store, sched, p, node: Node, _faults, progress, ove
         raise ConfigError(f"{p['label']} needs {layout.disks} data disks, the host gave {len(devices)}")
     _reclaim_work_dirs(host, store)
     work_dir = f"{REMOTE_WORK}/{new_pool_name('raw-' + p['pool_id'])}"     # never another sweep's
-    store.record("raw devices checking", pool_id=p["pool_id"], devices=devices, work_dir=work_dir)
+    store.record(Event.RAW_DEVICES_CHECKING, pool_id=p["pool_id"], devices=devices, work_dir=work_dir)
     measure_s = 0.0
     with pool_setup(p, layout, devices, node, store) as (pool_model, readback), \
             raw_disks(host, devices, list(node.data_devices), owned=node.owned,
@@ -110,7 +111,7 @@ def run_raw_pool(spec, plan, store, sched, p, node: Node, _faults, progress, ove
         disks = [r.readback() for r in raws]
         targets = [t for t in plan.targets if t["pool_id"] == p["pool_id"]]
         check_region(disks, max(t["size_bytes"] for t in targets))
-        store.record("raw devices checked", pool_id=p["pool_id"], layout=p["label"], devices=disks,
+        store.record(Event.RAW_DEVICES_CHECKED, pool_id=p["pool_id"], layout=p["label"], devices=disks,
                      throttles=_throttles(node.control, devices), pool_replicate=p["pool_replicate"],
                      block=next(i for i, b in enumerate(plan.blocks, 1) if p["pool_id"] in b))
         host.run(["mkdir", "-p", work_dir])
@@ -119,7 +120,7 @@ def run_raw_pool(spec, plan, store, sched, p, node: Node, _faults, progress, ove
                 fill = {}
                 if pool_fill(spec, p) != "none":
                     fill = prefill_raw(host, devices, t["size_bytes"], work_dir, progress)
-                    store.record("prefilled", target_id=t["target_id"], **fill)
+                    store.record(Event.PREFILLED, target_id=t["target_id"], **fill)
                 ctx = raw_context(node, pool_model or node.disk_model, disks, t["size_bytes"], fill, readback)
 
                 def run_one(run, ctx=ctx):
@@ -131,5 +132,5 @@ def run_raw_pool(spec, plan, store, sched, p, node: Node, _faults, progress, ove
         finally:
             host.run(["pkill", "-TERM", "-f", f"{work_dir}/"], check=False, timeout=30)
             host.run(["rm", "-rf", work_dir], check=False, timeout=60)
-    store.record("raw devices wiped", pool_id=p["pool_id"], devices=devices)
+    store.record(Event.RAW_DEVICES_WIPED, pool_id=p["pool_id"], devices=devices)
     return measure_s

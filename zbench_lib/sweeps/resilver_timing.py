@@ -21,6 +21,7 @@ import re
 import time
 from pathlib import Path
 
+from zbench_lib.core.events import Event
 from zbench_lib.core.sizes import zpool_bytes
 from zbench_lib.measure.fio_background import BackgroundFio
 from zbench_lib.sweeps.spec_faults import load_job, load_label
@@ -89,7 +90,7 @@ def time_resilver(host, store, pool, *, pool_id: str, label: str, lost: str, rep
         if background is not None:
             figures = background.stop()
     text, nbytes = resilvered_bytes(run(["zpool", "status", pool.name], check=False, timeout=60).stdout)
-    store.record("resilver", pool_id=pool_id, pool=pool.name, layout=label, fill=fill, device=lost,
+    store.record(Event.RESILVER, pool_id=pool_id, pool=pool.name, layout=label, fill=fill, device=lost,
                  replacement=replacement, order=order, seconds=round(seconds, 2), resilvered=text,
                  resilvered_bytes=nbytes, allocated_bytes=props.get("allocated"),
                  capacity_pct=props.get("capacity"), state_before=health["state"],

@@ -13,6 +13,7 @@ import threading
 from tqdm.auto import tqdm
 
 from zbench_lib.core.crash import crash_point
+from zbench_lib.core.events import Event
 from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.runner import measure
@@ -100,7 +101,7 @@ def measured_run(host, store, plan, run, *, pool: str, target, target_name: str 
     # The rule sees the run as the raw record gives it, exactly as a resume would.
     rows = parse_results(attempt, {**full, "run_id": run.run_id})
     # The event names each flag raised by its kind: an invalidating one excludes the run, a describing one does not.
-    store.record("run judged", run_id=run.run_id, attempt=int(attempt.name.rsplit("-", 1)[-1]),
+    store.record(Event.RUN_JUDGED, run_id=run.run_id, attempt=int(attempt.name.rsplit("-", 1)[-1]),
                  invalidating_flags=_names(rows, "truth_flags"), described_flags=_names(rows, "described_flags"))
     return rows, res.window[1] - res.window[0]
 

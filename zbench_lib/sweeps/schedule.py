@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import random
 
+from zbench_lib.core.events import Event
 from zbench_lib.sweeps.blocks import run_id
 from zbench_lib.sweeps.plan import Plan, Run
 from zbench_lib.sweeps.repetitions import Outcome, RepetitionRule
@@ -67,6 +68,10 @@ def outcomes_from_raw(attempts, plan: Plan, parse_run) -> dict[str, list[Outcome
     return out
 
 
+# A cell's closing event, by the stage the rule ends it in.
+_CLOSING = {"done": Event.REPETITIONS_DONE, "gave up": Event.REPETITIONS_GAVE_UP}
+
+
 class Schedule:
     """Queues per target and outcomes per cell; ``events`` holds (name, fields) to record."""
 
@@ -83,9 +88,9 @@ class Schedule:
         self.done_count = len(self.completed)
         self.queues = {t["target_id"]: [r for r in plan.runs if r.target_id == t["target_id"]
                                         and r.run_id not in self.completed] for t in plan.targets}
-        self.events: list[tuple[str, dict]] = []
+        self.events: list[tuple[Event, dict]] = []
         self._said = {(e.get("event"), e.get("cell_id")) for e in known_events if e.get("cell_id")}
-        self._said |= {("closed", cid) for ev, cid in self._said if ev in ("repetitions done", "repetitions gave up")}
+        self._said |= {("closed", cid) for ev, cid in self._said if ev in _CLOSING.values()}
         for cid in self.cells:              # a resumed cell may need runs beyond its planned ones
             self._decide(cid, "resumed from raw" if self.outcomes[cid] else "plan")
 
@@ -118,19 +123,19 @@ class Schedule:
     def _decide(self, cell_id: str, when: str) -> None:
         pending = self._pending(cell_id)
         d = self.rule.decide(self.outcomes[cell_id], pending)
-        if d.stein is not None and self._first("repetitions decided", cell_id):
-            self.events.append(("repetitions decided", {"cell_id": cell_id, "design": self.rule.design,
-                                                        "metric": self.metric, **d.stein, "reason": d.reason}))
+        if d.stein is not None and self._first(Event.REPETITIONS_DECIDED, cell_id):
+            self.events.append((Event.REPETITIONS_DECIDED, {"cell_id": cell_id, "design": self.rule.design,
+                                                            "metric": self.metric, **d.stein, "reason": d.reason}))
         if d.add:
             self._add(cell_id, d, pending, when)
-        elif d.stage in ("done", "gave up") and self._first("closed", cell_id):
+        elif d.stage in _CLOSING and self._first("closed", cell_id):
             excluded = [{"rep": o.rep, "why": o.why} for o in self.outcomes[cell_id] if not o.admissible]
-            self.events.append((f"repetitions {d.stage}", {
+            self.events.append((_CLOSING[d.stage], {
                 "cell_id": cell_id, "design": self.rule.design, "admissible": d.admissible, "needed": d.needed,
                 "excluded": d.excluded, "attempts": len(self.outcomes[cell_id]),
                 "max_attempts": self.rule.max_attempts, "excluded_runs": excluded, "reason": d.reason}))
 
-    def _first(self, event: str, cell_id: str) -> bool:
+    def _first(self, event: Event | str, cell_id: str) -> bool:
         if (event, cell_id) in self._said:
             return False
         self._said.add((event, cell_id))
@@ -159,7 +164,7 @@ class Schedule:
         why = ("replace excluded pilot runs" if d.stage == "pilot" else
                "replace excluded runs" if d.stein is None else
                f"Stein's second stage: {d.needed} admissible runs in all")
-        self.events.append(("runs added", {
+        self.events.append((Event.RUNS_ADDED, {
             "cell_id": cell_id, "why": why, "when": when, "reps": [r.rep for r in runs],
             "run_ids": [r.run_id for r in runs], "needed": d.needed, "admissible": d.admissible,
             "excluded": d.excluded, "queue_positions": positions, "queue_length_before": queued_before,

@@ -3,9 +3,8 @@
     spec.yaml          the spec as given            (written once, never changed)
     plan.json          the expanded plan            (written once, never changed)
     provenance.json    who/where/when it started    (written once)
-    events.jsonl       append-only: started, run started, run completed, run discarded,
-                       attempt invalid, resumed, repetitions decided, runs added,
-                       repetitions done / gave up, finished
+    events.jsonl       append-only, one `core.events.Event` a line: started, run started, run
+                       completed, run discarded, attempt invalid, resumed, runs added, ...
     raw/<run_id>/attempt-<n>/   job.fio, fio.json, logs, counters, meta.json, COMPLETE
     results.parquet, results.csv, latency_hist.parquet   derived: rebuilt from raw COMPLETE attempts only
 
@@ -33,6 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from zbench_lib.core.errors import ZbenchError
+from zbench_lib.core.events import Event, event_name
 from zbench_lib.sweeps.raw_check import INVALID_MARKER, SweepRuns, derived_files, read_attempt, usable_runs, warn
 
 _ATTEMPT_RE = re.compile(r"^attempt-(\d+)$")
@@ -141,7 +141,7 @@ class Store:
                      exclusive=True)
         store = cls(path)
         store._acquire()
-        store.record("started", runs_planned=len(plan.runs), cells=len(plan.cells))
+        store.record(Event.STARTED, runs_planned=len(plan.runs), cells=len(plan.cells))
         return store
 
     @classmethod
@@ -162,7 +162,7 @@ class Store:
         discarded = store.discard_incomplete()
         invalid = store.set_aside_invalid(parse_run) if parse_run is not None else []
         done = store.completed_runs()
-        store.record("resumed", completed=len(done), discarded=len(discarded), invalid=len(invalid),
+        store.record(Event.RESUMED, completed=len(done), discarded=len(discarded), invalid=len(invalid),
                      remaining=len([r for r in plan.runs if r.run_id not in done]), provenance=provenance or {})
         return store
 
@@ -182,12 +182,12 @@ class Store:
             self._lock = None
 
     def finish(self, **fields) -> None:
-        self.record("finished", completed=len(self.completed_runs()), **fields)
+        self.record(Event.FINISHED, completed=len(self.completed_runs()), **fields)
 
     # -- events --------------------------------------------------------------
-    def record(self, event: str, **fields) -> dict:
-        """Append one event line (fsynced) to events.jsonl."""
-        entry = {"ts": utc_now(), "event": event, **fields}
+    def record(self, event: Event | str, **fields) -> dict:
+        """Append one event line (fsynced) to events.jsonl; a name outside `Event` raises `UnknownEvent`."""
+        entry = {"ts": utc_now(), "event": event_name(event).value, **fields}
         line = (json.dumps(entry, sort_keys=True, default=str) + "\n").encode()
         with open(self.path / "events.jsonl", "a+b") as f:
             if f.seek(0, os.SEEK_END) and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n":
@@ -235,7 +235,7 @@ class Store:
             except FileExistsError:
                 n += 1
         _fsync(path.parent)
-        self.record("run started", run_id=run_id, attempt=n)
+        self.record(Event.RUN_STARTED, run_id=run_id, attempt=n)
         return path
 
     def complete_attempt(self, run_id: str, path, meta: dict) -> None:
@@ -255,7 +255,7 @@ class Store:
             atomic_write(path / "COMPLETE", meta["completed_at"] + "\n", exclusive=True)
         except FileExistsError:
             raise ZbenchError(f"{path} is already complete; raw results are never overwritten") from None
-        self.record("run completed", run_id=run_id, attempt=attempt)
+        self.record(Event.RUN_COMPLETED, run_id=run_id, attempt=attempt)
 
     def completed_runs(self) -> set:
         if not self.raw.is_dir():
@@ -287,12 +287,12 @@ class Store:
 
     def discard_incomplete(self) -> list[Path]:
         """Record each cut-off attempt once as discarded; files stay where they are."""
-        known = {e.get("path") for e in self.events() if e.get("event") == "run discarded"}
+        known = {e.get("path") for e in self.events() if e.get("event") == Event.RUN_DISCARDED}
         out = []
         for a in self.incomplete_attempts():
             rel = str(a.relative_to(self.path))
             if rel not in known:
-                self.record("run discarded", run_id=a.parent.name, attempt=int(a.name.split("-")[1]),
+                self.record(Event.RUN_DISCARDED, run_id=a.parent.name, attempt=int(a.name.split("-")[1]),
                             path=rel, reason="no COMPLETE marker: interrupted mid-run; excluded from results")
                 out.append(a)
         return out
@@ -310,7 +310,7 @@ class Store:
         os.replace(attempt / "COMPLETE", attempt / INVALID_MARKER)     # atomic: one name or the other
         _fsync(attempt)
         rel = str(attempt.relative_to(self.path))
-        self.record("attempt invalid", run_id=run_id, attempt=int(_ATTEMPT_RE.match(attempt.name).group(1)),
+        self.record(Event.ATTEMPT_INVALID, run_id=run_id, attempt=int(_ATTEMPT_RE.match(attempt.name).group(1)),
                     path=rel, reason=why)
         warn(f"{rel}: its files do not parse ({why}); set aside as {INVALID_MARKER}, the run is not done")
 

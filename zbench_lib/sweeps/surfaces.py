@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import posixpath
 
+from zbench_lib.core.events import Event
 from zbench_lib.zfs.filesystems import FsOnZvol
 
 
@@ -27,14 +28,14 @@ def on_surface(host, tinfo, target: dict, store, prefill):
     """Yield (TargetInfo fio uses, what ``prefill(tinfo)`` returned); ``prefill`` writes the target."""
     if target.get("fs") not in (None, "none"):
         with FsOnZvol(host, tinfo.path, fs=target["fs"], size_bytes=target["file_bytes"]) as fs:
-            store.record("filesystem made", target_id=target["target_id"], **fs.readback())
+            store.record(Event.FILESYSTEM_MADE, target_id=target["target_id"], **fs.readback())
             mounted = dataclasses.replace(tinfo, path=fs.file_path)
             yield mounted, prefill(mounted)
     elif target.get("access") == "nfs":
         from zbench_lib.zfs.nfs_share import NfsDatastore
         filled = prefill(tinfo)
         with NfsDatastore(host, posixpath.dirname(tinfo.path), size_bytes=target["size_bytes"]) as nfs:
-            store.record("nfs datastore mounted", target_id=target["target_id"], **nfs.readback())
+            store.record(Event.NFS_DATASTORE_MOUNTED, target_id=target["target_id"], **nfs.readback())
             yield dataclasses.replace(tinfo, path=nfs.file_path), filled
     else:
         yield tinfo, prefill(tinfo)

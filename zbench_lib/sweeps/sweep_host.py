@@ -11,6 +11,7 @@ import contextlib
 import os
 
 from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.core.events import Event
 from zbench_lib.hosts.lab import Lab, LabConfig
 from zbench_lib.hosts.lab_node import booted_node, running_node
 from zbench_lib.hosts.lab_state import connect_lab, read_state
@@ -73,6 +74,6 @@ def open_host(spec: SweepSpec, zfs: str | None = None):
 def check_release(store, host, release: str) -> None:
     """The lab of release `release` runs that release (a mislabelled result is worse than none)."""
     v = openzfs_version(host)
-    store.record("openzfs release", release=release, version=str(v), host=host.name)
+    store.record(Event.OPENZFS_RELEASE, release=release, version=str(v), host=host.name)
     if f"{v.major}.{v.minor}" != release:
         raise ZbenchError(f"{host.name} runs OpenZFS {v}, but its pools are labelled zfs={release}")

@@ -9,6 +9,7 @@ followed it carry its columns (zfs/l2arc_warmup.result_columns).
 
 from __future__ import annotations
 
+from zbench_lib.core.events import Event
 from zbench_lib.zfs.l2arc_warmup import WarmupRule, warm_l2arc
 
 
@@ -29,5 +30,5 @@ def warm_target(spec, store, pool, tinfo, target: dict, caches: list[str], fill:
     record = warm_l2arc(pool.host, tinfo.path, size_bytes=target.get("file_bytes", target["size_bytes"]),
                         cache_devices=caches, rule=rule, direct=target.get("kind") != "dataset",
                         work_dir=pool.work_dir(), compressratio=(fill or {}).get("compressratio"))
-    store.record("l2arc warmed", target_id=target["target_id"], **record)
+    store.record(Event.L2ARC_WARMED, target_id=target["target_id"], **record)
     return record
