@@ -377,7 +377,8 @@ def test_declared_data_is_a_target_setting_so_each_target_is_prefilled_with_it()
         ("lz4", 0), ("lz4", 50), ("off", 0), ("off", 50)]
     for c in plan.cells:
         target = next(t for t in plan.targets if t["target_id"] == c["target_id"])
-        assert c["factors"]["compressible_percent"] == target["compressible_percent"] == c["fio"]["compressible_percent"]
+        pct = c["factors"]["compressible_percent"]
+        assert pct == target["compressible_percent"] == c["fio"]["compressible_percent"]
     over = variant({"workloads": [{"name": "w", "template": "seqwrite", "overrides": {"compressible_percent": 30}},
                                   "randread"]})
     plan = expand(parse_spec(over))
