@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from zbench_lib.measure import truth
+from zbench_lib.measure import compressibility, truth
 from zbench_lib.analysis import FLAG_MEANINGS
 from zbench_lib.measure.counters import parse_sampler_dir, split_snapshots
 from zbench_lib.measure.fio_parse import parse_fio_json
@@ -338,6 +338,19 @@ def test_declared_compressible_data_zfs_cannot_store_smaller_is_not_flagged():
     assert cd["flag"] is False and "stored uncompressed" in cd["reason"]
     # 20%: 128K x 0.8 x 1.1 = 112.6K rounds to 116K > 112K: not surely kept compressed either
     assert compressible(declared(20, "lz4", ratio=1.0))["flag"] is False
+
+
+@pytest.mark.parametrize("pct, block, ashift, must", [
+    (50, 131072, 12, True),      # 70.4K at worst -> 72K <= 128K - 16K
+    (50, 16384, 12, True),       # 8.8K -> 12K <= 16K - 4K (a sector saved)
+    (50, 8192, 12, False),       # 4.4K -> 8K: nothing saved
+    (50, 8192, 9, True),         # 4.4K -> 4.5K <= 8K - 1K on 512-byte sectors
+    (50, 4096, 12, False),       # 2.2K -> 4K
+    (20, 131072, 12, False),     # 112.6K -> 116K > 112K: under an eighth saved
+    (90, 131072, 12, True),      # 14.1K -> 16K
+])
+def test_which_blocks_zfs_must_keep_compressed(pct, block, ashift, must):
+    assert compressibility.stored_compressed(pct, block, ashift) is must
 
 
 def test_a_ratio_beyond_what_the_declaration_allows_is_flagged():

@@ -56,10 +56,10 @@ def compresses(compression) -> bool | None:
 
 def stored_compressed(pct: int, block: int, ashift: int) -> bool:
     """Whether ZFS surely keeps a block of pct% compressible fio data compressed: its worst
-    compressed size, rounded up to the allocation unit, saves ZFS's eighth."""
+    compressed size, rounded up to the allocation unit, saves ZFS's eighth and a whole unit."""
     unit = 1 << ashift
     worst = block * (100 - pct) / 100 * COMPRESSOR_SLACK
-    return math.ceil(worst / unit) * unit <= block * (1 - ZFS_MIN_SAVING)
+    return math.ceil(worst / unit) * unit <= block - max(block * ZFS_MIN_SAVING, unit)
 
 
 def ratio_ceiling(pct: int) -> float:
