@@ -118,8 +118,8 @@ def measured_run(host, store, plan, run, *, pool: str, target, target_name: str 
 
 def declared_data(template: str, fio: dict) -> dict:
     """The data the run's job writes, as the spec declared it: what the compressible_data check
-    judges the target's compressratio against (measure/truth.py). `incompressible_intended` is
-    kept beside the percentage for readers of runs recorded before it (always True then)."""
+    judges the target's compressratio against (measure/compressibility.py). The old key
+    `incompressible_intended` stays beside it for readers of runs recorded before (always True)."""
     pct = fio.get("compressible_percent", WORKLOADS[template]["compressible_percent"])
     return {"compressible_percent_declared": pct, "incompressible_intended": pct == 0}
 
