@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import zlib
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +16,11 @@ from zbench_lib.measure.fio import (WORKLOADS, build_job, estimate_timeout, job_
 from zbench_lib.measure.fio_hist import run_histograms
 from zbench_lib.measure.fio_parse import COLUMNS
 from zbench_lib.hosts.base import LocalHost
+from zbench_lib.zfs.pools import TargetInfo
+from zbench_lib.zfs.prefill import prefill_argv
+from zbench_lib.zfs.targets import Zvol
 
+MiB = 1024 * 1024
 FIX = Path(__file__).parent / "fixtures" / "fio"
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 
@@ -34,6 +39,7 @@ def test_every_workload_renders(workload):
     assert job_sections(text) == [workload]
     assert o["percentile_list"] == "50:90:95:99:99.9:99.99"
     assert o["refill_buffers"] == "1" and o["buffer_compress_percentage"] == "0"
+    assert "buffer_compress_chunk" not in o        # incompressible jobs as they always were
     assert o["log_avg_msec"] == "1000" and o["write_iops_log"] == workload
     assert o["group_reporting"] == "1" and o["time_based"] == "1"
     assert o["runtime"] == "60" and o["ramp_time"] == "10"
@@ -62,7 +68,8 @@ def test_compressible_steadystate_and_escaping():
                           steadystate="iops_slope:0.17%", ss_dur_s=60, ss_ramp_s=10, runtime_s=120))
     assert o["filename"] == r"/dev/disk/by-path/pci-0000\:00\:1f.2"
     assert "size" not in o  # whole block device
-    assert o["buffer_compress_percentage"] == "50"
+    assert o["buffer_compress_percentage"] == "50" and o["buffer_compress_chunk"] == "512"
+    assert o["refill_buffers"] == "1"
     assert (o["steadystate"], o["ss_dur"], o["ss_ramp"]) == ("iops_slope:0.17%", "60", "10")
 
 
@@ -205,6 +212,32 @@ def test_run_fio_locally(tmp_path):
     assert set(logs["metric"]) >= {"iops", "bw", "lat", "clat"} and set(logs["job"]) == {1, 2}
     with pytest.raises(ConfigError, match="never overwritten"):
         run_fio(LocalHost(), job, str(tmp_path / "remote"), tmp_path / "out")
+
+
+def test_the_prefill_writes_the_declared_data_as_the_jobs_do():
+    """Reads of a compressed target read what the prefill wrote: the declared share, in the
+    jobs' 512-byte chunks; incompressible (no compress options) when nothing is declared."""
+    t = TargetInfo(Zvol("v", 64 * MiB, 16384), "tank/v", "/dev/zvol/tank/v", {}, {})
+    argv = prefill_argv(t, 64 * MiB, "/var/tmp/zbench/w", compressible_percent=50)
+    assert {"--refill_buffers", "--buffer_compress_percentage=50", "--buffer_compress_chunk=512"} <= set(argv)
+    plain = prefill_argv(t, 64 * MiB, "/var/tmp/zbench/w")
+    assert "--refill_buffers" in plain and not [a for a in plain if a.startswith("--buffer_compress")]
+
+
+@needs_fio
+def test_fio_buffers_compress_as_declared_in_every_zfs_record(tmp_path):
+    """fio's buffers with compressible_percent 50, cut into 128K records as a dataset stores
+    them: every record is half random (incompressible) and half zeros, so each compresses to
+    about half, never to more than 2x and none is all zeros (a hole). With one region per 1M
+    buffer (chunk 0) half the records were all zeros and the rest incompressible."""
+    job = build_job("seqwrite", filename=str(tmp_path / "data"), size="8M", runtime_s=1, ramp_time_s=0,
+                    time_based=False, direct=0, ioengine="psync", iodepth=1, compressible_percent=50)
+    run_fio(LocalHost(), job, str(tmp_path / "remote"), tmp_path / "out")
+    data = (tmp_path / "data").read_bytes()
+    records = [data[i:i + 128 * 1024] for i in range(0, len(data), 128 * 1024)]
+    assert len(records) == 64 and not any(r.count(0) == len(r) for r in records)
+    ratios = [len(r) / len(zlib.compress(r, 1)) for r in records]
+    assert all(1.8 < x <= 2.0 for x in ratios), (min(ratios), max(ratios))
 
 
 @needs_fio

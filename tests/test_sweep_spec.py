@@ -240,6 +240,8 @@ PLANNED = {
     "tests/specs/fault.yaml": (3, 1, 3, 3, 6, "24bf43283ef6ccc9"),
     "tests/specs/fault-slow.yaml": (1, 0, 1, 1, 2, "b580cba9b0269510"),
     "templates/sweeps/demo.yaml": (12, 0, 3, 6, 36, "7c9dbfebd37209a6"),
+    # compression off, lz4, zstd on 50% compressible data: a target each, prefilled with that data
+    "templates/sweeps/compression.yaml": (6, 0, 1, 3, 18, "041c03c22a0c507e"),
     "templates/sweeps/disk-models.yaml": (8, 0, 4, 4, 24, "76ebf9614963d6d4"),
     "templates/sweeps/draid.yaml": (12, 0, 6, 6, 36, "b8dcf702ceb2ae8f"),
     "tests/specs/draid.yaml": (2, 0, 2, 2, 2, "f7c646f0a8e2aabe"),
@@ -328,3 +330,58 @@ def test_capacity_model_matches_what_openzfs_reserved():
     # usable: whole metaslabs, raidz deflation, 128 MiB minimum slop on a small pool
     assert 0.78 < usable_bytes(Layout("raidz1", 3), 512 * M) / 1024 ** 3 < 0.80
     assert usable_bytes(Layout("stripe", 1), 1024 * M) < 1024 * M - 128 * M
+
+
+# -- compressible data declared (issue 27, item 6) -------------------------------------------------
+
+@pytest.mark.parametrize("values, message", [
+    ([0, 150], r"^factors.compressible_percent\[1\]: must be at most 100, got 150$"),
+    ([-5], r"^factors.compressible_percent\[0\]: must be at least 0, got -5$"),
+    (["50%"], r"^factors.compressible_percent\[0\]: expected an integer, got '50%'$"),
+    ([50, 50], r"^factors.compressible_percent\[1\]: duplicate value 50$"),
+])
+def test_compressible_percent_as_a_factor_is_checked_at_load(values, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_spec(variant({"factors.compressible_percent": values}))
+    assert parse_spec(variant({"factors.compressible_percent": [0, 50, 100]})).factors["compressible_percent"] \
+        == [0, 50, 100]
+
+
+def test_compressible_percent_in_overrides_is_checked_at_load():
+    bad = {"workloads": [{"name": "w", "template": "seqwrite", "overrides": {"compressible_percent": 101}}]}
+    with pytest.raises(ConfigError, match=r"^workloads\[0\].overrides.compressible_percent: must be between 0 and 100"):
+        parse_spec(variant(bad))
+    both = {"factors.compressible_percent": [50],
+            "workloads": [{"name": "w", "template": "seqwrite", "overrides": {"compressible_percent": 50}}]}
+    with pytest.raises(ConfigError, match="compressible_percent is also a factor; give it in one place"):
+        parse_spec(variant(both))
+
+
+def test_a_raw_sweep_refuses_compressible_data():
+    raw = {"surface": "raw", "factors": {"disks": [2], "compressible_percent": [50]}, "target": {"size": "64M"}}
+    with pytest.raises(ConfigError, match=r"^factors.compressible_percent: does not apply to a raw sweep: "
+                                          r"nothing compresses what fio writes to bare disks"):
+        parse_spec(variant(raw))
+
+
+def test_declared_data_is_a_target_setting_so_each_target_is_prefilled_with_it():
+    """A target holds data of one declared compressibility: reads read what its prefill wrote,
+    so 0 and 50 never share a target; the jobs get the percentage; a spec declaring none plans
+    as before (no column, no key: the pinned plans above)."""
+    from zbench_lib.sweeps.plan import expand
+    text = variant({"factors": {"layout": ["mirror"], "disks": [2], "compression": ["off", "lz4"],
+                                "compressible_percent": [0, 50]}, "target": {"volsize": "128M"},
+                    "workloads": [{"name": "seqread", "overrides": {"runtime_s": 8, "ramp_time_s": 2}}]})
+    plan = expand(parse_spec(text))
+    assert sorted((t["compression"], t["compressible_percent"]) for t in plan.targets) == [
+        ("lz4", 0), ("lz4", 50), ("off", 0), ("off", 50)]
+    for c in plan.cells:
+        target = next(t for t in plan.targets if t["target_id"] == c["target_id"])
+        pct = c["factors"]["compressible_percent"]
+        assert pct == target["compressible_percent"] == c["fio"]["compressible_percent"]
+    over = variant({"workloads": [{"name": "w", "template": "seqwrite", "overrides": {"compressible_percent": 30}},
+                                  "randread"]})
+    plan = expand(parse_spec(over))
+    assert {(c["workload"], c["factors"]["compressible_percent"]) for c in plan.cells} == {("w", 30), ("randread", 0)}
+    assert len(plan.targets) == 2 * 6          # two data declarations on each of the six targets of before
+    assert all("compressible_percent" not in t for t in expand(parse_spec(variant({}))).targets)

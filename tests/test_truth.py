@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from zbench_lib.measure import truth
+from zbench_lib.measure import compressibility, truth
 from zbench_lib.analysis import FLAG_MEANINGS
 from zbench_lib.measure.counters import parse_sampler_dir, split_snapshots
 from zbench_lib.measure.fio_parse import parse_fio_json
@@ -280,16 +280,112 @@ def test_background_work_unknown():
 
 
 def test_compressible_data():
-    # compressible buffers on compression=lz4
+    # compressible buffers on compression=lz4, declared by nothing (runs recorded before declarations)
     cd = truth_checks(rows(write=100 * MiB), counters(), context(compressratio=1.80))["compressible_data"]
     assert cd["flag"] is True and cd["threshold"] == 1.05
     assert truth_checks(rows(write=100 * MiB), counters(), context(compressratio=1.04))["compressible_data"]["flag"] \
         is False
-    about = context(compressratio=1.80, incompressible_intended=False)
+    about = context(compressratio=1.80, incompressible_intended=False)        # intended, no percentage
     cd = truth_checks(rows(write=100 * MiB), counters(), about)["compressible_data"]
-    assert cd["flag"] is None and cd["reason"] == "compression is the question: does not apply"
+    assert cd["flag"] is None and cd["reason"] == "compressible data intended, but its percentage was not declared"
     unknown = context(compressratio=None)
     assert truth_checks(rows(write=100 * MiB), counters(), unknown)["compressible_data"]["flag"] is None
+
+
+# --- compressible_data against the declared data (issue 27, item 6) --------------------------------
+
+def declared(pct, compression="lz4", ratio=1.9, block=131072, **over):
+    """A 1M sequential write's context on a dataset of 128K records, ashift 12, as a sweep records it."""
+    return context(compressible_percent_declared=pct, incompressible_intended=pct == 0, compression=compression,
+                   compressratio=ratio, block_bytes=block, ashift=12, **over)
+
+
+def compressible(ctx):
+    return truth_checks(rows(write=400 * MiB, rw="write", bs=MiB), counters(dev_write_bytes=400 * MiB), ctx)[
+        "compressible_data"]
+
+
+def test_declared_incompressible_data_that_compressed_is_flagged():
+    cd = compressible(declared(0, ratio=1.6))
+    assert cd["flag"] is True and cd["reason"] == "compressratio 1.60x; the spec declared incompressible data"
+
+
+def test_declared_compressible_data_that_compressed_passes():
+    cd = compressible(declared(50, "lz4", ratio=1.9))
+    assert cd["flag"] is False and cd["reason"] == "compressratio 1.90x on lz4, possible for 50% compressible"
+    assert cd["ceiling"] == 2.5                         # 1.25 x 100 / (100 - 50)
+    for ratio in (1.06, 1.30, 2.45):                    # low or high, a compressor's result is a finding
+        assert compressible(declared(50, "zstd", ratio=ratio))["flag"] is False
+
+
+def test_declared_compressible_data_with_compression_off_stays_at_one():
+    cd = compressible(declared(50, "off", ratio=1.0))
+    assert cd["flag"] is False and cd["reason"] == "compressratio 1.00x; compression is off"
+
+
+def test_declared_compressible_data_that_did_not_compress_is_flagged():
+    # 128K records of 50% data: at worst 128K x 0.5 x 1.1 = 70.4K, 72K in 4K sectors <= 112K (7/8):
+    # ZFS keeps every record compressed, so 1.00x means the buffers were not what was declared
+    cd = compressible(declared(50, "lz4", ratio=1.0))
+    assert cd["flag"] is True
+    assert cd["reason"] == ("compressratio 1.00x on lz4: 50% compressible data should have compressed; "
+                            "fio's buffers were not what was declared")
+
+
+def test_declared_compressible_data_zfs_cannot_store_smaller_is_not_flagged():
+    # 4K blocks on 4K sectors: 2.2K at worst rounds up to 4K, no saving: ZFS stores them as they are
+    cd = compressible(declared(50, "lz4", ratio=1.0, block=4096))
+    assert cd["flag"] is False and "stored uncompressed" in cd["reason"]
+    # 20%: 128K x 0.8 x 1.1 = 112.6K rounds to 116K > 112K: not surely kept compressed either
+    assert compressible(declared(20, "lz4", ratio=1.0))["flag"] is False
+
+
+@pytest.mark.parametrize("pct, block, ashift, must", [
+    (50, 131072, 12, True),      # 70.4K at worst -> 72K <= 128K - 16K
+    (50, 16384, 12, True),       # 8.8K -> 12K <= 16K - 4K (a sector saved)
+    (50, 8192, 12, False),       # 4.4K -> 8K: nothing saved
+    (50, 8192, 9, True),         # 4.4K -> 4.5K <= 8K - 1K on 512-byte sectors
+    (50, 4096, 12, False),       # 2.2K -> 4K
+    (20, 131072, 12, False),     # 112.6K -> 116K > 112K: under an eighth saved
+    (90, 131072, 12, True),      # 14.1K -> 16K
+])
+def test_which_blocks_zfs_must_keep_compressed(pct, block, ashift, must):
+    assert compressibility.stored_compressed(pct, block, ashift) is must
+
+
+def test_a_ratio_beyond_what_the_declaration_allows_is_flagged():
+    cd = compressible(declared(50, "zstd", ratio=2.6))   # 50% random bytes cannot shrink below half
+    assert cd["flag"] is True and "beyond the 2.50x 50% compressible data allows" in cd["reason"]
+
+
+def test_declared_compressible_data_not_judged_without_what_it_needs():
+    assert compressible(declared(50, ratio=None))["reason"] == "compressratio not recorded"
+    assert compressible(declared(50, ratio=None))["flag"] is None
+    assert compressible(declared(50, compression=None, ratio=1.0))["flag"] is None       # property not read back
+    assert compressible(declared(100, ratio=1.0))["flag"] is None                        # all zeros: holes
+    assert compressible(declared(50, ratio=1.0, block=None))["flag"] is None
+    assert compressible(declared(50, ratio=None, surface="raw"))["flag"] is None
+
+
+def test_declared_compressible_data_moves_fewer_bytes_on_the_disks_and_that_is_no_fault():
+    """fio's bytes / compressratio reach the disks: a cold read of data at 2.2x reads 0.45 x fio's
+    bytes (under cache_served's 0.5, yet 0.45 x 2.2 = 0.99 of the data), a write lands 0.40 x on a
+    stripe (under write_amplification's 0.5; 0.40 x 2.2 = 0.88). Compression nobody declared
+    excuses nothing: the same numbers with incompressible data declared are flagged."""
+    read = [r for r in rows(read=400 * MiB, rw="read", bs=MiB)]
+    c = counters(dev_read_bytes=180 * MiB, pool_read_bytes=180 * MiB, arc_demand_data_hit_ratio=0.6)
+    ok = truth_checks(read, c, declared(50, "zstd", ratio=2.2))
+    assert ok["cache_served"]["flag"] is False and ok["cache_served"]["logical_per_physical"] == 2.2
+    assert ok["no_device_io"]["flag"] is False and ok["compressible_data"]["flag"] is False
+    bad = truth_checks(read, c, declared(0, "zstd", ratio=2.2))
+    assert bad["cache_served"]["flag"] is True and bad["compressible_data"]["flag"] is True
+    write = rows(write=400 * MiB, rw="write", bs=MiB)
+    w = counters(dev_write_bytes=160 * MiB, pool_write_bytes=160 * MiB, dev_read_bytes=0, pool_read_bytes=0)
+    wa = truth_checks(write, w, declared(50, "zstd", ratio=2.2))["write_amplification"]
+    assert wa["flag"] is False and wa["value"] == pytest.approx(0.40)
+    assert wa["reason"] == "0.40 (0.88 of the data at 2.20x)"
+    wa0 = truth_checks(write, w, declared(0, "zstd", ratio=2.2))["write_amplification"]
+    assert wa0["flag"] is True and wa0["reason"] == "0.40: writes did not reach the disks in the window"
 
 
 # --- emulation_bound ----------------------------------------------------------------------------------

@@ -6,7 +6,9 @@
                                   p99 in ms, n admissible runs (first attempts), runs excluded by
                                   an invalidating truth check, runs kept with a describing flag
                                   and runs with checks not judged; a configuration whose runs
-                                  were all excluded keeps its row (n = 0)
+                                  were all excluded keeps its row (n = 0). Where compression or
+                                  the declared data varies, the disks' MiB/s (physical) beside
+                                  fio's (logical) and the compressratio after the runs
     display_table(table)          the same as text cells (what Markdown, HTML and LaTeX show)
     summary_gt(table, ...)        a great_tables GT (HTML and LaTeX)
     export_table(table, fmt)      'md', 'csv', 'latex' or 'html' as a string
@@ -31,9 +33,13 @@ FORMATS = ("md", "csv", "latex", "html")
 _SHAPE = ["layout", "vdevs", "width", "total_disks", "data_disks"]
 _LABELS = {"configuration": "Configuration", "drives": "Drives", "data_disks": "Data disks",
            "workload": "Workload", "direction": "Direction", "iops": "IOPS", "iops_ci": "IOPS 95% CI",
-           "mib_s": "MiB/s", "p99_ms": "p99 (ms)", "n": "n", "excluded": "Excluded runs",
+           "mib_s": "MiB/s", "physical_mib_s": "Disks MiB/s", "compressratio": "compressratio",
+           "p99_ms": "p99 (ms)", "n": "n", "excluded": "Excluded runs",
            "described": "Runs with describing flags", "not_judged": "Runs not fully judged"}
 _RUNS = ("n", "excluded", "described", "not_judged")      # the run counts beside each estimate
+# Where these vary, fio's MiB/s (logical) is half the story: the disks' MiB/s and the ratio join it.
+COMPRESSION_FACTORS = ("compression", "compressible_percent")
+_PHYSICAL = ("physical_mib_s", "compressratio")
 
 
 def config_label(layout, vdevs, width) -> str:
@@ -73,9 +79,11 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False) -> pd.Da
     adm = select_admissible(df, include_flagged)
     s = summary(adm, "iops", keys)[keys + ["n", "mean", "ci95_low", "ci95_high"]] if len(adm) else \
         pd.DataFrame(columns=keys + ["n", "mean", "ci95_low", "ci95_high"])
+    physical = bool(set(factors) & set(COMPRESSION_FACTORS))
     extra = adm.groupby(keys, dropna=False).agg(
         bw=("bw_bytes_s", "mean") if "bw_bytes_s" in adm else ("iops", lambda v: np.nan),
-        p99=("clat_p99_ns", "mean") if "clat_p99_ns" in adm else ("iops", lambda v: np.nan)).reset_index()
+        p99=("clat_p99_ns", "mean") if "clat_p99_ns" in adm else ("iops", lambda v: np.nan),
+        **(_physical_aggs(adm) if physical else {})).reset_index()
     all_keys = df[keys].drop_duplicates()
     out = all_keys.merge(s, on=keys, how="left").merge(extra, on=keys, how="left")
     counts = [_runs(df, keys, ~admissible_mask(df) & ~replacement_mask(df)).rename("excluded"),
@@ -93,13 +101,24 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False) -> pd.Da
     out["iops_ci95_low"] = out["iops_ci95_low"].clip(lower=0)
     out["mib_s"] = out.pop("bw") / 2 ** 20
     out["p99_ms"] = out.pop("p99") / 1e6
+    if physical:
+        out["physical_mib_s"] = out.pop("physical_bw") / 2 ** 20
     out["_rank"] = out["layout"].map(lambda v: LAYOUT_ORDER.index(v) if v in LAYOUT_ORDER else len(LAYOUT_ORDER))
     order = [c for c in ("workload", "direction") if c in out] + ["_rank", "drives", "vdevs"] + factors
     out = out.sort_values(order, kind="stable").drop(columns=["_rank"]).reset_index(drop=True)
     cols = ["configuration", "layout", "vdevs", "width", "drives", "data_disks", *factors,
             *[c for c in ("workload", "direction") if c in out], "iops", "iops_ci95_low", "iops_ci95_high",
-            "mib_s", "p99_ms", *_RUNS]
+            "mib_s", *(_PHYSICAL if physical else ()), "p99_ms", *_RUNS]
     return out[cols]
+
+
+def _physical_aggs(adm: pd.DataFrame) -> dict:
+    """Means of the disks' bytes/s and of the compressratio after each run (the prefill's for
+    runs recorded before it was kept), for a study of compression."""
+    nan = ("iops", lambda v: np.nan)
+    ratio = next((c for c in ("compressratio_after_run", "compressratio") if c in adm), None)
+    return {"physical_bw": ("physical_bw_bytes_s", "mean") if "physical_bw_bytes_s" in adm else nan,
+            "compressratio": (ratio, "mean") if ratio else nan}
 
 
 def _factor_cell(col, v) -> str:
@@ -113,7 +132,7 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
     factors = [c for c in table.columns if c not in ("configuration", "layout", "vdevs", "width", "drives",
                                                       "data_disks", "workload", "direction", "iops",
                                                       "iops_ci95_low", "iops_ci95_high", "mib_s", "p99_ms",
-                                                      *_RUNS)]
+                                                      *_PHYSICAL, *_RUNS)]
     rows = []
     for _, r in table.iterrows():
         judged = r["n"] > 0
@@ -124,11 +143,13 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
         ci = (f"{fmt(r['iops_ci95_low'])}–{fmt(r['iops_ci95_high'])}"
               if judged and pd.notna(r["iops_ci95_high"]) else ("n=1, no CI" if r["n"] == 1 else "—"))
         row.update(iops=fmt(r["iops"]) if judged else "—", iops_ci=ci,
-                   mib_s=fmt(r["mib_s"]) if judged else "—", p99_ms=fmt(r["p99_ms"]) if judged else "—",
-                   **{c: str(int(r[c])) for c in _RUNS if c in table})
+                   mib_s=fmt(r["mib_s"]) if judged else "—",
+                   **{c: fmt(r[c]) if judged else "—" for c in _PHYSICAL if c in table},
+                   p99_ms=fmt(r["p99_ms"]) if judged else "—", **{c: str(int(r[c])) for c in _RUNS if c in table})
         rows.append(row)
     cols = ["configuration", "drives", "data_disks", *factors, *[c for c in ("workload", "direction") if c in table],
-            "iops", "iops_ci", "mib_s", "p99_ms", *[c for c in _RUNS if c in table]]
+            "iops", "iops_ci", "mib_s", *[c for c in _PHYSICAL if c in table], "p99_ms",
+            *[c for c in _RUNS if c in table]]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -143,8 +164,9 @@ def summary_gt(table: pd.DataFrame, title: str = "Summary", source_note: str = "
     from great_tables import GT
     d = display_table(table)
     gt = GT(d).tab_header(title=title).cols_label(**{c: _header(c) for c in d.columns})
-    numeric = [c for c in ("drives", "data_disks", "iops", "iops_ci", "mib_s", "p99_ms", *_RUNS) if c in d]
-    gt = gt.cols_align("right", columns=numeric).tab_spanner("Throughput", ["iops", "iops_ci", "mib_s"]) \
+    numeric = [c for c in ("drives", "data_disks", "iops", "iops_ci", "mib_s", *_PHYSICAL, "p99_ms", *_RUNS) if c in d]
+    throughput = ["iops", "iops_ci", "mib_s", *[c for c in _PHYSICAL if c in d]]
+    gt = gt.cols_align("right", columns=numeric).tab_spanner("Throughput", throughput) \
         .tab_spanner("Runs", [c for c in _RUNS if c in d])
     if source_note:
         gt = gt.tab_source_note(source_note)
@@ -170,7 +192,7 @@ def export_table(table: pd.DataFrame, fmt_name: str, title: str = "Summary", sou
         return table.to_csv(index=False, float_format="%.6g")
     if fmt_name == "md":
         d = display_table(table)
-        right = {"drives", "data_disks", "iops", "iops_ci", "mib_s", "p99_ms", *_RUNS}
+        right = {"drives", "data_disks", "iops", "iops_ci", "mib_s", *_PHYSICAL, "p99_ms", *_RUNS}
         text = _markdown(d, right)
         return (f"**{title}**\n\n" if title else "") + text + (f"\n{source_note}\n" if source_note else "")
     gt = summary_gt(table, title, source_note)

@@ -38,7 +38,7 @@ MODULE_PARAM_COLUMNS = ("zfs_txg_timeout", "zfs_dirty_data_max", "zfs_vdev_async
 CONFIG_COLUMNS = ("workload", "direction", "layout", "width", "vdevs", "data_disks", "total_disks",
                   "draid_data", "draid_spares", "ashift", "log", "log_mirror", "cache", "special", "zfs", "fill",
                   "model", "log_model", "cache_model", "special_model", "fs", "access", "surface",
-                  "volblocksize_bytes", "recordsize_bytes", "compression", "sync", "logbias",
+                  "volblocksize_bytes", "recordsize_bytes", "compression", "compressible_percent", "sync", "logbias",
                   "primarycache", "secondarycache", "checksum", "copies", "atime", "special_small_blocks",
                   *MODULE_PARAM_COLUMNS, "iodepth", "numjobs", "bs_bytes", "sweep_id")
 LAYOUT_COLUMNS = ("layout", "width", "vdevs", "data_disks", "total_disks")

@@ -22,6 +22,7 @@ from zbench_lib.measure.fio_parse import load_fio_json, parse_fio_json, parse_fi
 from zbench_lib.hosts.base import Host
 from zbench_lib.core.stopping import stop_by_cwd
 from zbench_lib.core.sizes import parse_size
+from zbench_lib.zfs.prefill import COMPRESS_CHUNK
 
 TEMPLATE_DIR = REPO_ROOT / "templates" / "fio"
 
@@ -157,7 +158,7 @@ def _validate(workload: str, p: dict) -> dict:
     return dict(workload=workload, filename=fio_filename(names), size=size, bs=bs, iodepth=iodepth,
                 numjobs=numjobs, runtime_s=runtime, ramp_time_s=ramp, time_based=bool(p["time_based"]),
                 randseed=_int(p, "randseed", 0), ioengine=p["ioengine"], direct=int(p["direct"]),
-                compressible_percent=comp, sync=_SYNC_VALUES[p["sync"]], fsync=fsync,
+                compressible_percent=comp, compress_chunk=COMPRESS_CHUNK, sync=_SYNC_VALUES[p["sync"]], fsync=fsync,
                 offset_increment=offset_increment, rwmixread=mix, log_prefix=prefix,
                 steadystate=ss, ss_dur_s=ss_dur, ss_ramp_s=ss_ramp)
 

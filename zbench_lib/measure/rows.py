@@ -8,6 +8,7 @@ a run, and the store calls it again to rebuild results.parquet from raw/ (resume
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from zbench_lib.measure.counters import parse_sampler_dir
@@ -46,7 +47,20 @@ def derive_rows(raw_dir: Path) -> tuple[list, dict]:
     flags = flag_columns(checks, fault_study=bool(ctx.get("fault_study")))
     scalars = {k: v for k, v in counters.items() if not isinstance(v, (list, dict))}
     scalars["fio_exit_lag_s"] = rec["fio_exit_lag_s"]
-    return [{**r, **scalars, **flags} for r in rows], checks
+    scalars["compressratio_after_run"] = ctx.get("compressratio")     # what compressible_data judged
+    return [{**r, **scalars, **flags, "physical_bw_bytes_s": physical_bw(r, counters)} for r in rows], checks
+
+
+def physical_bw(row: dict, counters: dict) -> float:
+    """Bytes per second the pool's disks moved in the row's direction over the run's window: the
+    physical side of fio's `bw_bytes_s` (logical: what the application saw). Compression, parity
+    and copies set the difference; NaN without device counters."""
+    moved = counters.get(f"dev_{row.get('direction')}_bytes")
+    window = counters.get("window_s")
+    try:
+        return float(moved) / float(window) if window else math.nan
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def run_record(raw_dir: Path) -> tuple[dict, list]:

@@ -18,9 +18,10 @@ repetition rule and the analysis both read the kinds from here.
 
 Context keys: cache ('cold'|'warm'), iops_series (total IOPS per second over the
 measurement window, e.g. `run_summary.iops_series`), txg_timeout_s (zfs_txg_timeout,
-default 5), scan_at_start ('none'|'scrub:scanning' ...), trim_active, compressratio,
-incompressible_intended (default True: benchmark data is incompressible unless compression
-is the question), lab, disk_model_iops, disk_model_bw (per-device limits, None =
+default 5), scan_at_start ('none'|'scrub:scanning' ...), trim_active, compressratio (read
+right after the run), compression (the target's property), compressible_percent_declared (the
+data the spec declared, 0 = incompressible; runs recorded before it carry only
+incompressible_intended, True), lab, disk_model_iops, disk_model_bw (per-device limits, None =
 unthrottled), block_bytes (volblocksize / recordsize), qemu_pid and host_* (the
 controller's load, `host_load.summarize`), pool_capacity_pct, pool_fragmentation_pct,
 prefilled, surface ('raw': fio on the bare disks, no pool; the checks of a pool's layer, its
@@ -34,6 +35,7 @@ import math
 
 import numpy as np
 
+from zbench_lib.measure.compressibility import COMPRESS_RATIO_MAX, compressible_data, logical_per_physical  # noqa: F401
 from zbench_lib.measure.device_health import device_lost, slow_device
 from zbench_lib.measure.host_load import host_contention
 from zbench_lib.measure.judging import DESCRIBES, INVALIDATES, Kind, TruthCheck
@@ -58,9 +60,9 @@ QUIET_RATIO = 0.10
 # run measured RAM); above 10 is reported but not flagged: 4k writes into 128k records, or
 # sync writes through the ZIL on a mirror, really cost that much, and that is a finding.
 WA_LOW, WA_HIGH = 0.5, 10.0
-# compressible_data: incompressible buffers give compressratio 1.00x; 1.05 leaves room for
-# metadata and the rounding of the displayed ratio.
-COMPRESS_RATIO_MAX = 1.05
+# compressible_data and its thresholds: measure/compressibility.py. Declared compressible data
+# on a compressing target moves fewer bytes on the disks than fio reports, by design: the checks
+# comparing the disks' bytes with fio's expect fio's bytes / its compressratio (`logical_per_physical`).
 # emulation_bound: the busiest device below half of both modelled limits while the guest
 # CPU is saturated means the emulation (or fio itself), not the disk model, set the pace.
 EMU_LIMIT_SHARE = 0.5
@@ -75,10 +77,10 @@ def _raw(ctx) -> bool:
 
 def _cache_served(fio_rows, c, ctx) -> dict:
     fio_r, dev_r = fio_bytes(fio_rows, "read"), _num(c.get("dev_read_bytes"))
-    ratio, arc = _div(dev_r, fio_r), _num(c.get("arc_demand_data_hit_ratio"))
+    ratio, arc, k = _div(dev_r, fio_r), _num(c.get("arc_demand_data_hit_ratio")), logical_per_physical(ctx)
     out = dict(cache=ctx.get("cache"), fio_read_bytes=fio_r, dev_read_bytes=dev_r, ratio=ratio,
                arc_hit_ratio=_num(c.get("arc_hit_ratio")), arc_demand_data_hit_ratio=arc,
-               threshold=CACHE_DEV_RATIO, arc_threshold=CACHE_ARC_HIT_RATIO)
+               threshold=CACHE_DEV_RATIO, arc_threshold=CACHE_ARC_HIT_RATIO, logical_per_physical=k)
     if ctx.get("cache") != "cold":
         return not_judged(f"cache declared {ctx['cache']}; a cold-read check does not apply" if ctx.get("cache")
                           else "cache state not declared", **out)
@@ -86,9 +88,10 @@ def _cache_served(fio_rows, c, ctx) -> dict:
         return not_judged("no reads: does not apply", **out)
     reasons = []
     by_devices = fio_r >= MIN_FIO_BYTES and not math.isnan(ratio)
-    if by_devices and ratio < CACHE_DEV_RATIO:
-        reasons.append(f"devices read {ratio:.2f} x fio's bytes")
-    if arc > CACHE_ARC_HIT_RATIO and not ratio >= DEVICES_VOUCH_RATIO:  # NaN ratio: no vouching
+    if by_devices and ratio * k < CACHE_DEV_RATIO:      # declared compressible data: fio's bytes / k on disk
+        at = f" ({ratio * k:.2f} of the data at {k:.2f}x)" if k > 1 else ""
+        reasons.append(f"devices read {ratio:.2f} x fio's bytes{at}")
+    if arc > CACHE_ARC_HIT_RATIO and not ratio * k >= DEVICES_VOUCH_RATIO:  # NaN ratio: no vouching
         reasons.append(f"ARC demand hit ratio {arc:.2f}")
     if not reasons and not by_devices and math.isnan(arc):
         return not_judged("no device or ARC counters" if fio_r >= MIN_FIO_BYTES else
@@ -99,7 +102,8 @@ def _cache_served(fio_rows, c, ctx) -> dict:
 def _no_device_io(fio_rows, c, ctx) -> dict:
     """Each layer x direction fio used is a comparison of its own: quiet (True), moved (False),
     not judged (None: unmeasured, or too few bytes), or does not apply (warm reads)."""
-    out = dict(threshold=QUIET_RATIO, min_fio_bytes=MIN_FIO_BYTES)
+    k = logical_per_physical(ctx)          # declared compressible data: fio's bytes / k below the compressor
+    out = dict(threshold=QUIET_RATIO, min_fio_bytes=MIN_FIO_BYTES, logical_per_physical=k)
     verdicts, why = {}, {}
     for d in ("read", "write"):
         f = out[f"fio_{d}_bytes"] = fio_bytes(fio_rows, d)
@@ -109,7 +113,7 @@ def _no_device_io(fio_rows, c, ctx) -> dict:
             name = f"{layer}:{d}"
             if f == 0 or (d == "read" and ctx.get("cache") == "warm"):
                 continue        # fio did not go that way, or its reads are expected from ARC
-            verdicts[name] = None if f < MIN_FIO_BYTES or math.isnan(v) else bool(v < QUIET_RATIO * f)
+            verdicts[name] = None if f < MIN_FIO_BYTES or math.isnan(v) else bool(v * k < QUIET_RATIO * f)
             why[name] = "too few bytes to compare" if f < MIN_FIO_BYTES else "unmeasured" if math.isnan(v) else ""
     quiet = [k for k, v in verdicts.items() if v]
     if not fio_rows or not any(r.get("io_bytes") for r in fio_rows):
@@ -128,16 +132,17 @@ def _no_device_io(fio_rows, c, ctx) -> dict:
 def _write_amplification(fio_rows, c, ctx) -> dict:
     f = fio_bytes(fio_rows, "write")
     dev, pool = _num(c.get("dev_write_bytes")), _num(c.get("pool_write_bytes"))
-    wa = _div(dev, f) if f >= MIN_FIO_BYTES else math.nan
+    wa, k = (_div(dev, f) if f >= MIN_FIO_BYTES else math.nan), logical_per_physical(ctx)
     out = dict(value=wa, pool_value=_div(pool, f) if f >= MIN_FIO_BYTES else math.nan, fio_write_bytes=f,
                dev_write_bytes=dev, pool_write_bytes=pool, low=WA_LOW, high_threshold=WA_HIGH,
-               high=bool(wa > WA_HIGH))
+               high=bool(wa > WA_HIGH), logical_per_physical=k)
     if math.isnan(wa):
         return not_judged("no device counters" if f >= MIN_FIO_BYTES else
                           "no writes: does not apply" if f == 0 else "too few writes to judge", **out)
-    if wa < WA_LOW:
-        return {**out, "flag": True, "reason": f"{wa:.2f}: writes did not reach the disks in the window"}
-    return {**out, "flag": False, "reason": f"{wa:.2f}" + (" (high, reported)" if wa > WA_HIGH else "")}
+    at = f" ({wa * k:.2f} of the data at {k:.2f}x)" if k > 1 else ""
+    if wa * k < WA_LOW:            # declared compressible data reaches the disks as fio's bytes / k
+        return {**out, "flag": True, "reason": f"{wa:.2f}{at}: writes did not reach the disks in the window"}
+    return {**out, "flag": False, "reason": f"{wa:.2f}{at}" + (" (high, reported)" if wa > WA_HIGH else "")}
 
 
 def _not_steady(fio_rows, c, ctx) -> dict:
@@ -171,18 +176,6 @@ def _background_work(fio_rows, c, ctx) -> dict:
     if missing:
         return not_judged("; ".join(missing), **out)
     return {**out, "flag": False, "reason": "none seen"}
-
-
-def _compressible_data(fio_rows, c, ctx) -> dict:
-    cr, intended = _num(ctx.get("compressratio")), ctx.get("incompressible_intended", True)
-    out = dict(compressratio=cr, incompressible_intended=intended, threshold=COMPRESS_RATIO_MAX)
-    if not intended:
-        return not_judged("compression is the question: does not apply", **out)
-    if _raw(ctx):
-        return not_judged("raw disks: nothing compresses what fio writes: does not apply", **out)
-    if math.isnan(cr):
-        return not_judged("compressratio not recorded", **out)
-    return {**out, "flag": bool(cr > COMPRESS_RATIO_MAX), "reason": f"compressratio {cr:.2f}x"}
 
 
 def _emulation_bound(fio_rows, c, ctx) -> dict:
@@ -225,7 +218,9 @@ TRUTH_CHECKS = (
                "the disks wrote far fewer bytes than fio reported: writes were absorbed by memory within the window"),
     TruthCheck("not_steady", _not_steady, DESCRIBES, "never reached steady state"),
     TruthCheck("background_work", _background_work, INVALIDATES, "scrub, resilver or trim running at start"),
-    TruthCheck("compressible_data", _compressible_data, INVALIDATES,
+    # Judged against the data the spec declared (compressibility.py); the meaning's words are
+    # those of before declarations, kept as the example notebooks' stored outputs show them.
+    TruthCheck("compressible_data", compressible_data, INVALIDATES,
                "data was compressible although the question is not about compression"),
     TruthCheck("emulation_bound", _emulation_bound, INVALIDATES,
                "the lab's emulation, not the disk model, was the bottleneck"),

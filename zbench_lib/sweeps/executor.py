@@ -177,7 +177,8 @@ def _run_pool(spec, plan, store, sched, p, node: Node, faults, progress, overall
             def write_target(tinfo, t=t):       # then the declared L2ARC warm-up, on every setup (resume too)
                 level = pool_fill(spec, p)
                 fill = {} if level == "none" else \
-                    prefill(pool, tinfo, level, progress=progress, size_bytes=t.get("file_bytes", t["size_bytes"]))
+                    prefill(pool, tinfo, level, progress=progress, size_bytes=t.get("file_bytes", t["size_bytes"]),
+                            compressible_percent=t.get("compressible_percent", 0))
                 if fill:
                     store.record(Event.PREFILLED, target_id=t["target_id"], **fill)
                 return fill, warm_target(spec, store, pool, tinfo, t, cache_devices(layout, devices), fill)
@@ -208,7 +209,9 @@ def _context(node: Node, pool, tinfo, t, model, fill) -> dict:
            "cache": "cold" if primarycache in ("metadata", "none") else "warm",
            "scan_at_start": status["scan"], "pool_capacity_pct": status["capacity_pct"],
            "pool_fragmentation_pct": status["fragmentation_pct"],
-           "compressratio": fill.get("compressratio"), "incompressible_intended": True,
+           # the target's compression as read back: what the compressible_data check expects of
+           # the declared data (the declaration itself is the run's: run_loop.declared_data)
+           "compressratio": fill.get("compressratio"), "compression": tinfo.properties.get("compression"),
            "lab": node.is_lab, "qemu_pid": node.qemu_pid, "space": fill,
            "txg_timeout_s": int(txg) if txg.isdigit() else None,
            "block_bytes": t.get("volblocksize_bytes") if t.get("kind") == "zvol" else t.get("recordsize_bytes", 131072)}

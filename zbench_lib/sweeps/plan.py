@@ -209,9 +209,20 @@ def _zfs_factors(spec: SweepSpec, f: dict, layout: Layout, settings: dict) -> di
             **{k: f[k] for k in ("fill", "zfs") if k in f}, **pool_settings(f)}
 
 
+def _declared_data(spec: SweepSpec, w, f: dict) -> dict:
+    """{"compressible_percent": p}: the data a ZFS cell's target holds, where the spec declares
+    compressible data anywhere (a factor, or a workload's override). A target setting, so targets
+    differ by it and each is prefilled with the data its workloads declare (reads read what the
+    prefill wrote); {} where nothing is declared, so those plans are as they were."""
+    key = "compressible_percent"
+    if key not in spec.factors and not any(key in x.overrides for x in spec.workloads):
+        return {}
+    return {key: f.get(key, w.overrides.get(key, fio.WORKLOADS[w.template][key]))}
+
+
 def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> dict:
     """One cell without ids: its factors (the result columns), fio overrides and estimates."""
-    params = {**w.overrides, **{k: f[k] for k in ("iodepth", "numjobs", "bs") if k in f}}
+    params = {**w.overrides, **{k: f[k] for k in ("iodepth", "numjobs", "bs", "compressible_percent") if k in f}}
     filename, fio_size = fio_target(layout, settings)
     try:
         fio.build_job(w.template, filename=filename, size=fio_size, **params)
@@ -249,7 +260,8 @@ def expand(spec: SweepSpec) -> Plan:
         for w in spec.workloads:
             raw = f["layout"]["family"] == RAW
             try:
-                layout, settings = raw_cell(spec, f) if raw else (lay := _layout(f, spec), _target_spec(spec, f, lay))
+                layout, settings = raw_cell(spec, f) if raw else \
+                    (lay := _layout(f, spec), {**_target_spec(spec, f, lay), **_declared_data(spec, w, f)})
                 cell = _cell(spec, w, f, layout, settings, rates)
             except ConfigError as e:
                 skipped.append({"workload": w.name, "factors": f, "reason": str(e)})

@@ -40,6 +40,8 @@ def _why(key: str) -> str:
         return "a ZFS setting, and a raw sweep runs no ZFS"
     if key in ("fs", "access"):
         return "fio runs on the bare disks, not on a filesystem or a share"
+    if key == "compressible_percent":
+        return "nothing compresses what fio writes to bare disks (compression is a dataset or zvol property)"
     return "a ZFS property, and raw disks have no zvol or dataset"
 
 

@@ -87,7 +87,7 @@ def raw_context(node: Node, model, disks: list, region: int, fill: dict, readbac
     return {"surface": "raw", "file_bytes": region * len(disks),
             # O_DIRECT on a bare disk: no ARC and no page cache between fio and the disk
             "cache": "cold", "scan_at_start": None, "pool_capacity_pct": None, "pool_fragmentation_pct": None,
-            "compressratio": None, "incompressible_intended": True, "space": fill, "txg_timeout_s": None,
+            "compressratio": None, "space": fill, "txg_timeout_s": None,
             "lab": node.is_lab, "qemu_pid": node.qemu_pid,
             # the disk's own unit: a read of whole sectors reads no more than fio asked for
             "block_bytes": max(blocks) if blocks else None,

@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 from zbench_lib.core.crash import crash_point
 from zbench_lib.core.events import Event
 from zbench_lib.hosts.disk_models import parse_model
+from zbench_lib.measure.fio import WORKLOADS
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.runner import measure
 from zbench_lib.sweeps.plan import run_seconds
@@ -91,7 +92,7 @@ def measured_run(host, store, plan, run, *, pool: str, target, target_name: str 
     try:
         res = measure(host, pool=pool, target_path=target, devices=devices, workload=cell["template"],
                       overrides=fio, remote_dir=f"{work_dir}/{run.run_id}-{attempt.name}", raw_dir=attempt,
-                      context=ctx, target_name=target_name)
+                      context={**ctx, **declared_data(cell["template"], fio)}, target_name=target_name)
     finally:
         bar.close()
     crash_point("run")
@@ -104,6 +105,14 @@ def measured_run(host, store, plan, run, *, pool: str, target, target_name: str 
     store.record(Event.RUN_JUDGED, run_id=run.run_id, attempt=int(attempt.name.rsplit("-", 1)[-1]),
                  invalidating_flags=_names(rows, "truth_flags"), described_flags=_names(rows, "described_flags"))
     return rows, res.window[1] - res.window[0]
+
+
+def declared_data(template: str, fio: dict) -> dict:
+    """The data the run's job writes, as the spec declared it: what the compressible_data check
+    judges the target's compressratio against (measure/compressibility.py). The old key
+    `incompressible_intended` stays beside it for readers of runs recorded before (always True)."""
+    pct = fio.get("compressible_percent", WORKLOADS[template]["compressible_percent"])
+    return {"compressible_percent_declared": pct, "incompressible_intended": pct == 0}
 
 
 def _names(rows, column: str) -> list[str]:

@@ -38,7 +38,9 @@ PROPERTIES = ("compression", "sync", "logbias", "primarycache", "secondarycache"
               "copies", "atime", "special_small_blocks")
 DATASET_ONLY = ("atime", "special_small_blocks")
 POOL_FACTORS = ("layout", "disks", "width", "vdevs", "mirror_width", "log", "ashift", "fill", "zfs")
-WORKLOAD_FACTORS = ("iodepth", "numjobs", "bs")
+# compressible_percent: the data the workloads write and the prefill lays down, as fio's
+# buffer_compress_percentage (0: incompressible); what the compressible_data check judges against
+WORKLOAD_FACTORS = ("iodepth", "numjobs", "bs", "compressible_percent")
 # fs (zvol sweeps): none, fio on the zvol itself, or ext4, on a file in ext4 made on the zvol;
 # access (dataset sweeps): local, or nfs, through an NFSv3 mount of the dataset with stable writes
 TARGET_FACTORS = ("fs", "access")
@@ -107,6 +109,7 @@ class SweepSpec:
 _CHECKS = {
     **dict.fromkeys(("disks", "width", "vdevs"), lambda v, p: integer(v, p, 1, 1024)),
     "iodepth": lambda v, p: integer(v, p, 1, 65536), "numjobs": lambda v, p: integer(v, p, 1, 4096),
+    "compressible_percent": lambda v, p: integer(v, p, 0, 100),
     "mirror_width": lambda v, p: integer(v, p, 2, 1024), "log": lambda v, p: integer(v, p, 0, 64),
     "ashift": lambda v, p: integer(v, p, 9, 16), "bs": lambda v, p: blocksize(v, p, 512, 16 * 1024 ** 2),
     **{k: (lambda k: lambda v, p: blocksize(v, p, 512, MAX_BLOCKSIZE[k]))(k) for k in MAX_BLOCKSIZE},

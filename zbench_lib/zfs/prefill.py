@@ -1,4 +1,8 @@
-"""Prefill: write a target with incompressible data before reads are measured.
+"""Prefill: write a target with the data the spec declares before reads are measured.
+
+Incompressible unless the spec declares compressible data (`compressible_percent`): then
+the target is written with fio buffers of that compressibility, so reads of a compressed
+target read data that compressed as declared (docs/methods.md §7).
 
 Random reads on a never-written zvol are served as holes without touching the
 disks; the seeds' studies "write the pool almost entirely first". Prefill writes
@@ -22,6 +26,12 @@ from zbench_lib.zfs.targets import Dataset, Zvol
 _PCT = re.compile(r"\[(\d+(?:\.\d+)?)%\]")
 MiB = 1024 * 1024
 FILLER = "zbench_filler"       # the dataset that holds a pool fill beyond the target
+# fio's buffer_compress_chunk for a declared compressible share (the workloads' jobs and the
+# prefill): random bytes then zeros in every 512 bytes, finer than any ZFS block, so each
+# block compresses as declared. fio 3.33's default, written out: older fios took one region
+# per buffer, and a 1M buffer 50% compressible became 128K records half random, half zero
+# (stored uncompressed and as holes: the pool saw none of the declared compressibility).
+COMPRESS_CHUNK = 512
 
 
 def prefill_bytes(pool: Pool, tinfo: TargetInfo, fill, size_bytes: int | None = None) -> int:
@@ -79,21 +89,28 @@ def _alloc_per_byte(pool: Pool) -> float:
     return pool.layout.total_disks / max(1, pool.layout.data_disks)
 
 
-def prefill_argv(tinfo: TargetInfo, nbytes: int, work_dir: str) -> list[str]:
+def prefill_argv(tinfo: TargetInfo, nbytes: int, work_dir: str, compressible_percent: int = 0) -> list[str]:
+    """fio writing the target once; `compressible_percent` > 0 lays its buffers out as the
+    workloads' jobs do (measure/fio.py: COMPRESS_CHUNK)."""
     block_device = tinfo.path.startswith("/dev/")
+    compressible = [f"--buffer_compress_percentage={compressible_percent}",
+                    f"--buffer_compress_chunk={COMPRESS_CHUNK}"] if compressible_percent else []
     return ["fio", "--name=prefill", f"--filename={tinfo.path}", "--rw=write", "--bs=1M",
             "--iodepth=16", "--ioengine=libaio", f"--direct={1 if block_device else 0}",
-            f"--size={nbytes}", "--refill_buffers", "--randrepeat=0", "--end_fsync=1",
+            f"--size={nbytes}", "--refill_buffers", *compressible, "--randrepeat=0", "--end_fsync=1",
             "--eta=always", "--eta-newline=1", "--output-format=json",
             f"--output={work_dir}/prefill.json"]
 
 
 def prefill(pool: Pool, tinfo: TargetInfo, fill="whole", progress: bool = True,
-            size_bytes: int | None = None) -> dict:
-    """Write the target (and top the pool up); return what was written, how fast, and the space it took."""
+            size_bytes: int | None = None, compressible_percent: int = 0) -> dict:
+    """Write the target (and top the pool up); return what was written, how fast, and the space it took.
+
+    `compressible_percent` is the data the spec declares for the target (0: incompressible);
+    the pool's filler stays incompressible (it only takes space)."""
     nbytes = prefill_bytes(pool, tinfo, fill, size_bytes)
     t0 = time.monotonic()
-    _write(pool.host, tinfo.full_name, prefill_argv(tinfo, nbytes, pool.work_dir()), progress)
+    _write(pool.host, tinfo.full_name, prefill_argv(tinfo, nbytes, pool.work_dir(), compressible_percent), progress)
     pool.host.run(["zpool", "sync", pool.name], timeout=600)
     pct = fill_percent(fill)
     # A dataset of unknown size took the percentage itself: nothing to top up.
@@ -104,7 +121,7 @@ def prefill(pool: Pool, tinfo: TargetInfo, fill="whole", progress: bool = True,
     props = dict(line.split("\t") for line in space.strip().splitlines())
     status = pool.status()
     return {"prefill_bytes": nbytes, "prefill_filler_bytes": filler, "prefill_s": round(seconds, 2),
-            "prefill_bw_bytes_s": (nbytes + filler) / seconds,
+            "prefill_bw_bytes_s": (nbytes + filler) / seconds, "prefill_compressible_percent": compressible_percent,
             "used_bytes": int(props["used"]), "logicalused_bytes": int(props["logicalused"]),
             "referenced_bytes": int(props["referenced"]),
             "compressratio": float(props["compressratio"].rstrip("x")),
