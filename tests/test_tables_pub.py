@@ -145,3 +145,19 @@ def test_a_check_that_does_not_apply_leaves_a_run_fully_judged():
                                         ""]})
     (row,) = summary_table(runs).to_dict("records")
     assert row["n"] == 3 and row["not_judged"] == 1      # only r2 has a check that could have been made
+
+
+def test_p99_is_the_cells_from_merged_histograms_never_an_average_of_runs():
+    # Two runs of 1,000 I/Os: a's p99 is 1 µs; b has 20 I/Os at 8 µs, so its own p99 is 8 µs.
+    # Averaging the runs' p99 gives 4.5 µs; the cell's 2,000 I/Os hold 1,980 at 1 µs, so its
+    # p99 (the 1,980th I/O) is 1 µs. Without histograms the table keeps the runs' mean.
+    runs = pd.DataFrame({"layout": "mirror", "vdevs": 1, "width": 2, "total_disks": 2, "data_disks": 1,
+                         "workload": "randread", "direction": "read", "iops": [100.0, 110.0],
+                         "bw_bytes_s": 4e5, "clat_p99_ns": [1000.0, 8000.0], "total_ios": 1000,
+                         "run_id": ["a", "b"], "attempt": 1, "flagged": False})
+    hist = pd.DataFrame({"run_id": ["a", "b", "b"], "attempt": 1, "direction": "read",
+                         "bin_ns": [1000, 1000, 8000], "count": [1000, 980, 20]})
+    (merged,) = summary_table(runs, hist=hist).to_dict("records")
+    (averaged,) = summary_table(runs).to_dict("records")
+    assert merged["p99_ms"] == pytest.approx(0.001)
+    assert averaged["p99_ms"] == pytest.approx(0.0045)

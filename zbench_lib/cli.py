@@ -121,7 +121,7 @@ def cmd_table(args):
     note = (f"Sweep {sid}. Mean over n admissible first attempts; IOPS 95% CI of the mean; "
             + ("flagged runs included." if args.include_flagged else
                "runs invalidated by a truth check excluded; runs with describing flags kept."))
-    text = export_table(summary_table(sweep.results, args.include_flagged), args.format,
+    text = export_table(summary_table(sweep.results, args.include_flagged, hist=sweep.histograms), args.format,
                         title=f"zbench summary: {sid}", source_note=note)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")

@@ -3,7 +3,8 @@
     summary_table(results)        numbers in the units people use: configuration as written
                                   ("raidz1 1x6": vdevs x disks per vdev), drives, data disks,
                                   the other factors that vary, IOPS with its 95% CI, MiB/s,
-                                  p99 in ms, n admissible runs (first attempts), runs excluded by
+                                  p99 in ms (the cell's, from merged histograms where the
+                                  store has them), n admissible runs (first attempts), runs excluded by
                                   an invalidating truth check, runs kept with a describing flag
                                   and runs with checks not judged; a configuration whose runs
                                   were all excluded keeps its row (n = 0). Where compression or
@@ -25,6 +26,7 @@ import pandas as pd
 from zbench_lib.analysis.flags import admissible_mask, described_mask, replacement_mask
 from zbench_lib.analysis.plot_base import LAYOUT_ORDER, fmt
 from zbench_lib.analysis.stats import summary
+from zbench_lib.analysis.tails import cell_tails
 from zbench_lib.analysis.sweep_data import LAYOUT_COLUMNS, select_admissible, varying_columns
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
@@ -68,8 +70,22 @@ def _not_judged_mask(df: pd.DataFrame) -> pd.Series:
     return df[flags].isna().any(axis=1) if flags else pd.Series(False, index=df.index)
 
 
-def summary_table(results: pd.DataFrame, include_flagged: bool = False) -> pd.DataFrame:
-    """One row per configuration × workload × direction (see the module docstring)."""
+def _merged_p99(adm: pd.DataFrame, hist: pd.DataFrame | None, keys: list) -> pd.DataFrame | None:
+    """Each cell's p99 from its runs' merged histograms (tails.cell_tails), where it is judged;
+    None without histograms (runs recorded before json+): the caller keeps the runs' own p99."""
+    if hist is None or not len(hist) or not len(adm):
+        return None
+    t = cell_tails(adm, hist, by=keys, quantiles=(0.99,))
+    t = t[t["status"] == "judged"]
+    return t[keys + ["value_ns"]].rename(columns={"value_ns": "p99"})
+
+
+def summary_table(results: pd.DataFrame, include_flagged: bool = False,
+                  hist: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per configuration × workload × direction (see the module docstring). With the
+    store's histograms (`Sweep.histograms`) p99 is the cell's, read from its runs' merged
+    histograms and blank where its I/O count cannot support it; without them (runs before json+)
+    it is the mean of the runs' own p99, as those sweeps' tables always showed."""
     need = set(_SHAPE) | {"iops"}
     if not need <= set(results.columns):
         raise ConfigError(f"the summary table needs columns {sorted(need - set(results.columns))}")
@@ -84,6 +100,9 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False) -> pd.Da
         bw=("bw_bytes_s", "mean") if "bw_bytes_s" in adm else ("iops", lambda v: np.nan),
         p99=("clat_p99_ns", "mean") if "clat_p99_ns" in adm else ("iops", lambda v: np.nan),
         **(_physical_aggs(adm) if physical else {})).reset_index()
+    merged = _merged_p99(adm, hist, keys)
+    if merged is not None:
+        extra = extra.drop(columns="p99").merge(merged, on=keys, how="left")
     all_keys = df[keys].drop_duplicates()
     out = all_keys.merge(s, on=keys, how="left").merge(extra, on=keys, how="left")
     counts = [_runs(df, keys, ~admissible_mask(df) & ~replacement_mask(df)).rename("excluded"),

@@ -154,7 +154,7 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
     df = sweep.results
     note = (f"Sweep {sid}. Mean over n admissible runs; IOPS 95% CI of the mean; "
             + ("flagged runs included." if opts.include_flagged else "runs flagged by a truth check excluded."))
-    table = summary_table(df, opts.include_flagged)
+    table = summary_table(df, opts.include_flagged, hist=sweep.histograms)
     write_tables(table, out, title=f"zbench summary: {sid}", source_note=note)
     extras = dict(environment_lines=environment_summary(sweep.provenance, df, sweep.spec.get("surface", "")),
                   summary_html=export_table(table, "html", title="Summary per configuration", source_note=note),
