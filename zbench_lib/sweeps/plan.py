@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from zbench_lib.measure import fio
-from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.core.sizes import format_size, parse_size
