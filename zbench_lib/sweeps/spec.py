@@ -224,9 +224,11 @@ def _target(d, surface: str, factors: dict) -> dict:
     if surface == RAW:
         return raw_target(d)
     size_key = "volsize" if surface in ZVOL_SURFACES else "size"
-    allowed = (size_key, BLOCKSIZE[surface]) + tuple(p for p in PROPERTIES if surface == "dataset" or p not in DATASET_ONLY)
+    allowed = (size_key, BLOCKSIZE[surface]) + tuple(p for p in PROPERTIES
+                                                     if surface == "dataset" or p not in DATASET_ONLY)
     mapping(d, "target", allowed + {"fs-on-zvol": ("fs",), "dataset": ("access",)}.get(surface, ()), (size_key,))
-    out = {"kind": "zvol" if surface in ZVOL_SURFACES else surface, "size_bytes": size(d[size_key], f"target.{size_key}")}
+    out = {"kind": "zvol" if surface in ZVOL_SURFACES else surface,
+           "size_bytes": size(d[size_key], f"target.{size_key}")}
     if surface == "fs-on-zvol":
         fs = d.get("fs", "ext4")
         if fs != "ext4":
@@ -288,7 +290,8 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     prefill = _prefill(d.get("prefill"))
     check_raw(factors, surface, target, prefill, d.get("faults"), lab)
     if "fill" in factors and prefill["policy"] == "none":
-        fail("factors.fill", "a fill factor needs prefill.policy once-per-target (its 'none' value is the no-prefill level)")
+        fail("factors.fill", "a fill factor needs prefill.policy once-per-target "
+                             "(its 'none' value is the no-prefill level)")
     workloads = _workloads(d["workloads"], target, factors)
     warmup = parse_warmup(d.get("warmup"), factors=factors, target=target, surface=surface, prefill=prefill,
                           workloads=workloads, reads_first=reads_first)
