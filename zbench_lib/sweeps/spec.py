@@ -131,6 +131,23 @@ def fill_value(fill, path: str, allow_none: bool = False):
     return fill
 
 
+def _layout_value(v, p: str) -> dict:
+    """One value of factors.layout (a family name, or a mapping), checked and normalised."""
+    if isinstance(v, str):
+        v = {"family": v}
+    mapping(v, p, ("family", "width", "vdevs", "data", "spares"), ("family",))
+    if v["family"] == RAW:
+        v = raw_layout(v, p)            # the family alone: what follows adds nothing to it
+    elif not isinstance(v["family"], str) or v["family"] not in FAMILIES:
+        fail(p, f"unknown layout family {v['family']!r}; expected one of {', '.join(FAMILIES)}, raw")
+    for k in ("data", "spares"):        # dRAID: data disks per group, distributed spares
+        if k in v and not v["family"].startswith("draid"):
+            fail(f"{p}.{k}", f"applies only to dRAID (draid1/2/3), not {v['family']}")
+    return {"family": v["family"], **{k: integer(v[k], f"{p}.{k}", 1, 1024) for k in ("width", "vdevs") if k in v},
+            **({"data": integer(v["data"], f"{p}.data", 1, 255)} if "data" in v else {}),
+            **({"spares": integer(v["spares"], f"{p}.spares", 0, 100)} if "spares" in v else {})}
+
+
 def _factor(key: str, values, surface: str) -> list:
     path = f"factors.{key}"
     if key in ("volblocksize", "recordsize") and key != BLOCKSIZE.get(surface):
@@ -149,19 +166,7 @@ def _factor(key: str, values, surface: str) -> list:
     for i, v in enumerate(values):
         p = f"{path}[{i}]"
         if key == "layout":
-            if isinstance(v, str):
-                v = {"family": v}
-            mapping(v, p, ("family", "width", "vdevs", "data", "spares"), ("family",))
-            if v["family"] == RAW:
-                v = raw_layout(v, p)            # the family alone: what follows adds nothing to it
-            elif not isinstance(v["family"], str) or v["family"] not in FAMILIES:
-                fail(p, f"unknown layout family {v['family']!r}; expected one of {', '.join(FAMILIES)}, raw")
-            for k in ("data", "spares"):        # dRAID: data disks per group, distributed spares
-                if k in v and not v["family"].startswith("draid"):
-                    fail(f"{p}.{k}", f"applies only to dRAID (draid1/2/3), not {v['family']}")
-            v = {"family": v["family"], **{k: integer(v[k], f"{p}.{k}", 1, 1024) for k in ("width", "vdevs") if k in v},
-                 **({"data": integer(v["data"], f"{p}.data", 1, 255)} if "data" in v else {}),
-                 **({"spares": integer(v["spares"], f"{p}.spares", 0, 100)} if "spares" in v else {})}
+            v = _layout_value(v, p)
         else:
             v = _CHECKS.get(key, lambda v, p: zfs_property(key, v, p))(v, p)
         if v in out:
