@@ -177,7 +177,7 @@ def _legend(out, fig: go.Figure):
         out.legend(handles=handles, loc="outside right center", fontsize="small", frameon=False)
 
 
-def static_figure(fig: go.Figure):
+def static_figure(fig: go.Figure):  # noqa: C901, PLR0912 (one step per kind of trace and axis; debt, issue 28)
     """The figure drawn with seaborn: same data, colours, error bars, ticks, title and caption."""
     import seaborn.objects as so
     heat = [t for t in fig.data if t.type == "heatmap"]

@@ -85,7 +85,7 @@ def fio_filename(paths) -> str:
     return ":".join(p.replace(":", "\\:") for p in ([paths] if isinstance(paths, str) else paths))
 
 
-def _validate(workload: str, p: dict) -> dict:
+def _validate(workload: str, p: dict) -> dict:  # noqa: C901, PLR0912, PLR0915 (one check per job parameter; debt, issue 28)
     """Check and normalise the merged parameters; returns the template context."""
     given = p["filename"]
     names = [given] if isinstance(given, str) else list(given) if isinstance(given, (list, tuple)) else []

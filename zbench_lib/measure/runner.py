@@ -60,7 +60,7 @@ def _host_time(host: Host) -> float:
     return float(host.run(["date", "+%s.%N"]).stdout)
 
 
-def measure(host: Host, *, pool: str, target_path: str | list[str], devices: list[str], workload: str,
+def measure(host: Host, *, pool: str, target_path: str | list[str], devices: list[str], workload: str,  # noqa: PLR0913 (keyword-only: a run's description; debt, issue 28)
             overrides: dict, remote_dir: str, raw_dir: Path, context: dict,
             target_name: str | None = None, sample_interval_s: float = 1.0) -> RunResult:
     """Run `workload` on `target_path` with counters; keep raw files in `raw_dir`.
