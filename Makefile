@@ -1,12 +1,13 @@
 # The two set-up commands of the README:
 #   make demo   build or reuse the lab image, boot the lab, run the demo sweep and report
 #   make test   set up what is missing, then run the whole test suite
+#   make lint   ruff (line length, pyflakes, function-level limits) and the import contracts
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.zbench-installed
 
-.PHONY: demo test test-fast setup host-packages venv image image-zfs21 bench clean-venv
+.PHONY: demo test test-fast lint setup host-packages venv image image-zfs21 bench clean-venv
 
 setup: host-packages venv
 
@@ -39,12 +40,19 @@ NBVAL := notebooks/analysis-scaling.ipynb notebooks/analysis-volblocksize.ipynb 
          notebooks/analysis-compare.ipynb --nbval --nbval-current-env \
          --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-# The whole suite; the lab tests share one booted lab for the session.
-test: image image-zfs21
+# Seconds: ruff's rules and limits ([tool.ruff] in pyproject.toml: line length, pyflakes, each
+# function's complexity, arguments, branches, statements) and the layer contract ([tool.importlinter]).
+lint: venv
+	$(BIN)/ruff check zbench_lib tests benchmarks scripts
+	$(BIN)/lint-imports
+
+# The whole suite, after the lint (first: it fails in seconds, before an image is built);
+# the lab tests share one booted lab for the session.
+test: lint image image-zfs21
 	@$(PYTHON) -m zbench_lib.hosts.setup_host --tests
 	$(BIN)/python -m pytest -q -ra --durations=30 tests $(NBVAL)
 
-test-fast: setup
+test-fast: lint setup
 	$(BIN)/python -m pytest -q -ra -m "not lab" tests $(NBVAL)
 
 bench: image

@@ -14,7 +14,6 @@ import argparse
 import json
 import sys
 
-from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.hosts.lab import Lab, LabConfig
 
 MODELS = ["unthrottled", "hdd-slow", "hdd", "custom:iops=500", "custom:iops=1000",

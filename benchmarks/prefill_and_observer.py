@@ -68,7 +68,8 @@ def main() -> int:
                                   context={"cache": "cold", "lab": True})
                     observed.append(res.rows[0]["iops"])
             r = ratio_ci(observed, plain)
-            mean = lambda v: sum(v) / len(v)
+            def mean(v):
+                return sum(v) / len(v)
             print(f"\nrandread 16k qd8, {args.reps} alternating runs each (limit 4 x 400 IOPS)")
             print(f"  without counters: {mean(plain):7.1f} IOPS  {[round(v) for v in plain]}")
             print(f"  with counters:    {mean(observed):7.1f} IOPS  {[round(v) for v in observed]}")

@@ -297,7 +297,8 @@ def test_sampler_kills_zpool_child_and_parses_it(tmp_path):
     # the whole-second stamps were replaced by the times the lines arrived (after the sampler started)
     start = float((out / "sampler.info").read_text().split()[1])
     assert all(start <= t < start + 5 for t in tank["t_s"]) and tank["t_s"].is_monotonic_increasing
-    assert sum(1 for line in (out / "zpool_iostat.txt").read_text().splitlines() if "." in line and "\t" not in line) == 4
+    assert sum(1 for line in (out / "zpool_iostat.txt").read_text().splitlines()
+               if "." in line and "\t" not in line) == 4
     assert not (out / ".zpool.fifo").exists()
 
 

@@ -1,13 +1,10 @@
 """Bad lab input is refused before anything is created (no VM, no files)."""
 
-import os
-
 import pytest
 
 from zbench_lib.core import paths
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.hosts.lab import Lab, LabConfig
-from zbench_lib.hosts.lab_state import check_can_start
 
 
 @pytest.fixture

@@ -176,7 +176,8 @@ def test_extra_runs_and_run_meta():
         p.extra_run(c["cell_id"], 2)
     meta = p.run_meta(p.runs[0])
     assert meta["order_index"] == 0 and meta["factors"]["volsize_bytes"] == 64 * MiB
-    assert meta["pool_replicate"] == 1 and meta["pool_id"] == p.runs[0].pool_id and meta["base_cell_id"] == p.runs[0].cell_id
+    assert meta["pool_replicate"] == 1 and meta["pool_id"] == p.runs[0].pool_id \
+        and meta["base_cell_id"] == p.runs[0].cell_id
     assert set(meta["factors"]) >= {"layout", "width", "vdevs", "data_disks", "ashift", "volblocksize_bytes",
                                     "workload", "iodepth", "numjobs", "bs_bytes"}
 

@@ -83,7 +83,8 @@ def test_ext4_on_a_zvol_beside_the_zvol_itself(lab_host, sweep_on_lab, tmp_path)
     assert df.loc["ext4", "file_size_bytes"] == 96 * 1024 ** 2
     made = [e for e in _events(sweep_dir) if e["event"] == "filesystem made"]
     assert len(made) == 1 and made[0]["fs"] == "ext4" and made[0]["fs_block_size"] == 4096, made
-    jobs = {json.loads((p.parent / "meta.json").read_text())["factors"]["fs"]: (p.parent / "fio" / "job.fio").read_text()
+    jobs = {json.loads((p.parent / "meta.json").read_text())["factors"]["fs"]:
+                (p.parent / "fio" / "job.fio").read_text()
             for p in (sweep_dir / "raw").rglob("run.json")}
     assert "/mnt/zbench/" in jobs["ext4"] and "/dev/zvol/" in jobs["none"]
     # nothing is left mounted once the pool is gone
@@ -100,7 +101,8 @@ def test_an_nfs_datastore_beside_the_dataset_used_locally(lab_host, sweep_on_lab
     (mounted,) = [e for e in _events(sweep_dir) if e["event"] == "nfs datastore mounted"]
     assert mounted["nfs_vers"] == "3" and "sync" in mounted["export_options"], mounted
     assert "sync" in mounted["mount_vfs_options"] + mounted["mount_options"], mounted
-    jobs = {json.loads((p.parent / "meta.json").read_text())["factors"]["access"]: (p.parent / "fio" / "job.fio").read_text()
+    jobs = {json.loads((p.parent / "meta.json").read_text())["factors"]["access"]:
+                (p.parent / "fio" / "job.fio").read_text()
             for p in (sweep_dir / "raw").rglob("run.json")}
     assert "/mnt/zbench/nfs-" in jobs["nfs"] and "/mnt/zbench" not in jobs["local"]
     assert "/mnt/zbench" not in lab_host.read_text("/proc/self/mounts")

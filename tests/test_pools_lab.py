@@ -1,6 +1,5 @@
 """Pools and targets on real OpenZFS in the lab: every layout family, read back."""
 
-import os
 import signal
 import subprocess
 import sys

@@ -78,7 +78,8 @@ def test_zfs_only_factors_beside_raw_leave_one_raw_cell_per_workload():
 def test_fs_ext4_and_fill_percentages_skip_the_raw_cell_with_the_reason():
     p = expand(spec({"factors": {"layout": ["raw", "mirror"], "disks": [4], "fs": ["none", "ext4"],
                                  "fill": ["none", "whole", "50%"]}}))
-    reasons = {(s["factors"]["fs"], s["factors"]["fill"]) for s in p.skipped if s["factors"]["layout"]["family"] == "raw"}
+    reasons = {(s["factors"]["fs"], s["factors"]["fill"]) for s in p.skipped
+               if s["factors"]["layout"]["family"] == "raw"}
     assert reasons == {("ext4", "none"), ("ext4", "whole"), ("ext4", "50%"), ("none", "50%")}
     assert all("raw disks" in s["reason"] for s in p.skipped)
     kept = raw_cells(p)

@@ -93,7 +93,8 @@ class FakeHost(Host):
                 return 0, ""
             case ["lsblk", *_]:
                 return 0, json.dumps({"blockdevices": [{"name": "/dev/vda", "path": "/dev/vda", "type": "disk",
-                                                        "mountpoints": ["/"]}] + [self._node(r) for r in REAL.values()]})
+                                                        "mountpoints": ["/"]}]
+                                      + [self._node(r) for r in REAL.values()]})
             case ["cat", "/proc/swaps"]:
                 return 0, "Filename\tType\tSize\tUsed\tPriority\n"
             case ["findmnt", "-n", "-o", "SOURCE", "/"]:

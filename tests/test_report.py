@@ -136,7 +136,8 @@ def test_notebook_pages_list_conclusions_and_caption_figures(scaling_report):
     assert conclusions.count("<li>") >= 4 and "efficiency" in conclusions
     nb = nbformat.read(str(sweep / "report" / "analysis-scaling.ipynb"), 4)
     figs = [o["data"][PLOTLY_MIME] for c in nb.cells for o in c.get("outputs", []) if PLOTLY_MIME in o.get("data", {})]
-    captions = [a["text"] for f in figs for a in f["layout"].get("annotations", []) if a.get("name") == "zbench-caption"]
+    captions = [a["text"] for f in figs for a in f["layout"].get("annotations", [])
+                if a.get("name") == "zbench-caption"]
     assert len(captions) == len(figs)
     assert all("SYNTHETIC-scaling" in c and "iodepth 16" in c and "numjobs" in c and "60 s runs" in c
                for c in captions)
@@ -172,7 +173,8 @@ def test_timeline_run_and_example_report(example_report):
     page = index.read_text()
     assert "OpenZFS</th><td>2.3.2" in page and "TCG emulation" in page
     claims = page.split("<h2>The classic claims, tested here</h2>", 1)[1].split("<h2>", 1)[0]
-    assert '<span class="verdict v-partly-holds">partly holds</span>' in claims and "raidz1 (1 vdev) from 2 to 8" in claims
+    assert '<span class="verdict v-partly-holds">partly holds</span>' in claims
+    assert "raidz1 (1 vdev) from 2 to 8" in claims
 
 
 def test_compare_with_another_sweep(tmp_path):

@@ -216,7 +216,8 @@ def test_volblocksize_map_cells_show_n_and_the_summary_ci(layout):
     fig = plots.plot_volblocksize_map_interactive(d, "clat_p99_ns", title="t")
     t = fig.data[0]
     unit = table["unit"].iloc[0]
-    assert unit == ("pool" if layout == "raidz2" else "run") and f"n {unit}s, 95% CI of the mean" in fig.layout.title.text
+    assert unit == ("pool" if layout == "raidz2" else "run")
+    assert f"n {unit}s, 95% CI of the mean" in fig.layout.title.text
     static = plots.plot_volblocksize_map(d, "clat_p99_ns")
     static_texts = [x.get_text() for x in static.axes[0].texts]
     redraw = [x.get_text() for x in static_figure(fig).axes[0].texts]

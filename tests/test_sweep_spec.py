@@ -60,9 +60,8 @@ def test_base_spec_is_valid():
 
 
 def test_defaults_and_yaml_booleans():
-    s = parse_spec(variant({"repetitions": DELETE, "prefill": DELETE, "order": DELETE, "seed": DELETE,
-                            "target.compression": False, "factors.sync": ["always", "disabled"],
-                            "repetitions": {"target_rel_ci": "3%"}}))
+    s = parse_spec(variant({"repetitions": {"target_rel_ci": "3%"}, "prefill": DELETE, "order": DELETE,
+                            "seed": DELETE, "target.compression": False, "factors.sync": ["always", "disabled"]}))
     assert s.repetitions == {"design": "stein", "pilot": 3, "max": 10, "target_rel_ci": 0.03, "metric": "iops",
                              "max_attempts": 13, "pool_replicates": 1}
     assert s.prefill == {"fill": "whole", "policy": "once-per-target"}

@@ -179,7 +179,7 @@ def cmd_demo(args):
     return run_demo()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 (one statement per subcommand and option)
     p = argparse.ArgumentParser(prog="zbench", description="Benchmark ZFS layouts on real OpenZFS.")
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("setup", help="install missing host packages (apt-get, as root)").set_defaults(

@@ -143,7 +143,7 @@ COLUMNS = ("factor", "level", "baseline", "unit", "n_level", "n_baseline", "runs
            "mannwhitney_note", "verdict", "log_se", "welch_df")
 
 
-def compare(df: pd.DataFrame, metric: str, factor: str, baseline, by=None, alpha: float = 0.05,
+def compare(df: pd.DataFrame, metric: str, factor: str, baseline, by=None, alpha: float = 0.05,  # noqa: PLR0913 (the notebooks' API: keyword options)
             family=None, margin: float = 0.05, unit: str = "auto") -> pd.DataFrame:
     """Each level of `factor` against `baseline`, within each group of `by`.
 

@@ -65,7 +65,8 @@ def _model(m: dict | str | None) -> str:
         return ""
     if isinstance(m, str):
         return m
-    parts = [f"{m[k]} IOPS" + (f" {k[5:]}" if k != "iops" else "") for k in ("iops", "iops_read", "iops_write") if m.get(k)]
+    parts = [f"{m[k]} IOPS" + (f" {k[5:]}" if k != "iops" else "") for k in ("iops", "iops_read", "iops_write")
+             if m.get(k)]
     parts += [f"{m[k] / 2 ** 20:g} MiB/s" + (f" {k[3:]}" if k != "bw" else "") for k in ("bw", "bw_read", "bw_write")
               if m.get(k)]
     return f"{m.get('name', '')}: " + (", ".join(parts) + " per disk" if parts else "unthrottled")
@@ -129,7 +130,8 @@ def _target(results: pd.DataFrame | None, surface: str = "") -> str:
     return "; ".join(([surface] if surface else []) + props)
 
 
-def environment_summary(provenance: dict, results: pd.DataFrame | None = None, surface: str = "") -> list[tuple[str, str]]:
+def environment_summary(provenance: dict, results: pd.DataFrame | None = None,
+                        surface: str = "") -> list[tuple[str, str]]:
     """About a dozen (item, value) lines describing where and on what the sweep ran."""
     p = provenance or {}
     ram = p.get("mem_total_bytes") or p.get("ram_bytes")
@@ -167,6 +169,7 @@ def environment_html(sweep, full: bool = True) -> str:
     out = f"<table class='zbench-env'>{rows}</table>"
     if full:
         rec = "".join(f"<tr><td style='text-align:left'>{escape(str(k))}</td><td style='text-align:left'>"
-                      f"{escape(str(v))}</td></tr>" for k, v in environment_table(sweep.provenance).itertuples(index=False))
+                      f"{escape(str(v))}</td></tr>"
+                      for k, v in environment_table(sweep.provenance).itertuples(index=False))
         out += f"<details><summary>Full environment record</summary><table>{rec}</table></details>"
     return out

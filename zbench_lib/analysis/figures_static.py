@@ -131,7 +131,8 @@ def _heatmap(fig: go.Figure, t):
 def _shapes(fig: go.Figure, axes, panels):
     for s in fig.layout.shapes or ():
         ax = axes[next((i for i, (xa, _) in enumerate(panels) if xa[5:] == (s.xref or "x")[1:].split(" ")[0]), 0)]
-        color, ls = (s.line.color if s.line and s.line.color else "black"), _DASH.get(s.line.dash if s.line else "", "-")
+        color = s.line.color if s.line and s.line.color else "black"
+        ls = _DASH.get(s.line.dash if s.line else "", "-")
         if s.type == "line" and s.x0 == s.x1 and (s.yref or "").endswith("domain"):
             ax.axvline(s.x0, color=color, linestyle=ls, linewidth=1)
         elif s.type == "line" and s.y0 == s.y1 and (s.xref or "").endswith("domain"):
@@ -176,7 +177,7 @@ def _legend(out, fig: go.Figure):
         out.legend(handles=handles, loc="outside right center", fontsize="small", frameon=False)
 
 
-def static_figure(fig: go.Figure):
+def static_figure(fig: go.Figure):  # noqa: C901, PLR0912 (one step per kind of trace and axis; debt, issue 28)
     """The figure drawn with seaborn: same data, colours, error bars, ticks, title and caption."""
     import seaborn.objects as so
     heat = [t for t in fig.data if t.type == "heatmap"]
@@ -209,7 +210,8 @@ def static_figure(fig: go.Figure):
         for axis in ("y", "x"):
             if f"{axis}lo" in frame and frame[f"{axis}lo"].notna().any():
                 err = frame[frame[f"{axis}lo"].notna()]
-                plot = plot.add(so.Range(), data=err, legend=False, **{f"{axis}min": f"{axis}lo", f"{axis}max": f"{axis}hi"})
+                plot = plot.add(so.Range(), data=err, legend=False,
+                                **{f"{axis}min": f"{axis}lo", f"{axis}max": f"{axis}hi"})
         plot = plot.scale(color=None, linestyle={k: v for k, v in _DASH.items() if k in set(frame["ls"])})
         if len(panels) > 1:
             plot = plot.facet(col="panel", wrap=cols).share(x=False, y=False)

@@ -47,7 +47,8 @@ def header_markdown(sweep: Sweep) -> str:
     use_readable_tables()
     df, spec = sweep.results, sweep.spec
     runs = df["run_id"].nunique() if "run_id" in df else len(df)
-    text = (f"**Sweep** `{sweep_id(sweep)}`  \n**Question:** {str(spec.get('question', '(no question written)')).strip()}  \n"
+    text = (f"**Sweep** `{sweep_id(sweep)}`  \n"
+            f"**Question:** {str(spec.get('question', '(no question written)')).strip()}  \n"
             f"**Surface:** {spec.get('surface', '(not declared)')} · {runs} runs, {len(df)} result rows")
     if is_synthetic(sweep):
         text = ("**SYNTHETIC DATA: made up to test the analysis mechanics, not measured. "

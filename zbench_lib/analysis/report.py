@@ -161,7 +161,8 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
                   headline_html="", static=[], caveats=caveats(df),
                   classic_claims=classic_claims(df, opts.include_flagged))
     adm = select_admissible(df, opts.include_flagged)
-    if {"layout", "total_disks"} <= set(adm) and len(adm) and (adm.groupby("layout")["total_disks"].nunique() > 1).any():
+    if {"layout", "total_disks"} <= set(adm) and len(adm) \
+            and (adm.groupby("layout")["total_disks"].nunique() > 1).any():
         fig = plot_iops_vs_drives(adm)
         add_caption(fig, figure_caption(fig.layout.title.text or "", [sweep]))
         extras["headline_html"] = fig.to_html(full_html=False, include_plotlyjs=False, div_id="zbench-headline",
@@ -229,15 +230,16 @@ def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, para
                             failed=not ok, conclusions=_conclusions(nb)))
     extras = _index_extras(sweep, out, opts, sid)
     if opts.figures:
-        figures = [p for stem, fig in extras["static"] for p in save_static(fig, out / "figures" / stem, opts.figures)] \
-            + figures
+        figures = [p for stem, fig in extras["static"]
+                   for p in save_static(fig, out / "figures" / stem, opts.figures)] + figures
     env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), autoescape=select_autoescape(["html"]))
     page = env.get_template("index.html.j2").render(
         sweep_id=sid, synthetic=meta["synthetic"], question=str(sweep.spec.get("question", "")).strip(),
         surface=sweep.spec.get("surface", "(not declared)"), include_flagged=opts.include_flagged,
         n_rows=len(sweep.results), n_flagged=int(sweep.results["flagged"].sum()),
         n_runs=sweep.results["run_id"].nunique() if "run_id" in sweep.results else len(sweep.results),
-        entries=entries, fault_sweep=bool(sweep.spec.get("faults")), environment=environment_table(sweep.provenance).itertuples(index=False),
+        entries=entries, fault_sweep=bool(sweep.spec.get("faults")),
+        environment=environment_table(sweep.provenance).itertuples(index=False),
         figures=[p.relative_to(out).as_posix() for p in figures], plotlyjs=PLOTLY_JS, compare=opts.compare,
         **{k: v for k, v in extras.items() if k != "static"})
     index = out / "index.html"

@@ -177,7 +177,8 @@ def space_figure(space_df: pd.DataFrame) -> go.Figure:
         fig.add_trace(go.Scatter(x=seg_x, y=seg_y, mode="lines", name=f"{label}: model", legendgroup=label,
                                  meta="model", line=dict(color=shade(color, 0.55), width=4),
                                  hovertemplate=label + ": %{y:.3f}× model<extra></extra>"))
-    fig.update_layout(title="referenced / logicalused: measured (bars) against the allocation model (dark line on each bar)",
+    fig.update_layout(title="referenced / logicalused: measured (bars) against the allocation model "
+                            "(dark line on each bar)",
                       xaxis=dict(title="block size (volblocksize or recordsize)", tickmode="array",
                                  tickvals=list(range(len(blocks))), ticktext=[format_size(int(b)) for b in blocks]),
                       yaxis_title="space charged per logical byte (×)", bargap=0.15)

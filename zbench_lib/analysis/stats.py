@@ -118,7 +118,7 @@ def flag_outliers(df: pd.DataFrame, metric: str, by, k: float = 1.5,
     return out
 
 
-def scaling(df: pd.DataFrame, metric: str, by_family: str = "layout", disks_col: str = "data_disks",
+def scaling(df: pd.DataFrame, metric: str, by_family: str = "layout", disks_col: str = "data_disks",  # noqa: PLR0913 (the notebooks' API: keyword options)
             baseline: pd.DataFrame | None = None, by=None, config_cols=("width", "vdevs"),
             conf: float = 0.95, unit: str = "auto") -> pd.DataFrame:
     """Per-data-disk metric and scaling against the smallest configuration of each family.

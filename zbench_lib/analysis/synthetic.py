@@ -102,7 +102,7 @@ def _expected_iops(r) -> float:
     return both * r.share
 
 
-def synthetic_results(n_rows: int = 1000, seed: int = 0, shape: str = "scaling") -> pd.DataFrame:
+def synthetic_results(n_rows: int = 1000, seed: int = 0, shape: str = "scaling") -> pd.DataFrame:  # noqa: PLR0915 (one statement per column of the table)
     """A SYNTHETIC tidy results table of exactly `n_rows` rows (see the module docstring).
 
     `shape` is 'scaling' (layouts × 2–8 disks, random and sequential reads) or

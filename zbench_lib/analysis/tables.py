@@ -87,7 +87,7 @@ def _pooled_notes(df, out, by, factor) -> list[str]:
     return notes
 
 
-def _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit) -> pd.DataFrame:
+def _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit) -> pd.DataFrame:  # noqa: PLR0913 (compare_table's options passed on; debt, issue 28)
     """Every metric's comparisons, Holm-adjusted per family over the valid comparisons only.
 
     A side that pools several configurations is no comparison of one factor: it is "not
@@ -107,7 +107,7 @@ def _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit) 
     return adjust(out, family, alpha, valid=out["note"] == "")
 
 
-def _sensitivity(out, df, all_runs, metric, factor, baseline, by, alpha, family, margin, unit):
+def _sensitivity(out, df, all_runs, metric, factor, baseline, by, alpha, family, margin, unit):  # noqa: PLR0913 (compare_table's options passed on; debt, issue 28)
     """Verdicts recomputed with each other selection of runs (`flags.sensitivity_alternatives`).
 
     Per alternative `<key>` (flagged, replacements, described): `sensitivity_<key>_verdict` and
@@ -148,7 +148,7 @@ def _touched(out: pd.DataFrame, changed: pd.DataFrame, by: list, factor: str) ->
     return (sides[0].eq(True) | sides[1].eq(True)).to_numpy()
 
 
-def compare_table(df, metric: str, factor: str, baseline, by=None, margin: float = 0.05,
+def compare_table(df, metric: str, factor: str, baseline, by=None, margin: float = 0.05,  # noqa: PLR0913 (the notebooks' API: keyword options)
                   alpha: float = 0.05, family=None, disks: str = "total", unit: str = "auto",
                   all_runs: pd.DataFrame | None = None, cells: pd.DataFrame | None = None) -> pd.DataFrame:
     """`compare.compare` along `factor`, holding every other varying factor equal.

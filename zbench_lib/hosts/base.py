@@ -66,7 +66,8 @@ class Host:
         try:
             # Its own session: a Ctrl-C at the terminal reaches zbench, which decides, and
             # never kills the ssh client (and so abandons the remote command) behind its back.
-            proc = subprocess.Popen(self._wrap(argv), stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            proc = subprocess.Popen(self._wrap(argv),
+                                    stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text,
                                     start_new_session=True)
         except FileNotFoundError as exc:

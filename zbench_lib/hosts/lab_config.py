@@ -42,7 +42,7 @@ class LabConfig:
     disk_cache: str = "none"         # QEMU cache mode for data disks (none = O_DIRECT on host)
     zfs: str = DEFAULT_ZFS           # OpenZFS release of the image (lab_image.ZFS_RELEASES)
 
-    def __post_init__(self):
+    def __post_init__(self):  # noqa: C901 (a flat list of checks, one per field)
         self.model = parse_model(self.model)
         self.extra_model = parse_model(self.extra_model)
         for f in ("disks", "extra_disks", "memory_mib", "cpus", "disk_bytes", "extra_disk_bytes"):

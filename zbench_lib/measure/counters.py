@@ -4,7 +4,8 @@
 `sh sampler.sh OUTDIR INTERVAL POOL` until it receives SIGTERM. It appends
 timestamped snapshots of /proc/diskstats, the cpu lines of /proc/stat, arcstats
 and the pool's txgs to files in OUTDIR, and runs `zpool iostat -Hpvy -l -T u`
-in the background, its whole-second stamps replaced by arrival times (epoch.ns). A missing source (no ZFS, no pool) is skipped, never fatal.
+in the background, its whole-second stamps replaced by arrival times (epoch.ns). A missing
+source (no ZFS, no pool) is skipped, never fatal.
 
 `parse_sampler_dir()` reads such a directory back with the pure parsers of
 procstats and zfsstats (re-exported here) into long tables with columns

@@ -8,10 +8,10 @@ Two truth checks (see truth.py for the three-valued verdict):
   (context["raw_devices_after"]).
 - `slow_device`: one data disk's service time (its busy time per request over the fio
   window: util / IOPS, from diskstats, each sample weighted by the time it covers) is more
-  than SLOW_RATIO times the median of the other data disks, and above a floor: SLOW_MIN_MS, or in the lab SLOW_RATIO times the
-  disk model's own time for the disk's mean request (1 / its IOPS limit, or the request's
-  bytes at the model's bandwidth), whichever is higher. A failing drive that still answers slowly
-  drags a whole raidz or stripe down; its peers are the yardstick. Not await: await
+  than SLOW_RATIO times the median of the other data disks, and above a floor: SLOW_MIN_MS, or
+  in the lab SLOW_RATIO times the disk model's own time for the disk's mean request (1 / its
+  IOPS limit, or the request's bytes at the model's bandwidth), whichever is higher. A failing
+  drive that still answers slowly drags a whole raidz or stripe down; its peers are the yardstick. Not await: await
   includes queueing, and small random reads on raidz queue unevenly across healthy
   disks (on the example sweeps await flagged 32 healthy runs, service time none).
   A disk is compared when it served MIN_REQUESTS in the window or was busy MIN_BUSY_MS:

@@ -52,7 +52,7 @@ WORKLOADS: dict[str, dict] = {
 }
 SEQUENTIAL = frozenset({"seqwrite", "seqread", "fsync-heavy"})
 IOENGINES = frozenset({"libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "posixaio"})
-_SYNC_VALUES = {0: 0, 1: 1, False: 0, True: 1, "0": 0, "1": 1, "none": 0, "sync": 1, "dsync": "dsync"}
+_SYNC_VALUES = {0: 0, 1: 1, False: 0, True: 1, "0": 0, "1": 1, "none": 0, "sync": 1, "dsync": "dsync"}  # noqa: F601 (False, True are 0, 1: spelled for YAML)
 _SS_RE = re.compile(r"^(iops|bw|iops_slope|bw_slope):\d+(\.\d+)?%?$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -86,7 +86,7 @@ def fio_filename(paths) -> str:
     return ":".join(p.replace(":", "\\:") for p in ([paths] if isinstance(paths, str) else paths))
 
 
-def _validate(workload: str, p: dict) -> dict:
+def _validate(workload: str, p: dict) -> dict:  # noqa: C901, PLR0912, PLR0915 (one check per job parameter; debt, issue 28)
     """Check and normalise the merged parameters; returns the template context."""
     given = p["filename"]
     names = [given] if isinstance(given, str) else list(given) if isinstance(given, (list, tuple)) else []

@@ -32,7 +32,7 @@ def fio_version(host: Host) -> dict:
 
 def cpu(host: Host) -> dict:
     text = host.read_text("/proc/cpuinfo")
-    models = [l.split(":", 1)[1].strip() for l in text.splitlines() if l.startswith("model name")]
+    models = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")]
     return {"cpu_model": models[0] if models else "", "cpu_count": len(models)}
 
 

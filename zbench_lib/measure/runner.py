@@ -60,7 +60,7 @@ def _host_time(host: Host) -> float:
     return float(host.run(["date", "+%s.%N"]).stdout)
 
 
-def measure(host: Host, *, pool: str, target_path: str | list[str], devices: list[str], workload: str,
+def measure(host: Host, *, pool: str, target_path: str | list[str], devices: list[str], workload: str,  # noqa: PLR0913 (keyword-only: a run's description; debt, issue 28)
             overrides: dict, remote_dir: str, raw_dir: Path, context: dict,
             target_name: str | None = None, sample_interval_s: float = 1.0) -> RunResult:
     """Run `workload` on `target_path` with counters; keep raw files in `raw_dir`.
@@ -179,7 +179,8 @@ def _devices_present(host: Host, devices: list[str]) -> dict:
     hex, not %F's words, which the host's locale translates."""
     res = host.run(["stat", "-L", "-c", "%f %n", *devices], check=False, timeout=60)
     modes = [line.split(" ", 1) for line in res.stdout.splitlines() if " " in line]
-    present = {name for mode, name in modes if re.fullmatch(r"[0-9a-f]+", mode) and int(mode, 16) & 0o170000 == 0o060000}
+    present = {name for mode, name in modes
+               if re.fullmatch(r"[0-9a-f]+", mode) and int(mode, 16) & 0o170000 == 0o060000}
     return {"raw_devices_after": {"devices": list(devices), "missing": [d for d in devices if d not in present]}}
 
 

@@ -153,7 +153,7 @@ def _record_environment(store: Store, node: Node, log) -> None:
     _write_json(store.path / f"host-provenance-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json", prov)
 
 
-def _run_pool(spec, plan, store, sched, p, node: Node, faults, progress, overall) -> float:
+def _run_pool(spec, plan, store, sched, p, node: Node, faults, progress, overall) -> float:  # noqa: PLR0913 (the sweep's state passed on; debt, issue 28)
     """Create one pool (replicate), run every target of it that has work, destroy it; seconds measured."""
     host = node.host
     layout = Layout.from_dict(p["layout"])
@@ -218,7 +218,7 @@ def _context(node: Node, pool, tinfo, t, model, fill) -> dict:
     return {**ctx, **model_context(model)}
 
 
-def _one_run(host, store, plan, run, pool, tinfo, devices, ctx, progress):
+def _one_run(host, store, plan, run, pool, tinfo, devices, ctx, progress):  # noqa: PLR0913 (the sweep's state passed on; debt, issue 28)
     return measured_run(host, store, plan, run, pool=pool.name, target=tinfo.path, target_name=tinfo.full_name,
                         devices=devices, ctx=ctx, work_dir=pool.work_dir(), progress=progress,
                         meta=dict(pool=pool.name, target=tinfo.full_name, target_properties=tinfo.properties))

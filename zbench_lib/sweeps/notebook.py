@@ -91,7 +91,7 @@ def _write_log(log: Path, name: str, body: str) -> Path:
     return log
 
 
-def execute_notebook(src, dst, parameters: dict, *, log: Path, name: str | None = None, cwd=None,
+def execute_notebook(src, dst, parameters: dict, *, log: Path, name: str | None = None, cwd=None,  # noqa: PLR0913 (papermill's keyword options)
                      kernel_name: str | None = None, timeout: float | None = None,
                      stdout=None, stderr=None) -> None:
     """papermill `src` -> `dst` over IPC; on failure append the traceback to `log`, raise NotebookFailed.

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from zbench_lib.measure import fio
-from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.core.sizes import format_size, parse_size
@@ -278,11 +277,13 @@ def expand(spec: SweepSpec) -> Plan:
             pkey = json.dumps([layout.to_dict(), f.get("fill"), f.get("zfs"), around], sort_keys=True)
             pool = pools.setdefault(pkey, {"pool_id": f"p{len(pools) + 1:02d}", "layout": layout.to_dict(),
                                            "label": layout.describe(), "data_disks": layout.data_disks,
-                                           **({"kind": RAW} if raw else {}), **{k: f[k] for k in ("fill", "zfs") if k in f},
+                                           **({"kind": RAW} if raw else {}),
+                                           **{k: f[k] for k in ("fill", "zfs") if k in f},
                                            **({"settings": around} if around else {})})
             n_in_pool = sum(t["pool_id"] == pool["pool_id"] for t in targets.values())
             target = targets.setdefault(json.dumps([pool["pool_id"], settings], sort_keys=True),
-                                        {"target_id": f"{pool['pool_id']}-t{n_in_pool + 1:02d}", "pool_id": pool["pool_id"],
+                                        {"target_id": f"{pool['pool_id']}-t{n_in_pool + 1:02d}",
+                                         "pool_id": pool["pool_id"],
                                          "kind": RAW if raw else spec.target["kind"], **settings})
             cells.append({"cell_id": None, "pool_id": pool["pool_id"], "target_id": target["target_id"], **cell})
     _assign_ids(cells)

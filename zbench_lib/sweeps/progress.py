@@ -48,7 +48,8 @@ def fio_iops(sweep_dir, run_id: str, attempt) -> float | None:
     """Total IOPS (all directions) of one finished attempt, from its fio.json; None if unreadable."""
     from zbench_lib.measure.fio_parse import parse_fio_json
     try:
-        rows = parse_fio_json((Path(sweep_dir) / "raw" / run_id / f"attempt-{attempt}" / "fio" / "fio.json").read_text())
+        attempt_dir = Path(sweep_dir) / "raw" / run_id / f"attempt-{attempt}"
+        rows = parse_fio_json((attempt_dir / "fio" / "fio.json").read_text())
     except Exception:                  # a missing or torn file must never stop the view
         return None
     return float(sum(r["iops"] for r in rows)) if rows else None
@@ -209,7 +210,8 @@ class ProgressView:
         self.file = file or sys.stderr
         self._lock = threading.Lock()
         self.bar = tqdm(total=self.state.planned or None, desc="runs", unit="run", file=self.file,
-                        dynamic_ncols=True, bar_format="{desc} {n_fmt}/{total_fmt} {bar} [{elapsed}]{postfix}")  # postfix: ", ..."
+                        dynamic_ncols=True,
+                        bar_format="{desc} {n_fmt}/{total_fmt} {bar} [{elapsed}]{postfix}")  # postfix: ", ..."
         self.tail = EventTail(self.sweep_dir / "events.jsonl", self._on_event, interval, self._refresh)
 
     def _on_event(self, ev: dict) -> None:

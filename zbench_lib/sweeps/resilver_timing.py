@@ -66,7 +66,7 @@ def resilvered_bytes(status: str) -> tuple[str | None, int | None]:
     return (m.group(1), zpool_bytes(m.group(1))) if m else (None, None)
 
 
-def time_resilver(host, store, pool, *, pool_id: str, label: str, lost: str, replacement: str,
+def time_resilver(host, store, pool, *, pool_id: str, label: str, lost: str, replacement: str,  # noqa: PLR0913 (keyword-only: a resilver's description; debt, issue 28)
                   order: int, load: dict | None, target: dict | None, fill: str | None) -> None:
     """Replace `lost` (in the pool) by `replacement` (not in it) and record the resilver."""
     run = host.run
@@ -100,7 +100,7 @@ def time_resilver(host, store, pool, *, pool_id: str, label: str, lost: str, rep
                  load_runtime_s=figures.get("runtime_s"))
 
 
-def resilver_pool(host, store, pool, *, seed, pool_id: str, label: str, device: str, spares: list[str],
+def resilver_pool(host, store, pool, *, seed, pool_id: str, label: str, device: str, spares: list[str],  # noqa: PLR0913 (keyword-only: a resilver's description; debt, issue 28)
                   load: dict | None, target: dict | None, fill: str | None) -> None:
     """One resilver (idle), or the idle/loaded pair, of the pool that lost `device`."""
     spare = next((d for d in spares if d not in pool.devices), None)

@@ -74,7 +74,7 @@ def run_target(store, sched, target_id: str, run_one, bar=None) -> float:
     return measure_s
 
 
-def measured_run(host, store, plan, run, *, pool: str, target, target_name: str | None, devices: list,
+def measured_run(host, store, plan, run, *, pool: str, target, target_name: str | None, devices: list,  # noqa: PLR0913 (keyword-only: a run's description; debt, issue 28)
                  ctx: dict, work_dir: str, progress: bool, meta: dict) -> tuple[list, float]:
     """One attempt of `run` on `target` (a path, or the raw disks' list): (rows, seconds measured).
 

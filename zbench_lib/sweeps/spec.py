@@ -134,6 +134,23 @@ def fill_value(fill, path: str, allow_none: bool = False):
     return fill
 
 
+def _layout_value(v, p: str) -> dict:
+    """One value of factors.layout (a family name, or a mapping), checked and normalised."""
+    if isinstance(v, str):
+        v = {"family": v}
+    mapping(v, p, ("family", "width", "vdevs", "data", "spares"), ("family",))
+    if v["family"] == RAW:
+        v = raw_layout(v, p)            # the family alone: what follows adds nothing to it
+    elif not isinstance(v["family"], str) or v["family"] not in FAMILIES:
+        fail(p, f"unknown layout family {v['family']!r}; expected one of {', '.join(FAMILIES)}, raw")
+    for k in ("data", "spares"):        # dRAID: data disks per group, distributed spares
+        if k in v and not v["family"].startswith("draid"):
+            fail(f"{p}.{k}", f"applies only to dRAID (draid1/2/3), not {v['family']}")
+    return {"family": v["family"], **{k: integer(v[k], f"{p}.{k}", 1, 1024) for k in ("width", "vdevs") if k in v},
+            **({"data": integer(v["data"], f"{p}.data", 1, 255)} if "data" in v else {}),
+            **({"spares": integer(v["spares"], f"{p}.spares", 0, 100)} if "spares" in v else {})}
+
+
 def _factor(key: str, values, surface: str) -> list:
     path = f"factors.{key}"
     if key in ("volblocksize", "recordsize") and key != BLOCKSIZE.get(surface):
@@ -152,19 +169,7 @@ def _factor(key: str, values, surface: str) -> list:
     for i, v in enumerate(values):
         p = f"{path}[{i}]"
         if key == "layout":
-            if isinstance(v, str):
-                v = {"family": v}
-            mapping(v, p, ("family", "width", "vdevs", "data", "spares"), ("family",))
-            if v["family"] == RAW:
-                v = raw_layout(v, p)            # the family alone: what follows adds nothing to it
-            elif not isinstance(v["family"], str) or v["family"] not in FAMILIES:
-                fail(p, f"unknown layout family {v['family']!r}; expected one of {', '.join(FAMILIES)}, raw")
-            for k in ("data", "spares"):        # dRAID: data disks per group, distributed spares
-                if k in v and not v["family"].startswith("draid"):
-                    fail(f"{p}.{k}", f"applies only to dRAID (draid1/2/3), not {v['family']}")
-            v = {"family": v["family"], **{k: integer(v[k], f"{p}.{k}", 1, 1024) for k in ("width", "vdevs") if k in v},
-                 **({"data": integer(v["data"], f"{p}.data", 1, 255)} if "data" in v else {}),
-                 **({"spares": integer(v["spares"], f"{p}.spares", 0, 100)} if "spares" in v else {})}
+            v = _layout_value(v, p)
         else:
             v = _CHECKS.get(key, lambda v, p: zfs_property(key, v, p))(v, p)
         if v in out:
@@ -227,9 +232,11 @@ def _target(d, surface: str, factors: dict) -> dict:
     if surface == RAW:
         return raw_target(d)
     size_key = "volsize" if surface in ZVOL_SURFACES else "size"
-    allowed = (size_key, BLOCKSIZE[surface]) + tuple(p for p in PROPERTIES if surface == "dataset" or p not in DATASET_ONLY)
+    allowed = (size_key, BLOCKSIZE[surface]) + tuple(p for p in PROPERTIES
+                                                     if surface == "dataset" or p not in DATASET_ONLY)
     mapping(d, "target", allowed + {"fs-on-zvol": ("fs",), "dataset": ("access",)}.get(surface, ()), (size_key,))
-    out = {"kind": "zvol" if surface in ZVOL_SURFACES else surface, "size_bytes": size(d[size_key], f"target.{size_key}")}
+    out = {"kind": "zvol" if surface in ZVOL_SURFACES else surface,
+           "size_bytes": size(d[size_key], f"target.{size_key}")}
     if surface == "fs-on-zvol":
         fs = d.get("fs", "ext4")
         if fs != "ext4":
@@ -291,7 +298,8 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     prefill = _prefill(d.get("prefill"))
     check_raw(factors, surface, target, prefill, d.get("faults"), lab)
     if "fill" in factors and prefill["policy"] == "none":
-        fail("factors.fill", "a fill factor needs prefill.policy once-per-target (its 'none' value is the no-prefill level)")
+        fail("factors.fill", "a fill factor needs prefill.policy once-per-target "
+                             "(its 'none' value is the no-prefill level)")
     workloads = _workloads(d["workloads"], target, factors)
     warmup = parse_warmup(d.get("warmup"), factors=factors, target=target, surface=surface, prefill=prefill,
                           workloads=workloads, reads_first=reads_first)

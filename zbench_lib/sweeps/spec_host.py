@@ -84,6 +84,18 @@ def _lab(d: dict) -> dict:
     return lab
 
 
+def _device_list(d: dict, k: str) -> tuple:
+    """The spec's list `k` of device paths (devices, extra_devices, allow_signatures), checked."""
+    v = d.get(k, [])
+    if not isinstance(v, list) or (k == "devices" and not v):
+        fail(k, f"expected a {'non-empty ' if k == 'devices' else ''}list of device paths, got {v!r}")
+    if len(v) > MAX_DEVICES:
+        fail(k, f"at most {MAX_DEVICES} devices, got {len(v)}")
+    for i, dev in enumerate(v):
+        _device(dev, f"{k}[{i}]")
+    return tuple(v)
+
+
 def parse_host(d: dict):
     """(host, lab or None, devices, extra_devices, allow_signatures) of a spec mapping."""
     host = d["host"]
@@ -97,16 +109,7 @@ def parse_host(d: dict):
         fail("lab", f"applies only when host is 'lab', not {host!r}")
     if "devices" not in d:
         fail("devices", f"required for host {host!r}: the whole disks the sweep may destroy")
-    lists = []
-    for k in ("devices", "extra_devices", "allow_signatures"):
-        v = d.get(k, [])
-        if not isinstance(v, list) or (k == "devices" and not v):
-            fail(k, f"expected a {'non-empty ' if k == 'devices' else ''}list of device paths, got {v!r}")
-        if len(v) > MAX_DEVICES:
-            fail(k, f"at most {MAX_DEVICES} devices, got {len(v)}")
-        for i, dev in enumerate(v):
-            _device(dev, f"{k}[{i}]")
-        lists.append(tuple(v))
+    lists = [_device_list(d, k) for k in ("devices", "extra_devices", "allow_signatures")]
     everything = lists[0] + lists[1]
     if len(set(everything)) != len(everything):
         fail("devices", "a device is listed more than once (devices and extra_devices together)")

@@ -41,7 +41,8 @@ def mkfs_argv(fs: str, device: str) -> list[str]:
         # 4K blocks whatever the size: mke2fs picks 1K blocks below 512M, which would not
         # be the baseline a 4K-block production filesystem is.
         # -m 0: no blocks reserved for root, as on a data filesystem (fio's file is the data).
-        return ["mkfs.ext4", "-F", "-q", "-b", "4096", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0", device]
+        return ["mkfs.ext4", "-F", "-q", "-b", "4096", "-m", "0",
+                "-E", "lazy_itable_init=0,lazy_journal_init=0", device]
     raise ConfigError(f"no mkfs command for filesystem {fs!r} (supported: {', '.join(SUPPORTED_FS)})")
 
 

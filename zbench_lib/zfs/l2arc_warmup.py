@@ -130,7 +130,7 @@ def cache_capacity(host, devices: list[str]) -> int:
     return total
 
 
-def warm_l2arc(host, path: str, *, size_bytes: int, cache_devices: list[str], rule: WarmupRule,
+def warm_l2arc(host, path: str, *, size_bytes: int, cache_devices: list[str], rule: WarmupRule,  # noqa: PLR0913 (keyword-only: the warm-up's description)
                direct: bool, work_dir: str, compressratio=None, clock=time.monotonic) -> dict:
     """Read `path` until the stop rule says stop; the record of what happened (an event's fields)."""
     cache = cache_capacity(host, cache_devices)

@@ -114,7 +114,7 @@ class Layout:
         return text
 
     # -- validation ----------------------------------------------------------
-    def validate(self) -> "Layout":
+    def validate(self) -> "Layout":  # noqa: C901, PLR0912 (a flat list of checks, one per rule, into one message)
         """Raise ConfigError naming every violation; return self when valid."""
         if self.family not in FAMILIES:
             raise ConfigError(f"unknown layout family {self.family!r}; "

@@ -53,7 +53,7 @@ def _zfs_label_pool(host: Host, dev: str) -> str | None:
     return None
 
 
-def check_device(host: Host, device: str, *, lsblk: dict | None = None,
+def check_device(host: Host, device: str, *, lsblk: dict | None = None,  # noqa: C901, PLR0912 (one refusal per check, in the message's order; debt, issue 28)
                  swaps: str | None = None, root_source: str | None = None,
                  pool_devices: set | None = None) -> DeviceCheck:
     chk = DeviceCheck(device)

@@ -13,7 +13,7 @@ from dataclasses import KW_ONLY, dataclass, fields
 
 from zbench_lib.core import sizes
 from zbench_lib.zfs.zfs_json import pick
-from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs.layouts import validate_pool_name
 
 KiB, MiB = 1024, 1024 ** 2

@@ -47,7 +47,7 @@ def parse_zfs_version(text: str) -> OpenZFSVersion:
     >>> str(parse_zfs_version("zfs-2.1.11-1\\nzfs-kmod-2.1.11-1\\n"))
     '2.1.11'
     """
-    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     found = {}
     for line in lines:
         m = re.match(r"^zfs-(kmod-)?(\d+)\.(\d+)\.(\d+)", line)
