@@ -164,7 +164,8 @@ def test_a_write_pulsing_with_its_own_cycle_is_judged_on_whole_cycles():
     # level test (the bursts' own level, stalls left out), which judges it alone at ALPHA.
     short = steady_state(y[:125], txg_period_s=5)
     assert short["flag"] is False and short["model"] == "level" and short["stall_share"] > 0.5
-    assert steady_state(y[:20], txg_period_s=5)["reason"].startswith("too short to judge: 20 s hold 4 whole TXG periods")
+    too_short = steady_state(y[:20], txg_period_s=5)["reason"]
+    assert too_short.startswith("too short to judge: 20 s hold 4 whole TXG periods")
 
 
 def test_a_pulsing_write_that_drifts_is_still_caught():
