@@ -236,7 +236,7 @@ def _write_tests(y: np.ndarray, txg_period_s: float, sample_s: float, mean_round
     return level, rate, pattern
 
 
-def steady_state(values, txg_period_s: float | None = None, sample_s: float = 1.0) -> dict:  # noqa: C901, PLR0912
+def steady_state(values, txg_period_s: float | None = None, sample_s: float = 1.0) -> dict:
     """Steady-state verdict on a per-second IOPS series: flag True (not steady), False, None.
 
     `txg_period_s`: the TXG period when the run wrote, None for reads and raw disks. Reads are
