@@ -216,7 +216,7 @@ def _declared_data(spec: SweepSpec, w, f: dict) -> dict:
     key = "compressible_percent"
     if key not in spec.factors and not any(key in x.overrides for x in spec.workloads):
         return {}
-    return {key: f.get(key, w.overrides.get(key, fio.WORKLOADS[w.template][key]))}
+    return {key: f.get(key, w.overrides.get(key, w.kind.defaults[key]))}
 
 
 def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> dict:
@@ -227,7 +227,7 @@ def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> 
         fio.build_job(w.template, filename=filename, size=fio_size, **params)
     except ConfigError as e:
         raise ConfigError(f"workload {w.name}: {e}") from None
-    merged = {**fio.WORKLOADS[w.template], **params}
+    merged = {**w.kind.defaults, **params}
     raw = layout.family == RAW
     factors = {**(raw_factors(layout, settings, f) if raw else _zfs_factors(spec, f, layout, settings)),
                "workload": w.name, "template": w.template, "iodepth": merged["iodepth"],

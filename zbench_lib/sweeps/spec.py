@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zbench_lib.measure import fio
+from zbench_lib.measure import fio, workloads
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs.layouts import FAMILIES
 from zbench_lib.sweeps.spec_host import parse_host, zfs_release
@@ -64,12 +64,11 @@ MAX_VALUES = 100                # values of one factor, workloads of one sweep
 @dataclass(frozen=True)
 class WorkloadSpec:
     name: str                 # label in results, unique within the sweep
-    template: str             # key of fio.WORKLOADS
+    template: str             # a registered workload's name (measure/workloads/)
     overrides: dict = field(default_factory=dict)
 
-    @property
-    def reads_only(self) -> bool:
-        return self.template in ("randread", "seqread")
+    kind = property(lambda self: workloads.get(self.template), doc="The registered Workload it runs.")
+    reads_only = property(lambda self: self.kind.reads_only, doc="Never writes its target.")
 
 
 @dataclass(frozen=True)
@@ -207,13 +206,13 @@ def _workloads(items, target: dict, factors: dict) -> tuple:
         mapping(w, p, ("name", "template", "overrides"), ("name",))
         name, template = w["name"], w.get("template", w["name"])
         plain_name(name, f"{p}.name")
-        if not isinstance(template, str) or template not in fio.WORKLOADS:
+        if workloads.find(template) is None:
             fail(f"{p}.template" if "template" in w else f"{p}.name",
-                  f"unknown workload template {template!r}; choose one of {', '.join(sorted(fio.WORKLOADS))}")
+                  f"unknown workload template {template!r}; choose one of {', '.join(workloads.names())}")
         if name in names:
             fail(f"{p}.name", f"duplicate workload name {name!r}")
         names.add(name)
-        overrides = fio_overrides(mapping(w.get("overrides", {}), f"{p}.overrides", sorted(fio.WORKLOADS[template])),
+        overrides = fio_overrides(mapping(w.get("overrides", {}), f"{p}.overrides", sorted(workloads.get(template).defaults)),
                                   f"{p}.overrides")
         for k in overrides:
             if k in ("filename", "size"):
