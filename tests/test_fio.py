@@ -259,3 +259,15 @@ def test_run_fio_unusable_job(tmp_path):
 def test_logs_dir_empty(tmp_path):
     assert parse_fio_logs_dir(tmp_path).empty
     assert isinstance(parse_fio_logs_dir(tmp_path), pd.DataFrame)
+
+
+def test_the_workload_records_keep_what_names_used_to_say():
+    """The registry replaced a tuple of read-only templates, a SEQUENTIAL set and the judged
+    metric's `startswith("seq")`: each record says the same for the shipped workloads."""
+    from zbench_lib.measure.workloads import by_name
+    ws = by_name()
+    assert {n for n, w in ws.items() if w.reads_only} == {"randread", "seqread"}
+    assert {n for n, w in ws.items() if w.reads} == {"randread", "seqread", "mixed"}
+    assert {n for n, w in ws.items() if w.sequential} == {"seqwrite", "seqread", "fsync-heavy"}
+    assert all(w.metric == ("bw_bytes_s" if n.startswith("seq") else "iops") for n, w in ws.items())
+    assert [n for n, w in ws.items() if w.rwmix] == ["mixed"]

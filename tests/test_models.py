@@ -3,7 +3,8 @@
 import pytest
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.zfs.models import (predicted_random_read_iops, raidz_asize, raidz_data_columns,
+from zbench_lib.zfs.families.raidz import raidz_asize, raidz_data_columns
+from zbench_lib.zfs.models import (predicted_random_read_iops,
                                    space_efficiency, space_table, zfs_charged_bytes)
 
 K = 1024

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from zbench_lib.measure import fio, workloads
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.zfs.layouts import FAMILIES
+from zbench_lib.zfs import families
 from zbench_lib.sweeps.spec_host import parse_host, zfs_release
 from zbench_lib.sweeps.spec_faults import parse_faults
 from zbench_lib.sweeps.spec_pool import POOL_SETTING_FACTORS, check_pool_factors, check_pool_setting
@@ -140,10 +140,10 @@ def _layout_value(v, p: str) -> dict:
     mapping(v, p, ("family", "width", "vdevs", "data", "spares"), ("family",))
     if v["family"] == RAW:
         v = raw_layout(v, p)            # the family alone: what follows adds nothing to it
-    elif not isinstance(v["family"], str) or v["family"] not in FAMILIES:
-        fail(p, f"unknown layout family {v['family']!r}; expected one of {', '.join(FAMILIES)}, raw")
-    for k in ("data", "spares"):        # dRAID: data disks per group, distributed spares
-        if k in v and not v["family"].startswith("draid"):
+    elif not isinstance(v["family"], str) or v["family"] not in families.names():
+        fail(p, f"unknown layout family {v['family']!r}; expected one of {', '.join(families.names())}, raw")
+    for k in ("data", "spares"):        # dRAID's own keys: data disks per group, distributed spares
+        if k in v and k not in families.get(v["family"]).spec_keys:
             fail(f"{p}.{k}", f"applies only to dRAID (draid1/2/3), not {v['family']}")
     return {"family": v["family"], **{k: integer(v[k], f"{p}.{k}", 1, 1024) for k in ("width", "vdevs") if k in v},
             **({"data": integer(v["data"], f"{p}.data", 1, 255)} if "data" in v else {}),
@@ -212,8 +212,8 @@ def _workloads(items, target: dict, factors: dict) -> tuple:
         if name in names:
             fail(f"{p}.name", f"duplicate workload name {name!r}")
         names.add(name)
-        overrides = fio_overrides(mapping(w.get("overrides", {}), f"{p}.overrides", sorted(workloads.get(template).defaults)),
-                                  f"{p}.overrides")
+        known = sorted(workloads.get(template).defaults)
+        overrides = fio_overrides(mapping(w.get("overrides", {}), f"{p}.overrides", known), f"{p}.overrides")
         for k in overrides:
             if k in ("filename", "size"):
                 fail(f"{p}.overrides.{k}", "is set by the sweep from the target, not per workload")

@@ -56,8 +56,8 @@ def _parse_load(v) -> dict | None:
     mapping(v, path, ("name", "overrides"), ("name",))
     if workloads.find(v["name"]) is None:
         fail(f"{path}.name", f"unknown workload {v['name']!r}; choose one of {', '.join(workloads.names())}")
-    overrides = fio_overrides(mapping(v.get("overrides", {}), f"{path}.overrides", sorted(workloads.get(v["name"]).defaults)),
-                              f"{path}.overrides")
+    known = sorted(workloads.get(v["name"]).defaults)
+    overrides = fio_overrides(mapping(v.get("overrides", {}), f"{path}.overrides", known), f"{path}.overrides")
     for k in overrides:
         if k in LOAD_SET_BY_RESILVER:
             fail(f"{path}.overrides.{k}", "is set by the resilver (the load runs on the pool's target until "
