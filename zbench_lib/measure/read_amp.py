@@ -18,7 +18,7 @@ data columns of a random block only (parity is not read), but sequential reads a
 aggregated by the vdev queue across the small gaps between neighbouring blocks
 (zfs_vdev_read_gap_limit, 32K), so they may read the parity and padding sectors
 lying in between: up to the allocation ratio asize/psize of the block
-(zfs.models.raidz_asize), e.g. 9/4 for 16K blocks on raidz2 of 4 at ashift 12. The scaling example bears
+(zfs.families.raidz.raidz_asize), e.g. 9/4 for 16K blocks on raidz2 of 4 at ashift 12. The scaling example bears
 this out: 4k random reads of 16K blocks read 3.5-3.9x fio's bytes on every layout, and
 its 1M sequential reads 0.93-1.17x when nothing went wrong, against 1.3-2.9x in the
 slower runs of the same cells (prefetched blocks read again by the demand reads).

@@ -10,7 +10,7 @@ Need of a target, in the deflated bytes that ``zfs`` accounts in:
 - a zvol is thick (no ``-s``): its refreservation is what libzfs computes
   (``zvol_volsize_to_reservation``): the data blocks scaled by the raidz allocation of
   a volblocksize block against a 128K one (``volsize_from_vdevs``, via
-  ``models.raidz_asize``; stripes and mirrors count volsize), times ``copies``, plus
+  ``families.raidz.raidz_asize``; stripes and mirrors count volsize), times ``copies``, plus
   the indirect blocks as 128K each (times copies + 1, at most 3). Prefill and fio
   write inside that reservation, so they add nothing. Checked against the examples'
   read-back ``used`` (8 of 8 targets exact to the MiB).
