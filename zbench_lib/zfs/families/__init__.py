@@ -134,7 +134,7 @@ class Family:
     def charged_bytes(self, psize: int, width: int, ashift: int) -> int:
         raise ConfigError(f"{self.name}: no space model")
 
-    def random_read_iops(self, width: int, vdevs: int, disk_iops: float, volblocksize: int,  # noqa: PLR0913 (the model's inputs)
+    def random_read_iops(self, width: int, vdevs: int, disk_iops: float, volblocksize: int,
                          ashift: int, count_parity: bool) -> float:
         raise ConfigError(f"{self.name}: no IOPS model")
 

@@ -62,7 +62,7 @@ class DRaid(Family):
     def charged_bytes(self, psize: int, width: int, ashift: int) -> int:
         return self.data_disks_of(width)
 
-    def random_read_iops(self, width, vdevs, disk_iops, volblocksize, ashift, count_parity) -> float:  # noqa: PLR0913 (the model's inputs)
+    def random_read_iops(self, width, vdevs, disk_iops, volblocksize, ashift, count_parity) -> float:
         return self.data_disks_of(width, vdevs)
 
 

@@ -79,7 +79,7 @@ class RaidZ(Family):
         ratio = (1 << 17) // (raidz_asize(1 << 17, ashift, width, self.parity) >> 9)
         return (raidz_asize(psize, ashift, width, self.parity) >> 9) * ratio
 
-    def random_read_iops(self, width, vdevs, disk_iops, volblocksize, ashift, count_parity) -> float:  # noqa: PLR0913 (the model's inputs)
+    def random_read_iops(self, width, vdevs, disk_iops, volblocksize, ashift, count_parity) -> float:
         """Each read occupies the disks it touches (its data columns, plus the parity ones when
         `count_parity`), and the vdev's disks serve reads independently: disk_iops · width / touched
         per vdev (zfs/models.py: predicted_random_read_iops)."""

@@ -45,7 +45,7 @@ class Stripe(Family):
     def charged_bytes(self, psize: int, width: int, ashift: int) -> int:
         return sector_round(psize, ashift)
 
-    def random_read_iops(self, width, vdevs, disk_iops, volblocksize, ashift, count_parity) -> float:  # noqa: PLR0913 (the model's inputs)
+    def random_read_iops(self, width, vdevs, disk_iops, volblocksize, ashift, count_parity) -> float:
         self.data_disks_of(width, vdevs)               # validates width and vdevs
         return float(disk_iops * width * vdevs)        # each block lives on one disk
 
