@@ -10,6 +10,8 @@ with a linear drift of 0, 5, 10 or 20% across the window (the rate goes from 1 -
   TXG bursts  the lab's random writes: a base rate with bursts of 1.8x it lasting 1-3 s,
               the gaps between bursts drawn from those measured in the example sweeps
               (2-16 s, mostly 4-5 s); Poisson counts
+  burst freq  TXG bursts whose base level stays put while the bursts grow more frequent: the
+              whole rate drifts d, the base level does not (what the level test cannot see)
   stall C s   a write the throttle stalls: all of a cycle's I/O in a burst of a quarter of
               the cycle, then nothing; cycles of C +- 2 s (10, 17 and 28 s were seen)
   lab: ...    real series of the example sweeps, resampled in blocks of 5 s (steady by
@@ -89,6 +91,23 @@ def txg_bursts(rng, sims, n, rate, drift):
     profile = np.where(_mark(sims, n, starts, rng.choice(b, size=(sims, k), p=bp)), BURST_GAIN, 1.0)
     level = 1 + (BURST_GAIN - 1) * (b * bp).sum() / (g * gp).sum()
     return rng.poisson(rate * profile / level * _drift(n, drift))
+
+
+def burst_freq(rng, sims, n, rate, drift):
+    """TXG bursts on a flat base; the rate drifts by bursts growing more frequent: burst starts
+    twice as dense as measured, each kept with a probability that rises across the window so
+    the mean rate goes from about 1 - d/2 to 1 + d/2 of its mean."""
+    g, gp = np.array(list(GAPS)), np.array(list(GAPS.values()), float) / sum(GAPS.values())
+    b, bp = np.array(list(BURSTS)), np.array(list(BURSTS.values()), float) / sum(BURSTS.values())
+    g = np.maximum(1, g // 2)
+    k = int(n / (g * gp).sum() * 3) + 4
+    starts = _renewal(rng, sims, n, rng.choice(g, size=(sims, k), p=gp))
+    share = 0.5 * (b * bp).sum() / (g * gp).sum()           # burst seconds kept at half the starts
+    level = 1 + (BURST_GAIN - 1) * share
+    keep = 0.5 * (1 + drift * level / ((BURST_GAIN - 1) * share) * ((np.clip(starts, 0, n - 1) + 0.5) / n - 0.5))
+    lengths = np.where(rng.random(starts.shape) < keep, rng.choice(b, size=(sims, k), p=bp), 0)
+    profile = np.where(_mark(sims, n, starts, lengths), BURST_GAIN, 1.0)
+    return rng.poisson(rate * profile / level)
 
 
 def stalls(cycle):
@@ -245,6 +264,7 @@ def main(argv=None) -> int:
     rows = [("reads", reads, None, w, r) for w in (10, 15, 60) for r in (50, 100, 200, 1000)]
     rows += [("TXG bursts", txg_bursts, TXG_PERIOD_S, w, r) for w in (30, 60, 150) for r in (50, 100, 200, 1000)]
     rows += [("TXG bursts", txg_bursts, TXG_PERIOD_S, 600, 100)]     # how long a window 10% needs
+    rows += [("burst freq", burst_freq, TXG_PERIOD_S, w, 100) for w in (30, 150)]
     rows += [(f"stall {c} s", stalls(c), TXG_PERIOD_S, w, 100) for c in (10, 17, 28) for w in (60, 150)]
     df = None
     if not args.no_examples and (args.examples / STUDIES[0] / "raw.tar.xz").exists():

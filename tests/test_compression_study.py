@@ -25,8 +25,11 @@ from zbench_lib.hosts.node import Node
 from zbench_lib.measure import truth
 from zbench_lib.measure.runner import RunResult
 from zbench_lib.sweeps import run_loop
-from zbench_lib.sweeps.executor import _context, _schedule, run_target
+from zbench_lib.sweeps.executor import _schedule, run_target
 from zbench_lib.sweeps.plan import expand
+from zbench_lib.sweeps.pool_request import PoolRequest, Target
+from zbench_lib.sweeps.surface import FioTarget, Site
+from zbench_lib.sweeps.zfs_surfaces import pool_context
 from zbench_lib.sweeps.spec import parse_spec
 from zbench_lib.sweeps.store import Store
 from zbench_lib.zfs.pools import TargetInfo
@@ -92,19 +95,20 @@ def study(tmp_path, monkeypatch):
     plan = expand(parse_spec(text, name="compression"))
     store = Store.create(tmp_path, text, plan, sweep_id="compression")
     host = SimpleNamespace(name="fake", run=lambda argv, check=True: SimpleNamespace(stdout="5"))
-    pool = SimpleNamespace(status=lambda: {"scan": "none", "capacity_pct": 30, "fragmentation_pct": 1})
+    pool = SimpleNamespace(name="zb", status=lambda: {"scan": "none", "capacity_pct": 30, "fragmentation_pct": 1})
     rows, seen = [], []
     sched = _schedule(plan, store, fake_parse)
     for t in plan.targets:
         tinfo = TargetInfo(Dataset(t["target_id"]), f"zb/{t['target_id']}-{t['compression']}", "/zb/f.data",
                            {"compression": t["compression"], "primarycache": "metadata"}, {})
         node = Node(host=host, data_devices=(), extra_devices=(), owned=False)
-        ctx = _context(node, pool, tinfo, t, "hdd", {"compressratio": RATIO[t["compression"]]})
+        ctx = pool_context(node, pool, tinfo, Target.from_dict(t), "hdd", {"compressratio": RATIO[t["compression"]]})
+        request = PoolRequest.from_plan(plan, next(p for p in plan.pools if p["pool_id"] == t["pool_id"]))
+        site = Site(request, node, store, (), "/var/tmp/zb", pool, "hdd", {})
+        fio_target = FioTarget(tinfo.path, ctx["file_bytes"], tinfo.full_name, ctx, meta={})
 
-        def one(run, tinfo=tinfo, ctx=ctx):
-            got, seconds = run_loop.measured_run(host, store, plan, run, pool="zb", target=tinfo.path,
-                                                 target_name=tinfo.full_name, devices=[], ctx=ctx,
-                                                 work_dir="/var/tmp/zb", progress=False, meta={})
+        def one(run, fio_target=fio_target, site=site):
+            got, seconds = run_loop.measured_run(site, fio_target, plan, run)
             rows.extend(got)
             seen.append(json.loads((store.path / "raw" / run.run_id).glob("attempt-*").__next__()
                                    .joinpath("run.json").read_text())["context"])

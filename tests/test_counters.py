@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zbench_lib.measure.counters import (arc_delta, cpu_percent, diskstats_rates, parse_cpu_stat, parse_diskstats,
-                                 parse_kstat, parse_sampler_dir, parse_txgs, parse_zpool_iostat,
-                                 sampler_argv, sampler_script, split_snapshots)
+from zbench_lib.measure.counters import parse_sampler_dir, sampler_argv, sampler_script, split_snapshots
+from zbench_lib.measure.procstats import cpu_percent, diskstats_rates, parse_cpu_stat, parse_diskstats
+from zbench_lib.zfs.zfsstats import arc_delta, parse_kstat, parse_txgs, parse_zpool_iostat
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.zfs.zfsstats import ZPOOL_LATENCY
 

@@ -24,6 +24,7 @@ from zbench_lib.core.events import event_name
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.sweeps.executor import _schedule
 from zbench_lib.sweeps.plan import expand
+from zbench_lib.sweeps.pool_request import Target
 from zbench_lib.sweeps.publish import unpack_raw
 from zbench_lib.sweeps.spec import parse_spec
 from zbench_lib.sweeps.store import Store
@@ -94,24 +95,29 @@ class Recorder:
         self.events.append({"event": event_name(event).value, **fields})
 
 
-def _target(plan, cached: bool) -> dict:
+def _target(plan, cached: bool) -> Target:
     pools = {p["pool_id"]: p for p in plan.pools}
-    return next(t for t in plan.targets if (pools[t["pool_id"]]["layout"]["cache"] > 0) == cached)
+    return Target.from_dict(next(t for t in plan.targets if (pools[t["pool_id"]]["layout"]["cache"] > 0) == cached))
+
+
+def _declared(spec) -> dict | None:
+    return (spec.warmup or {}).get("l2arc")
 
 
 def test_a_target_on_a_pool_with_cache_devices_is_warmed_and_recorded():
     plan = expand(parse_spec(spec_text()))
     host, store = FakeArcHost([0, 80 * MiB, 170 * MiB]), Recorder()
     pool, tinfo = on_pool(host), SimpleNamespace(path="/zb/p02-t01/fio.data")
-    rec = warm_target(plan.spec, store, pool, tinfo, _target(plan, True), ["/dev/vdc"], {"compressratio": 1.0})
+    rec = warm_target(_declared(plan.spec), store, pool, tinfo, _target(plan, True), ["/dev/vdc"],
+                      {"compressratio": 1.0})
     assert rec["stopped"] == "reached" and rec["target_bytes"] == 192 * MiB and rec["direct"] is False
     (event,) = store.events
-    assert event["event"] == "l2arc warmed" and event["target_id"] == _target(plan, True)["target_id"]
+    assert event["event"] == "l2arc warmed" and event["target_id"] == _target(plan, True).target_id
     assert event["goal_bytes"] == int(0.8 * 192 * MiB) and event["chunks"] == 2
     # no cache device, or no declaration: nothing read, nothing recorded
     for spec, caches in ((plan.spec, []), (parse_spec(spec_text(warmup=None)), ["/dev/vdc"])):
         idle = FakeArcHost([0])
-        assert warm_target(spec, store, on_pool(idle), tinfo, _target(plan, True), caches, {}) is None
+        assert warm_target(_declared(spec), store, on_pool(idle), tinfo, _target(plan, True), caches, {}) is None
         assert idle.calls == [] and len(store.events) == 1
 
 
@@ -121,8 +127,8 @@ def test_a_zvol_is_read_with_o_direct():
                 factors={"layout": ["stripe"], "disks": [1], "cache": [1], "volblocksize": ["16k"]})
     plan = expand(parse_spec(yaml.safe_dump(text)))
     host = FakeArcHost([0, 170 * MiB])
-    rec = warm_target(plan.spec, Recorder(), on_pool(host), SimpleNamespace(path="/dev/zvol/zb/t"),
-                      plan.targets[0], ["/dev/vdc"], {})
+    rec = warm_target(_declared(plan.spec), Recorder(), on_pool(host), SimpleNamespace(path="/dev/zvol/zb/t"),
+                      Target.from_dict(plan.targets[0]), ["/dev/vdc"], {})
     assert rec["direct"] is True and all("--direct=1" in c for c in host.calls if "fio" in c)
 
 
@@ -134,8 +140,8 @@ def test_a_resumed_target_is_warmed_again_on_its_new_pool(tmp_path):
     target = _target(plan, True)
     store = Store.create(tmp_path, text, plan, sweep_id="warm")
     pool, tinfo = on_pool(FakeArcHost([0, 170 * MiB])), SimpleNamespace(path="/zb/a/fio.data")
-    warm_target(plan.spec, store, pool, tinfo, target, ["/dev/vdc"], {})
-    first = next(r for r in plan.runs if r.target_id == target["target_id"])
+    warm_target(_declared(plan.spec), store, pool, tinfo, target, ["/dev/vdc"], {})
+    first = next(r for r in plan.runs if r.target_id == target.target_id)
     attempt = store.begin_attempt(first.run_id)
     (attempt / "fio.json").write_text("{}")
     store.complete_attempt(first.run_id, attempt, plan.run_meta(first))
@@ -143,12 +149,12 @@ def test_a_resumed_target_is_warmed_again_on_its_new_pool(tmp_path):
 
     resumed = Store.resume(tmp_path / "warm", text, plan)
     sched = _schedule(plan, resumed, lambda path, meta: [{"direction": "read", "iops": 1.0, "flagged": False}])
-    assert sched.has_work(target["target_id"]) and sched.done_count == 1
+    assert sched.has_work(target.target_id) and sched.done_count == 1
     again = FakeArcHost([5 * MiB, 170 * MiB])           # a new pool: its cache starts cold
-    rec = warm_target(plan.spec, resumed, on_pool(again), tinfo, target, ["/dev/vdc"], {})
+    rec = warm_target(_declared(plan.spec), resumed, on_pool(again), tinfo, target, ["/dev/vdc"], {})
     assert again.fio_runtimes() == [5] and rec["l2_size_before"] == 5 * MiB
     warmed = [e for e in resumed.events() if e["event"] == "l2arc warmed"]
-    assert [e["target_id"] for e in warmed] == [target["target_id"]] * 2
+    assert [e["target_id"] for e in warmed] == [target.target_id] * 2
     resumed.close()
 
 

@@ -107,3 +107,13 @@ def test_in_a_real_kernel_the_displayed_chart_is_updated_in_place(tmp_path):
     data = figs[0]["data"]["application/vnd.plotly.v1+json"]["data"]
     assert data[1]["y"] == [400.0, 420.0, 800.0, 790.0]
     assert data[2]["name"] == "c2-r02"
+
+
+def test_the_kernels_ipc_sockets_go_to_the_runtime_directory_not_the_working_directory(tmp_path, monkeypatch):
+    """A kernel killed with its sweep leaves its sockets behind: never in the user's project."""
+    from jupyter_core.paths import jupyter_runtime_dir
+    from zbench_lib.sweeps.notebook import ipc_kernel_manager
+    monkeypatch.chdir(tmp_path)
+    km = ipc_kernel_manager()()
+    assert km.transport == "ipc"
+    assert Path(km.ip).is_absolute() and Path(km.ip).parent == Path(jupyter_runtime_dir())

@@ -27,6 +27,7 @@ from zbench_lib.hosts.node import DEVICE_CONTROL, EMULATED_DISKS, Node
 from zbench_lib.hosts.resolve import capabilities_of
 from zbench_lib.sweeps import faults as faults_mod
 from zbench_lib.sweeps.faults import CRAWL, FaultInjector
+from zbench_lib.sweeps.pool_request import PoolRequest
 from zbench_lib.sweeps.pool_setup import pool_setup
 from zbench_lib.zfs.layouts import Layout
 
@@ -203,11 +204,17 @@ def test_a_disk_an_interrupted_sweep_left_unplugged_is_plugged_back_and_no_other
 
 # --- disk models through the control ------------------------------------------------------------
 
+def _request(pool_id: str, settings: dict | None = None) -> PoolRequest:
+    """A mirror's pool request, with no target: what pool_setup reads of one is its id and settings."""
+    return PoolRequest(pool_id, "mirror(2)", Layout("mirror", 2), replicate=1, block=1, fill="none", targets=(),
+                       settings=settings)
+
+
 def test_disk_models_are_set_read_back_and_put_back_through_the_control():
     control, store = FakeControl(), Events()
     control.throttles[DISKS[0]] = {**UNTHROTTLED, "iops": 7}
-    pool = {"pool_id": "p1", "settings": {"model": "sata-ssd"}}
-    with pool_setup(pool, Layout("mirror", 2), list(DISKS[:2]), _lab_node(control), store) as (model, readback):
+    pool = _request("p1", {"model": "sata-ssd"})
+    with pool_setup(pool, pool.layout, list(DISKS[:2]), _lab_node(control), store) as (model, readback):
         assert model == "sata-ssd" and readback == {"data_model_readback": "sata-ssd"}
         want = parse_model("sata-ssd").qmp_throttle_arguments()
         assert all(control.throttles[d] == want for d in DISKS[:2])
@@ -218,11 +225,11 @@ def test_disk_models_are_set_read_back_and_put_back_through_the_control():
 
 
 def test_disk_models_on_a_node_without_device_control_are_refused_before_the_pool():
-    pool = {"pool_id": "p1", "settings": {"model": "sata-ssd"}}
+    pool = _request("p1", {"model": "sata-ssd"})
     with pytest.raises(ConfigError, match="^disk models as factors needs device_control"):
-        with pool_setup(pool, Layout("mirror", 2), ["/dev/sdb", "/dev/sdc"], _real_node(), Events()):
+        with pool_setup(pool, pool.layout, ["/dev/sdb", "/dev/sdc"], _real_node(), Events()):
             pass
-    with pool_setup({"pool_id": "p2"}, Layout("mirror", 2), ["/dev/sdb", "/dev/sdc"], _real_node(),
+    with pool_setup(_request("p2"), pool.layout, ["/dev/sdb", "/dev/sdc"], _real_node(),
                     Events()) as (model, readback):          # no model factor: nothing asked of the disks
         assert model is None and readback == {}
 

@@ -18,10 +18,12 @@ from zbench_lib.hosts.node import Node
 from zbench_lib.measure import truth
 from zbench_lib.measure.device_health import device_lost
 from zbench_lib.measure.runner import _devices_present
-from zbench_lib.sweeps import raw_surface
-from zbench_lib.sweeps.executor import _schedule
+from zbench_lib.sweeps import executor
+from zbench_lib.sweeps.executor import _run_pool, _schedule
+from zbench_lib.sweeps.faults import FaultInjector
 from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.raw_surface import check_region, raw_context, raw_disks, run_raw_pool
+from zbench_lib.sweeps.pool_request import PoolRequest
+from zbench_lib.sweeps.raw_surface import check_region, raw_context, raw_disks
 from zbench_lib.sweeps.spec import load_spec
 from zbench_lib.sweeps.store import Store
 from zbench_lib.zfs.models import has_model, predicted_random_read_iops
@@ -192,16 +194,23 @@ def _setup(tmp_path, monkeypatch, fail=False):
     sched = _schedule(plan, store, _parse)
     calls = []
 
-    def fake_run(host, store, plan, run, **kw):
-        calls.append(kw)
+    def fake_run(site, fio_target, plan, run):
+        calls.append((site, fio_target))
         if fail:
-            raise CommandError(host.name, ["fio"], 1, "fio: device gone")
+            raise CommandError(site.host.name, ["fio"], 1, "fio: device gone")
         attempt = store.begin_attempt(run.run_id)
-        store.complete_attempt(run.run_id, attempt, {**plan.run_meta(run), **kw["meta"]})
+        store.complete_attempt(run.run_id, attempt, {**plan.run_meta(run), **fio_target.meta})
         return _parse(attempt, {}), 3.0
 
-    monkeypatch.setattr(raw_surface, "measured_run", fake_run)
+    monkeypatch.setattr(executor, "measured_run", fake_run)
     return plan, store, sched, calls
+
+
+def _run_raw_pool(plan, store, sched, node) -> float:
+    """The executor's loop on the plan's raw pool (no faults: a raw sweep refuses them)."""
+    request = next(PoolRequest.from_plan(plan, p) for p in plan.pools if p.get("kind") == "raw")
+    assert not request.pooled
+    return _run_pool(request, node, store, sched, FaultInjector(None, store, node), False, None)
 
 
 def _fake_node(host, disks) -> Node:
@@ -211,14 +220,14 @@ def _fake_node(host, disks) -> Node:
 
 def test_a_raw_pool_checks_reads_back_prefills_measures_bare_and_wipes(tmp_path, monkeypatch):
     plan, store, sched, calls = _setup(tmp_path, monkeypatch)
-    p = next(pl for pl in plan.pools if pl.get("kind") == "raw")
     host = FakeHost()
-    secs = run_raw_pool(plan.spec, plan, store, sched, p, _fake_node(host, DISKS), None, False, None)
+    secs = _run_raw_pool(plan, store, sched, _fake_node(host, DISKS))
     assert secs == 3.0 and len(calls) == 1
-    kw = calls[0]
-    assert kw["pool"] == "" and kw["target"] == DISKS[:2] and kw["target_name"] is None
-    assert kw["devices"] == DISKS[:2] and kw["meta"]["pool"] is None
-    ctx = kw["ctx"]
+    site, fio_target = calls[0]
+    assert site.pool is None and fio_target.path == tuple(DISKS[:2]) and fio_target.target_name is None
+    assert site.devices == tuple(DISKS[:2]) and fio_target.meta["pool"] is None
+    assert fio_target.meta["raw_devices"] == DISKS[:2] and fio_target.size_bytes == 2 * 128 * MiB
+    ctx = fio_target.context
     assert ctx["surface"] == "raw" and ctx["file_bytes"] == 2 * 128 * MiB and ctx["block_bytes"] == 512
     assert ctx["cache"] == "cold" and ctx["data_device_count"] == 2 and ctx["space"]["prefill_bytes"] == 2 * 128 * MiB
     ev = [e["event"] for e in store.events()]
@@ -242,7 +251,7 @@ def test_a_failed_run_still_wipes_the_disks(tmp_path, monkeypatch):
     p = next(pl for pl in plan.pools if pl.get("kind") == "raw")
     host = FakeHost()
     with pytest.raises(CommandError, match="device gone"):
-        run_raw_pool(plan.spec, plan, store, sched, p, _fake_node(host, DISKS), None, False, None)
+        _run_raw_pool(plan, store, sched, _fake_node(host, DISKS))
     fio = next(i for i, c in enumerate(host.calls) if c[:1] == ["fio"])
     assert len([c for c in host.calls[fio:] if c[:1] == ["wipefs"]]) == 2
     work_dir = next(e for e in store.events() if e["event"] == "raw devices checking")["work_dir"]
@@ -250,16 +259,15 @@ def test_a_failed_run_still_wipes_the_disks(tmp_path, monkeypatch):
     assert "raw devices wiped" not in [e["event"] for e in store.events()]
     # a resumed session stops what the interrupted one left under its work directory first
     again = FakeHost()
-    run_raw_pool(plan.spec, plan, store, sched, p, _fake_node(again, DISKS), None, False, None)
+    _run_raw_pool(plan, store, sched, _fake_node(again, DISKS))
     assert again.calls[:2] == [["pkill", "-TERM", "-f", f"{work_dir}/"], ["rm", "-rf", work_dir]]
 
 
 def test_a_host_with_fewer_data_disks_than_the_cell_is_refused_before_a_command(tmp_path, monkeypatch):
     plan, store, sched, _ = _setup(tmp_path, monkeypatch)
-    p = next(pl for pl in plan.pools if pl.get("kind") == "raw")
     host = FakeHost()
     with pytest.raises(ConfigError, match=r"raw\(2\) needs 2 data disks, the host gave 1"):
-        run_raw_pool(plan.spec, plan, store, sched, p, _fake_node(host, DISKS[:1]), None, False, None)
+        _run_raw_pool(plan, store, sched, _fake_node(host, DISKS[:1]))
     assert host.calls == []
 
 

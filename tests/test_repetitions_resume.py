@@ -39,7 +39,7 @@ def parse_run(attempt_dir, meta):
 
 
 class FakeRunner:
-    """What `_one_run` does, with values from `value(run)`; `crash(run)` cuts a run off mid-way."""
+    """What `run_loop.measured_run` does, with values from `value(run)`; `crash(run)` cuts a run off mid-way."""
 
     def __init__(self, store, plan, value, crash=lambda run: False):
         self.store, self.plan, self.value, self.crash, self.log = store, plan, value, crash, []

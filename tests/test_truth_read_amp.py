@@ -109,11 +109,13 @@ def test_scaling_example_sequential_reads_that_read_twice_are_flagged(scaling_ru
     assert all(seq[r]["read_amplification"] < 1.15 for r in set(seq) - flagged)
     assert all("read_amplification" in seq[r]["described_flags"].split(",") and not seq[r]["flagged"]
                for r in flagged)
-    # The mirror's reads also speed up across their 15 s (10 -> 23 IOPS in the last seconds): eight of
+    # The mirror's reads also speed up across their 15 s (10 -> 23 IOPS in the last seconds): seven of
     # nine not steady (an OLS of the per-second IOPS, statsmodels: drifts +75..+115%, p <= 0.007; the
-    # ninth +62%, p 0.08). The stripe's runs are steady (p >= 0.07).
+    # eighth +62%, p 0.08; the ninth, pr1-r03, +99% but a step in its last 4 s: the line's residuals
+    # have a lag-1 autocorrelation of 0.57, which inflates the SE (methods §12), p 0.053). The
+    # stripe's runs are steady (p >= 0.07).
     drifting = {run for run, r in seq.items() if r["flag_not_steady"]}
-    assert drifting == {r for r in seq if r.startswith("c0fa769")} - {"c0fa769-pr3-r02"}
+    assert drifting == {r for r in seq if r.startswith("c0fa769")} - {"c0fa769-pr3-r02", "c0fa769-pr1-r03"}
 
 
 def test_scaling_example_random_reads_match_the_block_model(scaling_runs):

@@ -14,6 +14,7 @@ import doctest
 import numpy as np
 import pytest
 import statsmodels.api as sm
+from scipy import stats
 
 from zbench_lib.measure import steady
 from zbench_lib.measure.steady import (
@@ -91,26 +92,37 @@ def test_a_noise_free_line_drifts_exactly_what_it_was_built_with():
     assert steady_state([110, 105, 100, 95, 90])["slope_pct"] == pytest.approx(-25)
     # A write pulsing every 5 s whose level falls 10 per period, 6 periods: the whole-period means
     # are 110, 100, ..., 60 around 85: -60 across the window is -70.6% of the mean.
+    # The whole-rate test gives that; the level test (log counts, bursts modelled) the same fall on
+    # its own scale, clear and beyond 5%.
     falling = np.concatenate([PULSE_80 * (110 - 10 * k) / 80 for k in range(6)])
     got = steady_state(falling, txg_period_s=5)
-    assert got["round_s"] == 5 and got["slope_pct"] == pytest.approx(-60 / 85 * 100)
+    assert got["round_s"] == 5 and got["mean_slope_pct"] == pytest.approx(-60 / 85 * 100)
+    assert got["level_slope_pct"] < -50 and got["flag"] is True
     flat = steady_state(np.tile(PULSE_80, 6), txg_period_s=5)
     assert flat["flag"] is False and flat["slope_pct"] == pytest.approx(0, abs=1e-9) and flat["range_pct"] == 0
 
 
 def test_the_standard_error_is_ordinary_least_squares_on_the_round_means():
-    y = pulsed(np.random.default_rng(15), 90, drift=0.1)[0]
-    got = steady_state(y, txg_period_s=5)
-    rounds = y.reshape(got["rounds"], -1).mean(axis=1)            # 18 TXG periods: 9 rounds of 10 s
-    x = (np.arange(len(rounds)) + 0.5) / len(rounds)
-    ref = sm.OLS(rounds, sm.add_constant(x)).fit()                 # statsmodels OLS, the reference
-    assert got["round_s"] == 90 / got["rounds"] and got["round_s"] % 5 == 0
-    assert got["slope_pct"] == pytest.approx(100 * ref.params[1] / rounds.mean())
-    assert got["drift_se_pct"] == pytest.approx(100 * ref.bse[1] / rounds.mean())
-    assert got["p_value"] == pytest.approx(ref.pvalues[1])
-    lo, hi = got["drift_ci_pct"]
-    ci = 100 * ref.conf_int(alpha=ALPHA)[1] / rounds.mean()
-    assert (lo, hi) == pytest.approx(tuple(ci))
+    # A read (rounds of whole seconds, at most 15): statsmodels' OLS on the round means is the
+    # reference; its SE is inflated by sqrt((1 + r) / (1 - r)) for a positive lag-1 autocorrelation
+    # r of the OLS residuals (none when r <= 0), the p-value is the t test on that SE.
+    for seed in range(15, 25):
+        y = np.random.default_rng(seed).poisson(200 * (1 + 0.1 * (np.arange(90) / 90 - 0.5)))
+        got = steady_state(y)
+        rounds = y.reshape(got["rounds"], -1).mean(axis=1)          # 90 s: 15 rounds of 6 s
+        x = (np.arange(len(rounds)) + 0.5) / len(rounds)
+        ref = sm.OLS(rounds, sm.add_constant(x)).fit()               # statsmodels OLS, the reference
+        e = ref.resid
+        r = max(0.0, (e[1:] * e[:-1]).sum() / (e * e).sum())
+        se = ref.bse[1] * np.sqrt((1 + r) / (1 - r))
+        assert got["round_s"] == 6 and got["model"] == "rounds"
+        assert got["slope_pct"] == pytest.approx(100 * ref.params[1] / rounds.mean())
+        assert got["drift_se_pct"] == pytest.approx(100 * se / rounds.mean())
+        assert got["p_value"] == pytest.approx(2 * stats.t.sf(abs(ref.params[1]) / se, ref.df_resid))
+        if r == 0:
+            assert got["p_value"] == pytest.approx(ref.pvalues[1])
+            lo, hi = got["drift_ci_pct"]
+            assert (lo, hi) == pytest.approx(tuple(100 * ref.conf_int(alpha=ALPHA)[1] / rounds.mean()))
 
 
 def test_a_clear_drift_smaller_than_the_threshold_is_not_flagged():
@@ -148,8 +160,12 @@ def test_a_write_pulsing_with_its_own_cycle_is_judged_on_whole_cycles():
     assert got["pulse_period_s"] == 28 and got["round_s"] == 28 and got["rounds"] == 5
     assert got["flag"] is False                  # each round holds one whole cycle
     assert steady_state(y, txg_period_s=28)["flag"] is False
-    short = steady_state(y[:125], txg_period_s=5)                  # 4 cycles of 28 s
-    assert short["flag"] is None and short["reason"].startswith("too short to judge: 125 s hold 4 whole write pulses")
+    # 4 cycles of 28 s: too few whole pulses for the whole-rate test, but 25 TXG periods for the
+    # level test (the bursts' own level, stalls left out), which judges it alone at ALPHA.
+    short = steady_state(y[:125], txg_period_s=5)
+    assert short["flag"] is False and short["model"] == "level" and short["stall_share"] > 0.5
+    too_short = steady_state(y[:20], txg_period_s=5)["reason"]
+    assert too_short.startswith("too short to judge: 20 s hold 4 whole TXG periods")
 
 
 def test_a_pulsing_write_that_drifts_is_still_caught():
@@ -166,3 +182,63 @@ def test_a_drift_alone_is_no_pulse():
 
 def test_docstring_examples():
     assert doctest.testmod(steady).failed == 0
+
+
+# --- writes with TXG bursts: the level test (bursts and stalls modelled) -------------------------
+
+def txg_writes(rng, reps, secs=150, rate=100, drift=0.0, gain=1.8):
+    """Lab-like 4k random writes (methods §12, 'TXG bursts'): a base rate with bursts of `gain`
+    times it lasting 1-3 s, the gaps between bursts 2-8 s, Poisson counts; the whole rate
+    (base and bursts) drifts linearly by `drift` across the window."""
+    out = np.empty((reps, secs))
+    t = np.arange(secs)
+    for i in range(reps):
+        profile, s = np.ones(secs), -int(rng.integers(0, 8))
+        while s < secs:
+            s += int(rng.integers(2, 9))
+            profile[max(s, 0):max(s + int(rng.integers(1, 4)), 0)] = gain
+        out[i] = rng.poisson(rate * profile / profile.mean() * (1 + drift * ((t + 0.5) / secs - 0.5)))
+    return out
+
+
+def _rate(flags):
+    assert None not in flags
+    return float(np.mean(flags))
+
+
+def test_steady_txg_burst_writes_raise_at_most_their_share_of_false_alarms():
+    # 200 steady 150 s writes at 100 IOPS: the two tests at ALPHA / 2 each raise at most ALPHA
+    # together; allowed 2.5 binomial SEs above it (SE = sqrt(0.05 * 0.95 / 200) = 1.5%).
+    ys = txg_writes(np.random.default_rng(21), 200)
+    fa = _rate([steady_state(y, txg_period_s=5)["flag"] for y in ys])
+    assert fa <= ALPHA + 2.5 * np.sqrt(ALPHA * (1 - ALPHA) / 200)
+
+
+def test_txg_burst_writes_drifting_20pct_over_150_s_at_100_iops_are_flagged():
+    # The old rule (whole-pulse round means, the bursts in the noise) flagged about half of them
+    # (the calibration's 'TXG bursts 150 s 100 IOPS' row: 48.5%); the level test sees the drift on
+    # base seconds whose noise is Poisson's (10% a second at 100 IOPS): the calibration gives 100%.
+    # Required: 90%, 200 series (SE at 95%: 1.5%).
+    ys = txg_writes(np.random.default_rng(22), 200, drift=0.20)
+    got = [steady_state(y, txg_period_s=5) for y in ys]
+    assert _rate([g["flag"] for g in got]) >= 0.90
+    assert all(g["model"] == "level + rate" for g in got)
+    assert 15 < np.median([g["level_slope_pct"] for g in got]) < 25      # the drift built in, measured
+
+
+def test_txg_burst_writes_drifting_10pct_over_150_s_at_100_iops_are_mostly_flagged():
+    # The issue's target, 80% power at a 10% drift: the calibration gives about 80% for this row
+    # (old rule: 19%). Required: 70%, 200 series (3 binomial SEs of 2.8% under 80%).
+    ys = txg_writes(np.random.default_rng(23), 200, drift=0.10)
+    assert _rate([steady_state(y, txg_period_s=5)["flag"] for y in ys]) >= 0.70
+
+
+def test_the_level_test_is_blind_to_bursts_growing_more_frequent():
+    # A flat base whose bursts double in frequency across the window: the rate rises, the level does
+    # not. The level drift stays near 0; only the whole-rate test can see it (methods §12, Limits).
+    rng = np.random.default_rng(24)
+    t = np.arange(150)
+    burst = np.where(t < 75, t % 8 == 0, t % 4 == 0)
+    y = rng.poisson(np.where(burst, 180.0, 100.0))
+    got = steady_state(y, txg_period_s=5)
+    assert abs(got["level_slope_pct"]) < 5 and got["mean_slope_pct"] > 5

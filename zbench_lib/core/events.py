@@ -74,7 +74,7 @@ class Event(str, Enum):
     # a cell reached max_attempts short of them, once: the keys of repetitions done
     REPETITIONS_GAVE_UP = "repetitions gave up"
 
-    # -- pools, targets and surfaces (sweeps/executor.py, surfaces.py, warmup.py) ----------------------
+    # -- pools, targets and surfaces (sweeps/zfs_surfaces.py, raw_surface.py, warmup.py) -----------------
     # before zpool create (a crash's leftover is then known to be this sweep's): pool_id, pool
     POOL_CREATING = "pool creating"
     # the pool made: pool_id, pool, layout, topology, pool_replicate, block

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from zbench_lib.measure.procstats import cpu_percent, diskstats_rates, parse_cpu_stat, parse_diskstats  # noqa: F401
-from zbench_lib.zfs.zfsstats import arc_delta, parse_kstat, parse_txgs, parse_zpool_iostat  # noqa: F401
+from zbench_lib.measure.procstats import RATE_COLUMNS, cpu_percent, diskstats_counters, rate_arrays
+from zbench_lib.zfs.zfsstats import arc_delta, parse_txgs, parse_zpool_iostat
 
 TIDY = ["t_s", "layer", "device", "metric", "value"]
 SAMPLER_NICE = -10        # the sampler runs ahead of the load it observes (sampler_argv)
@@ -131,6 +131,24 @@ def _pairs(path: Path):
     return [(b[0], b[0] - a[0], a[2], b[2]) for a, b in zip(blocks, blocks[1:]) if b[0] > a[0]]
 
 
+def _disk_records(path: Path) -> list[tuple]:
+    """Tidy records of the iostat -x figures between consecutive diskstats snapshots, each
+    snapshot parsed once (a run's file holds one per second: this is most of a rebuild's time)."""
+    if not path.exists():
+        return []
+    blocks = split_snapshots(path.read_text(errors="replace"))
+    parsed = [(t, diskstats_counters(body)) for t, _, body in blocks]
+    records = []
+    for (t0, a), (t, b) in zip(parsed, parsed[1:]):
+        if t <= t0:
+            continue
+        devices, cols = rate_arrays(a, b, t - t0)
+        values = [cols[k].tolist() for k in RATE_COLUMNS[1:]]
+        records += [(t, "disk", dev, k, v[i]) for i, dev in enumerate(devices)
+                    for k, v in zip(RATE_COLUMNS[1:], values)]
+    return records
+
+
 def parse_sampler_dir(path) -> dict[str, pd.DataFrame]:
     """Tidy series from a sampler directory: keys disk, cpu, arc, zpool, txg.
 
@@ -141,13 +159,7 @@ def parse_sampler_dir(path) -> dict[str, pd.DataFrame]:
     """
     path = Path(path)
     out = {}
-    disk = []
-    for t, dt, a, b in _pairs(path / "diskstats.txt"):
-        rates = diskstats_rates(a, b, dt)
-        for rec in rates.to_dict("records"):
-            dev = rec.pop("device")
-            disk += [(t, "disk", dev, k, v) for k, v in rec.items()]
-    df = _tidy(disk)
+    df = _tidy(_disk_records(path / "diskstats.txt"))
     if not df.empty:
         busy = df[(df.metric.isin(["r_s", "w_s"])) & (df.value > 0)].device.unique()
         df = df[~df.device.str.match(r"^(loop|ram)\d") | df.device.isin(busy)].reset_index(drop=True)

@@ -10,6 +10,7 @@ imports a host (the report layer runs its notebooks through `execute_notebook` t
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
@@ -68,7 +69,21 @@ def ipc_kernel_manager():
         def _default_transport(self):
             return "ipc"
 
+        @default("ip")
+        def _default_ip(self):
+            # The sockets' path prefix. jupyter_client's default, "kernel-ipc", is relative to the
+            # working directory: a killed kernel left kernel-ipc-N sockets in the user's project.
+            return _ipc_prefix()
+
     return IPCKernelManager
+
+
+def _ipc_prefix() -> str:
+    """kernel-<pid> in jupyter's runtime directory (private to the user), where connection files go."""
+    from jupyter_core.paths import jupyter_runtime_dir
+    runtime = Path(jupyter_runtime_dir())
+    runtime.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return str(runtime / f"zbench-kernel-{os.getpid()}-ipc")
 
 
 def _kernel_log():

@@ -20,6 +20,7 @@ from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.hosts.node import DEVICE_CONTROL, Node
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.core.events import Event
+from zbench_lib.sweeps.pool_request import PoolRequest
 from zbench_lib.sweeps.spec_pool import ROLE_OF_MODEL, module_params
 from zbench_lib.zfs.module_params import ModuleParams, param_path, result_columns
 
@@ -31,9 +32,9 @@ def device_roles(layout, devices: list[str]) -> dict:
     return dict(zip(devices, roles))
 
 
-def _set_models(pool_rec, layout, devices, store, node: Node, before: dict) -> dict:
+def _set_models(request, layout, devices, store, node: Node, before: dict) -> dict:
     """Throttle each device of a role with a model factor; fills `before`; returns read-back columns."""
-    settings = pool_rec.get("settings") or {}
+    settings = request.settings or {}
     wanted = {role: settings[key] for key, role in ROLE_OF_MODEL.items() if key in settings}
     targets = {d: wanted[role] for d, role in device_roles(layout, devices).items() if role in wanted}
     if not targets:
@@ -48,25 +49,25 @@ def _set_models(pool_rec, layout, devices, store, node: Node, before: dict) -> d
         want = parse_model(model).qmp_throttle_arguments()
         if {k: got[disk].get(k) for k in want} != want:
             raise ZbenchError(f"lab disk {disk}: throttle read back {got[disk]}, set {want} ({model})")
-    store.record(Event.DISK_MODELS_SET, pool_id=pool_rec["pool_id"],
+    store.record(Event.DISK_MODELS_SET, pool_id=request.pool_id,
                  models={control.disk_id(d): m for d, m in targets.items()}, throttles=got)
     return {f"{role}_model_readback": model for role, model in wanted.items()}
 
 
 @contextlib.contextmanager
-def pool_setup(pool_rec: dict, layout, devices: list[str], node: Node, store):
-    """Apply a pool's settings; yields (data disk model name or None, read-back columns)."""
-    settings = pool_rec.get("settings") or {}
+def pool_setup(request: PoolRequest, layout, devices: list[str], node: Node, store):
+    """Apply a pool request's settings; yields (data disk model name or None, read-back columns)."""
+    settings = request.settings or {}
     before: dict = {}
     try:
-        readback = _set_models(pool_rec, layout, devices, store, node, before)
+        readback = _set_models(request, layout, devices, store, node, before)
         with ModuleParams(node.host, module_params(settings)) as params:
             if params.record:
-                store.record(Event.MODULE_PARAMETERS_SET, pool_id=pool_rec["pool_id"], params=params.record)
+                store.record(Event.MODULE_PARAMETERS_SET, pool_id=request.pool_id, params=params.record)
                 readback.update(result_columns(params.record))
             yield settings.get("model"), readback
         if params.record:
-            store.record(Event.MODULE_PARAMETERS_RESTORED, pool_id=pool_rec["pool_id"],
+            store.record(Event.MODULE_PARAMETERS_RESTORED, pool_id=request.pool_id,
                          params={k: v["before"] for k, v in params.record.items()})
     finally:
         for device, throttle in before.items():     # exactly the envelope it had, whatever happened

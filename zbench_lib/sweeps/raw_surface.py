@@ -1,7 +1,8 @@
-"""Raw disks as a sweep's pool (kind raw, ``raw_cells``): checked, measured bare, wiped.
+"""Raw disks (layout raw, ``raw_cells``): a surface over no pool, checked, measured bare, wiped.
 
-The executor calls ``run_raw_pool`` for such a pool instead of making a zpool. It touches
-exactly the first N data disks the host gave (never an extra disk), in this order:
+A pool request of raw disks stands on ``NoPool`` (the ``surface.Ground`` of no zpool) and its
+target is on ``RawSurface``; the executor runs them in the same loop as a zpool's targets. They
+touch exactly the first N data disks the host gave (never an extra disk), in this order:
 
 1. the pool's disk model, if a factor, is set around it (``pool_setup``, as for a pool);
 2. any fio still holding one of the disks is stopped: fio started over SSH outlives an
@@ -13,7 +14,7 @@ exactly the first N data disks the host gave (never an extra disk), in this orde
    imported pool, no foreign signature unless allowed);
 4. their read-back (size, queue settings; in the lab the QEMU throttle) is the event
    ``raw devices checked``, and the region must fit every disk before a byte is written;
-5. with fill whole, each disk's region is written once (``prefill.prefill_raw``);
+5. with fill whole, each disk's region is written once (``prefill.prefill_raw``: RawSurface.prepare);
 6. the runs: fio on the N disks at once (``filename=a:b:...``), no pool, no target name;
 7. on the way out, whatever happened, each disk is wiped (``RawDevice.wipe``: fio stopped,
    re-checked unused, ``wipefs -a``), so the next pool of the sweep starts clean. Only
@@ -29,10 +30,11 @@ from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.events import Event
 from zbench_lib.core.sizes import format_size
 from zbench_lib.hosts.node import Node
-from zbench_lib.sweeps.plan import pool_fill
+from zbench_lib.sweeps.pool_request import PoolRequest, Target
 from zbench_lib.sweeps.pool_setup import pool_setup
-from zbench_lib.sweeps.raw_cells import RawLayout
-from zbench_lib.sweeps.run_loop import measured_run, model_context, run_target
+from zbench_lib.sweeps.raw_cells import RAW
+from zbench_lib.sweeps.run_loop import model_context
+from zbench_lib.sweeps.surface import FioTarget, Site
 from zbench_lib.zfs.pools import REMOTE_WORK, new_pool_name
 from zbench_lib.zfs.prefill import prefill_raw
 from zbench_lib.zfs.raw_device import RawDevice, stop_fio_on
@@ -94,43 +96,52 @@ def raw_context(node: Node, model, disks: list, region: int, fill: dict, readbac
             "data_device_count": len(disks), "settings_readback": readback, **model_context(model)}
 
 
-def run_raw_pool(spec, plan, store, sched, p, node: Node, _faults, progress, overall) -> float:
-    """Check, measure and wipe the raw disks of pool record `p` (one replicate); seconds measured."""
-    host = node.host
-    layout = RawLayout(p["layout"]["disks"])
-    devices = list(node.data_devices[:layout.disks])   # data disks only, never an extra disk
-    if len(devices) < layout.disks:
-        raise ConfigError(f"{p['label']} needs {layout.disks} data disks, the host gave {len(devices)}")
-    _reclaim_work_dirs(host, store)
-    work_dir = f"{REMOTE_WORK}/{new_pool_name('raw-' + p['pool_id'])}"     # never another sweep's
-    store.record(Event.RAW_DEVICES_CHECKING, pool_id=p["pool_id"], devices=devices, work_dir=work_dir)
-    measure_s = 0.0
-    with pool_setup(p, layout, devices, node, store) as (pool_model, readback), \
-            raw_disks(host, devices, list(node.data_devices), owned=node.owned,
-                      allow_signatures=tuple(spec.allow_signatures or ())) as raws:
-        disks = [r.readback() for r in raws]
-        targets = [t for t in plan.targets if t["pool_id"] == p["pool_id"]]
-        check_region(disks, max(t["size_bytes"] for t in targets))
-        store.record(Event.RAW_DEVICES_CHECKED, pool_id=p["pool_id"], layout=p["label"], devices=disks,
-                     throttles=_throttles(node.control, devices), pool_replicate=p["pool_replicate"],
-                     block=next(i for i, b in enumerate(plan.blocks, 1) if p["pool_id"] in b))
-        host.run(["mkdir", "-p", work_dir])
-        try:
-            for t in [t for t in targets if sched.has_work(t["target_id"])]:
-                fill = {}
-                if pool_fill(spec, p) != "none":
-                    fill = prefill_raw(host, devices, t["size_bytes"], work_dir, progress)
-                    store.record(Event.PREFILLED, target_id=t["target_id"], **fill)
-                ctx = raw_context(node, pool_model or node.disk_model, disks, t["size_bytes"], fill, readback)
+class NoPool:
+    """The ground of a raw pool request: its data disks, checked, measured bare and wiped, no pool."""
 
-                def run_one(run, ctx=ctx):
-                    return measured_run(host, store, plan, run, pool="", target=devices, target_name=None,
-                                        devices=devices, ctx=ctx, work_dir=work_dir, progress=progress,
-                                        meta=dict(pool=None, target=None, target_properties={},
-                                                  raw_devices=devices))
-                measure_s += run_target(store, sched, t["target_id"], run_one, overall)
-        finally:
-            host.run(["pkill", "-TERM", "-f", f"{work_dir}/"], check=False, timeout=30)
-            host.run(["rm", "-rf", work_dir], check=False, timeout=60)
-    store.record(Event.RAW_DEVICES_WIPED, pool_id=p["pool_id"], devices=devices)
-    return measure_s
+    @contextlib.contextmanager
+    def open(self, request: PoolRequest, node: Node, store, progress: bool):
+        host, layout = node.host, request.layout
+        devices = list(node.data_devices[:layout.disks])   # data disks only, never an extra disk
+        if len(devices) < layout.disks:
+            raise ConfigError(f"{request.label} needs {layout.disks} data disks, the host gave {len(devices)}")
+        _reclaim_work_dirs(host, store)
+        work_dir = f"{REMOTE_WORK}/{new_pool_name('raw-' + request.pool_id)}"     # never another sweep's
+        store.record(Event.RAW_DEVICES_CHECKING, pool_id=request.pool_id, devices=devices, work_dir=work_dir)
+        with pool_setup(request, layout, devices, node, store) as (model, readback), \
+                raw_disks(host, devices, list(node.data_devices), owned=node.owned,
+                          allow_signatures=request.allow_signatures) as raws:
+            disks = [r.readback() for r in raws]
+            check_region(disks, max(t.size_bytes for t in request.targets))
+            store.record(Event.RAW_DEVICES_CHECKED, pool_id=request.pool_id, layout=request.label, devices=disks,
+                         throttles=_throttles(node.control, devices), pool_replicate=request.replicate,
+                         block=request.block)
+            host.run(["mkdir", "-p", work_dir])
+            try:
+                yield Site(request, node, store, tuple(devices), work_dir, None, model, readback, tuple(disks),
+                           progress=progress)
+            finally:
+                host.run(["pkill", "-TERM", "-f", f"{work_dir}/"], check=False, timeout=30)
+                host.run(["rm", "-rf", work_dir], check=False, timeout=60)
+        store.record(Event.RAW_DEVICES_WIPED, pool_id=request.pool_id, devices=devices)
+
+    def before_teardown(self, site: Site, faults, load_on: dict | None) -> None:
+        """Nothing: no pool to lose a disk from (a raw sweep refuses faults at load)."""
+
+
+class RawSurface:
+    """fio on the bare disks at once (``filename=a:b:...``), each over its region from offset 0."""
+    name = RAW
+
+    @contextlib.contextmanager
+    def prepare(self, site: Site, target: Target):
+        devices = list(site.devices)
+        fill = {}
+        if site.request.fill != "none":
+            fill = prefill_raw(site.host, devices, target.size_bytes, site.work_dir, site.progress)
+            site.store.record(Event.PREFILLED, target_id=target.target_id, **fill)
+        ctx = raw_context(site.node, site.model or site.node.disk_model, list(site.disks), target.size_bytes, fill,
+                          site.readback)
+        # no pool, no target name: nothing of ZFS to read back after a run
+        yield FioTarget(tuple(devices), ctx["file_bytes"], None, ctx,
+                        meta=dict(pool=None, target=None, target_properties={}, raw_devices=devices))

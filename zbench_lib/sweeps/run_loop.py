@@ -1,4 +1,4 @@
-"""A target's runs, one by one: shared by the pools' targets (executor) and raw disks (raw_surface).
+"""A target's runs, one by one, whatever its surface (the executor's loop).
 
 ``measured_run`` begins an attempt, runs fio with its counters (``measure.runner.measure``),
 completes the attempt with its meta.json, derives the run's rows from raw exactly as a
@@ -19,6 +19,7 @@ from zbench_lib.measure import workloads
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.runner import measure
 from zbench_lib.sweeps.plan import run_seconds
+from zbench_lib.sweeps.surface import FioTarget, Site
 
 
 def model_context(model: str | None) -> dict:
@@ -74,30 +75,34 @@ def run_target(store, sched, target_id: str, run_one, bar=None) -> float:
     return measure_s
 
 
-def measured_run(host, store, plan, run, *, pool: str, target, target_name: str | None, devices: list,  # noqa: PLR0913 (keyword-only: a run's description; debt, issue 28)
-                 ctx: dict, work_dir: str, progress: bool, meta: dict) -> tuple[list, float]:
-    """One attempt of `run` on `target` (a path, or the raw disks' list): (rows, seconds measured).
+def measured_run(site: Site, fio_target: FioTarget, plan, run) -> tuple[list, float]:
+    """One attempt of `run` on what a surface prepared (``surface.FioTarget``) on `site`: (rows, seconds measured).
 
-    `pool` is "" on raw disks (no zpool iostat, no pool health) and `target_name` None (no ZFS
-    properties to read back); `meta` adds what meta.json says of the pool and target."""
+    With no pool (raw disks) there is no zpool iostat or pool health, and with no target name no
+    ZFS property to read back; `fio_target.meta` adds what meta.json says of the pool and target."""
     cell = plan.cell(run.cell_id)
+    store = site.store
     attempt = store.begin_attempt(run.run_id)
     fio = dict(cell.get("fio") or {})
     for k in ("iodepth", "numjobs"):
         if k in cell["factors"]:
             fio.setdefault(k, cell["factors"][k])
-    if ctx.get("file_bytes"):
-        fio.setdefault("size", ctx["file_bytes"])     # a file, or the raw disks' regions: the size prefilled
-    bar = RunBar(run_seconds({"fio": fio}) + 5, f"{run.run_id} {cell['workload']}", progress)
+    if fio_target.size_bytes:
+        fio.setdefault("size", fio_target.size_bytes)     # a file, or the raw disks' regions: the size prefilled
+    path = fio_target.path
+    bar = RunBar(run_seconds({"fio": fio}) + 5, f"{run.run_id} {cell['workload']}", site.progress)
     try:
-        res = measure(host, pool=pool, target_path=target, devices=devices, workload=cell["template"],
-                      overrides=fio, remote_dir=f"{work_dir}/{run.run_id}-{attempt.name}", raw_dir=attempt,
-                      context={**ctx, **declared_data(cell["template"], fio)}, target_name=target_name)
+        # measure's spelling of no pool is "" (the sampler's argument, run.json's "pool")
+        res = measure(site.host, pool=site.pool_name or "", target_path=list(path) if isinstance(path, tuple) else path,
+                      devices=list(site.devices), workload=cell["template"], overrides=fio,
+                      remote_dir=f"{site.work_dir}/{run.run_id}-{attempt.name}", raw_dir=attempt,
+                      context={**fio_target.context, **declared_data(cell["template"], fio)},
+                      target_name=fio_target.target_name)
     finally:
         bar.close()
     crash_point("run")
     full = plan.run_meta(run)
-    full.update(meta, window=list(res.window))
+    full.update(fio_target.meta, window=list(res.window))
     store.complete_attempt(run.run_id, attempt, full)
     # The rule sees the run as the raw record gives it, exactly as a resume would.
     rows = parse_results(attempt, {**full, "run_id": run.run_id})
