@@ -27,7 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from zbench_lib.core.errors import ZbenchError  # noqa: E402
-from zbench_lib.measure.fio import WORKLOADS, build_job, run_fio  # noqa: E402
+from zbench_lib.measure.fio import build_job, run_fio  # noqa: E402
+from zbench_lib.measure.workloads import by_name  # noqa: E402
 from zbench_lib.hosts.base import LocalHost  # noqa: E402
 
 MAX_BYTES = 60_000
@@ -56,10 +57,10 @@ def capture(workload: str, scratch: Path, out: Path, host, prefix: str = "host-"
     target = scratch / "data.bin"
     params = dict(filename=str(target), size=size, runtime_s=runtime_s, ramp_time_s=0,
                   **EXTRA.get(workload, {}))
-    numjobs = WORKLOADS[workload]["numjobs"]
+    numjobs = by_name()[workload].defaults["numjobs"]
     if numjobs > 2:
         params["numjobs"] = 2  # keep the fixture small; still exercises group_reporting
-    for direct in ([1, 0] if WORKLOADS[workload]["direct"] else [0]):
+    for direct in ([1, 0] if by_name()[workload].defaults["direct"] else [0]):
         run_dir = scratch / f"{workload}-direct{direct}"
         shutil.rmtree(run_dir, ignore_errors=True)
         job = build_job(workload, direct=direct, **params)
@@ -87,10 +88,10 @@ def main(argv=None) -> int:
     ap.add_argument("--size", default="64M", help="size of the scratch file (default 64M)")
     ap.add_argument("--runtime", type=int, default=3, help="seconds per job (default 3)")
     args = ap.parse_args(argv)
-    workloads = args.only.split(",") if args.only else list(WORKLOADS)
-    unknown = sorted(set(workloads) - set(WORKLOADS))
+    workloads = args.only.split(",") if args.only else list(by_name())
+    unknown = sorted(set(workloads) - set(by_name()))
     if unknown:
-        ap.error(f"unknown workload(s) {unknown}; choose from {sorted(WORKLOADS)}")
+        ap.error(f"unknown workload(s) {unknown}; choose from {sorted(by_name())}")
     scratch = Path(args.scratch or tempfile.mkdtemp(prefix="zb-fio-"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -12,13 +12,13 @@ from scipy import stats as sps
 from zbench_lib.analysis.conclusions import _p
 from zbench_lib import analysis as A
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.zfs.geometry import data_disks
+from zbench_lib.zfs import families
 from zbench_lib.analysis.synthetic import COLUMNS, synthetic_results, write_synthetic_sweep
 
 
 def _runs(layout, disks, values, **extra):
     width, vdevs = (2, disks // 2) if layout == "mirror" else (disks, 1)
-    dd = data_disks(layout, width, vdevs)
+    dd = families.get(layout).data_disks_of(width, vdevs)
     return pd.DataFrame(dict(layout=layout, width=width, vdevs=vdevs, data_disks=dd, total_disks=disks,
                              workload="randread-4k", direction="read", rep=range(1, len(values) + 1),
                              iops=values, flagged=False, **extra))

@@ -13,8 +13,8 @@ import pytest
 
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.zfs import draid, zfs_text
-from zbench_lib.zfs.geometry import parity_of
-from zbench_lib.zfs.layouts import FAMILIES, Layout, expected_topology, parse_zpool_status_json, zpool_create_argv
+from zbench_lib.zfs import families, models
+from zbench_lib.zfs.layouts import Layout, expected_topology, parse_zpool_status_json, zpool_create_argv
 
 GiB, MiB = 1024 ** 3, 1024 ** 2
 D = "/dev/disk/by-id/d"
@@ -25,7 +25,7 @@ def devs(n):
 
 
 def test_families():
-    assert FAMILIES[-3:] == ("draid1", "draid2", "draid3")
+    assert families.names()[-3:] == ("draid1", "draid2", "draid3")
 
 
 # -- argv -----------------------------------------------------------------------
@@ -140,8 +140,8 @@ def test_usable_bytes_is_exact_and_rounded_down():
 
 def test_parity_redundancy_and_ndata():
     lay = Layout("draid3", 14, draid_spares=2)
-    assert (lay.parity, lay.redundancy, lay.draid_ndata, lay.is_draid) == (3, 3, 8, True)
-    assert Layout("raidz2", 6).draid_ndata == 0 and not Layout("raidz2", 6).is_draid
+    assert (lay.parity, lay.redundancy, lay.fam.ndata(lay)) == (3, 3, 8)
+    assert lay.fam.layout_fields and not Layout("raidz2", 6).fam.layout_fields
     assert Layout("draid1", 5).redundancy == 1
 
 
@@ -165,7 +165,9 @@ def test_dict_round_trip():
 
 def test_geometry_refuses_draid_with_a_reason():
     with pytest.raises(ConfigError, match="dRAID geometry needs data disks per group"):
-        parity_of("draid2")
+        families.get("draid2").data_disks_of(8, 1)
+    with pytest.raises(ConfigError, match="dRAID geometry needs data disks per group"):
+        models.space_efficiency("draid2", 8, 16384)
 
 
 def test_allocation_pads_to_whole_groups():

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
-from zbench_lib.measure.fio import (WORKLOADS, build_job, estimate_timeout, job_sections, load_fio_json,
+from zbench_lib.measure.workloads import names as workload_names
+from zbench_lib.measure.fio import (build_job, estimate_timeout, job_sections, load_fio_json,
                             parse_fio_json, parse_fio_log, parse_fio_logs_dir, run_fio)
 from zbench_lib.measure.fio_hist import run_histograms
 from zbench_lib.measure.fio_parse import COLUMNS
@@ -32,7 +33,7 @@ def options(text: str) -> dict:
 
 # --- build_job -------------------------------------------------------------
 
-@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+@pytest.mark.parametrize("workload", workload_names())
 def test_every_workload_renders(workload):
     text = build_job(workload, filename="/dev/zvol/tank/v", size="1G")
     o = options(text)
@@ -142,7 +143,7 @@ def test_estimate_timeout():
 
 # --- parse_fio_json against real captures ---------------------------------
 
-@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+@pytest.mark.parametrize("workload", workload_names())
 def test_parse_real_json(workload):
     rows = parse_fio_json((FIX / f"host-{workload}.json").read_text())
     assert rows and all(list(r) == COLUMNS for r in rows)
@@ -258,3 +259,15 @@ def test_run_fio_unusable_job(tmp_path):
 def test_logs_dir_empty(tmp_path):
     assert parse_fio_logs_dir(tmp_path).empty
     assert isinstance(parse_fio_logs_dir(tmp_path), pd.DataFrame)
+
+
+def test_the_workload_records_keep_what_names_used_to_say():
+    """The registry replaced a tuple of read-only templates, a SEQUENTIAL set and the judged
+    metric's `startswith("seq")`: each record says the same for the shipped workloads."""
+    from zbench_lib.measure.workloads import by_name
+    ws = by_name()
+    assert {n for n, w in ws.items() if w.reads_only} == {"randread", "seqread"}
+    assert {n for n, w in ws.items() if w.reads} == {"randread", "seqread", "mixed"}
+    assert {n for n, w in ws.items() if w.sequential} == {"seqwrite", "seqread", "fsync-heavy"}
+    assert all(w.metric == ("bw_bytes_s" if n.startswith("seq") else "iops") for n, w in ws.items())
+    assert [n for n, w in ws.items() if w.rwmix] == ["mixed"]

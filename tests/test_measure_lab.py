@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from zbench_lib.measure.fio import WORKLOADS
+from zbench_lib.measure.workloads import names as workload_names
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.zfs.pools import Pool
 from zbench_lib.zfs.prefill import prefill
@@ -43,7 +43,7 @@ def _measure(lab, bench_pool, tmp_path, target, workload, context=None, **overri
 
 
 @pytest.mark.parametrize("surface", ["zvol", "dataset"])
-@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+@pytest.mark.parametrize("workload", workload_names())
 def test_every_template_yields_tidy_rows_with_percentiles_and_counters(
         lab, bench_pool, tmp_path, workload, surface):
     pool, z, d, disks = bench_pool

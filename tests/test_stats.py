@@ -14,7 +14,7 @@ from scipy import stats as sps
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.analysis.stats import flag_outliers, ratio_ci, scaling, summary
 from zbench_lib.sweeps.repetitions import relative_ci_halfwidth
-from zbench_lib.zfs.geometry import data_disks
+from zbench_lib.zfs import families
 
 
 def _runs():
@@ -76,14 +76,14 @@ def test_relative_ci_halfwidth():
     ("raidz1", 5, 1, 4), ("raidz2", 6, 2, 8), ("raidz3", 8, 1, 5), ("raidz", 3, 1, 2),
 ])
 def test_data_disks(layout, width, vdevs, expected):
-    assert data_disks(layout, width, vdevs) == expected
+    assert families.get(layout).data_disks_of(width, vdevs) == expected
 
 
 def test_data_disks_rejects_nonsense():
     with pytest.raises(ConfigError):
-        data_disks("raidz2", 2, 1)
+        families.get("raidz2").data_disks_of(2, 1)
     with pytest.raises(ConfigError):
-        data_disks("raid5", 4, 1)
+        families.get("raid5").data_disks_of(4, 1)
 
 
 def _stripe_runs():

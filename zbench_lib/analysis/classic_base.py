@@ -11,6 +11,7 @@ import pandas as pd
 from zbench_lib.analysis.flags import admissible_mask, raised_by_kind, replacement_mask
 from zbench_lib.analysis.replication import ONE_POOL_NOTE
 from zbench_lib.measure.judging import INVALIDATES
+from zbench_lib.measure.workloads import is_random
 from zbench_lib.core.sizes import format_size
 
 ALPHA = 0.05
@@ -53,10 +54,12 @@ def _names(df: pd.DataFrame) -> pd.Series:
 
 
 def random_rows(df: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """Rows of the random-read ("randread") or random-write ("randwrite", sync or not) workloads."""
-    mask = _names(df).str.startswith(kind)
+    """Rows of the random-read ("randread") or random-write ("randwrite", sync or not) workloads, as
+    their templates' records say (measure/workloads/)."""
+    direction = "read" if kind == "randread" else "write"
+    mask = _names(df).map(lambda name: is_random(name, direction)).astype(bool)
     if "direction" in df:
-        mask &= df["direction"].astype(str) == ("read" if kind == "randread" else "write")
+        mask &= df["direction"].astype(str) == direction
     return df[mask]
 
 

@@ -22,8 +22,9 @@ from zbench_lib.analysis.classic_reads import raidz_reads_claim
 from zbench_lib.analysis.flags import admissible_mask, select_admissible
 from zbench_lib.analysis.tables import block_column, compare_table, comparison_by, space_check
 from zbench_lib.core.sizes import format_size
-from zbench_lib.zfs.models import raidz_asize, zfs_charged_bytes
-from zbench_lib.zfs.geometry import parity_of
+from zbench_lib.zfs import families
+from zbench_lib.zfs.families.raidz import raidz_asize
+from zbench_lib.zfs.models import zfs_charged_bytes
 
 SMALL_BLOCK = 8192       # the space claim's small blocks: 4K and 8K
 FAR_MORE = 1.25          # "far more raw space": a small block takes at least this much more per byte of data
@@ -140,7 +141,7 @@ def small_volblocksize_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None
 
 def _raw_per_byte(measured: float, block: int, layout: str, width: int, ashift: int) -> float:
     """ZFS's charge per logical byte turned into raw bytes: the vdev's deflate ratio undone."""
-    return measured * raidz_asize(block, ashift, width, parity_of(layout)) / zfs_charged_bytes(block, layout,
+    return measured * raidz_asize(block, ashift, width, families.get(layout).parity) / zfs_charged_bytes(block, layout,
                                                                                                   width, ashift)
 
 

@@ -20,7 +20,7 @@ from zbench_lib.analysis.sweep_data import LAYOUT_COLUMNS, varying_columns
 from zbench_lib.analysis.tables import block_column
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
-from zbench_lib.zfs.geometry import parity_of
+from zbench_lib.zfs import families
 
 
 def _family_spec(layout: str):
@@ -36,7 +36,7 @@ def _span(layout, r) -> str:
     """'raidz1 (1 vdev) from 2 to 6 disks wide', 'stripe from 1 to 6 disks', '2-way mirror from 1 to 3 vdevs'."""
     d0, d1 = int(r["baseline_disks"]), int(r["data_disks"])
     if layout.startswith("raidz"):
-        v, p = int(r["vdevs"]), parity_of(layout)
+        v, p = int(r["vdevs"]), families.get(layout).parity
         return f"{layout} ({v} vdev{'s' if v > 1 else ''}) from {d0 // v + p} to {d1 // v + p} disks wide"
     if layout == "mirror":
         return f"{int(r['width'])}-way mirror from {d0} to {d1} vdevs"

@@ -19,7 +19,7 @@ import yaml
 
 from zbench_lib.analysis.flags import admissible_mask
 from zbench_lib.zfs.models import predicted_random_read_iops, zfs_charged_bytes
-from zbench_lib.zfs.geometry import data_disks
+from zbench_lib.zfs import families
 
 KiB = 1024
 DISK_IOPS = 150.0                 # the lab's `hdd` model
@@ -77,7 +77,7 @@ def _configs(shape: str) -> pd.DataFrame:
                                          volblocksize_bytes=vbs, workload=wl, direction=direction,
                                          share=share, bs_bytes=bs))
     cfg = pd.DataFrame(rows)
-    cfg["data_disks"] = [data_disks(r.layout, r.width, r.vdevs) for r in cfg.itertuples()]
+    cfg["data_disks"] = [families.get(r.layout).data_disks_of(r.width, r.vdevs) for r in cfg.itertuples()]
     cfg["config_id"] = (cfg["layout"] + "-" + cfg["width"].astype(str) + "x" + cfg["vdevs"].astype(str)
                         + "-vbs" + (cfg["volblocksize_bytes"] // KiB).astype(str) + "k-" + cfg["workload"])
     cfg["expected_iops"] = [_expected_iops(r) for r in cfg.itertuples()]

@@ -21,6 +21,7 @@ from zbench_lib.analysis.flags import sensitivity_alternatives
 from zbench_lib.analysis.stats import scaling
 from zbench_lib.analysis.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS, varying_columns
 from zbench_lib.core.errors import ConfigError
+from zbench_lib.measure.workloads import judged_metric
 from zbench_lib.zfs.models import has_model, predicted_random_read_iops, space_efficiency, zfs_charged_bytes
 
 METRIC_UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "clat_p99_ns": "ms p99", "clat_p99_9_ns": "ms p99.9"}
@@ -28,7 +29,8 @@ DISKS_HELD = {"data": ("data_disks", "equal data disks"), "total": ("total_disks
 
 
 def workload_metric(workload, template=None) -> str:
-    """The metric a workload is judged in: bw_bytes_s for sequential ones, else iops.
+    """The metric a workload is judged in, its template's (measure/workloads/): bw_bytes_s for the
+    bandwidth questions, else iops.
 
     Examples
     --------
@@ -36,7 +38,7 @@ def workload_metric(workload, template=None) -> str:
     ('bw_bytes_s', 'iops', 'bw_bytes_s')
     """
     name = str(template if template is not None and template == template else workload)
-    return "bw_bytes_s" if name.startswith("seq") else "iops"
+    return judged_metric(name)
 
 
 def _metric_parts(df: pd.DataFrame, metric: str):
@@ -44,7 +46,7 @@ def _metric_parts(df: pd.DataFrame, metric: str):
         return [(metric, df)]
     wl = df["workload"].astype(str) if "workload" in df else pd.Series("", index=df.index)
     name = df["template"].astype(object).where(df["template"].notna(), wl) if "template" in df else wl
-    m = pd.Series(np.where(name.astype(str).str.startswith("seq"), "bw_bytes_s", "iops"), index=df.index)
+    m = name.astype(str).map(judged_metric)
     return [(k, df[m == k]) for k in sorted(m.unique())]
 
 

@@ -23,34 +23,11 @@ from zbench_lib.hosts.base import Host
 from zbench_lib.core.stopping import stop_by_cwd
 from zbench_lib.core.sizes import parse_size
 from zbench_lib.zfs.prefill import COMPRESS_CHUNK
+from zbench_lib.measure import workloads
+from zbench_lib.measure.workloads import Workload
 
 TEMPLATE_DIR = REPO_ROOT / "templates" / "fio"
 
-_COMMON = dict(filename=None, size=None, ioengine="libaio", direct=1, iodepth=16, numjobs=1,
-               runtime_s=60, ramp_time_s=10, time_based=True, randseed=1234,
-               compressible_percent=0, sync=0, fsync=0, log_prefix=None,
-               steadystate=None, ss_dur_s=None, ss_ramp_s=None, rwmixread=None)
-
-# Defaults per workload of the standard suite (domain.md); any key may be overridden.
-# Depths follow the question each workload answers. Outstanding I/O beyond what keeps
-# every disk busy measures queueing, not devices: 128 I/Os against a few hundred IOPS
-# gave p99s of 0.5-2 s. So throughput questions (random IOPS) keep 16 outstanding
-# (two per disk of an 8-disk pool), bandwidth questions four 1M I/Os, and latency
-# questions (sync writes, a WAL) one per writer; the latency-vs-depth trade itself is
-# the iodepth-curve spec's question.
-WORKLOADS: dict[str, dict] = {
-    "seqwrite": {**_COMMON, "bs": "1M", "iodepth": 4, "numjobs": 1},
-    "seqread": {**_COMMON, "bs": "1M", "iodepth": 4, "numjobs": 1},
-    "randread": {**_COMMON, "bs": "4k", "iodepth": 8, "numjobs": 2},
-    "randwrite": {**_COMMON, "bs": "4k", "iodepth": 8, "numjobs": 2},
-    # a database's commits: four clients, each waiting for its write to be stable
-    "randwrite-sync": {**_COMMON, "bs": "4k", "iodepth": 1, "numjobs": 4, "sync": 1},
-    "mixed": {**_COMMON, "bs": "8k", "iodepth": 4, "numjobs": 4, "rwmixread": 70},
-    # A WAL: one writer, pwrite + fsync each 8k record, through the ARC/ZIL (no O_DIRECT).
-    "fsync-heavy": {**_COMMON, "bs": "8k", "iodepth": 1, "numjobs": 1, "fsync": 1,
-                    "ioengine": "psync", "direct": 0},
-}
-SEQUENTIAL = frozenset({"seqwrite", "seqread", "fsync-heavy"})
 IOENGINES = frozenset({"libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "posixaio"})
 _SYNC_VALUES = {0: 0, 1: 1, False: 0, True: 1, "0": 0, "1": 1, "none": 0, "sync": 1, "dsync": "dsync"}  # noqa: F601 (False, True are 0, 1: spelled for YAML)
 _SS_RE = re.compile(r"^(iops|bw|iops_slope|bw_slope):\d+(\.\d+)?%?$")
@@ -86,8 +63,9 @@ def fio_filename(paths) -> str:
     return ":".join(p.replace(":", "\\:") for p in ([paths] if isinstance(paths, str) else paths))
 
 
-def _validate(workload: str, p: dict) -> dict:  # noqa: C901, PLR0912, PLR0915 (one check per job parameter; debt, issue 28)
+def _validate(w: Workload, p: dict) -> dict:  # noqa: C901, PLR0912, PLR0915 (one check per job parameter; debt, issue 28)
     """Check and normalise the merged parameters; returns the template context."""
+    workload = w.name
     given = p["filename"]
     names = [given] if isinstance(given, str) else list(given) if isinstance(given, (list, tuple)) else []
     if not names or not all(n and isinstance(n, str) for n in names):
@@ -123,7 +101,7 @@ def _validate(workload: str, p: dict) -> dict:  # noqa: C901, PLR0912, PLR0915 (
         raise ConfigError(f"sync must be 0, 1 or 'dsync', got {p['sync']!r}")
     fsync = _int(p, "fsync", 0)
     offset_increment = None
-    if workload in SEQUENTIAL and numjobs > 1:
+    if w.sequential and numjobs > 1:
         if size is None:
             raise ConfigError(f"{workload} with numjobs={numjobs} needs size to split the target into per-job regions")
         # Each job writes its own contiguous region, so the stream stays sequential. With several
@@ -134,7 +112,7 @@ def _validate(workload: str, p: dict) -> dict:  # noqa: C901, PLR0912, PLR0915 (
             raise ConfigError(f"size is too small to give each of {numjobs} jobs one block")
         size, offset_increment = region * len(names), region
     mix = p["rwmixread"]
-    if workload == "mixed":
+    if w.rwmix:
         if isinstance(mix, bool) or not isinstance(mix, int) or not 0 < mix < 100:
             raise ConfigError(f"rwmixread must be an integer 1..99, got {mix!r}")
     elif mix is not None:
@@ -170,18 +148,18 @@ def _environment() -> jinja2.Environment:
 
 
 def build_job(workload: str, **overrides) -> str:
-    """Render the fio job file for `workload` with `overrides` on top of WORKLOADS defaults.
+    """Render the fio job file for `workload` with `overrides` on top of its registered defaults
+    (measure/workloads/).
 
     Raises ConfigError for an unknown workload or parameter and for invalid values.
     """
-    if workload not in WORKLOADS:
-        raise ConfigError(f"unknown workload {workload!r}; choose one of {sorted(WORKLOADS)}")
-    unknown = sorted(set(overrides) - set(WORKLOADS[workload]))
+    w = workloads.get(workload)
+    unknown = sorted(set(overrides) - set(w.defaults))
     if unknown:
         raise ConfigError(f"unknown fio parameter(s) {unknown} for {workload}; "
-                          f"known: {sorted(WORKLOADS[workload])}")
-    context = _validate(workload, {**WORKLOADS[workload], **overrides})
-    text = _environment().get_template(f"{workload}.fio.j2").render(**context)
+                          f"known: {sorted(w.defaults)}")
+    context = _validate(w, {**w.defaults, **overrides})
+    text = _environment().get_template(w.template).render(**context)
     return text if text.endswith("\n") else text + "\n"
 
 

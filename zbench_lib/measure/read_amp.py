@@ -18,7 +18,7 @@ data columns of a random block only (parity is not read), but sequential reads a
 aggregated by the vdev queue across the small gaps between neighbouring blocks
 (zfs_vdev_read_gap_limit, 32K), so they may read the parity and padding sectors
 lying in between: up to the allocation ratio asize/psize of the block
-(zfs.models.raidz_asize), e.g. 9/4 for 16K blocks on raidz2 of 4 at ashift 12. The scaling example bears
+(zfs.families.raidz.raidz_asize), e.g. 9/4 for 16K blocks on raidz2 of 4 at ashift 12. The scaling example bears
 this out: 4k random reads of 16K blocks read 3.5-3.9x fio's bytes on every layout, and
 its 1M sequential reads 0.93-1.17x when nothing went wrong, against 1.3-2.9x in the
 slower runs of the same cells (prefetched blocks read again by the demand reads).
@@ -29,9 +29,8 @@ are the cache_served check's matter.
 from __future__ import annotations
 
 import math
-import re
 
-from zbench_lib.zfs.models import raidz_asize
+from zbench_lib.zfs import families
 from zbench_lib.measure.judging import MIN_FIO_BYTES, div, fio_bytes, not_judged, num
 
 READ_AMP_MARGIN = 1.25   # clean runs of the example stay below 1.17x expected
@@ -58,17 +57,14 @@ def expected_device_reads(fio_rows: list[dict], block: int) -> float:
     return total
 
 
-def _raidz_gap_reads(fio_rows, ctx, block: int) -> float:
-    """Allowance for sequential reads on raidz: the allocation ratio of one block, else 1."""
-    m = re.fullmatch(r"raidz([123]?)", str(ctx.get("layout") or ""))
+def _sequential_read_allowance(fio_rows, ctx, block: int) -> float:
+    """Allowance for sequential reads: the family's (on raidz the allocation ratio of one block), else 1."""
+    fam = families.find(str(ctx.get("layout") or ""))          # raw disks have no family: 1
     sequential = any(r.get("direction") == "read" and not _random(r.get("rw")) for r in fio_rows)
     width, ashift = ctx.get("layout_width"), ctx.get("ashift") or 12
-    if not m or not sequential or not isinstance(width, int):
+    if fam is None or not sequential or not isinstance(width, int):
         return 1.0
-    parity = int(m.group(1) or 1)
-    if width <= parity:
-        return 1.0
-    return raidz_asize(block, int(ashift), width, parity) / block
+    return fam.seq_read_allowance(block, int(ashift), width)
 
 
 def read_amplification(fio_rows, c, ctx) -> dict:
@@ -82,7 +78,7 @@ def read_amplification(fio_rows, c, ctx) -> dict:
     if math.isnan(block) or block <= 0:
         return not_judged("the target's block size (volblocksize / recordsize) was not recorded", **out)
     expected = expected_device_reads(fio_rows, int(block)) / f
-    expected *= _raidz_gap_reads(fio_rows, ctx, int(block))
+    expected *= _sequential_read_allowance(fio_rows, ctx, int(block))
     if math.isnan(expected):
         return not_judged("fio's block size is unknown (bs per direction or bssplit)", **out)
     out["expected"] = expected

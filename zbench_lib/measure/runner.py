@@ -15,6 +15,7 @@ from pathlib import Path
 
 from zbench_lib.measure.counters import MARK, sampler_argv, sampler_script
 from zbench_lib.measure.fio import build_job, collect, execute_fio, fetch_tree, parse_fio_json
+from zbench_lib.measure import workloads
 from zbench_lib.hosts.base import Host
 from zbench_lib.measure.host_load import Sampler as HostLoadSampler
 from zbench_lib.measure.rows import derive_rows
@@ -194,5 +195,5 @@ def _ratio_and_block(host: Host, target_name: str) -> tuple[float, int | None]:
 
 
 def build_defaults(workload: str) -> dict:
-    from zbench_lib.measure.fio import WORKLOADS
-    return WORKLOADS.get(workload, {})
+    w = workloads.find(workload)
+    return dict(w.defaults) if w else {}

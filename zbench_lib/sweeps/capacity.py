@@ -10,7 +10,7 @@ Need of a target, in the deflated bytes that ``zfs`` accounts in:
 - a zvol is thick (no ``-s``): its refreservation is what libzfs computes
   (``zvol_volsize_to_reservation``): the data blocks scaled by the raidz allocation of
   a volblocksize block against a 128K one (``volsize_from_vdevs``, via
-  ``models.raidz_asize``; stripes and mirrors count volsize), times ``copies``, plus
+  ``families.raidz.raidz_asize``; stripes and mirrors count volsize), times ``copies``, plus
   the indirect blocks as 128K each (times copies + 1, at most 3). Prefill and fio
   write inside that reservation, so they add nothing. Checked against the examples'
   read-back ``used`` (8 of 8 targets exact to the MiB).
@@ -35,9 +35,7 @@ from __future__ import annotations
 
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
-from zbench_lib.zfs import draid
 from zbench_lib.zfs.layouts import Layout
-from zbench_lib.zfs.models import raidz_asize
 
 MiB, GiB = 1024 ** 2, 1024 ** 3
 DISK_OVERHEAD = 9 * MiB + 4 * MiB + 512 * 1024     # partitioning + front labels/boot + back labels
@@ -54,28 +52,13 @@ def _whole_metaslabs(asize: int) -> int:
     return (count - (count >= 64)) << shift           # 2.2+: one kept for the embedded log if 64+
 
 
-def _alloc(psize: int, layout: Layout) -> int:
-    """Bytes a block of ``psize`` allocates on one of the layout's raidz or dRAID vdevs."""
-    if layout.is_draid:
-        return draid.asize(psize, layout.ashift, layout.draid_ndata, layout.parity)
-    return raidz_asize(psize, layout.ashift, layout.width, layout.parity)
-
-
 def usable_bytes(layout: Layout, disk_bytes: int) -> int:
     """Approximate bytes the pool's datasets can use (``zfs list`` AVAIL of an empty pool)."""
     child = max(disk_bytes - DISK_OVERHEAD, 0)
-    if layout.family == "stripe":
-        vdevs, asize = layout.width, child
-    elif layout.family == "mirror":
-        vdevs, asize = layout.vdevs, child
-    elif layout.is_draid:
-        vdevs = layout.vdevs
-        asize = draid.vdev_asize(child, layout.width, layout.parity, layout.draid_data, layout.draid_spares)
-    else:
-        vdevs, asize = layout.vdevs, child * layout.width
+    vdevs, asize = layout.fam.vdev_space(layout, child)
     space = _whole_metaslabs(asize)
-    if layout.parity:
-        ratio = (1 << 17) // (_alloc(1 << 17, layout) >> 9)
+    if layout.parity:           # a parity vdev's space is deflated by its allocation of a 128K block
+        ratio = (1 << 17) // (layout.fam.alloc(1 << 17, layout) >> 9)
         space = (space >> 9) * ratio
     dspace = vdevs * space
     slop = max(min(dspace >> 5, 128 * GiB), min(dspace >> 1, 128 * MiB))
@@ -86,7 +69,7 @@ def _scaled(nblocks: int, block: int, layout: Layout) -> int:
     """Deflated bytes of ``nblocks`` blocks of ``block`` bytes (volsize_from_vdevs)."""
     if not layout.parity:
         return nblocks * block
-    return nblocks * _alloc(block, layout) * OLD_MAX_BLOCK // _alloc(OLD_MAX_BLOCK, layout)
+    return nblocks * layout.fam.alloc(block, layout) * OLD_MAX_BLOCK // layout.fam.alloc(OLD_MAX_BLOCK, layout)
 
 
 def target_need(target: dict, layout: Layout) -> int:

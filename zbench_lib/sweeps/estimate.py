@@ -10,6 +10,7 @@ prefill is estimated at the lab's ceiling, not the disks' sum.
 from __future__ import annotations
 
 from zbench_lib.hosts.disk_models import parse_model
+from zbench_lib.zfs import families
 
 MiB = 1024 ** 2
 # Measured by benchmarks/sweep_efficiency.py on 2026-11-24 (TCG lab, cached image; the
@@ -39,7 +40,7 @@ def prefill_seconds(spec, nbytes: int, data_disks: float, family: str = "stripe"
     """Seconds to write `nbytes` at the data disks' bandwidth, or the lab's ceiling if lower."""
     bw = data_disks * disk_rates(spec)[0]
     if spec.lab is not None and family != "raw":        # bare disks: no ZFS write path
-        parity = family.startswith(("raidz", "draid"))
+        parity = families.get(family).parity > 0
         bw = min(bw, LAB_WRITE_CEILING["parity" if parity else "no parity"])
     return round(nbytes / bw, 1)
 

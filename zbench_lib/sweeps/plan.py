@@ -21,6 +21,7 @@ import pandas as pd
 
 from zbench_lib.measure import fio
 from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.zfs import families
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.core.sizes import format_size, parse_size
 from zbench_lib.sweeps.blocks import Run, order_runs, replicate, run_id
@@ -45,20 +46,7 @@ def _layout(f: dict, spec: SweepSpec) -> Layout:
     elif "width" in f:
         width, vdevs = f["width"], f.get("vdevs", 1)
     else:
-        disks = f.get("disks", spec.available_disks[0])
-        if fam == "stripe":
-            width, vdevs = disks, 1
-        elif fam == "mirror" and "vdevs" not in lay:
-            width = f.get("mirror_width", 2)
-            if disks % width:
-                raise ConfigError(f"mirror of {width}-way vdevs cannot use {disks} disks "
-                                  f"({disks} is not a multiple of {width})")
-            vdevs = disks // width
-        else:
-            vdevs = lay.get("vdevs", 1)
-            if disks % vdevs:
-                raise ConfigError(f"{disks} disks do not split into {vdevs} {fam} vdevs")
-            width = disks // vdevs
+        width, vdevs = families.get(fam).shape(f.get("disks", spec.available_disks[0]), f, lay)
     special = f.get("special", 0)
     layout = Layout(fam, width, vdevs, ashift=f.get("ashift", 12), log=f.get("log", 0),
                     log_mirror=f.get("log_mirror", False), cache=f.get("cache", 0), special=special,
@@ -201,7 +189,7 @@ def _zfs_factors(spec: SweepSpec, f: dict, layout: Layout, settings: dict) -> di
     return {"layout": layout.family, "width": layout.width, "vdevs": layout.vdevs,
             "data_disks": layout.data_disks, "total_disks": layout.total_disks, "log": layout.log,
             "ashift": layout.ashift, "layout_label": layout.describe(),
-            **({"draid_data": layout.draid_ndata, "draid_spares": layout.draid_spares} if layout.is_draid else {}),
+            **layout.fam.factors(layout),
             **{k: v for k, v in settings.items() if k not in ("size_bytes", "file_bytes")},
             ("volsize_bytes" if spec.surface in ZVOL_SURFACES else "file_size_bytes"): settings["size_bytes"],
             **({"file_size_bytes": settings["file_bytes"]} if "file_bytes" in settings else {}),
@@ -216,7 +204,7 @@ def _declared_data(spec: SweepSpec, w, f: dict) -> dict:
     key = "compressible_percent"
     if key not in spec.factors and not any(key in x.overrides for x in spec.workloads):
         return {}
-    return {key: f.get(key, w.overrides.get(key, fio.WORKLOADS[w.template][key]))}
+    return {key: f.get(key, w.overrides.get(key, w.kind.defaults[key]))}
 
 
 def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> dict:
@@ -227,7 +215,7 @@ def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> 
         fio.build_job(w.template, filename=filename, size=fio_size, **params)
     except ConfigError as e:
         raise ConfigError(f"workload {w.name}: {e}") from None
-    merged = {**fio.WORKLOADS[w.template], **params}
+    merged = {**w.kind.defaults, **params}
     raw = layout.family == RAW
     factors = {**(raw_factors(layout, settings, f) if raw else _zfs_factors(spec, f, layout, settings)),
                "workload": w.name, "template": w.template, "iodepth": merged["iodepth"],

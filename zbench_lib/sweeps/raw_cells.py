@@ -125,7 +125,6 @@ class RawLayout:
     cache: ClassVar[int] = 0
     special: ClassVar[int] = 0
     extra_disks: ClassVar[int] = 0
-    is_draid: ClassVar[bool] = False
 
     @property
     def width(self) -> int:             # as a stripe of the same disks is written: width n, 1 vdev

@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from zbench_lib.core.crash import crash_point
 from zbench_lib.core.events import Event
 from zbench_lib.hosts.disk_models import parse_model
-from zbench_lib.measure.fio import WORKLOADS
+from zbench_lib.measure import workloads
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.runner import measure
 from zbench_lib.sweeps.plan import run_seconds
@@ -116,7 +116,7 @@ def declared_data(template: str, fio: dict) -> dict:
     """The data the run's job writes, as the spec declared it: what the compressible_data check
     judges the target's compressratio against (measure/compressibility.py). The old key
     `incompressible_intended` stays beside it for readers of runs recorded before (always True)."""
-    pct = fio.get("compressible_percent", WORKLOADS[template]["compressible_percent"])
+    pct = fio.get("compressible_percent", workloads.get(template).compressible_percent)
     return {"compressible_percent_declared": pct, "incompressible_intended": pct == 0}
 
 

@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zbench_lib.measure import fio
+from zbench_lib.measure import fio, workloads
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.zfs.layouts import FAMILIES
+from zbench_lib.zfs import families
 from zbench_lib.sweeps.spec_host import parse_host, zfs_release
 from zbench_lib.sweeps.spec_faults import parse_faults
 from zbench_lib.sweeps.spec_pool import POOL_SETTING_FACTORS, check_pool_factors, check_pool_setting
@@ -64,12 +64,11 @@ MAX_VALUES = 100                # values of one factor, workloads of one sweep
 @dataclass(frozen=True)
 class WorkloadSpec:
     name: str                 # label in results, unique within the sweep
-    template: str             # key of fio.WORKLOADS
+    template: str             # a registered workload's name (measure/workloads/)
     overrides: dict = field(default_factory=dict)
 
-    @property
-    def reads_only(self) -> bool:
-        return self.template in ("randread", "seqread")
+    kind = property(lambda self: workloads.get(self.template), doc="The registered Workload it runs.")
+    reads_only = property(lambda self: self.kind.reads_only, doc="Never writes its target.")
 
 
 @dataclass(frozen=True)
@@ -141,10 +140,10 @@ def _layout_value(v, p: str) -> dict:
     mapping(v, p, ("family", "width", "vdevs", "data", "spares"), ("family",))
     if v["family"] == RAW:
         v = raw_layout(v, p)            # the family alone: what follows adds nothing to it
-    elif not isinstance(v["family"], str) or v["family"] not in FAMILIES:
-        fail(p, f"unknown layout family {v['family']!r}; expected one of {', '.join(FAMILIES)}, raw")
-    for k in ("data", "spares"):        # dRAID: data disks per group, distributed spares
-        if k in v and not v["family"].startswith("draid"):
+    elif not isinstance(v["family"], str) or v["family"] not in families.names():
+        fail(p, f"unknown layout family {v['family']!r}; expected one of {', '.join(families.names())}, raw")
+    for k in ("data", "spares"):        # dRAID's own keys: data disks per group, distributed spares
+        if k in v and k not in families.get(v["family"]).spec_keys:
             fail(f"{p}.{k}", f"applies only to dRAID (draid1/2/3), not {v['family']}")
     return {"family": v["family"], **{k: integer(v[k], f"{p}.{k}", 1, 1024) for k in ("width", "vdevs") if k in v},
             **({"data": integer(v["data"], f"{p}.data", 1, 255)} if "data" in v else {}),
@@ -207,14 +206,14 @@ def _workloads(items, target: dict, factors: dict) -> tuple:
         mapping(w, p, ("name", "template", "overrides"), ("name",))
         name, template = w["name"], w.get("template", w["name"])
         plain_name(name, f"{p}.name")
-        if not isinstance(template, str) or template not in fio.WORKLOADS:
+        if workloads.find(template) is None:
             fail(f"{p}.template" if "template" in w else f"{p}.name",
-                  f"unknown workload template {template!r}; choose one of {', '.join(sorted(fio.WORKLOADS))}")
+                  f"unknown workload template {template!r}; choose one of {', '.join(workloads.names())}")
         if name in names:
             fail(f"{p}.name", f"duplicate workload name {name!r}")
         names.add(name)
-        overrides = fio_overrides(mapping(w.get("overrides", {}), f"{p}.overrides", sorted(fio.WORKLOADS[template])),
-                                  f"{p}.overrides")
+        known = sorted(workloads.get(template).defaults)
+        overrides = fio_overrides(mapping(w.get("overrides", {}), f"{p}.overrides", known), f"{p}.overrides")
         for k in overrides:
             if k in ("filename", "size"):
                 fail(f"{p}.overrides.{k}", "is set by the sweep from the target, not per workload")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.hosts.node import DEVICE_CONTROL
-from zbench_lib.measure import fio
+from zbench_lib.measure import fio, workloads
 from zbench_lib.sweeps.spec_host import require_capability
 from zbench_lib.sweeps.spec_values import fail, finite, fio_overrides, integer, mapping
 
@@ -43,7 +43,7 @@ def load_job(load: dict, filename: str, size: int | None = None) -> str:
 def load_label(load: dict | None) -> str | None:
     if not load:
         return None
-    p = {**fio.WORKLOADS[load["name"]], **load["overrides"]}
+    p = {**workloads.get(load["name"]).defaults, **load["overrides"]}
     return f"{load['name']} {p['bs']} qd{p['iodepth']}x{p['numjobs']}"
 
 
@@ -54,10 +54,10 @@ def _parse_load(v) -> dict | None:
     if isinstance(v, str):
         v = {"name": v}
     mapping(v, path, ("name", "overrides"), ("name",))
-    if not isinstance(v["name"], str) or v["name"] not in fio.WORKLOADS:
-        fail(f"{path}.name", f"unknown workload {v['name']!r}; choose one of {', '.join(sorted(fio.WORKLOADS))}")
-    overrides = fio_overrides(mapping(v.get("overrides", {}), f"{path}.overrides", sorted(fio.WORKLOADS[v["name"]])),
-                              f"{path}.overrides")
+    if workloads.find(v["name"]) is None:
+        fail(f"{path}.name", f"unknown workload {v['name']!r}; choose one of {', '.join(workloads.names())}")
+    known = sorted(workloads.get(v["name"]).defaults)
+    overrides = fio_overrides(mapping(v.get("overrides", {}), f"{path}.overrides", known), f"{path}.overrides")
     for k in overrides:
         if k in LOAD_SET_BY_RESILVER:
             fail(f"{path}.overrides.{k}", "is set by the resilver (the load runs on the pool's target until "

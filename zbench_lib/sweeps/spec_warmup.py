@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import re
 
-from zbench_lib.measure import fio
+from zbench_lib.measure.workloads import by_name
 from zbench_lib.sweeps.spec_values import fail, integer, mapping
 
 MAX_WARMUP_S = 3600             # per target: an hour of reading is past any sane warm-up
 MAX_CHUNK_S = 60
-READ_TEMPLATES = ("randread", "seqread", "mixed")
 NO_FEED = {"primarycache": ("metadata", "none"), "secondarycache": ("metadata", "none")}
 WHY = {"primarycache": "keeps data out of the ARC, and the L2ARC is fed only from the ARC",
        "secondarycache": "keeps data out of the L2ARC"}
@@ -51,12 +50,13 @@ def _check_feeds(target: dict, factors: dict) -> None:
 
 
 def _check_reads(workloads, surface: str, target: dict, factors: dict, reads_first: bool) -> None:
-    reads = [(i, w) for i, w in enumerate(workloads) if w.template in READ_TEMPLATES]
+    reads = [(i, w) for i, w in enumerate(workloads) if w.kind.reads]
     if not reads:
-        fail("warmup.l2arc", "no workload reads (randread, seqread or mixed): nothing would read the warmed cache")
+        readers = ", ".join(n for n, w in by_name().items() if w.reads)
+        fail("warmup.l2arc", f"no workload reads ({readers}): nothing would read the warmed cache")
     local = surface == "dataset" and "local" in factors.get("access", [target.get("access", "local")])
     for i, w in reads:
-        direct = w.overrides.get("direct", fio.WORKLOADS[w.template]["direct"])
+        direct = w.overrides.get("direct", w.kind.defaults["direct"])
         if local and direct:
             fail(f"workloads[{i}].overrides.direct", f"{w.name} reads a dataset with O_DIRECT: from OpenZFS 2.3 "
                  "such reads bypass the ARC and never look in the L2ARC the warm-up fills; set direct: 0")

@@ -1,13 +1,10 @@
-"""Pool layouts as data: stripe, mirror, raidz1/2/3, draid1/2/3 with optional log, cache, special.
+"""Pool layouts as data: a family's vdevs (zfs/families/: stripe, mirror, raidz1/2/3, draid1/2/3)
+with optional log, cache, special.
 
-Conventions (decided once, here):
+Conventions (decided once, here; each family's own in its module of zfs/families/):
 
-- ``stripe``: ``width`` is the number of disks, each its own single-disk top-level
-  vdev; ``vdevs`` must stay 1 (one way to say it, so specs compare equal).
-- ``mirror``: ``width`` disks per mirror, ``vdevs`` mirrors.
-- ``raidzP``: ``width`` disks per raidz vdev, ``vdevs`` raidz vdevs.
-- ``draidP``: ``width`` children per dRAID vdev, ``vdevs`` dRAID vdevs; ``draid_data`` data disks
-  per group (0: OpenZFS's default) and ``draid_spares`` distributed spares per vdev, else 0 (draid module).
+- ``width`` disks per top-level vdev, ``vdevs`` of them (a stripe: ``width`` single-disk vdevs,
+  ``vdevs`` 1); ``draid_data`` and ``draid_spares`` are dRAID's own fields, else 0.
 - ``log``/``cache``/``special`` are *counts* of extra devices. A mirrored log or
   special vdev is one mirror of all its devices; unmirrored, each device is its
   own vdev. Cache devices are never mirrored (ZFS does not allow it).
@@ -23,13 +20,10 @@ import os
 import re
 from dataclasses import asdict, dataclass, fields
 
-from zbench_lib.zfs import draid
+from zbench_lib.zfs import draid, families
 from zbench_lib.zfs.zfs_json import pick
 from zbench_lib.core.errors import ConfigError, ZbenchError
 
-FAMILIES = ("stripe", "mirror", "raidz1", "raidz2", "raidz3", "draid1", "draid2", "draid3")
-_PARITY = {"stripe": 0, "mirror": 0, **{f"{k}{p}": p for k in ("raidz", "draid") for p in (1, 2, 3)}}
-MAX_RAIDZ_WIDTH = 255
 _POOL_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]*$")
 # zpool refuses names starting with these (zpool_name_valid) and "log"; the
 # workbench also refuses the other vdev keywords to keep argv unambiguous.
@@ -51,41 +45,18 @@ class Layout:
     draid_data: int = 0
     draid_spares: int = 0
 
-    # -- derived facts -------------------------------------------------------
-    @property
-    def parity(self) -> int:
-        """raidz/dRAID parity per vdev (0 for stripe and mirror)."""
-        return _PARITY[self.family]
-
-    is_draid = property(lambda self: self.family.startswith("draid"), doc="A draid1/2/3 layout?")
-    _dr = property(lambda self: (self.width, self.parity, self.draid_data, self.draid_spares))
-    draid_ndata = property(lambda self: draid.ndata(*self._dr) if self.is_draid else 0,
-                           doc="dRAID data disks per group in effect (the default resolved); 0 otherwise.")
-
-    @property
-    def redundancy(self) -> int:
-        """Disks per top-level vdev that may fail without data loss."""
-        return self.width - 1 if self.family == "mirror" else self.parity
-
-    @property
-    def total_disks(self) -> int:
-        """Disks in the data vdevs (log/cache/special excluded)."""
-        return self.width if self.family == "stripe" else self.width * self.vdevs
-
+    # -- derived facts: the family's record (zfs/families/) says each ---------
+    fam = property(lambda self: families.get(self.family), doc="The family's record (zfs/families/).")
+    parity = property(lambda self: self.fam.parity, doc="raidz/dRAID parity per vdev (0 for stripe and mirror).")
+    redundancy = property(lambda self: self.fam.redundancy(self),
+                          doc="Disks per top-level vdev that may fail without data loss.")
+    total_disks = property(lambda self: self.fam.total_disks(self),
+                           doc="Disks in the data vdevs (log/cache/special excluded).")
     extra_disks = property(lambda self: self.log + self.cache + self.special,
                            doc="Log + cache + special devices.")
-
-    @property
-    def data_disks(self) -> int | float:
-        """Stripe: n; mirror: number of mirrors; raidz-p: vdevs x (width - p); dRAID: vdevs x (width -
-        spares) x d/(d + p), an int when whole, else a float rounded to 2 places (draid1:4d:7c:0s: 5.6)."""
-        if self.family == "stripe":
-            return self.width
-        if self.family == "mirror":
-            return self.vdevs
-        if self.is_draid:
-            return draid.data_disks(self.vdevs, *self._dr)
-        return self.vdevs * (self.width - self.parity)
+    data_disks = property(lambda self: self.fam.data_disks(self),
+                          doc="Stripe: n; mirror: number of mirrors; raidz-p: vdevs x (width - p); dRAID: vdevs x "
+                              "(width - spares) x d/(d + p), an int when whole, else a float rounded to 2 places.")
 
     def raw_bytes(self, disk_bytes: int) -> int:
         """Sum of the data-vdev disk sizes."""
@@ -95,18 +66,11 @@ class Layout:
         """Approximate: data_disks x disk_bytes, before raidz padding, metadata,
         labels and the pool's slop reservation (so ZFS reports somewhat less).
         dRAID: the exact vdevs x (width - spares) x d/(d+p) x disk_bytes, rounded down."""
-        if self.is_draid:
-            return draid.usable_bytes(self.vdevs, *self._dr, disk_bytes)
-        return self.data_disks * disk_bytes
+        return self.fam.usable_bytes(self, disk_bytes)
 
     def describe(self) -> str:
         """Short label, e.g. '2x raidz2(6) + log mirror(2) + cache(1)', '1x draid2(8: 4d, 1s)'."""
-        if self.family == "stripe":
-            text = f"stripe({self.width})"
-        elif self.is_draid:
-            text = f"{self.vdevs}x {self.family}({self.width}: {self.draid_ndata}d, {self.draid_spares}s)"
-        else:
-            text = f"{self.vdevs}x {self.family}({self.width})"
+        text = self.fam.label(self)
         for kind, n, mirrored in (("log", self.log, self.log_mirror), ("cache", self.cache, False),
                                   ("special", self.special, self.special_mirror)):
             if n:
@@ -114,11 +78,11 @@ class Layout:
         return text
 
     # -- validation ----------------------------------------------------------
-    def validate(self) -> "Layout":  # noqa: C901, PLR0912 (a flat list of checks, one per rule, into one message)
+    def validate(self) -> "Layout":
         """Raise ConfigError naming every violation; return self when valid."""
-        if self.family not in FAMILIES:
+        if self.family not in families.names():
             raise ConfigError(f"unknown layout family {self.family!r}; "
-                              f"expected one of {', '.join(FAMILIES)}")
+                              f"expected one of {', '.join(families.names())}")
         for f in ("width", "vdevs", "ashift", "log", "cache", "special", "draid_data", "draid_spares"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int):
@@ -126,26 +90,14 @@ class Layout:
         for f in ("log_mirror", "special_mirror"):
             if not isinstance(getattr(self, f), bool):
                 raise ConfigError(f"layout {f} must be true or false, got {getattr(self, f)!r}")
+        problems = self.fam.width_problems(self) + self.fam.vdev_problems(self) + self._device_problems()
+        if problems:
+            raise ConfigError(f"invalid layout {self.describe()}: " + "; ".join(problems))
+        return self
+
+    def _device_problems(self) -> list[str]:
+        """ashift and the log, cache and special devices: the same rules for every family."""
         problems = []
-        minimum = {"mirror": 2, "raidz1": 2, "raidz2": 3, "raidz3": 4}.get(self.family, 1)
-        if self.width < 1:
-            problems.append(f"width must be at least 1, got {self.width}")
-        elif self.width < minimum:
-            what = "disks per mirror" if self.family == "mirror" else \
-                f"disks per vdev (parity {self.parity} + at least 1 data disk)"
-            problems.append(f"{self.family} needs width >= {minimum} {what}, got {self.width}")
-        if self.family.startswith("raidz") and self.width > MAX_RAIDZ_WIDTH:
-            problems.append(f"{self.family} width {self.width} exceeds the maximum of "
-                            f"{MAX_RAIDZ_WIDTH} disks in a raidz vdev")
-        if self.is_draid and self.width >= 1:
-            problems += draid.problems(*self._dr)
-        elif not self.is_draid and (self.draid_data or self.draid_spares):
-            problems.append(f"draid_data and draid_spares apply to draid1/2/3 only and must be 0 for "
-                            f"{self.family}, got {self.draid_data} and {self.draid_spares}")
-        if self.vdevs < 1:
-            problems.append(f"vdevs must be at least 1, got {self.vdevs}")
-        elif self.family == "stripe" and self.vdevs != 1:
-            problems.append(f"stripe: width is the number of disks, so vdevs must be 1, got {self.vdevs}")
         if not 9 <= self.ashift <= 16:
             problems.append(f"ashift must be between 9 and 16 (512 B to 64 KiB sectors), got {self.ashift}")
         for kind in ("log", "cache", "special"):
@@ -155,14 +107,12 @@ class Layout:
             problems.append(f"a mirrored log needs at least 2 log devices, got {self.log}")
         if self.special_mirror and self.special < 2:
             problems.append(f"a mirrored special vdev needs at least 2 special devices, got {self.special}")
-        if self.special and not self.special_mirror and self.family != "stripe":
+        if self.special and not self.special_mirror and self.fam.redundant:
             # zpool create refuses it ("mismatched replication level") unless forced, and a
             # lost special disk loses the pool: refuse it here, before anything runs.
             problems.append(f"a special vdev beside {self.family} must be mirrored (special_mirror), "
                             "or the pool loses its redundancy")
-        if problems:
-            raise ConfigError(f"invalid layout {self.describe()}: " + "; ".join(problems))
-        return self
+        return problems
 
     def check_disks(self, available: int) -> None:
         """Raise ConfigError when fewer than the needed disks are available."""
@@ -188,9 +138,10 @@ class Layout:
         return cls(**d).validate()
 
     def to_dict(self) -> dict:
-        """Every field; the draid_* ones only for dRAID, so other layouts' dicts stay as they were."""
-        d = asdict(self)
-        return d if self.is_draid else {k: v for k, v in d.items() if not k.startswith("draid_")}
+        """Every field; a family's own fields (the draid_* ones) only for it, so other layouts'
+        dicts (plan.json) stay as they were."""
+        own = {f for fam in families.by_name().values() for f in fam.layout_fields} - set(self.fam.layout_fields)
+        return {k: v for k, v in asdict(self).items() if k not in own}
 
 
 # -- command lines -----------------------------------------------------------
@@ -247,12 +198,7 @@ def zpool_create_argv(pool: str, devices: list[str], layout: Layout,
     argv = ["zpool", "create", "-o", f"ashift={layout.ashift}"]
     argv += _properties_argv("-o", properties) + _properties_argv("-O", fs_properties) + [pool]
     data, rest = devices[:layout.total_disks], devices[layout.total_disks:]
-    if layout.family == "stripe":
-        argv += data
-    else:
-        keyword = draid.keyword(*layout._dr) if layout.is_draid else layout.family
-        for i in range(layout.vdevs):
-            argv += [keyword] + data[i * layout.width:(i + 1) * layout.width]
+    argv += layout.fam.vdev_args(layout, data)
     log, cache, special = (rest[:layout.log], rest[layout.log:layout.log + layout.cache],
                            rest[layout.log + layout.cache:])
     for kind, group, mirrored in (("log", log, layout.log_mirror), ("cache", cache, False),
@@ -268,15 +214,12 @@ def expected_topology(layout: Layout) -> dict:
     A dRAID vdev is ('draidP', children); its distributed spares, listed under the pool's
     spares, are a 'spare' class of ('dspare', 0), present only when there are some."""
     layout.validate()
-    if layout.family == "stripe":
-        data = [("leaf", 0)] * layout.width
-    else:
-        data = [(layout.family, layout.width)] * layout.vdevs
+    data = layout.fam.data_topology(layout)
 
     def group(n, mirrored):
         return [("mirror", n)] if mirrored else [("leaf", 0)] * n
 
-    spares = {"spare": [("dspare", 0)] * (layout.vdevs * layout.draid_spares)} if layout.draid_spares else {}
+    spares = layout.fam.spare_topology(layout)
     return {"data": data, "log": group(layout.log, layout.log_mirror),
             "cache": [("leaf", 0)] * layout.cache, "special": group(layout.special, layout.special_mirror), **spares}
 

@@ -1,7 +1,7 @@
-"""Models to overlay on measurements: raidz space allocation and random-read IOPS.
-
-`raidz_asize` is OpenZFS `vdev_raidz_asize` verbatim, so space predictions are exact
-for incompressible data (compression changes psize, not the rounding rule).
+"""Models to overlay on measurements, by layout name as results rows carry it: space allocation
+and random-read IOPS. Each family's record (zfs/families/) holds its model (raidz's allocation is
+`families.raidz.raidz_asize`, OpenZFS `vdev_raidz_asize` verbatim); these give the analysis one
+entry point, and the raw disks (no pool, no family) their IOPS envelope.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.zfs.geometry import data_disks, parity_of
+from zbench_lib.zfs import families
 
 KiB = 1024
 DEFAULT_VOLBLOCKSIZES = tuple(k * KiB for k in (4, 8, 16, 32, 64, 128))
@@ -20,37 +20,16 @@ RAW = "raw"      # the raw surface's layout: fio on the bare disks, no pool
 
 def has_model(layout: str, what: str = "iops") -> bool:
     """Whether these models cover the layout, for `what`: "iops" (predicted_random_read_iops)
-    or "space" (allocation and charge). dRAID pads blocks to whole groups and needs its data
-    disks per group, so it has none here (the analysis shows NaN, not a raidz guess). Raw
-    disks have an IOPS envelope (N disks, N x one disk: see predicted_random_read_iops; their
-    bandwidth envelope is likewise N x one disk's, which the scaling table's disk_equivalents
-    shows without a model) but nothing is allocated on them, so no space model."""
+    or "space" (allocation and charge), as its family's record says. dRAID pads blocks to whole
+    groups and needs its data disks per group, so it has none here (the analysis shows NaN, not a
+    raidz guess). Raw disks have an IOPS envelope (N disks, N x one disk: see
+    predicted_random_read_iops; their bandwidth envelope is likewise N x one disk's, which the
+    scaling table's disk_equivalents shows without a model) but nothing is allocated on them, so
+    no space model. A name no family knows is left to the model's own ConfigError."""
     if str(layout) == RAW:
         return what == "iops"
-    return not str(layout).startswith("draid")
-
-
-def _check(width: int, parity: int, ashift: int):
-    if not 9 <= ashift <= 16:
-        raise ConfigError(f"ashift must be 9..16, got {ashift}")
-    if width <= parity:
-        raise ConfigError(f"raidz{parity} needs more than {parity} disks, got width {width}")
-
-
-def raidz_asize(psize: int, ashift: int, width: int, parity: int) -> int:
-    """Bytes a raidz vdev allocates for a block of `psize` bytes (vdev_raidz_asize).
-
-    s = ceil(psize / 2^ashift); s += p · ceil(s / (w − p)); allocated = roundup(s, p+1) · 2^ashift.
-
-    Examples
-    --------
-    >>> raidz_asize(8192, 12, 6, 2)   # 2 data + 2 parity sectors, rounded up to 6
-    24576
-    """
-    _check(width, parity, ashift)
-    s = -(-psize >> ashift)                        # ceil(psize / sector)
-    s += parity * -(-s // (width - parity))
-    return -(-s // (parity + 1)) * (parity + 1) << ashift
+    fam = families.find(str(layout))
+    return fam is None or (fam.iops_model if what == "iops" else fam.space_model)
 
 
 def space_efficiency(layout: str, width: int, volblocksize: int, ashift: int = 12) -> float:
@@ -66,14 +45,7 @@ def space_efficiency(layout: str, width: int, volblocksize: int, ashift: int = 1
     >>> round(space_efficiency("raidz1", 5, 16384), 3), space_efficiency("mirror", 3, 8192)
     (0.667, 0.3333333333333333)
     """
-    p = parity_of(layout)
-    sector = 1 << ashift
-    rounded = -(-volblocksize // sector) * sector
-    if layout == "stripe":
-        return volblocksize / rounded
-    if layout == "mirror":
-        return volblocksize / rounded / width
-    return volblocksize / raidz_asize(volblocksize, ashift, width, p)
+    return families.get(layout).space_efficiency(width, volblocksize, ashift)
 
 
 def zfs_charged_bytes(psize: int, layout: str, width: int, ashift: int = 12) -> int:
@@ -84,12 +56,7 @@ def zfs_charged_bytes(psize: int, layout: str, width: int, ashift: int = 12) -> 
     is charged ~128K, and an 8K block on raidz2 of 6 at ashift 12 ~16K, not the 24K it
     allocates. Mirrors and stripes charge one copy rounded to a sector.
     """
-    p = parity_of(layout)
-    if layout in ("stripe", "mirror"):
-        sector = 1 << ashift
-        return -(-psize // sector) * sector
-    ratio = (1 << 17) // (raidz_asize(1 << 17, ashift, width, p) >> 9)
-    return (raidz_asize(psize, ashift, width, p) >> 9) * ratio
+    return families.get(layout).charged_bytes(psize, width, ashift)
 
 
 def space_table(configs, ashift: int = 12, volblocksizes=DEFAULT_VOLBLOCKSIZES) -> pd.DataFrame:
@@ -109,29 +76,13 @@ def space_table(configs, ashift: int = 12, volblocksizes=DEFAULT_VOLBLOCKSIZES) 
         configs = [configs]
     rows = []
     for layout, width in configs:
-        p = parity_of(layout)
+        p = families.get(layout).parity
         for vbs in volblocksizes:
             eff = space_efficiency(layout, width, vbs, ashift)
             rows.append(dict(layout=layout, width=width, ashift=ashift, volblocksize_bytes=vbs,
                              parity=p, allocated_bytes=round(vbs / eff), efficiency=eff,
                              charged_bytes=zfs_charged_bytes(vbs, layout, width, ashift)))
     return pd.DataFrame(rows)
-
-
-def raidz_data_columns(psize: int, ashift: int, width: int, parity: int) -> int:
-    """Disks a healthy raidz read of one block touches: its data columns.
-
-    The block's ceil(psize / 2^ashift) data sectors are laid out over the width − p data
-    columns of its row (as in vdev_raidz_map_alloc), one column per disk, so a read touches
-    min(width − p, sectors) disks; parity columns are read only to reconstruct.
-
-    Examples
-    --------
-    >>> raidz_data_columns(4096, 12, 6, 1), raidz_data_columns(16384, 12, 6, 1), raidz_data_columns(131072, 12, 6, 1)
-    (1, 4, 5)
-    """
-    _check(width, parity, ashift)
-    return min(width - parity, -(-psize >> ashift))
 
 
 def predicted_random_read_iops(layout: str, width: int, vdevs: int, disk_iops: float,
@@ -172,10 +123,4 @@ def predicted_random_read_iops(layout: str, width: int, vdevs: int, disk_iops: f
         if width < 1 or vdevs < 1:
             raise ConfigError(f"raw disks must be >= 1, got width {width} and vdevs {vdevs}")
         return float(disk_iops * width * vdevs)
-    p = parity_of(layout)
-    data_disks(layout, width, vdevs)               # validates width and vdevs
-    if layout in ("stripe", "mirror"):
-        return float(disk_iops * width * vdevs)
-    touched = raidz_data_columns(volblocksize, ashift, width, p)
-    touched = min(width, touched + p) if count_parity else touched
-    return float(vdevs * disk_iops * width / touched)
+    return families.get(layout).random_read_iops(width, vdevs, disk_iops, volblocksize, ashift, count_parity)
