@@ -81,15 +81,19 @@ PRESETS: dict[str, MechModel] = {
 }
 
 
-def _convert(model: str, key: str, text: str, current):
+_TYPES = {"int": int, "float": float, "bool": bool}
+
+
+def _convert(model: str, key: str, text: str, kind: str):
+    # `kind` is the field's declared type ("float", "int", "bool"), not the preset value's.
     try:
-        if isinstance(current, bool):
+        if kind == "bool":
             if text not in ("on", "off", "true", "false", "1", "0"):
                 raise ValueError
             return text in ("on", "true", "1")
-        value = type(current)(text)
+        value = _TYPES[kind](text)
     except ValueError:
-        raise ConfigError(f"disk model {model!r}: {key}={text!r} is not a {type(current).__name__}") from None
+        raise ConfigError(f"disk model {model!r}: {key}={text!r} is not a {kind}") from None
     if not value > 0 or value != value or value in (float("inf"),):
         raise ConfigError(f"disk model {model!r}: {key} must be positive and finite, got {text!r}")
     return value
@@ -98,7 +102,7 @@ def _convert(model: str, key: str, text: str, current):
 def _override(base: MechModel, spec: str, parts: list[str]) -> MechModel:
     if base.params is None and parts:
         raise ConfigError(f"disk model {spec!r}: the null model takes no parameters")
-    fields = {f.name for f in dataclasses.fields(base.params)} if base.params else set()
+    fields = {f.name: f.type for f in dataclasses.fields(base.params)} if base.params else {}
     changes = {}
     for part in parts:
         key, sep, text = part.partition("=")
@@ -106,7 +110,7 @@ def _override(base: MechModel, spec: str, parts: list[str]) -> MechModel:
             raise ConfigError(f"disk model {spec!r}: {part!r} is not key=value with a key among "
                               f"{', '.join(sorted(fields))}")
         key = key.strip()
-        changes[key] = _convert(spec, key, text.strip(), getattr(base.params, key))
+        changes[key] = _convert(spec, key, text.strip(), fields[key])
     params = dataclasses.replace(base.params, **changes) if changes else base.params
     return dataclasses.replace(base, name=spec, params=params)
 
