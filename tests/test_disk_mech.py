@@ -199,3 +199,11 @@ def test_hdd_drive_is_deterministic_in_virtual_time():
     runs = [closed_loop(HddDrive(dataclasses.replace(parse_mech("mech:hdd-5400").params), GiB),
                         _random_reads(GiB, seed=3), 4, 500) for _ in range(2)]
     assert runs[0] == runs[1]
+
+
+def test_sequential_reads_stream_at_the_outer_zone_rate_at_any_depth():
+    # Read-ahead: a read that continues the last one pays no positioning, even among others queued.
+    for depth in (1, 4):
+        lat = closed_loop(parse_mech("mech:hdd-7200").drive(2 * GiB),
+                          lambda i: Request(READ, i * 2**20, 2**20), depth, 300)
+        assert 2**20 * len(lat) / (sum(lat) / depth) / 1e6 == pytest.approx(150, rel=0.1)

@@ -204,7 +204,13 @@ class HddDrive:
         oldest = window[0]
         if isinstance(oldest, Request) and now - oldest.arrival > self.p.max_wait_ms / 1000.0:
             return oldest
-        return min(window, key=lambda r: self.positioning(r.offset, now))
+        return min(window, key=lambda r: self._cost(r, now))
+
+    def _cost(self, r, now: float) -> float:
+        # A read continuing the last one is already streaming into the read-ahead buffer.
+        if isinstance(r, Request) and r.kind == READ and r.offset == self.last_end:
+            return 0.0
+        return self.positioning(r.offset, now)
 
     def dispatch(self, now: float) -> Job | None:
         """The next media access: foreground commands first, destaging when idle or flushing."""
