@@ -3,6 +3,10 @@
 A model caps IOPS and bandwidth, optionally separately for reads and writes.
 `None` means "no limit". Presets describe typical devices; custom models are
 built from keyword values, e.g. "custom:iops=500,bw=200M".
+
+A mechanism model, "mech:hdd-7200[,key=value...]" (`mech_models`), is a different kind: no
+throttle at all, the disk is served through nbdkit with the model's delays (`nbd_disk`).
+It parses to a DiskModel whose `mech` holds that spelling, so `model` takes both kinds.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from zbench_lib.core.errors import ConfigError
+from zbench_lib.hosts.mech_models import PREFIX as MECH_PREFIX
+from zbench_lib.hosts.mech_models import parse_mech
 
 MiB = 1024 * 1024
 
@@ -25,6 +31,7 @@ class DiskModel:
     bw: int | None = None           # total bytes per second
     bw_read: int | None = None
     bw_write: int | None = None
+    mech: str | None = None         # "mech:<name>...": served through nbdkit, never throttled
 
     def __post_init__(self):
         for f in _LIMIT_FIELDS:
@@ -39,6 +46,8 @@ class DiskModel:
             raise ConfigError(f"disk model {self.name!r}: give iops or iops_read/iops_write, not both")
         if self.bw is not None and (self.bw_read or self.bw_write):
             raise ConfigError(f"disk model {self.name!r}: give bw or bw_read/bw_write, not both")
+        if self.mech is not None and self.throttled:
+            raise ConfigError(f"disk model {self.name!r}: a mechanism model takes no throttle")
 
     @property
     def throttled(self) -> bool:
@@ -64,7 +73,12 @@ class DiskModel:
                 "bps_rd": self.bw_read or 0, "bps_wr": self.bw_write or 0}
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if self.mech is None:           # throttle models keep the record they always had
+            del d["mech"]
+        else:
+            d["mech_model"] = parse_mech(self.mech).to_dict()
+        return d
 
 
 PRESETS = {
@@ -112,6 +126,8 @@ def parse_model(spec: str | dict | DiskModel) -> DiskModel:
         raise ConfigError(f"disk model must be a preset name or custom:..., got {spec!r}")
     if spec in PRESETS:
         return PRESETS[spec]
+    if spec.startswith(MECH_PREFIX):
+        return DiskModel(spec, mech=parse_mech(spec).name)
     if spec.startswith("custom:"):
         fields = {}
         for part in filter(None, spec[len("custom:"):].split(",")):
@@ -123,4 +139,5 @@ def parse_model(spec: str | dict | DiskModel) -> DiskModel:
             raise ConfigError("disk model: custom: needs at least one limit, e.g. custom:iops=500")
         return parse_model({"name": spec, **fields})
     raise ConfigError(f"unknown disk model {spec!r}; presets: {', '.join(PRESETS)}, "
-                      "or custom:iops=N,bw=SIZE (also iops_read, iops_write, bw_read, bw_write)")
+                      "or custom:iops=N,bw=SIZE (also iops_read, iops_write, bw_read, bw_write), "
+                      "or a mechanism model mech:hdd-7200, mech:hdd-5400, mech:sata-ssd, mech:nvme, mech:null")

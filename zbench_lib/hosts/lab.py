@@ -4,6 +4,11 @@ The VM is reached over SSH on a loopback port forward, so to the rest of
 zbench it is just another SSH host. Each lab lives in its own directory
 (overlay root disk, sparse data disks, QMP socket, serial log, state.json);
 `down()` kills QEMU and removes the directory, leaving nothing behind.
+
+A disk whose model is a mechanism model (`mech:...`) is not a file QEMU opens: nbdkit
+serves its sparse file on a unix socket in the lab directory with the model's delays
+(`nbd_disk`), QEMU reaches it with `driver=nbd`, and the nbdkit pids are recorded in
+state.json so a teardown stops exactly them. Throttle models keep the plain-file path.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from zbench_lib.hosts.kvm import choose_accel
 from zbench_lib.hosts.lab_config import QEMU, LabConfig, guest_disk_path
 from zbench_lib.hosts.lab_state import (check_can_start, connection_kwargs, process_start_time,
                                          remove_stale, take_lock)
+from zbench_lib.hosts.nbd_disk import start_nbd_disk, stop_nbd_disk
 from zbench_lib.hosts.qmp import QMPClient
 from zbench_lib.hosts.ssh import SSHHost
 
@@ -64,6 +70,7 @@ class Lab:
         self._lock_fd: int | None = None
         self.models = {s: self.cfg.model for s in self.cfg.data_serials}
         self.models.update({s: self.cfg.extra_model for s in self.cfg.extra_serials})
+        self.nbd: dict[str, subprocess.Popen] = {}     # serial -> nbdkit serving a mech: disk
 
     # --- lifecycle -----------------------------------------------------------
     def up(self) -> "Lab":
@@ -127,6 +134,8 @@ class Lab:
                 self.proc.kill()
                 self.proc.wait(10)
         self.proc = None
+        if not self.detach:
+            self._stop_nbd()
         if self.dir.exists() and not self.detach:
             shutil.rmtree(self.dir, ignore_errors=True)
         self._restore_signal_handlers()
@@ -146,6 +155,10 @@ class Lab:
         self.detach = False
         self.down()
 
+    def _stop_nbd(self) -> None:
+        for serial in list(self.nbd):
+            stop_nbd_disk(self.nbd.pop(serial))
+
     # --- pieces --------------------------------------------------------------
     def _create_disks(self):
         subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
@@ -155,6 +168,32 @@ class Lab:
             _sparse(self.dir / f"{serial}.raw", self.cfg.disk_bytes)
         for serial in self.cfg.extra_serials:
             _sparse(self.dir / f"{serial}.raw", self.cfg.extra_disk_bytes)
+        for serial, model in self.models.items():
+            if model.mech:
+                self._start_nbd(serial, model.mech)
+
+    def _start_nbd(self, serial: str, mech: str) -> None:
+        # Detached, nbdkit outlives this process with QEMU (stop_lab ends both, by recorded pid);
+        # owned, it dies with it.
+        self.nbd[serial] = start_nbd_disk(
+            self.nbd_socket(serial), self.dir / f"{serial}.raw", mech, log=self.dir / f"{serial}.nbdkit.log",
+            exit_with_parent=not self.detach, start_new_session=True)
+
+    def nbd_socket(self, serial: str) -> Path:
+        return self.dir / f"{serial}.nbd.sock"
+
+    def _drive_options(self, serial: str, model: DiskModel) -> list[str]:
+        """`-drive` options of one data disk: a throttled file, or nbdkit's socket for a mech: model."""
+        if model.mech:
+            # cache=writeback: the guest sees a volatile write cache, so its flushes reach the
+            # model (NBD_CMD_FLUSH) instead of QEMU answering them; there is no host page cache on
+            # a socket. No throttle: the model is the envelope.
+            return ["driver=raw", "file.driver=nbd", "file.server.type=unix",
+                    f"file.server.path={self.nbd_socket(serial)}", "if=none", f"id={serial}",
+                    "cache=writeback", "discard=unmap"]
+        return [f"file={self.dir / (serial + '.raw')}", "if=none", f"id={serial}", "format=raw",
+                f"cache={self.cfg.disk_cache}", "aio=threads", "discard=unmap",
+                *model.qemu_throttle_options()]
 
     def qemu_argv(self) -> list[str]:
         d = self.dir
@@ -174,10 +213,7 @@ class Lab:
         disks = [(s, self.cfg.model) for s in self.cfg.data_serials]
         disks += [(s, self.cfg.extra_model) for s in self.cfg.extra_serials]
         for serial, model in disks:
-            opts = [f"file={d / (serial + '.raw')}", "if=none", f"id={serial}", "format=raw",
-                    f"cache={self.cfg.disk_cache}", "aio=threads", "discard=unmap",
-                    *model.qemu_throttle_options()]
-            argv += ["-drive", ",".join(opts),
+            argv += ["-drive", ",".join(self._drive_options(serial, model)),
                      "-device", f"virtio-blk-pci,drive={serial},serial={serial},id=dev-{serial}"]
         return argv
 
@@ -220,6 +256,8 @@ class Lab:
                  "boot_s": round(self.boot_s, 1), "config": self.cfg.to_dict(),
                  "data_disks": [guest_disk_path(s) for s in self.cfg.data_serials],
                  "extra_disks": [guest_disk_path(s) for s in self.cfg.extra_serials],
+                 "nbdkit": {s: {"pid": p.pid, "start_ticks": process_start_time(p.pid)}
+                            for s, p in self.nbd.items()},
                  "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         tmp = self.dir / "state.json.tmp"
         tmp.write_text(json.dumps(state, indent=2))
@@ -255,6 +293,9 @@ class Lab:
         model = parse_model(model)
         if serial not in self.cfg.data_serials + self.cfg.extra_serials:
             raise ConfigError(f"lab has no disk {serial!r}")
+        if model.mech or self.models[serial].mech:
+            raise ConfigError(f"disk {serial}: a mechanism model is chosen when the lab boots, "
+                              f"not changed live ({self.models[serial].name} -> {model.name})")
         # virtio-blk-pci is a proxy; the block backend sits on its virtio child.
         self.qmp("block_set_io_throttle", id=f"/machine/peripheral/dev-{serial}/virtio-backend",
                  **model.qmp_throttle_arguments())

@@ -40,6 +40,9 @@ def check_can_start(cfg: LabConfig, lab_dir: Path) -> None:
                           "(apt-get install qemu-system-x86 qemu-utils)")
     if not shutil.which("ssh"):
         raise ConfigError("ssh not found: run `zbench setup` (apt-get install openssh-client)")
+    if (cfg.model.mech or cfg.extra_model.mech) and not shutil.which("nbdkit"):
+        raise ConfigError("a mech: disk model needs nbdkit: run `zbench setup` "
+                          "(apt-get install nbdkit nbdkit-plugin-python)")
     need = cfg.disks * cfg.disk_bytes + cfg.extra_disks * cfg.extra_disk_bytes + 2 * GiB
     probe = lab_dir.parent
     probe.mkdir(parents=True, exist_ok=True)
@@ -77,6 +80,28 @@ def is_lab_qemu(state: dict, name: str) -> bool:
         return False
     started = state.get("qemu_start_ticks")
     return started is None or started == process_start_time(pid)
+
+
+def is_lab_nbdkit(entry: dict, lab_dir: Path) -> bool:
+    """Is the pid recorded for a mech: disk still the nbdkit serving a file of this lab?"""
+    pid = entry.get("pid") if isinstance(entry, dict) else None
+    if not isinstance(pid, int) or pid <= 1 or not _pid_alive(pid):
+        return False
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    if not argv[0].endswith(b"nbdkit") or not any(a.startswith(f"file={lab_dir}/".encode()) for a in argv):
+        return False
+    started = entry.get("start_ticks")
+    return started is None or started == process_start_time(pid)
+
+
+def stop_lab_nbdkit(state: dict, lab_dir: Path) -> None:
+    """SIGTERM each nbdkit recorded in `state` that is still this lab's (never a reused pid)."""
+    for entry in (state.get("nbdkit") or {}).values():
+        if is_lab_nbdkit(entry, lab_dir):
+            os.kill(entry["pid"], signal.SIGTERM)
 
 
 def take_lock(name: str) -> int:
@@ -153,5 +178,6 @@ def stop_lab(name: str = "default") -> bool:
         time.sleep(0.1)
     else:
         os.kill(pid, signal.SIGKILL)
+    stop_lab_nbdkit(st, d)       # after QEMU, which held their connections
     shutil.rmtree(d, ignore_errors=True)
     return True

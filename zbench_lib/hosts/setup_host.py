@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
@@ -19,6 +20,9 @@ HOST_TOOLS = {
     "ssh": "openssh-client",
     "ssh-keygen": "openssh-client",
     "scp": "openssh-client",
+    # Modelled lab disks (mech: models) are served by nbdkit with zbench's Python plugin.
+    "nbdkit": "nbdkit",
+    "/usr/lib/*/nbdkit/plugins/nbdkit-python-plugin.so": "nbdkit-plugin-python",
 }
 
 
@@ -28,8 +32,9 @@ TEST_TOOLS = {"chromium": "chromium"}
 
 def missing_packages(tools: dict = HOST_TOOLS) -> list[str]:
     extra_path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
-    missing = {pkg for tool, pkg in tools.items() if not shutil.which(tool, path=extra_path)}
-    return sorted(missing)
+    def present(tool: str) -> bool:     # a command on PATH, or a file pattern (a plugin, a library)
+        return bool(glob.glob(tool)) if tool.startswith("/") else bool(shutil.which(tool, path=extra_path))
+    return sorted({pkg for tool, pkg in tools.items() if not present(tool)})
 
 
 def ensure_host_packages(quiet: bool = False, tests: bool = False) -> list[str]:
