@@ -34,8 +34,11 @@ def _measure(lab, bench_pool, tmp_path, target, workload, context=None, **overri
     params = {"runtime_s": 4, "ramp_time_s": 1, **overrides}
     if target is d:
         params.setdefault("size", "64M")
+    # qemu_pid, as a sweep gives it: the controller's load is sampled and host_contention judged,
+    # so a timing flag on a busy machine is allowed exactly when its cause was measured.
     ctx = {"cache": "cold", "lab": True, "disk_model_iops": 400, "disk_model_bw": 100 * MiB,
-           "scan_at_start": "none", "incompressible_intended": True, **(context or {})}
+           "scan_at_start": "none", "incompressible_intended": True, "qemu_pid": lab.proc.pid,
+           **(context or {})}
     n = next(_counter)
     return measure(lab.host, pool=pool.name, target_path=target.path, devices=disks,
                    workload=workload, overrides=params, remote_dir=f"{pool.work_dir()}/t{n}",
