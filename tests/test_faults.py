@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -232,3 +233,29 @@ def test_a_stopped_load_reports_iops_summed_over_its_jobs():
                       "job_runtime": 10010}]}
     assert load_figures(data) == {"read_iops": 200.0, "read_bytes": 4096 * 1990, "write_iops": 2.0,
                                   "write_bytes": 8192, "runtime_s": 10.01}
+
+
+def test_a_disk_slowed_early_in_the_window_is_slow_though_it_was_fast_before():
+    """Issue 34's busy CI: disk 2 was slowed to 5 IOPS 1 s into an 18 s window. Its 300 fast
+    requests of that second diluted the window's busy time per request to 45 ms, under the 50 ms
+    floor, and the run was not flagged. The median over its active time is the crawl's 200 ms."""
+    rows = []
+    for t in np.arange(100.0, 119.0):
+        for dev in ("vdb", "vdd"):
+            rows += [(t, "disk", dev, "w_s", 300.0), (t, "disk", dev, "util_pct", 27.0)]
+        rate, util = (300.0, 27.0) if t <= 101.0 else (5.0, 100.0)   # fast until 101, then a crawl
+        rows += [(t, "disk", "vdc", "w_s", rate), (t, "disk", "vdc", "util_pct", util)]
+    disk = pd.DataFrame(rows, columns=["t_s", "layer", "device", "metric", "value"])
+    each = per_device_service(disk, ["vdb", "vdc", "vdd"], 100.0, 118.0)
+    window_mean = each["vdc"][2] / each["vdc"][1]
+    assert window_mean < 50.0                               # what the window's mean said: not slow
+    assert each["vdc"][0] == pytest.approx(200.0)
+    slow = slow_device([], {}, {"dev_service_each": each, "disk_model_iops": 400})
+    assert slow["flag"] is True and slow["slowest_device"] == "vdc", slow
+    # slowed for only the last third of its active time: its median is its healthy pace
+    late = disk.copy()
+    vdc = (late.device == "vdc") & (late.t_s <= 113.0)
+    late.loc[vdc & (late.metric == "w_s"), "value"] = 300.0
+    late.loc[vdc & (late.metric == "util_pct"), "value"] = 27.0
+    each = per_device_service(late, ["vdb", "vdc", "vdd"], 100.0, 118.0)
+    assert slow_device([], {}, {"dev_service_each": each, "disk_model_iops": 400})["flag"] is False

@@ -6,8 +6,9 @@ Two truth checks (see truth.py for the three-valued verdict):
   UNAVAIL / OFFLINE. The run measured a degraded pool, not the layout it claims. On raw
   disks (no pool): a disk that was no longer a block device right after fio
   (context["raw_devices_after"]).
-- `slow_device`: one data disk's service time (its busy time per request over the fio
-  window: util / IOPS, from diskstats, each sample weighted by the time it covers) is more
+- `slow_device`: one data disk's service time (its busy time per request, util / IOPS from
+  diskstats, in the middle of its active time: the median of the samples, each weighted by the
+  time it covers, so a disk slow for most of the window is slow whatever it did before) is more
   than SLOW_RATIO times the median of the other data disks, and above a floor: SLOW_MIN_MS, or
   in the lab SLOW_RATIO times the disk model's own time for the disk's mean request (1 / its
   IOPS limit, or the request's bytes at the model's bandwidth), whichever is higher. A failing
@@ -54,7 +55,8 @@ def _held_seconds(stamps, t_start: float, t_end: float) -> dict:
 def per_device_service(disk, devices: list[str], t_start: float, t_end: float) -> dict:
     """device -> (busy ms per request, requests, busy ms, bytes) over [t_start, t_end]; from diskstats.
 
-    Busy ms per request is inf for a disk busy without completing anything (hung).
+    Busy ms per request is the median over the disk's active time (`_median_service`), inf for a
+    disk busy without completing anything (hung).
     """
     if disk is None or disk.empty or not devices:
         return {}
@@ -66,12 +68,32 @@ def per_device_service(disk, devices: list[str], t_start: float, t_end: float) -
     x["held_s"] = x["t_s"].map(held)
     out = {}
     for dev, g in x.groupby("device"):
-        n = float(((g.get("r_s", 0) + g.get("w_s", 0)) * g["held_s"]).sum())
-        busy_ms = float((g["util_pct"] * 10.0 * g["held_s"]).sum()) if "util_pct" in g else math.nan
+        ios = (g.get("r_s", 0) + g.get("w_s", 0)) * g["held_s"]
+        busy = g["util_pct"] * 10.0 * g["held_s"] if "util_pct" in g else ios * math.nan
+        n, busy_ms = float(ios.sum()), float(busy.sum())
         nbytes = float(((g.get("read_bytes_s", 0) + g.get("write_bytes_s", 0)) * g["held_s"]).sum())
-        per = busy_ms / n if n else (math.inf if busy_ms > 0 else math.nan)
-        out[dev] = (per, n, busy_ms, nbytes)
+        out[dev] = (_median_service(ios.to_numpy(), busy.to_numpy(), g["held_s"].to_numpy()), n, busy_ms, nbytes)
     return out
+
+
+def _median_service(ios: np.ndarray, busy_ms: np.ndarray, held_s: np.ndarray) -> float:
+    """The disk's busy ms per request in the middle of its active time: the time-weighted median
+    of each sample's busy time per request, over the samples in which it did anything.
+
+    Not the window's total busy time over its total requests: a disk slowed 1 s into an 18 s
+    window served hundreds of fast requests in that second, and they diluted 17 s at 200 ms per
+    request to 42 ms, under the floor (issue 34's busy CI). The median says what the disk was for
+    most of its active time; a disk slow for less than half of it is not called slow.
+    """
+    active = (ios > 0) | (busy_ms > 0)
+    if not active.any() or np.isnan(busy_ms).all():
+        return math.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(ios[active] > 0, busy_ms[active] / ios[active], math.inf)   # busy, nothing done: hung
+    w = held_s[active]
+    order = np.argsort(per, kind="stable")
+    cum = np.cumsum(w[order])
+    return float(per[order][np.searchsorted(cum, cum[-1] / 2.0)])
 
 
 def _raw_device_lost(ctx) -> dict:
