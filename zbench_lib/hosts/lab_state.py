@@ -66,15 +66,20 @@ def process_start_time(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
+def _live_argv(pid) -> list[bytes] | None:
+    """The command line of a live process `pid` (a recorded pid, not yet trusted), or None."""
+    if not isinstance(pid, int) or pid <= 1 or not _pid_alive(pid):
+        return None
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+
+
 def is_lab_qemu(state: dict, name: str) -> bool:
     """Is the PID recorded in `state` still this lab's QEMU (not a reused PID)?"""
     pid = state.get("pid")
-    if not isinstance(pid, int) or pid <= 1 or not _pid_alive(pid):
-        return False
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
+    argv = _live_argv(pid)
     if not argv or not argv[0].decode(errors="replace").endswith(QEMU) \
             or f"zbench-lab-{name}".encode() not in argv:
         return False
@@ -85,13 +90,8 @@ def is_lab_qemu(state: dict, name: str) -> bool:
 def is_lab_nbdkit(entry: dict, lab_dir: Path) -> bool:
     """Is the pid recorded for a mech: disk still the nbdkit serving a file of this lab?"""
     pid = entry.get("pid") if isinstance(entry, dict) else None
-    if not isinstance(pid, int) or pid <= 1 or not _pid_alive(pid):
-        return False
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    if not argv[0].endswith(b"nbdkit") or not any(a.startswith(f"file={lab_dir}/".encode()) for a in argv):
+    argv = _live_argv(pid)
+    if not argv or not argv[0].endswith(b"nbdkit") or not any(a.startswith(f"file={lab_dir}/".encode()) for a in argv):
         return False
     started = entry.get("start_ticks")
     return started is None or started == process_start_time(pid)
