@@ -31,6 +31,7 @@ from zbench_lib.sweeps.planning.repetitions import RepetitionRule
 from zbench_lib.sweeps.planning.schedule import outcome
 from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 from zbench_lib.sweeps.store.store import Store
+from zbench_lib.measure.run_context import RunFacts
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 1024
@@ -55,7 +56,7 @@ def _row(fault_study=False, **raised) -> dict:
 # -- one registry: every check declares its kind ---------------------------------------------------
 
 def test_every_flag_column_the_checks_produce_has_a_declared_kind():
-    cols = truth.flag_columns(truth.truth_checks([], {}, {}))
+    cols = truth.flag_columns(truth.truth_checks([], {}, RunFacts()))
     flags = [c.removeprefix("flag_") for c in cols if c.startswith("flag_")]
     assert flags == list(truth.CHECKS) and len(flags) == len(EXPECTED)
     for name in flags:                            # a check added without a kind fails here
@@ -75,7 +76,7 @@ def test_methods_section_7_gives_every_check_its_kind():
 def test_the_new_columns_are_documented():
     with open(ROOT / "docs" / "results-columns.csv", newline="") as fh:
         names = {r["name"] for r in csv.DictReader(fh)}
-    assert set(truth.flag_columns(truth.truth_checks([], {}, {}))) <= names
+    assert set(truth.flag_columns(truth.truth_checks([], {}, RunFacts()))) <= names
     assert {"described_flags", "fault_study", "replacement"} <= names
 
 

@@ -1,6 +1,6 @@
 """Truth checks: is a run's headline number about what it claims to measure?
 
-`truth_checks(fio_rows, counters, context)` compares the layers of one run: fio's rows
+`truth_checks(fio_rows, counters, facts)` compares the layers of one run: fio's rows
 (`fio_parse.parse_fio_json`), the counter summary over the same window
 (`run_summary.summarize_counters`) and facts recorded around the run (`context`: declared
 cache state, pool status at start, compressratio, lab disk model, per-second IOPS, the
@@ -16,17 +16,12 @@ system under test: the run is excluded and may be replaced) or *describes* it (t
 behaved this way: the run is kept, counted and shown beside the estimate). The sweep's
 repetition rule and the analysis both read the kinds from here.
 
-Context keys: cache ('cold'|'warm'), iops_series (total IOPS per second over the
-measurement window, e.g. `run_summary.iops_series`), txg_timeout_s (zfs_txg_timeout,
-default 5), scan_at_start ('none'|'scrub:scanning' ...), trim_active, compressratio (read
-right after the run), compression (the target's property), compressible_percent_declared (the
-data the spec declared, 0 = incompressible; runs recorded before it carry only
-incompressible_intended, True), lab, disk_model_iops, disk_model_bw (per-device limits, None =
-unthrottled), block_bytes (volblocksize / recordsize), qemu_pid and host_* (the
-controller's load, `host_load.summarize`), pool_capacity_pct, pool_fragmentation_pct,
-prefilled, surface ('raw': fio on the bare disks, no pool; the checks of a pool's layer, its
-background work, its compression and its TXGs do not apply, see `_raw`), fault_study (the
-spec injects faults on purpose: a lost device then describes the run, see `TRUTH_CHECKS`).
+What the checks read of the run beside fio and the counters is its `run_context.RunFacts`:
+the context recorded in run.json (declared cache state, pool status at start, compressratio,
+the lab's disk model, the declared data, the pool's health after the run, ...) with what is
+derived from the raw files (per-second IOPS, the controller's load, each disk's service
+time), each field commented there. On raw disks (`RunFacts.no_pool`) the checks of a pool's
+layer, its background work, its compression and its TXGs do not apply.
 """
 
 from __future__ import annotations
@@ -42,6 +37,7 @@ from zbench_lib.measure.judging import DESCRIBES, INVALIDATES, Kind, TruthCheck
 from zbench_lib.measure.judging import MIN_FIO_BYTES, fio_bytes, not_judged
 from zbench_lib.measure.judging import div as _div, num as _num
 from zbench_lib.measure.read_amp import read_amplification
+from zbench_lib.measure.run_context import RunFacts
 from zbench_lib.measure.steady import TXG_PERIOD_S, steady_state
 
 # cache_served: a cold read that reached the devices for less than half its bytes was
@@ -70,19 +66,14 @@ CPU_BUSY_PCT = 85.0          # usr + sys + steal (steal: the hypervisor took the
 CPU_IDLE_PCT = 10.0          # idle + iowait: iowait is idle time waiting for a disk, not CPU work
 
 
-def _raw(ctx) -> bool:
-    """fio ran on bare disks (the raw surface): there is no pool, zpool iostat or TXG to judge."""
-    return ctx.get("surface") == "raw"
-
-
 def _cache_served(fio_rows, c, ctx) -> dict:
     fio_r, dev_r = fio_bytes(fio_rows, "read"), _num(c.get("dev_read_bytes"))
     ratio, arc, k = _div(dev_r, fio_r), _num(c.get("arc_demand_data_hit_ratio")), logical_per_physical(ctx)
-    out = dict(cache=ctx.get("cache"), fio_read_bytes=fio_r, dev_read_bytes=dev_r, ratio=ratio,
+    out = dict(cache=ctx.cache, fio_read_bytes=fio_r, dev_read_bytes=dev_r, ratio=ratio,
                arc_hit_ratio=_num(c.get("arc_hit_ratio")), arc_demand_data_hit_ratio=arc,
                threshold=CACHE_DEV_RATIO, arc_threshold=CACHE_ARC_HIT_RATIO, logical_per_physical=k)
-    if ctx.get("cache") != "cold":
-        return not_judged(f"cache declared {ctx['cache']}; a cold-read check does not apply" if ctx.get("cache")
+    if ctx.cache != "cold":
+        return not_judged(f"cache declared {ctx.cache}; a cold-read check does not apply" if ctx.cache
                           else "cache state not declared", **out)
     if fio_r == 0:
         return not_judged("no reads: does not apply", **out)
@@ -107,11 +98,11 @@ def _no_device_io(fio_rows, c, ctx) -> dict:
     verdicts, why = {}, {}
     for d in ("read", "write"):
         f = out[f"fio_{d}_bytes"] = fio_bytes(fio_rows, d)
-        for layer, key in (("disk", f"dev_{d}_bytes"),) + ((("zpool", f"pool_{d}_bytes"),) if not _raw(ctx) else ()):
+        for layer, key in (("disk", f"dev_{d}_bytes"),) + ((("zpool", f"pool_{d}_bytes"),) if not ctx.no_pool else ()):
             v = out[key] = _num(c.get(key))
             out[f"{key.split('_')[0]}_{d}_ratio"] = _div(v, f)
             name = f"{layer}:{d}"
-            if f == 0 or (d == "read" and ctx.get("cache") == "warm"):
+            if f == 0 or (d == "read" and ctx.cache == "warm"):
                 continue        # fio did not go that way, or its reads are expected from ARC
             verdicts[name] = None if f < MIN_FIO_BYTES or math.isnan(v) else bool(v * k < QUIET_RATIO * f)
             why[name] = "too few bytes to compare" if f < MIN_FIO_BYTES else "unmeasured" if math.isnan(v) else ""
@@ -146,12 +137,12 @@ def _write_amplification(fio_rows, c, ctx) -> dict:
 
 
 def _not_steady(fio_rows, c, ctx) -> dict:
-    series = ctx.get("iops_series")
+    series = ctx.iops_series
     if series is not None:
         writes = fio_bytes(fio_rows, "write") >= MIN_FIO_BYTES
-        txg = _num(ctx.get("txg_timeout_s"))
+        txg = _num(ctx.txg_timeout_s)
         return steady_state(series, txg_period_s=(TXG_PERIOD_S if math.isnan(txg) or txg <= 0 else txg)
-                            if writes and not _raw(ctx) else None)       # raw disks: no TXG to pulse with
+                            if writes and not ctx.no_pool else None)       # raw disks: no TXG to pulse with
     attained = [r.get("ss_attained") for r in fio_rows if r.get("ss_attained") is not None]
     if attained:
         return dict(samples=0, range_pct=math.nan, slope_pct=math.nan, flag=not all(attained),
@@ -160,12 +151,12 @@ def _not_steady(fio_rows, c, ctx) -> dict:
 
 
 def _background_work(fio_rows, c, ctx) -> dict:
-    scan, trim = ctx.get("scan_at_start"), ctx.get("trim_active")
+    scan, trim = ctx.scan_at_start, ctx.trim_active
     seen = {k: _num(c.get(f"pool_{k}_io_samples")) for k in ("scrub", "trim", "rebuild")}
     reasons = [f"{scan} at start"] * (scan not in (None, "", "none")) + ["trim active"] * bool(trim) + \
               [f"{k} I/O in {int(v)} samples" for k, v in seen.items() if v > 0]
     out = dict(scan_at_start=scan, trim_active=trim, **{f"{k}_io_samples": v for k, v in seen.items()})
-    if _raw(ctx):
+    if ctx.no_pool:
         return not_judged("raw disks: no pool, so no scrub, resilver or trim of ZFS's: does not apply", **out)
     if reasons:
         return {**out, "flag": True, "reason": "; ".join(reasons)}
@@ -179,17 +170,17 @@ def _background_work(fio_rows, c, ctx) -> dict:
 
 
 def _emulation_bound(fio_rows, c, ctx) -> dict:
-    iops_lim, bw_lim = ctx.get("disk_model_iops"), ctx.get("disk_model_bw")
+    iops_lim, bw_lim = ctx.disk_model_iops, ctx.disk_model_bw
     cpu = {k: _num(c.get(f"cpu_{k}_pct")) for k in ("usr", "sys", "steal", "idle", "iowait")}
     busy = float(cpu["usr"] + cpu["sys"] + np.nan_to_num(cpu["steal"]))
     idle = float(cpu["idle"] + np.nan_to_num(cpu["iowait"]))
     iops_share, bw_share = _div(c.get("dev_iops_busiest"), iops_lim), _div(c.get("dev_bw_bytes_s_busiest"), bw_lim)
-    out = dict(lab=bool(ctx.get("lab")), disk_model_iops=iops_lim, disk_model_bw=bw_lim,
+    out = dict(lab=bool(ctx.lab), disk_model_iops=iops_lim, disk_model_bw=bw_lim,
                dev_iops_busiest=_num(c.get("dev_iops_busiest")),
                dev_bw_bytes_s_busiest=_num(c.get("dev_bw_bytes_s_busiest")),
                iops_share=iops_share, bw_share=bw_share, cpu_busy_pct=busy, cpu_idle_pct=idle,
                limit_share=EMU_LIMIT_SHARE, cpu_busy_threshold=CPU_BUSY_PCT, cpu_idle_threshold=CPU_IDLE_PCT)
-    if not ctx.get("lab"):
+    if not ctx.lab:
         return not_judged("not a lab run: no emulation to be bound by", **out)
     if math.isnan(busy) or math.isnan(idle):
         return not_judged("no CPU counters", **out)
@@ -252,13 +243,13 @@ def split_by_kind(raised, fault_study: bool = False) -> tuple[list[str], list[st
             [n for n in names if kind_of(n, fault_study) == DESCRIBES])
 
 
-def truth_checks(fio_rows: list[dict], counters: dict, context: dict) -> dict:
+def truth_checks(fio_rows: list[dict], counters: dict, ctx: RunFacts) -> dict:
     """Every check (see CHECKS) plus the informational `fill_level`, keyed by name."""
-    c, ctx = counters or {}, context or {}
+    c = counters or {}
     out = {check.name: check.judge(fio_rows or [], c, ctx) for check in TRUTH_CHECKS}
-    out["fill_level"] = dict(flag=None, info=True, pool_capacity_pct=_num(ctx.get("pool_capacity_pct")),
-                             pool_fragmentation_pct=_num(ctx.get("pool_fragmentation_pct")),
-                             prefilled=ctx.get("prefilled"), missing_layers=c.get("missing_layers"),
+    out["fill_level"] = dict(flag=None, info=True, pool_capacity_pct=_num(ctx.pool_capacity_pct),
+                             pool_fragmentation_pct=_num(ctx.pool_fragmentation_pct),
+                             prefilled=ctx.prefilled, missing_layers=c.get("missing_layers"),
                              reason="recorded at start")
     return out
 
