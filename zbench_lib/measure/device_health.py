@@ -1,11 +1,11 @@
 """Was every disk of the pool there, and at its pace, for the whole run?
 
-Two truth checks (see truth.py for the three-valued verdict):
-- `device_lost`: the pool's health read right after fio (`zpool status -P`, recorded as
-  context["pool_health_after"]) is not ONLINE, or a device is REMOVED / FAULTED /
+Two truth checks (see truth.py for the three-valued verdict; their records are in checks/):
+- `device_lost`: the pool's health read right after fio (`zpool status -P`, recorded as the
+  run context's `pool_health_after`) is not ONLINE, or a device is REMOVED / FAULTED /
   UNAVAIL / OFFLINE. The run measured a degraded pool, not the layout it claims. On raw
   disks (no pool): a disk that was no longer a block device right after fio
-  (context["raw_devices_after"]).
+  (the run context's `raw_devices_after`).
 - `slow_device`: one data disk's service time (its busy time per request, util / IOPS from
   diskstats, in the middle of its active time: the median of the samples, each weighted by the
   time it covers, so a disk slow for most of the window is slow whatever it did before) is more
