@@ -2,7 +2,8 @@
 
 The sampler runs on the host under test (so one clock serves fio, the pool,
 the devices and the CPU), is shipped as a file and stopped by pkill on its
-unique path. Everything fetched is kept as it came (raw), then summarised.
+unique path; fio runs through a shipped wrapper that has it snapshot as fio exits
+(docs/methods.md §7.1). Everything fetched is kept as it came (raw), then summarised.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zbench_lib.measure.counters import MARK, sampler_argv, sampler_script
+from zbench_lib.measure.counters import MARK, sampler_argv, sampler_script, snap_after_argv, snap_after_script
 from zbench_lib.measure.fio import build_job, collect, execute_fio, fetch_tree
 from zbench_lib.measure.fio_parse import parse_fio_json
 from zbench_lib.measure import workloads
@@ -85,6 +86,8 @@ def measure(host: Host, *, pool: str | None, target_path: str | list[str], devic
     counters = f"{remote_dir}/counters"
     host.run(["mkdir", "-p", counters])
     host.write_text(f"{remote_dir}/sampler.sh", sampler_script())
+    # beside the sampler, not in fio's directory (whose files are fetched as the raw record)
+    host.write_text(f"{remote_dir}/snap_after.sh", snap_after_script())
     sampler = host.popen(sampler_argv(f"{remote_dir}/sampler.sh", counters, sample_interval_s, pool or ""))
     load = HostLoadSampler(context.qemu_pid, sample_interval_s) if context.qemu_pid else None
     try:
@@ -96,7 +99,11 @@ def measure(host: Host, *, pool: str | None, target_path: str | list[str], devic
         if load:
             load.start()
         try:
-            proc = execute_fio(host, job, f"{remote_dir}/fio")
+            # fio's exit triggers a snapshot on the host: the sample interval straddling the
+            # window's end is then milliseconds long, not up to a stretched sampler loop's
+            # seconds, over which its bytes would be spread as if read after the end (issue 34).
+            proc = execute_fio(host, job, f"{remote_dir}/fio",
+                               wrapper=snap_after_argv(f"{remote_dir}/snap_after.sh", counters))
         finally:
             if load:
                 raw_dir.mkdir(parents=True, exist_ok=True)
