@@ -284,3 +284,13 @@ def test_block_size_headline_draws_iops_and_p99_p999_with_intervals():
     assert all(t.error_y.array is not None for t in tails_traces)
     assert list(fig.layout.xaxis3.categoryarray) == ["4K", "16K", "128K"]
     assert fig.layout.yaxis3.title.text == "completion latency (ms, log)"
+
+
+def test_forest_plot_draws_no_interval_where_the_text_says_not_judged():
+    from zbench_lib.analysis.figures.report_figures import ratio_figure
+    cmp = pd.DataFrame({"factor": ["layout"] * 2, "level": ["mirror", "raidz1"], "baseline": ["stripe"] * 2,
+                        "n_level": [3, 6], "n_baseline": [3, 3], "ratio": [0.9, 0.5], "ratio_ci_low": [0.8, 0.3],
+                        "ratio_ci_high": [1.0, 0.8], "verdict": ["lower", "not judged"], "metric": ["iops"] * 2})
+    t = ratio_figure(cmp, "iops").data[0]
+    assert np.isfinite(t.error_x.array[0]) and np.isnan(t.error_x.array[1])
+    assert list(t.text) == ["", "not judged"]

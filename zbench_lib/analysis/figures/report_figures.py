@@ -216,11 +216,14 @@ def ratio_figure(cmp: pd.DataFrame, metric: str, margin: float | None = None) ->
     labels = [" ".join([fmt(r["level"])] + [cell(c, r[c]) for c in by]) for _, r in cmp.iterrows()]
     n_cols = [c for c in ("n_level", "n_baseline") if c in cmp]
     n_min = cmp[n_cols].min(axis=1) if n_cols else pd.Series(np.nan, index=cmp.index)
-    text = ["n=1" if n == 1 else "" for n in n_min]
+    # An interval only where the text judges the comparison (issue 31): a side that pools several
+    # configurations has a ratio and a CI, but they compare no one configuration, and the text says not judged.
+    judged = (cmp["verdict"] != "not judged") if "verdict" in cmp else pd.Series(True, index=cmp.index)
+    text = ["n=1" if n == 1 else "" if ok else "not judged" for n, ok in zip(n_min, judged)]
     fig = go.Figure(go.Scatter(x=cmp["ratio"], y=labels, mode="markers+text", name="ratio (95% CI)",
                                text=text, textposition="middle right",
-                               error_x=dict(type="data", array=cmp["ratio_ci_high"] - cmp["ratio"],
-                                            arrayminus=cmp["ratio"] - cmp["ratio_ci_low"])))
+                               error_x=dict(type="data", array=(cmp["ratio_ci_high"] - cmp["ratio"]).where(judged),
+                                            arrayminus=(cmp["ratio"] - cmp["ratio_ci_low"]).where(judged))))
     missing = cmp["ratio"].isna().to_numpy()
     if missing.any():                          # cells whose runs were all excluded keep their row
         fig.add_trace(go.Scatter(x=[1.0] * int(missing.sum()), y=[lab for lab, m in zip(labels, missing) if m],
