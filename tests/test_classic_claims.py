@@ -394,7 +394,7 @@ def test_index_page_lists_each_claim_with_a_styled_verdict(vbs_example):
     assert section.count('<span class="verdict v-not-judged">not judged</span>') == 1       # reads
     assert section.count('<span class="verdict v-holds">holds</span>') == 2                # writes, space
     assert '<li class="not-judged">' in section and "Not judged: this sweep varies no disk count" in section
-    assert "3.00x its size in raw space" in section and "docs/methods.md §17" in section
+    assert "3.00x its size in raw space" in section and '<a href="methods.html#s17">methods §17</a>' in section
     assert ".v-not-judged { background: #888; }" in page
 
 

@@ -158,7 +158,7 @@ def test_table_exports_from_the_cli(tmp_path):
         assert res.returncode == 0 and probe in res.stdout, res.stderr
     out = tmp_path / "t.tex"
     assert zbench("table", "data/examples/volblocksize", "--format", "latex", "--out", str(out)).returncode == 0
-    assert out.read_text().count("\\end{table}") == 1
+    assert out.read_text().count("\\end{longtable}") == 1
 
 
 def _failing_notebook(path):

@@ -95,3 +95,16 @@ def test_the_scaling_answer_gives_a_verdict_per_family_with_its_interval():
                          "raidz3.")
     assert "stripe (1→8 data disks) 0.93 (0.91–0.95)" in rr
     assert "not judged for raidz3 (CI reaches outside 0.90–1.10)" in answers["seqread (MiB/s)"]
+
+
+def test_the_depth_answer_groups_the_levels_by_verdict_and_says_a_reason_once():
+    from zbench_lib.analysis.report.compare_factor import auto_baseline
+    s = A.load_sweep("data/examples/iodepth-curve")
+    adm = A.select_admissible(s.results)
+    cmp = A.compare_table(adm, "auto", "iodepth", auto_baseline(adm, "iodepth"), cells=A.cell_status(s.results, s.plan))
+    text = answer_compare(cmp, latency_tails(adm, s.histograms, ["workload", "direction", "iodepth"]),
+                          subject="randread")[0]["text"]
+    assert text.startswith("against iodepth 1: no meaningful difference at iodepth 2, iodepth 4, iodepth 8, "
+                           "iodepth 16, iodepth 32; not judged at iodepth 64 (4 of 5 runs excluded")
+    assert "level 64" not in text and text.count("host_contention") == 1
+    assert "p99: iodepth 1 11.4 ms (9.9–13.2)" in text

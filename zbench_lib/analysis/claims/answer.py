@@ -101,12 +101,15 @@ def answer_scaling(scal: pd.DataFrame, band: float = LINEAR_BAND) -> list[dict]:
     return out
 
 
-def _reason(note: str, level: str) -> str:
+def _reason(note: str, levels) -> str:
     """A comparison's not-judged note with each fragment once, and without repeating the level's
-    name or "not judged" (the clause already says both)."""
+    name or "not judged" (the clause already says both); `levels` are the level's spellings."""
     parts = []
     for p in say_once(note).split("; "):
-        p = p.removeprefix("not judged: ").removeprefix(f"level {level}: ").removeprefix("not judged: ")
+        p = p.removeprefix("not judged: ")
+        for lv in levels:
+            p = p.removeprefix(f"level {lv}: ")
+        p = p.removeprefix("not judged: ")
         if p and p not in parts:
             parts.append(p)
     return "; ".join(parts)
@@ -121,7 +124,7 @@ def _verdict(r, level: str = "") -> str:
         return "no meaningful difference"
     note = r.get("note", "")
     if isinstance(note, str) and note:
-        return "not judged: " + _reason(note, level)
+        return "not judged: " + _reason(note, (level, str(r["level"])))
     return f"not judged: {int(r['n_level'])} vs {int(r['n_baseline'])} admissible units (a CI needs 2 a side)"
 
 
@@ -137,6 +140,7 @@ def _digits(lo, hi) -> int:
     return 2 if top < 10 else 1 if top < 100 else 0
 
 
+LEAD_LEVELS = 4     # levels from which a sentence groups them by verdict before giving the numbers
 PERCENTILES = {"p99": ("clat_p99_ns", 0.99), "p99.9": ("clat_p99_9_ns", 0.999)}
 
 
@@ -220,15 +224,24 @@ def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject
         key = dict(zip(by, key if isinstance(key, tuple) else (key,)))
         metric = g["metric"].dropna().iloc[0] if "metric" in g and g["metric"].notna().any() else "iops"
         base = g["baseline"].iloc[0]
-        clauses = []
+        clauses, lead = [], {}
+        many = len(g) >= LEAD_LEVELS          # many levels: the verdicts first, grouped, then the numbers
         for _, r in g.iterrows():
             lv = _level(factor, r["level"])
             if r["verdict"] == "not judged" or not np.isfinite(r.get("ratio", np.nan)):
-                clauses.append(f"{lv}: {_verdict(r, lv)}")
+                if many:
+                    lead.setdefault(_verdict(r, lv), []).append(lv)
+                else:
+                    clauses.append(f"{lv}: {_verdict(r, lv)}")
                 continue
             lo, hi = r["ratio_ci_low"], r["ratio_ci_high"]
-            clauses.append(f"{lv} {_ratio(r['ratio'], lo, hi)}x ({ci_text(lo, hi, _digits(lo, hi), level='')}) "
-                           f"{_verdict(r, lv)}")
+            lead.setdefault(_verdict(r, lv), []).append(lv)
+            clauses.append(f"{lv} {_ratio(r['ratio'], lo, hi)}x ({ci_text(lo, hi, _digits(lo, hi), level='')})"
+                           + ("" if many else f" {_verdict(r, lv)}"))
+        if many:
+            grouped = [f"{v.split(': ')[0]} at {', '.join(lvs)}" + (f" ({v.split(': ', 1)[1]})" if ": " in v else "")
+                       for v, lvs in lead.items()]
+            clauses = ["; ".join(grouped) + ". Ratios: " + ", ".join(clauses)]
         tail = _tails_sentence(tails, key, factor, [base] + list(g["level"]))
         who = _group(pd.Series(key), by) or subject
         out.append(dict(subject=f"{who} ({UNITS.get(metric, metric)})",

@@ -310,7 +310,8 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
     if with_tails:
         for pct, dash in (("p99", "solid"), ("p99.9", "dot")):
             legend_entry(fig, f"{pct} (lower panels)", dash, pct, row=2, col=1)
-    fig.update_layout(title=(title or f"{' and '.join(['the judged metric'] + (['p99 / p99.9'] if with_tails else []))}"
+    shown_metrics = " / ".join(dict.fromkeys(metric_label(panel_metric(p[0] if p else "", metric))[0] for p in panels))
+    fig.update_layout(title=(title or f"{' and '.join([shown_metrics] + (['p99 / p99.9'] if with_tails else []))}"
                              f" per {factor.removesuffix('_bytes')}") + f" ({CI_LABEL})",
                       height=330 * rows + 170, legend_title_text=series or "")
     return fig
