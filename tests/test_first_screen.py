@@ -50,3 +50,21 @@ def test_each_example_has_answer_sentences_and_a_headline_figure(example):
 def test_methods_ship_as_a_page_with_an_anchor_per_section(tmp_path):
     text = write_methods(tmp_path).read_text()
     assert '<h2 id="s17">§17' in text and '<h3 id="s7.1">§7.1' in text
+
+
+def test_exports_carry_the_caveat_line_and_zbench_version(tmp_path):
+    import pandas as pd
+
+    from zbench_lib import __version__
+    from zbench_lib.analysis import load_sweep
+    from zbench_lib.analysis.report.pub_tables import summary_table, write_tables
+    from zbench_lib.analysis.report.stamp import caveat_line, zbench_stamp
+    assert "emulated disks (hdd)" in caveat_line(pd.DataFrame({"disk_model": ["hdd", "hdd"]}))
+    assert zbench_stamp().startswith(f"zbench {__version__}")
+    sweep = load_sweep("data/examples/iodepth-curve")
+    note = f"{caveat_line(sweep.results)} {zbench_stamp()}."
+    write_tables(summary_table(sweep.results), tmp_path, source_note=note)
+    for name in ("summary.md", "summary.csv", "summary.tex"):
+        assert "emulated disks" in (tmp_path / name).read_text() and f"zbench {__version__}" in \
+            (tmp_path / name).read_text(), name
+    assert "iops_ci95_low" in (tmp_path / "summary.csv").read_text()         # units in the CSV's headers

@@ -119,8 +119,6 @@ def cmd_report(args):
                          include_flagged=args.include_flagged, parameters=params, compare=args.compare,
                          timeline=args.timeline, figures=figures, single_file=args.single_file,
                          show_code=args.show_code)
-    if not Path(args.sweep_dir).is_dir():
-        raise ConfigError(f"{args.sweep_dir}: no such sweep directory")
     args.log_hint = Path(args.sweep_dir) / "report" / "report-errors.log"
     index = render_report(args.sweep_dir, options=opts,
                           progress=None if args.quiet else lambda text: print(text, file=sys.stderr, flush=True))

@@ -34,7 +34,12 @@ def _commit() -> str:
                            text=True, timeout=5, check=False)
     except (OSError, subprocess.SubprocessError):
         return ""
-    return r.stdout.strip() if r.returncode == 0 else ""
+    if r.returncode != 0:
+        return ""
+    # A checkout with edits to tracked files did not compute the numbers as that commit would: say so.
+    dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, timeout=5, check=False).stdout.strip()
+    return r.stdout.strip() + ("+local-changes" if dirty else "")
 
 
 def zbench_stamp() -> str:
