@@ -39,10 +39,9 @@ def test_the_first_screen_holds_the_question_the_answer_and_the_headline_figure(
 def test_each_example_has_answer_sentences_and_a_headline_figure(example):
     from zbench_lib import analysis as A
     from zbench_lib.analysis.report.headline import study_headline
-    from zbench_lib.analysis.report.report import applicable_notebooks
     s = A.load_sweep(f"data/examples/{example}")
     adm = A.select_admissible(s.results)
-    h = study_headline(s, adm, applicable_notebooks(adm))
+    h = study_headline(s, adm)
     assert h["kind"] == {"scaling": "scaling", "volblocksize": "block", "iodepth-curve": "factor"}[example]
     assert h["answers"] and all(a["text"] for a in h["answers"]) and h["figure"] is not None
 

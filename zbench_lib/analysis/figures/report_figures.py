@@ -20,6 +20,7 @@ from plotly.subplots import make_subplots
 
 from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYOUT_ORDER, colors_for, family_style, legend_entry,
                                                    metric_label, n_labels, ratio_ticks, shade, split_family)
+from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, varying_columns
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tables import scaling_family
 from zbench_lib.core.errors import ConfigError
@@ -267,6 +268,13 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
     percentiles are drawn, and only where the text judges them.
     """
     panel = [c for c in ("workload", "direction") if c in df]
+    others = [c for c in varying_columns(df, exclude=tuple(panel) + (factor,) + ((series,) if series else ()))
+              if c not in LAYOUT_COLUMNS or series != "layout"]
+    if others:          # a line per configuration, never a point pooling several (disk counts, widths, ...)
+        label = df[series].astype(str) if series else pd.Series("", index=df.index)
+        for c in others:
+            label = label + " " + c.replace("_", " ") + " " + df[c].astype(str)
+        df, series = df.assign(_series=label.str.strip()), "_series"
     keys = panel + ([series] if series else []) + [factor]
     panels = [p if isinstance(p, tuple) else (p,) for p in df.groupby(panel, sort=True).groups] if panel else [()]
     with_tails = tails is not None and len(tails) and (tails["status"] == "judged").any()
@@ -313,7 +321,7 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
     shown_metrics = " / ".join(dict.fromkeys(metric_label(panel_metric(p[0] if p else "", metric))[0] for p in panels))
     fig.update_layout(title=(title or f"{' and '.join([shown_metrics] + (['p99 / p99.9'] if with_tails else []))}"
                              f" per {factor.removesuffix('_bytes')}") + f" ({CI_LABEL})",
-                      height=330 * rows + 170, legend_title_text=series or "")
+                      height=330 * rows + 170, legend_title_text="" if series == "_series" else series or "")
     return fig
 
 

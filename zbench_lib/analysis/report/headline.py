@@ -42,8 +42,10 @@ def _factor_study(sweep: Sweep, adm: pd.DataFrame, factor: str, baseline, cells)
     return dict(answers=answer_compare(cmp, tails, subject=subject), figure=plot_levels(adm, factor, tails, series))
 
 
-def study_headline(sweep: Sweep, adm: pd.DataFrame, names: list[str], include_flagged: bool = False) -> dict:
-    """The answer sentences and headline figure of the study `names` (the notebooks that apply) make.
+def study_headline(sweep: Sweep, adm: pd.DataFrame, include_flagged: bool = False) -> dict:
+    """The answer sentences and headline figure of the study the admissible runs `adm` make: scaling
+    where a layout's disk count varies, else block size where it varies, else the first factor that
+    does (`compare_factor.auto_factor`), whichever notebooks the report runs.
 
     `kind` is scaling, block, factor or none; `figure` a plotly figure or None.
     """
@@ -51,12 +53,12 @@ def study_headline(sweep: Sweep, adm: pd.DataFrame, names: list[str], include_fl
     if adm.empty:
         return out
     cells = cell_status(sweep.results, sweep.plan, include_flagged)
-    if "analysis-scaling" in names:
+    if {"layout", "data_disks"} <= set(adm) and (adm.groupby("layout")["data_disks"].nunique() > 1).any():
         scal = scaling_table(adm, "auto", cells=cells)
         return {**out, "kind": "scaling", "answers": answer_scaling(scal), "figure": plot_iops_vs_drives(adm),
                 "note": SCALING_NOTE.format(lo=1 - LINEAR_BAND, hi=1 + LINEAR_BAND)}
     block = _block(adm)
-    if block and "analysis-volblocksize" in names:
+    if block:
         levels = sorted(adm[block].dropna().unique())
         base = BLOCK_BASELINE if BLOCK_BASELINE in levels else levels[-1]
         return {**out, "kind": "block", **_factor_study(sweep, adm, block, base, cells)}

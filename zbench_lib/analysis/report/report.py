@@ -142,7 +142,7 @@ def _parameters(sweep: Sweep, names, opts: ReportOptions) -> dict:
     return params
 
 
-def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str, names: list[str]) -> dict:
+def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dict:
     """The index page's parts: the answer and its headline figure (`headline.study_headline`), the
     classic claims, the environment, the summary table and its exports, the resilver section.
 
@@ -155,7 +155,7 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str, names:
     table = summary_table(df, opts.include_flagged, hist=sweep.histograms)
     write_tables(table, out, title=f"zbench summary: {sid}", source_note=note)
     adm = select_admissible(df, opts.include_flagged)
-    study = study_headline(sweep, adm, names, opts.include_flagged)
+    study = study_headline(sweep, adm, opts.include_flagged)
     extras = dict(environment_lines=environment_summary(sweep.provenance, df, sweep.spec.get("surface", "")),
                   summary_html=export_table(table, "html", title="Summary per configuration", source_note=note),
                   headline_html="", static=[], caveats=caveats(df), answers=study["answers"],
@@ -289,7 +289,7 @@ def _build(sweep: Sweep, names: list[str], params: dict, opts: ReportOptions, ou
         entries.append(dict(title=TITLES.get(name, name), html=f"{name}.html", ipynb=f"{name}.ipynb",
                             failed=not ok, conclusions=_conclusions(nb)))
     say("index page: the answer, the headline figure, the tables and their exports")
-    extras = _index_extras(sweep, out, opts, sid, names)
+    extras = _index_extras(sweep, out, opts, sid)
     if opts.figures:
         figures = [p for stem, fig in extras["static"]
                    for p in save_static(fig, out / "figures" / stem, opts.figures)] + figures
