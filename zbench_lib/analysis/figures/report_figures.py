@@ -252,6 +252,14 @@ def ratio_figure(cmp: pd.DataFrame, metric: str, margin: float | None = None) ->
     return fig
 
 
+def _series_named(frame: pd.DataFrame, series: str | None, others: list[str]) -> pd.DataFrame:
+    """`frame` with `_series`: the series' value and each other varying column, as one line's name."""
+    label = frame[series].astype(str) if series else pd.Series("", index=frame.index)
+    for c in others:
+        label = label + " " + c.replace("_", " ") + " " + frame[c].astype(str)
+    return frame.assign(_series=label.str.strip())
+
+
 def _level_text(factor: str, v) -> str:
     return format_size(int(v)) if factor.endswith("_bytes") else str(v)
 
@@ -271,10 +279,11 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
     others = [c for c in varying_columns(df, exclude=tuple(panel) + (factor,) + ((series,) if series else ()))
               if c not in LAYOUT_COLUMNS or series != "layout"]
     if others:          # a line per configuration, never a point pooling several (disk counts, widths, ...)
-        label = df[series].astype(str) if series else pd.Series("", index=df.index)
-        for c in others:
-            label = label + " " + c.replace("_", " ") + " " + df[c].astype(str)
-        df, series = df.assign(_series=label.str.strip()), "_series"
+        # the tails get the same line names, or none are drawn: a level's several configurations
+        # would otherwise share one latency point
+        named = tails is not None and all(c in tails for c in others + ([series] if series else []))
+        tails = _series_named(tails, series, others) if named else None
+        df, series = _series_named(df, series, others), "_series"
     keys = panel + ([series] if series else []) + [factor]
     panels = [p if isinstance(p, tuple) else (p,) for p in df.groupby(panel, sort=True).groups] if panel else [()]
     with_tails = tails is not None and len(tails) and (tails["status"] == "judged").any()
