@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from zbench_lib.analysis.figures.plot_base import CAPTION_NAME, PALETTE, agg_figure
+from zbench_lib.analysis.figures.plot_base import CAPTION_NAME, LABEL_OFFSETS, PALETTE, agg_figure
 from zbench_lib.core.errors import ConfigError
 
 FORMATS = ("png", "svg")
@@ -84,6 +84,13 @@ def _errors(err, values):
     return v - lo, v + hi                      # no interval (n = 1): NaN, nothing drawn
 
 
+def _per_point(value, n: int, default: str) -> list:
+    """A trace attribute given per point or once (plotly takes both) as one value per point."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return ([v or default for v in value] + [default] * n)[:n]
+    return [value or default] * n
+
+
 def figure_frame(fig: go.Figure) -> pd.DataFrame:
     """Every point of the figure's scatter and bar traces as tidy rows (the data drawn)."""
     panels = {p: i for i, p in enumerate(_panels(fig))}
@@ -99,7 +106,8 @@ def figure_frame(fig: go.Figure) -> pd.DataFrame:
             group += xv is None
             groups.append(f"{i}.{group}")
         text = list(t.text) if isinstance(t.text, (list, tuple, np.ndarray)) else [t.text or ""] * len(x)
-        df = pd.DataFrame({"x": x, "y": y, "group": groups, "text": (text + [""] * len(x))[:len(x)]})
+        df = pd.DataFrame({"x": x, "y": y, "group": groups, "text": (text + [""] * len(x))[:len(x)],
+                           "textpos": _per_point(getattr(t, "textposition", None), len(x), "top right")})
         df = df.assign(panel=panel, trace=i, name=t.name or "", color=_color(t, i), kind=mode, marker=_marker(t),
                        ls=(t.line.dash if t.type == "scatter" and t.line.dash else "solid"),
                        opacity=t.marker.opacity if t.type == "bar" and t.marker.opacity is not None else 1.0)
@@ -164,8 +172,10 @@ def _axes_style(fig: go.Figure, axes, panels, titles, frame):
         if yl is not None and yl.autorange == "reversed" and numeric_y:   # seaborn puts categories top-down
             ax.invert_yaxis()
         pts = frame[(frame["panel"] == i) & (frame["text"].astype(str) != "")] if len(frame) else frame
-        for _, r in pts.iterrows():
-            ax.annotate(_plain(r["text"]), (r["x"], r["y"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        for _, r in pts.iterrows():         # where the interactive figure put the label, so they cannot differ
+            offset, ha, va = LABEL_OFFSETS.get(r["textpos"], LABEL_OFFSETS["top right"])
+            ax.annotate(_plain(r["text"]), (r["x"], r["y"]), fontsize=7, xytext=offset, textcoords="offset points",
+                        ha=ha, va=va)
 
 
 def _legend(out, fig: go.Figure):
