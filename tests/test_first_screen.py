@@ -6,22 +6,18 @@ import re
 
 import pytest
 
-from zbench_lib.analysis.report.methods_page import methods_links, write_methods
+from zbench_lib.analysis.report.methods_page import write_methods
 
 
 def _render(**context):
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
-
-    from zbench_lib.analysis.report.report import TEMPLATE_DIR
-    env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), autoescape=select_autoescape(["html"]))
-    env.filters["methods_links"] = methods_links
+    from zbench_lib.analysis.report.report import render_index
     base = dict(sweep_id="s", environment_lines=[("OpenZFS", "2.3.2")], environment=[], entries=[],
                 question="How does it scale?", answers=[{"subject": "randread (IOPS)", "text": "holds (methods §10)."}],
                 answers_note="note", headline_html='<div id="zbench-headline"></div>', summary_html="<table></table>",
                 classic_claims=[{"verdict": "holds", "claim": "c", "evidence": "e", "reason": "", "caveat": ""}],
                 caveat="Lab measurements on emulated disks.", stamp="zbench 0.1.0, commit abc")
     base.update(context)
-    return env.get_template("index.html.j2").render(**base)
+    return render_index(**base)
 
 
 def test_the_first_screen_holds_the_question_the_answer_and_the_headline_figure():
@@ -67,3 +63,49 @@ def test_exports_carry_the_caveat_line_and_zbench_version(tmp_path):
         assert "emulated disks" in (tmp_path / name).read_text() and f"zbench {__version__}" in \
             (tmp_path / name).read_text(), name
     assert "iops_ci95_low" in (tmp_path / "summary.csv").read_text()         # units in the CSV's headers
+
+
+def example_summary(example: str = "volblocksize"):
+    """The example's summary table and its HTML, as the index shows it."""
+    from zbench_lib.analysis import load_sweep
+    from zbench_lib.analysis.report.pub_tables import export_table, summary_table
+    sweep = load_sweep(f"data/examples/{example}")
+    table = summary_table(sweep.results, hist=sweep.histograms)
+    return table, export_table(table, "html", title="Summary per configuration")
+
+
+def test_the_summary_table_is_folded_with_its_sort_and_filter_tools_inline():
+    """Issue 31: the summary table folded, sortable and filterable, offline. The tools sit inside the folded
+    table, hidden until the inline script shows them; the page loads no script but plotly's own file; and
+    the table keeps the contract the script sorts by: each leaf heading has an id that every body row's
+    cell names in its `headers` (a great_tables release that dropped it would leave the sort dead)."""
+    from html.parser import HTMLParser
+    table, html = example_summary()
+    page = _render(summary_html=html, plotlyjs="plotly.min.js")
+    folded = page[page.index('<details id="summary">'):page.index("</details>", page.index('<details id="summary">'))]
+    assert "data-table-tools" in folded and re.search(r'<p class="table-tools" hidden>', folded)
+    assert re.search(r'<input type="search"', folded)
+    assert re.findall(r"<script[^>]*\ssrc=\"([^\"]+)\"", page) == ["plotly.min.js"]
+    inline = re.findall(r"<script>([\s\S]*?)</script>", page)
+    assert len(inline) == 1 and "[data-table-tools]" in inline[0] and "http" not in inline[0]
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.heads, self.rows, self.part = [], [], None
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            self.part = tag if tag in ("thead", "tbody") else self.part
+            if tag == "th" and self.part == "thead" and a.get("scope") == "col":
+                self.heads.append(a["id"])
+            elif tag == "tr" and self.part == "tbody":
+                self.rows.append([])
+            elif tag == "td" and self.part == "tbody":
+                self.rows[-1].append(a.get("headers", "").split())
+
+    cells = Cells()
+    cells.feed(folded)
+    assert len(cells.heads) == 14 and len(cells.rows) == len(table) == 18
+    for row in cells.rows:
+        assert all(sum(h in names for names in row) == 1 for h in cells.heads), row
