@@ -4,6 +4,7 @@ the question, then the answer sentences, then the headline figure, before the cl
 
 import re
 
+import numpy as np
 import pytest
 
 from zbench_lib.analysis.report.methods_page import write_methods
@@ -109,3 +110,38 @@ def test_the_summary_table_is_folded_with_its_sort_and_filter_tools_inline():
     assert len(cells.heads) == 14 and len(cells.rows) == len(table) == 18
     for row in cells.rows:
         assert all(sum(h in names for names in row) == 1 for h in cells.heads), row
+
+
+def test_a_sync_log_study_gets_bars_with_intervals(tmp_path):
+    """Issue 31, item 1: sync/log studies get their own headline, bars with intervals: one bar per configuration
+    (sync standard / always × no SLOG / SLOG), each level named once in the legend, every row naming its groups,
+    an interval only where the mean rests on two or more units (a bar on one says n=1), drawn by the static
+    version too; the answer names each group as a reader does ("no SLOG", not "0")."""
+    from zbench_lib import analysis as A
+    from zbench_lib.analysis.data.synthetic import write_synthetic_sweep
+    from zbench_lib.analysis.figures.figures_static import figure_frame
+    from zbench_lib.analysis.report.headline import study_headline
+    sweep = A.load_sweep(write_synthetic_sweep(tmp_path / "sync", n_rows=40, seed=3, shape="sync-log"))
+    adm = A.select_admissible(sweep.results)
+    alone = adm[(adm["sync"] == "always") & (adm["log"] == 1)].index[1:]       # one run left in that cell
+    adm = adm.drop(alone)
+    h = study_headline(sweep, adm)
+    assert h["kind"] == "sync-log"
+    assert [a["subject"] for a in h["answers"]] == ["no SLOG (IOPS)", "SLOG (IOPS)"]
+    assert h["answers"][0]["text"].startswith("against sync standard: always 0.")
+    fig = h["figure"]
+    assert {t.type for t in fig.data} == {"bar"}
+    top = [t for t in fig.data if t.yaxis == "y"]
+    assert [t.name for t in fig.data if t.showlegend is not False] == ["sync standard", "sync always"]
+    bars = [(x, t.name, n, e) for t in top for x, n, e in zip(t.x, t.customdata, t.error_y.array)]
+    assert len(bars) == 4 and len({x for x, *_ in bars}) == 4                   # a bar per configuration
+    for x, name, n, err in bars:
+        assert (n >= 2) == np.isfinite(err), (name, x, n, err)                  # an interval only where judged
+    single = next(t for t in top if t.name == "sync always")
+    assert list(single.text) == ["", "n=1"]
+    rows = sorted({t.xaxis for t in fig.data})
+    assert len(rows) == 3                                                       # IOPS, p99, p99.9
+    for axis in rows:
+        assert list(fig.layout[axis.replace("x", "xaxis")].ticktext) == ["no SLOG", "SLOG"]
+    frame = figure_frame(fig)
+    assert frame.loc[frame["trace"] == 0, "ylo"].notna().all()                  # the static redraw's intervals

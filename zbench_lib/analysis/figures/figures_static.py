@@ -114,8 +114,9 @@ def figure_frame(fig: go.Figure) -> pd.DataFrame:
         if t.type == "bar":
             df["width"] = t.width if t.width is not None else 0.8
         for axis, err in (("y", t.error_y), ("x", t.error_x)):
+            # a bar's interval too (a sync study's headline): the static version draws what the interactive does
             bounds = _errors(err, df[axis]) if axis == "y" or t.type == "scatter" else None
-            if bounds is not None and t.type == "scatter":
+            if bounds is not None:
                 df[f"{axis}lo"], df[f"{axis}hi"] = bounds
         df = df[df["x"].notna() & df["y"].notna()]
         if len(df):

@@ -7,6 +7,8 @@
     space_figure(space)            referenced / logicalused per block size: a bar per layout with
                                    the allocation model drawn across that very bar
     ratio_figure(cmp, metric)      ratios of means with 95% CIs on a log axis labelled 0.5×, 1×, 2×
+    plot_levels(df, factor, ...)   a factor's headline: the metric and p99 / p99.9 per level, a line per series
+    plot_configurations(df, ...)   a sync or log study's headline: a bar per configuration with its 95% CI
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYOUT_ORDER, colors_for, family_style, legend_entry,
-                                                   metric_label, n_labels, ratio_ticks, shade, split_family)
-from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, varying_columns
+from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYOUT_ORDER, PALETTE, colors_for, family_style,
+                                                   legend_entry, metric_label, n_labels, ratio_ticks, shade,
+                                                   split_family)
+from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, setting_text, varying_columns
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tables import scaling_family
 from zbench_lib.core.errors import ConfigError
@@ -352,3 +355,100 @@ def _tail_traces(fig, tails, key, series, name, factor, levels, color, marker, c
             marker=dict(symbol=marker, size=7), hovertemplate=f"{name} {pct} " + "%{x}: %{y:,.4g} ms",
             error_y=dict(type="data", array=(g["ci_high_ms"] - g["value_ms"]).fillna(0),
                          arrayminus=(g["value_ms"] - g["ci_low_ms"]).fillna(0))), row=2, col=col)
+
+
+def _groups(df: pd.DataFrame, others: list[str]) -> list[tuple]:
+    """The combinations of the other varying settings, each a group of bars, in the settings' order."""
+    if not others:
+        return [()]
+    combos = df[others].drop_duplicates().sort_values(others, kind="stable")
+    return [tuple(r) for r in combos.itertuples(index=False)]
+
+
+def _percentile_rows(tails: pd.DataFrame | None) -> list[str]:
+    if tails is None or not len(tails):
+        return []
+    judged = tails[tails["status"] == "judged"]
+    return [p for p in ("p99", "p99.9") if (judged["percentile"] == p).any()]
+
+
+def plot_configurations(df: pd.DataFrame, factor: str, levels: list, tails: pd.DataFrame | None = None,
+                        metric: str = "auto", title: str = "") -> go.Figure:
+    """A sync or log study's headline: a bar per configuration, each with its 95% CI (issue 31).
+
+    One column of panels per workload × direction; the judged metric in the top row, then p99 and
+    p99.9 (`claims.answer.latency_tails`, judged cells only) below. Along the x axis a group per
+    combination of the other settings that vary ("no SLOG", "SLOG"), in it a bar per level of `factor`
+    (sync standard, always ...) in the level's colour, named once in the legend. An interval is drawn
+    only where the mean rests on two or more units (the text's judged cells); a bar on one says "n=1".
+    """
+    panel = [c for c in ("workload", "direction") if c in df]
+    others = varying_columns(df, exclude=tuple(panel) + (factor,))
+    groups = _groups(df, others)
+    panels = [p if isinstance(p, tuple) else (p,) for p in df.groupby(panel, sort=True).groups] if panel else [()]
+    pcts = _percentile_rows(tails)
+    rows = 1 + len(pcts)
+    fig = make_subplots(rows=rows, cols=len(panels), shared_xaxes=True, vertical_spacing=0.1,
+                        horizontal_spacing=0.08, subplot_titles=[" ".join(map(str, p)) for p in panels]
+                        + [""] * (len(panels) * (rows - 1)))
+    width = 0.8 / max(len(levels), 1)
+    where = {(g, lv): i - 0.4 + width * (k + 0.5) for i, g in enumerate(groups) for k, lv in enumerate(levels)}
+    for j, key in enumerate(panels, start=1):
+        d = df
+        for c, v in zip(panel, key):
+            d = d[d[c] == v]
+        label = _metric_bars(fig, d, panel + others, factor, levels, where, width, metric, key, j)
+        fig.update_yaxes(title_text=f"{label} (mean)" if j == 1 else None, rangemode="tozero", row=1, col=j)
+        for r, pct in enumerate(pcts, start=2):
+            _tail_bars(fig, tails, dict(zip(panel, key)), others, factor, levels, where, width, pct, r, j)
+            fig.update_yaxes(title_text=f"{pct} latency (ms)" if j == 1 else None, rangemode="tozero", row=r, col=j)
+        # every row names its groups: a bar's group is what sets it apart from its neighbours
+        ticks = [" · ".join(setting_text(c, v) for c, v in zip(others, g)) for g in groups]
+        for r in range(1, rows + 1):
+            fig.update_xaxes(tickmode="array", tickvals=list(range(len(groups))), ticktext=ticks,
+                             showticklabels=True, range=[-0.5, len(groups) - 0.5], row=r, col=j)
+        fig.update_xaxes(title_text=" × ".join(c.replace("_", " ") for c in others) or None, row=rows, col=j)
+    what = " and ".join(dict.fromkeys(metric_label(panel_metric(p[0] if p else "", metric))[0] for p in panels))
+    fig.update_layout(title=(title or f"{what}{' and ' + ' / '.join(pcts) if pcts else ''} per configuration")
+                      + f" ({CI_LABEL})", height=260 * rows + 170, legend_title_text=factor.replace("_", " "))
+    return fig
+
+
+def _bar(x, y, lo, hi, n, *, name, level, color, width, first) -> go.Bar:  # noqa: PLR0913 (one bar series)
+    """Bars with error bars where an interval exists (NaN elsewhere: none drawn) and 'n=1' on a single unit."""
+    y, lo, hi = (np.asarray(v, float) for v in (y, lo, hi))
+    return go.Bar(x=x, y=y, width=width, name=name, legendgroup=str(level), showlegend=first,
+                  marker=dict(color=color), text=n_labels(n), textposition="outside", customdata=np.asarray(n),
+                  hovertemplate=name + ": %{y:,.4g} (n=%{customdata})<extra></extra>",
+                  error_y=dict(type="data", array=hi - y, arrayminus=y - lo))
+
+
+def _metric_bars(fig, d, by, factor, levels, where, width, metric, key, col) -> str:  # noqa: PLR0913 (one panel's place)
+    m = panel_metric(key[0] if key else "", metric)
+    label, scale = metric_label(m)
+    s = summary(d, m, by + [factor])
+    others = [c for c in by if c not in ("workload", "direction")]
+    for k, lv in enumerate(levels):
+        g = s[s[factor] == lv]
+        if g.empty:
+            continue
+        x = [where[(tuple(r[c] for c in others), lv)] for _, r in g.iterrows()]
+        judged = g["n"] >= 2                     # an interval only where the text judges one
+        fig.add_trace(_bar(x, g["mean"] * scale, (g["ci95_low"].clip(lower=0) * scale).where(judged),
+                           (g["ci95_high"] * scale).where(judged), g["n"], name=setting_text(factor, lv), level=lv,
+                           color=PALETTE[k % len(PALETTE)], width=width, first=col == 1), row=1, col=col)
+    return label
+
+
+def _tail_bars(fig, tails, key, others, factor, levels, where, width, pct, row, col):  # noqa: PLR0913 (one panel's place)
+    t = tails[(tails["status"] == "judged") & (tails["percentile"] == pct)]
+    for c, v in key.items():
+        t = t[t[c] == v] if c in t else t
+    for k, lv in enumerate(levels):
+        g = t[t[factor] == lv]
+        if g.empty:
+            continue
+        x = [where[(tuple(r[c] for c in others), lv)] for _, r in g.iterrows()]
+        fig.add_trace(_bar(x, g["value_ms"], g["ci_low_ms"], g["ci_high_ms"], [np.nan] * len(g),
+                           name=f"{setting_text(factor, lv)} {pct}", level=lv, color=PALETTE[k % len(PALETTE)],
+                           width=width, first=False), row=row, col=col)

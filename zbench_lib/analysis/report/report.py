@@ -2,13 +2,14 @@
 
 `render_report(sweep_dir)` executes each chosen notebook into `<sweep_dir>/report/`
 (the executed .ipynb is kept next to its HTML), renders it with nbconvert with the
-code hidden, and writes an index page: the question, the environment in a dozen lines
-(the full record behind a disclosure), the summary table (folded, sorted and filtered in the page by
-the inline templates/report/table_tools.js; with its Markdown, CSV and LaTeX exports), the classic claims the sweep can speak to with their verdicts
-(`classic_claims.classic_claims`), the headline IOPS-against-drives chart, the resilver study's
-section when the sweep timed resilvers (`resilver.resilver_section`), and each notebook's conclusions. A
-sweep no notebook applies to but with resilver events gets the index page alone.
-Nothing is fetched from the network: the `zbench` nbconvert template drops require.js,
+code hidden, and writes an index page (`render_index`): the question, the answer and the
+headline figure of the study type (`headline.study_headline`), the classic claims the sweep can
+speak to with their verdicts (`classic_claims.classic_claims`), the resilver study's section when
+the sweep timed resilvers (`resilver.resilver_section`), the environment in a dozen lines (the
+full record behind a disclosure), the summary table (folded; sorted and filtered in the page by the
+inline templates/report/table_tools.js; with its Markdown, CSV and LaTeX exports), and each
+notebook's conclusions. A sweep no notebook applies to but with resilver events gets the index
+page alone. Nothing is fetched from the network: the `zbench` nbconvert template drops require.js,
 MathJax and mermaid, and every page loads the report's one `plotly.min.js`.
 """
 
