@@ -39,7 +39,7 @@ def test_each_example_has_answer_sentences_and_a_headline_figure(example):
     s = A.load_sweep(f"data/examples/{example}")
     adm = A.select_admissible(s.results)
     h = study_headline(s, adm)
-    assert h["kind"] == {"scaling": "scaling", "volblocksize": "block", "iodepth-curve": "factor"}[example]
+    assert h["kind"] == {"scaling": "scaling", "volblocksize": "block", "iodepth-curve": "depth"}[example]
     assert h["answers"] and all(a["text"] for a in h["answers"]) and h["figure"] is not None
 
 
@@ -145,3 +145,41 @@ def test_a_sync_log_study_gets_bars_with_intervals(tmp_path):
         assert list(fig.layout[axis.replace("x", "xaxis")].ticktext) == ["no SLOG", "SLOG"]
     frame = figure_frame(fig)
     assert frame.loc[frame["trace"] == 0, "ylo"].notna().all()                  # the static redraw's intervals
+
+
+def depth_cell_figure(sweep, df):
+    """The figure the compare notebook's depth cell shows for a sweep whose factor is iodepth (its own source,
+    run on the given runs)."""
+    import nbformat
+
+    from zbench_lib import analysis as A
+    nb = nbformat.read("notebooks/analysis-compare.ipynb", as_version=4)
+    imports = next(c.source for c in nb.cells if c.cell_type == "code" and "report_figures import" in c.source)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "iodepth" in c.source and "show(" in c.source)
+    shown = []
+    scope = {"SWEEP_DIR": sweep.path, "other_sweep_dir": "", "display": lambda *a, **k: None}
+    exec(imports, scope)                                           # noqa: S102 (the repository's own notebook)
+    scope.update(A=A, sweep=sweep, df=df, FACTOR="iodepth", cmp=df.iloc[:0], static_figures=False,
+                 show=lambda fig, *a, **k: shown.append(fig))
+    exec(cell.source, scope)                                       # noqa: S102
+    assert len(shown) == 1
+    return shown[0]
+
+
+def test_the_depth_headline_is_the_compare_pages_iops_p99_curve():
+    """Issue 31, items 1 and 7: a depth study's headline is the IOPS-p99 curve with both axes labelled, and the
+    compare notebook draws it with the same builder (it drew its own, with ±1 SD where the index gave 95% CIs)."""
+    from zbench_lib import analysis as A
+    from zbench_lib.analysis.report.headline import study_headline
+    s = A.load_sweep("data/examples/iodepth-curve")
+    adm = A.select_admissible(s.results)
+    head = study_headline(s, adm)["figure"]
+    page = depth_cell_figure(s, adm)
+    assert head.layout.xaxis.title.text == "IOPS (mean)" and head.layout.yaxis.title.text.startswith("p99")
+    assert "95% CI" in head.layout.title.text and page.layout.title.text == head.layout.title.text
+    for a, b in zip(head.data, page.data, strict=True):
+        assert (a.name, list(a.text)) == (b.name, list(b.text))
+        for attr in ("x", "y"):
+            assert np.allclose(a[attr], b[attr])
+            assert np.allclose(a[f"error_{attr}"].array, b[f"error_{attr}"].array, equal_nan=True)
+    assert np.isnan(head.data[0].error_y.array[-1])            # qd64 rests on one run: no interval

@@ -325,15 +325,26 @@ def _drawn_label_boxes(fig, plot_w: float = 560.0) -> list[tuple]:
     return boxes, plot_w, plot_h
 
 
-def test_depth_curve_labels_never_overlap_and_stay_inside_the_plot():
+def _depth_curve(s):
+    """The depth study's IOPS-p99 curve as its compare page and its index draw it."""
+    from zbench_lib.analysis.claims.answer import latency_tails
+    from zbench_lib.analysis.figures.report_figures import plot_depth_curve
+    adm = A.select_admissible(s.results)
+    return plot_depth_curve(adm, latency_tails(adm, s.histograms, ["workload", "direction", "layout", "iodepth"]))
+
+
+@pytest.mark.parametrize("builder", ["compare page", "plots"])
+def test_depth_curve_labels_never_overlap_and_stay_inside_the_plot(builder):
     """Issue 31: the depth study's IOPS-p99 curve (its compare page) printed "qd1", "qd2" and "qd4" on top
     of each other, p99 barely moving between them on an axis up to 430 ms, and cut "qd64 n=1" off at the
     top. Each label drawn is clear of every other and inside the plot area (the compare page's three-line
-    caption taking its room); the curve's ends are labelled; every point says its depth on hover."""
+    caption taking its room); the curve's ends are labelled; every point says its depth on hover. Both the
+    compare page's curve (report_figures.plot_depth_curve) and the plots module's own."""
     from zbench_lib.analysis.figures.figures_static import figure_frame
     from zbench_lib.analysis.figures.plot_base import add_caption
     s = A.load_sweep(EXAMPLES / "iodepth-curve")
-    fig = plots.plot_iops_vs_p99_interactive(A.select_admissible(s.results), hue="layout", title="randread read")
+    fig = _depth_curve(s) if builder == "compare page" else \
+        plots.plot_iops_vs_p99_interactive(A.select_admissible(s.results), hue="layout", title="randread read")
     add_caption(fig, figure_caption(fig.layout.title.text, [s]))
     assert fig.layout.margin.b >= 80 + 15 * 3                                     # three lines of caption
     boxes, w, h = _drawn_label_boxes(fig)
@@ -349,8 +360,9 @@ def test_depth_curve_labels_never_overlap_and_stay_inside_the_plot():
     frame = figure_frame(fig)                # the static redraw sets each label where the interactive one does
     drawn = frame[frame["text"] != ""]
     assert list(drawn["text"]) == texts and list(drawn["textpos"]) == [p for p, x in zip(t.textposition, t.text) if x]
-    static = plots.plot_iops_vs_p99(A.select_admissible(s.results))
-    assert [a.get_text() for a in static.axes[0].texts] == texts
+    if builder == "plots":               # its matplotlib twin places the same labels
+        static = plots.plot_iops_vs_p99(A.select_admissible(s.results))
+        assert [a.get_text() for a in static.axes[0].texts] == texts
 
 
 def test_label_placement_leaves_off_a_label_with_no_room_and_keeps_the_ends():

@@ -205,13 +205,15 @@ def n_labels(n) -> list[str]:
 # each other where p99 barely moved between them). A label's box is estimated in pixels of the smallest
 # plot area the figure is drawn in, from 12 px text (under 7 px a character); each label takes the first
 # of LABEL_POSITIONS where its box stays inside the plot and clear of every placed label and marker,
-# else it is left off (the point keeps its hover text).
-LABEL_POSITIONS = ("top right", "top left", "bottom right", "bottom left")
+# else it is left off (the point keeps its hover text). Beside its point first: a label above or below
+# it sits level with the next point where points crowd, and reads as that one's.
+LABEL_POSITIONS = ("middle right", "middle left", "top right", "top left", "bottom right", "bottom left")
 CHAR_PX, LINE_PX, GAP_PX, MARKER_PX, PAD_PX = 7.0, 15.0, 5.0, 8.0, 1.0
 # The same positions in matplotlib (the static figures): offset in points, horizontal and vertical alignment.
 LABEL_OFFSETS = {"top right": ((3, 3), "left", "bottom"), "top left": ((-3, 3), "right", "bottom"),
                  "bottom right": ((3, -3), "left", "top"), "bottom left": ((-3, -3), "right", "top"),
-                 "top center": ((0, 3), "center", "bottom"), "middle right": ((3, 0), "left", "center")}
+                 "top center": ((0, 3), "center", "bottom"), "middle right": ((4, 0), "left", "center"),
+                 "middle left": ((-4, 0), "right", "center")}
 
 
 def label_box(px: float, py: float, text: str, position: str) -> tuple[float, float, float, float]:
@@ -219,7 +221,7 @@ def label_box(px: float, py: float, text: str, position: str) -> tuple[float, fl
     vertical, horizontal = position.split()
     w = len(text) * CHAR_PX
     x0 = px + GAP_PX if horizontal == "right" else px - GAP_PX - w
-    y0 = py + GAP_PX if vertical == "top" else py - GAP_PX - LINE_PX
+    y0 = {"top": py + GAP_PX, "middle": py - LINE_PX / 2, "bottom": py - GAP_PX - LINE_PX}[vertical]
     return (x0, y0, x0 + w, y0 + LINE_PX)
 
 

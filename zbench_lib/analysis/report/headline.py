@@ -3,9 +3,10 @@
 Each study type has its own (issue 31): a scaling sweep the throughput against the drives with
 the ideal and the model, and the efficiency of each family at its largest pool; a block-size
 sweep IOPS and p99 / p99.9 per size; a sync or log-device sweep a bar per configuration with its
-interval; any other factor (queue depth, release, ...) its judged metric and tails per level, each
-level against the baseline. The sentences come from `claims.answer`, the figures from
-`figures.report_figures`; this module picks which, in one place: STUDY_TYPES.
+interval; a queue-depth sweep the IOPS-p99 curve with both axes labelled; any other factor (release,
+numjobs, ...) its judged metric and tails per level, each level against the baseline. The sentences
+come from `claims.answer`, the figures from `figures.report_figures`; this module picks which, in
+one place: STUDY_TYPES.
 
     study_headline(sweep, adm, include_flagged)   {kind, answers, figure, note}
 """
@@ -22,7 +23,8 @@ from zbench_lib.analysis.claims.answer import (COMPARE_NOTE, SCALING_NOTE, answe
 from zbench_lib.analysis.claims.conclusions import LINEAR_BAND
 from zbench_lib.analysis.data.coverage import cell_status
 from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, Sweep
-from zbench_lib.analysis.figures.report_figures import plot_configurations, plot_iops_vs_drives, plot_levels
+from zbench_lib.analysis.figures.report_figures import (plot_configurations, plot_depth_curve, plot_iops_vs_drives,
+                                                        plot_levels)
 from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor, level_order
 from zbench_lib.analysis.stats.tables import block_column, compare_table, comparison_by, scaling_table
 
@@ -61,13 +63,13 @@ def _is_scaling(adm: pd.DataFrame) -> bool:
     return {"layout", "data_disks"} <= set(adm) and bool((adm.groupby("layout")["data_disks"].nunique() > 1).any())
 
 
-def _comparison(study: Study, factor: str, baseline) -> tuple[list[dict], pd.DataFrame, list[str]]:
-    """The answer sentences of a comparison along `factor`, the latency tails behind them, and the columns
-    the comparison holds equal."""
+def _comparison(study: Study, factor: str, baseline, also=()) -> tuple[list[dict], pd.DataFrame, list[str]]:
+    """The answer sentences of a comparison along `factor`, the latency tails behind them (per cell of the
+    held-equal columns, those `also` names and the factor), and the columns the comparison holds equal."""
     adm = study.adm
     held, _ = comparison_by(adm, factor)
     cmp = compare_table(adm, "auto", factor, baseline, cells=study.cells)
-    by = list(dict.fromkeys([c for c in ("workload", "direction") if c in adm] + held + [factor]))
+    by = list(dict.fromkeys([c for c in ("workload", "direction") if c in adm] + held + list(also) + [factor]))
     tails = latency_tails(adm, study.sweep.histograms, by)
     workloads = adm["workload"].dropna().unique() if "workload" in adm else []
     subject = str(workloads[0]) if len(workloads) == 1 else "all runs"
@@ -105,18 +107,31 @@ def _sync_log(study: Study) -> dict:
                                                             tails))
 
 
+def _is_depth(adm: pd.DataFrame) -> bool:
+    return auto_factor(adm) == "iodepth" and "clat_p99_ns" in adm
+
+
+def _depth(study: Study) -> dict:
+    """The IOPS-p99 curve, the compare page's own (one builder, one interval): how far depth raises IOPS
+    and what each step costs in p99 latency, read off one chart."""
+    hue = "layout" if "layout" in study.adm else "workload"       # the line's name, varying or not
+    answers, tails, _ = _comparison(study, "iodepth", auto_baseline(study.adm, "iodepth"), also=(hue,))
+    return dict(answers=answers, figure=plot_depth_curve(study.adm, tails, hue=hue))
+
+
 def _factor_study(study: Study) -> dict:
     factor = auto_factor(study.adm)
     return _levels_study(study, factor, auto_baseline(study.adm, factor))
 
 
 # The first type whose `applies` holds names the study: scaling where a layout's disk count varies,
-# else block size where it varies, else sync or log device, else the first factor that varies
+# else block size where it varies, else sync or log device, else queue depth, else the first factor that varies
 # (`compare_factor.auto_factor`). A new study type is one record here.
 STUDY_TYPES = (
     StudyType("scaling", _is_scaling, _scaling),
     StudyType("block", lambda adm: _block(adm) is not None, _block_study),
     StudyType("sync-log", _is_sync_log, _sync_log),
+    StudyType("depth", _is_depth, _depth),
     StudyType("factor", lambda adm: auto_factor(adm) is not None, _factor_study),
 )
 
@@ -125,7 +140,7 @@ def study_headline(sweep: Sweep, adm: pd.DataFrame, include_flagged: bool = Fals
     """The answer sentences and headline figure of the study the admissible runs `adm` make (the first of
     STUDY_TYPES that applies), whichever notebooks the report runs.
 
-    `kind` is the study type's (scaling, block, sync-log, factor) or none; `figure` a plotly figure or None.
+    `kind` is the study type's (scaling, block, sync-log, depth, factor) or none; `figure` a plotly figure or None.
     """
     out = dict(kind="none", answers=[], figure=None, note=COMPARE_NOTE.format(margin=MARGIN))
     if adm.empty:
