@@ -24,7 +24,7 @@ from plotly.subplots import make_subplots
 from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYOUT_ORDER, PALETTE, colors_for, family_style,
                                                    legend_entry, metric_label, n_labels, ordered, place_labels,
                                                    ratio_ticks, shade, split_family)
-from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, setting_text, varying_columns
+from zbench_lib.analysis.data.sweep_data import AUX_VDEVS, LAYOUT_COLUMNS, setting_text, varying_columns
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tables import scaling_family
 from zbench_lib.core.errors import ConfigError
@@ -408,7 +408,8 @@ def plot_configurations(df: pd.DataFrame, factor: str, levels: list, tails: pd.D
         for r in range(1, rows + 1):
             fig.update_xaxes(tickmode="array", tickvals=list(range(len(groups))), ticktext=ticks,
                              showticklabels=True, range=[-0.5, len(groups) - 0.5], row=r, col=j)
-        fig.update_xaxes(title_text=" × ".join(c.replace("_", " ") for c in others) or None, row=rows, col=j)
+        fig.update_xaxes(title_text=" × ".join(AUX_VDEVS.get(c, c.replace("_", " ")) for c in others) or None,
+                         row=rows, col=j)
     what = " and ".join(dict.fromkeys(metric_label(panel_metric(p[0] if p else "", metric))[0] for p in panels))
     fig.update_layout(title=(title or f"{what}{' and ' + ' / '.join(pcts) if pcts else ''} per configuration")
                       + f" ({CI_LABEL})", height=260 * rows + 170, legend_title_text=factor.replace("_", " "))
