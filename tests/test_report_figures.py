@@ -372,3 +372,16 @@ def test_label_placement_leaves_off_a_label_with_no_room_and_keeps_the_ends():
                        (0, 100), (0, 100), (100, 100))
     assert pos[0] is not None and pos[2] is not None and pos[1] is None
     assert place_labels([(99, 99, "qd64", True)], (0, 100), (0, 100), (100, 100)) == ["bottom left"]
+
+
+def test_the_static_depth_curve_spans_and_joins_as_the_interactive_one():
+    """The static redraw autoscaled the IOPS axis (174.8-175.4, the flat curve as wild swings the interactive
+    figure avoids by starting at zero) and joined the points in x order, a zigzag through the depths; it now
+    takes the figure's ranges and joins the points in the trace's order."""
+    from zbench_lib.analysis.figures.figures_static import static_figure
+    fig = _depth_curve(A.load_sweep(EXAMPLES / "iodepth-curve"))
+    ax = static_figure(fig).axes[0]
+    assert ax.get_xlim() == pytest.approx(tuple(fig.layout.xaxis.range))
+    assert ax.get_ylim() == pytest.approx(tuple(fig.layout.yaxis.range))
+    joined = [ln for ln in ax.get_lines() if len(ln.get_ydata()) == len(fig.data[0].y)]
+    assert joined and list(joined[0].get_ydata()) == pytest.approx(list(fig.data[0].y))

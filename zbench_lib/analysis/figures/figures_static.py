@@ -159,6 +159,15 @@ def _shapes(fig: go.Figure, axes, panels):
             ax.axvspan(s.x0, s.x1, color=s.fillcolor or "green", alpha=s.opacity or 0.15, linewidth=0)
 
 
+def _limits(ax, axis: str, spec) -> None:
+    """The axis range the figure gives (a log axis's in powers of ten), so the static version spans what the
+    interactive one does: an IOPS axis from zero, not autoscaled to 174.8-175.4 where depth gains nothing."""
+    if spec is None or spec.range is None or spec.type == "category" or None in tuple(spec.range):
+        return
+    lo, hi = (10 ** float(v) if spec.type == "log" else float(v) for v in spec.range)
+    getattr(ax, f"set_{axis}lim")(lo, hi)
+
+
 def _axes_style(fig: go.Figure, axes, panels, titles, frame):
     for i, (ax, (xa, ya)) in enumerate(zip(axes, panels)):
         xl, yl = fig.layout[xa], fig.layout[ya]
@@ -166,6 +175,7 @@ def _axes_style(fig: go.Figure, axes, panels, titles, frame):
         ax.set_ylabel(_plain(yl.title.text) if yl and yl.title else "")
         ax.set_title(titles[i] if i < len(titles) else "")
         for axis, spec in (("x", xl), ("y", yl)):
+            _limits(ax, axis, spec)
             if spec is not None and spec.tickvals is not None:
                 getattr(ax, f"set_{axis}ticks")(list(spec.tickvals), list(spec.ticktext or spec.tickvals))
                 getattr(ax, f"set_{axis}ticks")([], minor=True)
@@ -220,7 +230,9 @@ def static_figure(fig: go.Figure):  # noqa: C901, PLR0912 (one step per kind of 
         plot = so.Plot(frame, x="x", y="y", color="color", group="group")
         lines, dots, bars = (frame[frame["kind"].str.contains(k)] for k in ("lines", "markers", "bar"))
         if len(lines):
-            plot = plot.add(so.Line(linewidth=1.5), data=lines, linestyle="ls", legend=False)
+            # Path, not Line: points joined in the trace's order, as plotly joins them (Line sorts by x, which
+            # zigzagged a depth curve whose IOPS do not grow with depth)
+            plot = plot.add(so.Path(linewidth=1.5, marker=""), data=lines, linestyle="ls", legend=False)
         if len(dots):
             plot = plot.add(so.Dot(pointsize=5), data=dots, marker="marker", legend=False)
         if len(bars):
