@@ -517,7 +517,7 @@ def _depth_ranges(d: pd.DataFrame) -> tuple[list, list]:
     return [0.0, x_top * 1.08 or 1.0], [0.0, y_top * 1.12 or 1.0]
 
 
-def _depth_panel(fig, d: pd.DataFrame, hue, depth, colors, plot_px, first: bool, col: int) -> None:  # noqa: PLR0913 (one panel's place)
+def _depth_panel(fig, d: pd.DataFrame, hue, depth, colors, plot_px, first: bool, col: int) -> None:
     d = d[d["value_ms"].notna()].sort_values([hue, depth]).reset_index(drop=True)
     x_range, y_range = _depth_ranges(d)
     text = [_depth_label(depth, v, n) for v, n in zip(d[depth], d["n"])]
