@@ -75,3 +75,22 @@ def sweep_on_lab(lab):
         return subprocess.run([sys.executable, "-c", code, str(spec), str(out_root), sweep_id], env=env,
                               capture_output=True, text=True, timeout=timeout)
     return run
+
+
+@pytest.fixture(scope="session")
+def pdflatex():
+    """pdflatex with the packages the LaTeX export's preamble names (setup_host.LATEX_TOOLS).
+
+    Missing, the test skips, but fails where `make test` has installed the test tools
+    (ZBENCH_TEST_TOOLS=installed): there a skip would hide that the LaTeX check stopped running.
+    """
+    import shutil
+
+    from zbench_lib.hosts.setup_host import LATEX_TOOLS, missing_packages
+    missing = missing_packages(LATEX_TOOLS)
+    if not missing and shutil.which("pdflatex"):
+        return shutil.which("pdflatex")
+    why = f"pdflatex or a package it needs is missing: apt-get install {' '.join(missing)} (make test-packages)"
+    if os.environ.get("ZBENCH_TEST_TOOLS") == "installed":
+        pytest.fail(why)
+    pytest.skip(why)

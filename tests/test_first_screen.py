@@ -4,24 +4,21 @@ the question, then the answer sentences, then the headline figure, before the cl
 
 import re
 
+import numpy as np
 import pytest
 
-from zbench_lib.analysis.report.methods_page import methods_links, write_methods
+from zbench_lib.analysis.report.methods_page import write_methods
 
 
 def _render(**context):
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
-
-    from zbench_lib.analysis.report.report import TEMPLATE_DIR
-    env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), autoescape=select_autoescape(["html"]))
-    env.filters["methods_links"] = methods_links
+    from zbench_lib.analysis.report.report import render_index
     base = dict(sweep_id="s", environment_lines=[("OpenZFS", "2.3.2")], environment=[], entries=[],
                 question="How does it scale?", answers=[{"subject": "randread (IOPS)", "text": "holds (methods §10)."}],
                 answers_note="note", headline_html='<div id="zbench-headline"></div>', summary_html="<table></table>",
                 classic_claims=[{"verdict": "holds", "claim": "c", "evidence": "e", "reason": "", "caveat": ""}],
                 caveat="Lab measurements on emulated disks.", stamp="zbench 0.1.0, commit abc")
     base.update(context)
-    return env.get_template("index.html.j2").render(**base)
+    return render_index(**base)
 
 
 def test_the_first_screen_holds_the_question_the_answer_and_the_headline_figure():
@@ -42,7 +39,7 @@ def test_each_example_has_answer_sentences_and_a_headline_figure(example):
     s = A.load_sweep(f"data/examples/{example}")
     adm = A.select_admissible(s.results)
     h = study_headline(s, adm)
-    assert h["kind"] == {"scaling": "scaling", "volblocksize": "block", "iodepth-curve": "factor"}[example]
+    assert h["kind"] == {"scaling": "scaling", "volblocksize": "block", "iodepth-curve": "depth"}[example]
     assert h["answers"] and all(a["text"] for a in h["answers"]) and h["figure"] is not None
 
 
@@ -67,3 +64,122 @@ def test_exports_carry_the_caveat_line_and_zbench_version(tmp_path):
         assert "emulated disks" in (tmp_path / name).read_text() and f"zbench {__version__}" in \
             (tmp_path / name).read_text(), name
     assert "iops_ci95_low" in (tmp_path / "summary.csv").read_text()         # units in the CSV's headers
+
+
+def example_summary(example: str = "volblocksize"):
+    """The example's summary table and its HTML, as the index shows it."""
+    from zbench_lib.analysis import load_sweep
+    from zbench_lib.analysis.report.pub_tables import export_table, summary_table
+    sweep = load_sweep(f"data/examples/{example}")
+    table = summary_table(sweep.results, hist=sweep.histograms)
+    return table, export_table(table, "html", title="Summary per configuration")
+
+
+def test_the_summary_table_is_folded_with_its_sort_and_filter_tools_inline():
+    """Issue 31: the summary table folded, sortable and filterable, offline. The tools sit inside the folded
+    table, hidden until the inline script shows them; the page loads no script but plotly's own file; and
+    the table keeps the contract the script sorts by: each leaf heading has an id that every body row's
+    cell names in its `headers` (a great_tables release that dropped it would leave the sort dead)."""
+    from html.parser import HTMLParser
+    table, html = example_summary()
+    page = _render(summary_html=html, plotlyjs="plotly.min.js")
+    folded = page[page.index('<details id="summary">'):page.index("</details>", page.index('<details id="summary">'))]
+    assert "data-table-tools" in folded and re.search(r'<p class="table-tools" hidden>', folded)
+    assert re.search(r'<input type="search"', folded)
+    assert re.findall(r"<script[^>]*\ssrc=\"([^\"]+)\"", page) == ["plotly.min.js"]
+    inline = re.findall(r"<script>([\s\S]*?)</script>", page)
+    assert len(inline) == 1 and "[data-table-tools]" in inline[0] and "http" not in inline[0]
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.heads, self.rows, self.part = [], [], None
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            self.part = tag if tag in ("thead", "tbody") else self.part
+            if tag == "th" and self.part == "thead" and a.get("scope") == "col":
+                self.heads.append(a["id"])
+            elif tag == "tr" and self.part == "tbody":
+                self.rows.append([])
+            elif tag == "td" and self.part == "tbody":
+                self.rows[-1].append(a.get("headers", "").split())
+
+    cells = Cells()
+    cells.feed(folded)
+    assert len(cells.heads) == 14 and len(cells.rows) == len(table) == 18
+    for row in cells.rows:
+        assert all(sum(h in names for names in row) == 1 for h in cells.heads), row
+
+
+def test_a_sync_log_study_gets_bars_with_intervals(tmp_path):
+    """Issue 31, item 1: sync/log studies get their own headline, bars with intervals: one bar per configuration
+    (sync standard / always × no SLOG / SLOG), each level named once in the legend, every row naming its groups,
+    an interval only where the mean rests on two or more units (a bar on one says n=1), drawn by the static
+    version too; the answer names each group as a reader does ("no SLOG", not "0")."""
+    from zbench_lib import analysis as A
+    from zbench_lib.analysis.data.synthetic import write_synthetic_sweep
+    from zbench_lib.analysis.figures.figures_static import figure_frame
+    from zbench_lib.analysis.report.headline import study_headline
+    sweep = A.load_sweep(write_synthetic_sweep(tmp_path / "sync", n_rows=40, seed=3, shape="sync-log"))
+    adm = A.select_admissible(sweep.results)
+    alone = adm[(adm["sync"] == "always") & (adm["log"] == 1)].index[1:]       # one run left in that cell
+    adm = adm.drop(alone)
+    h = study_headline(sweep, adm)
+    assert h["kind"] == "sync-log"
+    assert [a["subject"] for a in h["answers"]] == ["no SLOG (IOPS)", "SLOG (IOPS)"]
+    assert h["answers"][0]["text"].startswith("against sync standard: always 0.")
+    fig = h["figure"]
+    assert {t.type for t in fig.data} == {"bar"}
+    top = [t for t in fig.data if t.yaxis == "y"]
+    assert [t.name for t in fig.data if t.showlegend is not False] == ["sync standard", "sync always"]
+    bars = [(x, t.name, n, e) for t in top for x, n, e in zip(t.x, t.customdata, t.error_y.array)]
+    assert len(bars) == 4 and len({x for x, *_ in bars}) == 4                   # a bar per configuration
+    for x, name, n, err in bars:
+        assert (n >= 2) == np.isfinite(err), (name, x, n, err)                  # an interval only where judged
+    single = next(t for t in top if t.name == "sync always")
+    assert list(single.text) == ["", "n=1"]
+    rows = sorted({t.xaxis for t in fig.data})
+    assert len(rows) == 3                                                       # IOPS, p99, p99.9
+    for axis in rows:
+        assert list(fig.layout[axis.replace("x", "xaxis")].ticktext) == ["no SLOG", "SLOG"]
+    frame = figure_frame(fig)
+    assert frame.loc[frame["trace"] == 0, "ylo"].notna().all()                  # the static redraw's intervals
+
+
+def depth_cell_figure(sweep, df):
+    """The figure the compare notebook's depth cell shows for a sweep whose factor is iodepth (its own source,
+    run on the given runs)."""
+    import nbformat
+
+    from zbench_lib import analysis as A
+    nb = nbformat.read("notebooks/analysis-compare.ipynb", as_version=4)
+    imports = next(c.source for c in nb.cells if c.cell_type == "code" and "report_figures import" in c.source)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "iodepth" in c.source and "show(" in c.source)
+    shown = []
+    scope = {"SWEEP_DIR": sweep.path, "other_sweep_dir": "", "display": lambda *a, **k: None}
+    exec(imports, scope)                                           # noqa: S102 (the repository's own notebook)
+    scope.update(A=A, sweep=sweep, df=df, FACTOR="iodepth", cmp=df.iloc[:0], static_figures=False,
+                 show=lambda fig, *a, **k: shown.append(fig))
+    exec(cell.source, scope)                                       # noqa: S102
+    assert len(shown) == 1
+    return shown[0]
+
+
+def test_the_depth_headline_is_the_compare_pages_iops_p99_curve():
+    """Issue 31, items 1 and 7: a depth study's headline is the IOPS-p99 curve with both axes labelled, and the
+    compare notebook draws it with the same builder (it drew its own, with ±1 SD where the index gave 95% CIs)."""
+    from zbench_lib import analysis as A
+    from zbench_lib.analysis.report.headline import study_headline
+    s = A.load_sweep("data/examples/iodepth-curve")
+    adm = A.select_admissible(s.results)
+    head = study_headline(s, adm)["figure"]
+    page = depth_cell_figure(s, adm)
+    assert head.layout.xaxis.title.text == "IOPS (mean)" and head.layout.yaxis.title.text.startswith("p99")
+    assert "95% CI" in head.layout.title.text and page.layout.title.text == head.layout.title.text
+    for a, b in zip(head.data, page.data, strict=True):
+        assert (a.name, list(a.text)) == (b.name, list(b.text))
+        for attr in ("x", "y"):
+            assert np.allclose(a[attr], b[attr])
+            assert np.allclose(a[f"error_{attr}"].array, b[f"error_{attr}"].array, equal_nan=True)
+    assert np.isnan(head.data[0].error_y.array[-1])            # qd64 rests on one run: no interval

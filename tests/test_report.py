@@ -231,3 +231,61 @@ def test_report_of_a_missing_sweep(tmp_path, capsys):
     assert main(["report", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert "does not exist" in err and len(err.strip().splitlines()) == 1
+
+
+# Drives the index's summary table as a reader would, once the page's own scripts ran: sorts by a column,
+# reverses, sorts sizes, filters; the outcome is written into the page for --dump-dom to read back.
+_DRIVE_TABLE = """<script>
+(function () {
+  var box = document.querySelector("#summary [data-table-tools]");
+  function column(id) {
+    return Array.prototype.map.call(box.querySelectorAll("tbody tr"), function (tr) {
+      return tr.hidden ? null : tr.querySelector('td[headers~="' + id + '"]').textContent.trim();
+    }).filter(function (v) { return v !== null; });
+  }
+  var out = {tools_shown: !box.querySelector(".table-tools").hidden};
+  var iops = box.querySelector('th[id="iops"]');
+  iops.click(); out.iops_up = column("iops"); out.sort_state = iops.getAttribute("aria-sort");
+  iops.click(); out.iops_down = column("iops");
+  box.querySelector('th[id="volblocksize_bytes"]').click(); out.sizes = column("volblocksize_bytes");
+  var input = box.querySelector("input[type=search]");
+  input.value = "RAIDZ2 randwrite"; input.dispatchEvent(new Event("input"));
+  out.filtered = column("configuration").map(function (c, i) { return c + " " + column("workload")[i]; });
+  out.count = box.querySelector(".count").textContent;
+  input.value = ""; input.dispatchEvent(new Event("input")); out.all = column("configuration").length;
+  var pre = document.createElement("pre"); pre.id = "result"; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def test_summary_table_sorts_and_filters_in_chromium(chromium, tmp_path):
+    """Issue 31: the index's summary table folded, sortable and filterable, with nothing fetched. Numbers sort
+    as numbers (1,234 after 585), block sizes by bytes (4K, 16K, 128K, not as text), a second click reverses,
+    and the filter keeps the rows holding every word typed, in any case."""
+    import html as html_lib
+    import json
+
+    from zbench_lib.analysis import load_sweep
+    from zbench_lib.analysis.report.pub_tables import display_table, export_table, summary_table
+    from zbench_lib.analysis.report.report import render_index
+    sweep = load_sweep(ROOT / "data" / "examples" / "volblocksize")
+    table = summary_table(sweep.results, hist=sweep.histograms)
+    page = render_index(sweep_id="volblocksize-example", question="q", entries=[], environment_lines=[],
+                        environment=[], summary_html=export_table(table, "html", title="Summary per configuration"))
+    index = tmp_path / "index.html"
+    index.write_text(page.replace("</body>", _DRIVE_TABLE + "</body>"))
+    dom, console = _open(chromium, index)
+    assert not _errors(console), console
+    out = json.loads(html_lib.unescape(re.search(r'<pre id="result">([^<]*)</pre>', dom).group(1)))
+    text = display_table(table)["iops"].tolist()                  # what the cells show; ties keep the table's order
+    value = [float(t.replace(",", "")) for t in text]
+    assert out["tools_shown"] and out["sort_state"] == "ascending"
+    assert out["iops_up"] == [text[i] for i in sorted(range(len(text)), key=lambda i: (value[i], i))]
+    assert out["iops_down"] == [text[i] for i in sorted(range(len(text)), key=lambda i: (-value[i], i))]
+    assert float(out["iops_up"][-1].replace(",", "")) > 1000             # "5,781" after "585": numbers, not text
+    sizes = out["sizes"]
+    assert sizes == sorted(sizes, key=lambda s: int(s[:-1]) * {"K": 1, "M": 1024}[s[-1]]) and sizes[0] == "4K"
+    assert out["filtered"] == ["raidz2 1x6 randwrite"] * 3
+    assert out["count"] == f"3 of {len(table)} rows" and out["all"] == len(table)

@@ -294,3 +294,94 @@ def test_forest_plot_draws_no_interval_where_the_text_says_not_judged():
     t = ratio_figure(cmp, "iops").data[0]
     assert np.isfinite(t.error_x.array[0]) and np.isnan(t.error_x.array[1])
     assert list(t.text) == ["", "not judged"]
+
+
+def _drawn_label_boxes(fig, plot_w: float = 560.0) -> list[tuple]:
+    """Each label the figure draws as (text, x0, y0, x1, y1) in pixels of its plot area (y upwards).
+
+    Measured from the figure alone, as a browser lays it out: the plot area is the figure's height less
+    its margins (plotly's defaults where unset) on a page `plot_w` wide; the axes span their given
+    range, else zero (rangemode tozero) to the data's top with its error bars and plotly's 5% pad; 12 px
+    text is 7 px a character and 14 px tall, set 4 px off its point on the side `textposition` names.
+    """
+    lay = fig.layout
+    plot_h = (lay.height or 450) - (lay.margin.t if lay.margin.t is not None else 100) \
+        - (lay.margin.b if lay.margin.b is not None else 80)
+    pts = [(x, y, ex, ey, text, pos) for t in fig.data if t.text is not None
+           for x, y, ex, ey, text, pos in zip(t.x, t.y, t.error_x.array, t.error_y.array, t.text,
+                                              t.textposition if isinstance(t.textposition, tuple)
+                                              else [t.textposition] * len(t.x)) if text]
+    span = {a: list(lay[f"{a}axis"].range) if lay[f"{a}axis"].range else
+            [0.0, 1.05 * max(v + e for t in fig.data for v, e in zip(t[a], t[f"error_{a}"].array))] for a in "xy"}
+    boxes = []
+    for x, y, _, _, text, pos in pts:
+        px = (x - span["x"][0]) / (span["x"][1] - span["x"][0]) * plot_w
+        py = (y - span["y"][0]) / (span["y"][1] - span["y"][0]) * plot_h
+        w, h = 7 * len(text), 14
+        vertical, horizontal = pos.split()
+        x0 = {"right": px + 4, "left": px - 4 - w, "center": px - w / 2}[horizontal]
+        y0 = {"top": py + 4, "bottom": py - 4 - h, "middle": py - h / 2}[vertical]
+        boxes.append((text, x0, y0, x0 + w, y0 + h))
+    return boxes, plot_w, plot_h
+
+
+def _depth_curve(s):
+    """The depth study's IOPS-p99 curve as its compare page and its index draw it."""
+    from zbench_lib.analysis.claims.answer import latency_tails
+    from zbench_lib.analysis.figures.report_figures import plot_depth_curve
+    adm = A.select_admissible(s.results)
+    return plot_depth_curve(adm, latency_tails(adm, s.histograms, ["workload", "direction", "layout", "iodepth"]))
+
+
+@pytest.mark.parametrize("builder", ["compare page", "plots"])
+def test_depth_curve_labels_never_overlap_and_stay_inside_the_plot(builder):
+    """Issue 31: the depth study's IOPS-p99 curve (its compare page) printed "qd1", "qd2" and "qd4" on top
+    of each other, p99 barely moving between them on an axis up to 430 ms, and cut "qd64 n=1" off at the
+    top. Each label drawn is clear of every other and inside the plot area (the compare page's three-line
+    caption taking its room); the curve's ends are labelled; every point says its depth on hover. Both the
+    compare page's curve (report_figures.plot_depth_curve) and the plots module's own."""
+    from zbench_lib.analysis.figures.figures_static import figure_frame
+    from zbench_lib.analysis.figures.plot_base import add_caption
+    s = A.load_sweep(EXAMPLES / "iodepth-curve")
+    fig = _depth_curve(s) if builder == "compare page" else \
+        plots.plot_iops_vs_p99_interactive(A.select_admissible(s.results), hue="layout", title="randread read")
+    add_caption(fig, figure_caption(fig.layout.title.text, [s]))
+    assert fig.layout.margin.b >= 80 + 15 * 3                                     # three lines of caption
+    boxes, w, h = _drawn_label_boxes(fig)
+    texts = [b[0] for b in boxes]
+    assert texts[0] == "qd1" and texts[-1] == "qd64 n=1" and len(texts) >= 5
+    for i, a in enumerate(boxes):
+        assert 0 <= a[1] and a[3] <= w and 0 <= a[2] and a[4] <= h, f"{a[0]} is cut off: {a[1:]} in {w}x{h}"
+        for b in boxes[i + 1:]:
+            clear = a[3] <= b[1] or b[3] <= a[1] or a[4] <= b[2] or b[4] <= a[2]
+            assert clear, f"labels {a[0]} and {b[0]} overlap: {a[1:]} / {b[1:]}"
+    t = fig.data[0]
+    assert [int(d[0]) for d in t.customdata] == [1, 2, 4, 8, 16, 32, 64] and "iodepth" in t.hovertemplate
+    frame = figure_frame(fig)                # the static redraw sets each label where the interactive one does
+    drawn = frame[frame["text"] != ""]
+    assert list(drawn["text"]) == texts and list(drawn["textpos"]) == [p for p, x in zip(t.textposition, t.text) if x]
+    if builder == "plots":               # its matplotlib twin places the same labels
+        static = plots.plot_iops_vs_p99(A.select_admissible(s.results))
+        assert [a.get_text() for a in static.axes[0].texts] == texts
+
+
+def test_label_placement_leaves_off_a_label_with_no_room_and_keeps_the_ends():
+    from zbench_lib.analysis.figures.plot_base import place_labels
+    # three points 2 px apart on a vertical line: the ends take a side each, the middle one has no room
+    pos = place_labels([(50, 10, "qd1", True), (50, 12, "qd2", False), (50, 14, "qd4", True)],
+                       (0, 100), (0, 100), (100, 100))
+    assert pos[0] is not None and pos[2] is not None and pos[1] is None
+    assert place_labels([(99, 99, "qd64", True)], (0, 100), (0, 100), (100, 100)) == ["bottom left"]
+
+
+def test_the_static_depth_curve_spans_and_joins_as_the_interactive_one():
+    """The static redraw autoscaled the IOPS axis (174.8-175.4, the flat curve as wild swings the interactive
+    figure avoids by starting at zero) and joined the points in x order, a zigzag through the depths; it now
+    takes the figure's ranges and joins the points in the trace's order."""
+    from zbench_lib.analysis.figures.figures_static import static_figure
+    fig = _depth_curve(A.load_sweep(EXAMPLES / "iodepth-curve"))
+    ax = static_figure(fig).axes[0]
+    assert ax.get_xlim() == pytest.approx(tuple(fig.layout.xaxis.range))
+    assert ax.get_ylim() == pytest.approx(tuple(fig.layout.yaxis.range))
+    joined = [ln for ln in ax.get_lines() if len(ln.get_ydata()) == len(fig.data[0].y)]
+    assert joined and list(joined[0].get_ydata()) == pytest.approx(list(fig.data[0].y))

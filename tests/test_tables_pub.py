@@ -2,7 +2,6 @@
 
 import io
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -103,22 +102,48 @@ def _latex_rows(tex: str) -> list[str]:
     return [ln for ln in body.splitlines() if ln.strip().endswith("\\\\")]
 
 
-@pytest.mark.skipif(not shutil.which("pdflatex"), reason="pdflatex not installed (texlive-latex-recommended)")
+OVERFULL = re.compile(r"^Overfull \\[hv]box .*$", re.M)
+
+
+def _compile(tmp_path, body: str, pdflatex: str) -> str:
+    """The log of pdflatex on a bare article with summary-preamble.tex and `body` (it must compile)."""
+    (tmp_path / "doc.tex").write_text("\\documentclass{article}\n\\input{summary-preamble.tex}\n"
+                                      f"\\begin{{document}}\n{body}\n\\end{{document}}\n")
+    res = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:]
+    return (tmp_path / "doc.log").read_text(errors="replace")
+
+
 @pytest.mark.parametrize("example", ["scaling", "volblocksize", "iodepth-curve"])
-def test_latex_compiles_in_a_bare_article_within_the_page(example, tmp_path):
+def test_latex_compiles_in_a_bare_article_within_the_page(example, tmp_path, pdflatex):
     """Issue 31: the export failed in a bare document (booktabs, caption undocumented) and ran 474-604 pt
-    off the page; each example's table compiles with the written preamble and no overfull box."""
+    off the page; each example's table compiles with the written preamble and no overfull box. `make test`
+    installs pdflatex and the preamble's packages first (setup_host.LATEX_TOOLS), and there this never skips."""
     from zbench_lib.analysis.data.sweep_data import load_sweep
     sweep = load_sweep(f"data/examples/{example}")
     write_tables(summary_table(sweep.results, hist=sweep.histograms), tmp_path, title=f"zbench summary: {example}",
                  source_note="Lab measurements on emulated disks. zbench 0.1.0, commit 0123456789ab.")
-    (tmp_path / "doc.tex").write_text("\\documentclass{article}\n\\input{summary-preamble.tex}\n"
-                                      "\\begin{document}\n\\input{summary.tex}\n\\end{document}\n")
-    res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stdout[-2000:]
-    log = (tmp_path / "doc.log").read_text(errors="replace")
-    assert "Overfull \\hbox" not in log, log[log.find("Overfull"):][:500]
+    log = _compile(tmp_path, "\\input{summary.tex}", pdflatex)
+    assert not OVERFULL.findall(log), log[log.find("Overfull"):][:500]
+
+
+def test_the_latex_check_sees_an_overfull_box(tmp_path, pdflatex):
+    """The check above is no formality: a table wider than the page gives the line it looks for."""
+    (tmp_path / "summary-preamble.tex").write_text(LATEX_PREAMBLE)
+    wide = "\\begin{tabular}{" + "l" * 12 + "}\n" + " & ".join(["a-rather-long-cell"] * 12) + "\\\\\n\\end{tabular}"
+    assert OVERFULL.findall(_compile(tmp_path, wide, pdflatex))
+
+
+def test_setup_installs_what_the_latex_preamble_needs():
+    """Issue 31: `make test` must compile the export, so the set-up installs pdflatex and every package the
+    documented preamble loads (the test tools `setup_host --tests` installs), and nothing the tests never use."""
+    from zbench_lib.hosts.setup_host import LATEX_TOOLS, TEST_TOOLS
+    needed = re.findall(r"\\usepackage\{([^}]+)\}", LATEX_PREAMBLE)
+    assert needed == ["booktabs", "longtable", "pdflscape"]
+    assert {f"{pkg}.sty" for pkg in needed} == {t.rsplit("/", 1)[1] for t in LATEX_TOOLS if t.endswith(".sty")}
+    assert "pdflatex" in LATEX_TOOLS and LATEX_TOOLS.items() <= TEST_TOOLS.items()
+    assert set(LATEX_TOOLS.values()) == {"texlive-latex-base", "texlive-latex-recommended"}
 
 
 def test_write_tables_and_bad_format(table, tmp_path):

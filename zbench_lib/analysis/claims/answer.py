@@ -20,7 +20,7 @@ import pandas as pd
 
 from zbench_lib.analysis.claims.conclusions import LINEAR_BAND, efficiency_verdict
 from zbench_lib.analysis.claims.wording import ci_text, num, say_once
-from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS
+from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS, setting_text
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.core.sizes import format_size
@@ -36,8 +36,9 @@ def _level(factor: str, v) -> str:
 
 
 def _group(r, cols) -> str:
-    return " ".join(format_size(int(r[c])) if c.endswith("_bytes") and pd.notna(r[c]) else str(r[c])
-                    for c in cols)
+    """'randwrite raidz2', 'no SLOG logbias latency': a held-equal group as a reader names it (a bare
+    '0' for no log device read as nothing)."""
+    return " ".join(setting_text(c, r[c]) for c in cols)
 
 
 def _family_rank(name: str) -> tuple:

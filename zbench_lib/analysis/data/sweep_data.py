@@ -41,6 +41,30 @@ CONFIG_COLUMNS = ("workload", "direction", "layout", "width", "vdevs", "data_dis
                   "primarycache", "secondarycache", "checksum", "copies", "atime", "special_small_blocks",
                   *MODULE_PARAM_COLUMNS, "iodepth", "numjobs", "bs_bytes", "sweep_id")
 LAYOUT_COLUMNS = ("layout", "width", "vdevs", "data_disks", "total_disks")
+# Columns whose values name themselves ("randwrite", "raidz2"); the others are said with their name.
+BARE_COLUMNS = ("workload", "direction", "layout", "sweep_id")
+# Auxiliary vdevs by their role: a count of 0 is "no SLOG", 1 "SLOG", more "2 SLOG disks".
+AUX_VDEVS = {"log": "SLOG", "cache": "L2ARC", "special": "special vdev"}
+
+
+def setting_text(column: str, value) -> str:
+    """A configuration column's value as a reader says it: 'no SLOG', 'SLOG', 'sync always', '16K', 'raidz2'.
+
+    Examples
+    --------
+    >>> [setting_text(c, v) for c, v in (("log", 0), ("log", 1), ("cache", 2), ("sync", "always"))]
+    ['no SLOG', 'SLOG', '2 L2ARC disks', 'sync always']
+    >>> setting_text("volblocksize_bytes", 16384), setting_text("layout", "raidz2"), setting_text("iodepth", 4)
+    ('16K', 'raidz2', 'iodepth 4')
+    """
+    if pd.isna(value):
+        return f"no {column}"
+    if column in AUX_VDEVS and not isinstance(value, str) and float(value).is_integer():
+        n, role = int(value), AUX_VDEVS[column]
+        return f"no {role}" if n == 0 else role if n == 1 else f"{n} {role} disks"
+    if column.endswith("_bytes"):
+        return format_size(int(value))
+    return str(value) if column in BARE_COLUMNS else f"{column.replace('_', ' ')} {value}"
 
 
 class Sweep(NamedTuple):

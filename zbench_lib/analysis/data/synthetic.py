@@ -11,6 +11,7 @@ The real example datasets live under `data/examples/` and come from the lab.
 from __future__ import annotations
 
 import json
+from itertools import product
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,13 @@ SHAPES = {
     "volblocksize": dict(layouts=("raidz1", "raidz2", "mirror"), disks=(6,),
                          volblocksizes=tuple(k * KiB for k in (4, 8, 16, 32, 64, 128)),
                          workloads=("randread", "randwrite", "mixed")),
+    # sync=always without a log device writes each block twice to the data disks (ZIL, then the txg);
+    # a separate log device (SLOG) takes the ZIL's share back
+    "sync-log": dict(layouts=("mirror",), disks=(4,), volblocksizes=(16 * KiB,), workloads=("randwrite",),
+                     sync=("standard", "always"), log=(0, 1)),
 }
+# (sync, log devices) -> share of the sync=standard IOPS (the sync-log shape's first-order model)
+SYNC_COST = {("standard", 0): 1.0, ("standard", 1): 1.0, ("always", 0): 0.3, ("always", 1): 0.8}
 
 
 def _layout(layout: str, disks: int):
@@ -69,17 +76,19 @@ def _configs(shape: str) -> pd.DataFrame:
             wv = _layout(layout, disks)
             if wv is None:
                 continue
-            for vbs in s["volblocksizes"]:
-                for wl in s["workloads"]:
-                    _, bs, dirs = WORKLOADS[wl]
-                    for direction, share in dirs:
-                        rows.append(dict(layout=layout, width=wv[0], vdevs=wv[1], total_disks=disks,
-                                         volblocksize_bytes=vbs, workload=wl, direction=direction,
-                                         share=share, bs_bytes=bs))
+            for vbs, wl, sync, log in product(s["volblocksizes"], s["workloads"], s.get("sync", ("standard",)),
+                                              s.get("log", (None,))):
+                _, bs, dirs = WORKLOADS[wl]
+                for direction, share in dirs:
+                    rows.append(dict(layout=layout, width=wv[0], vdevs=wv[1], total_disks=disks,
+                                     volblocksize_bytes=vbs, workload=wl, direction=direction,
+                                     share=share, bs_bytes=bs, sync=sync, log=log))
     cfg = pd.DataFrame(rows)
     cfg["data_disks"] = [families.get(r.layout).data_disks_of(r.width, r.vdevs) for r in cfg.itertuples()]
     cfg["config_id"] = (cfg["layout"] + "-" + cfg["width"].astype(str) + "x" + cfg["vdevs"].astype(str)
                         + "-vbs" + (cfg["volblocksize_bytes"] // KiB).astype(str) + "k-" + cfg["workload"])
+    if "sync" in s:                              # the other shapes keep their ids (and so their noise)
+        cfg["config_id"] += "-sync-" + cfg["sync"] + "-log" + cfg["log"].astype(str)
     cfg["expected_iops"] = [_expected_iops(r) for r in cfg.itertuples()]
     return cfg
 
@@ -97,7 +106,7 @@ def _expected_iops(r) -> float:
     if template == "randread":
         return reads
     if template == "randwrite":
-        return writes
+        return writes * SYNC_COST.get((r.sync, r.log), 1.0)
     both = 1 / (0.7 / reads + 0.3 / writes)         # 70/30 mix shares the disks
     return both * r.share
 
@@ -105,8 +114,9 @@ def _expected_iops(r) -> float:
 def synthetic_results(n_rows: int = 1000, seed: int = 0, shape: str = "scaling") -> pd.DataFrame:  # noqa: PLR0915 (one statement per column of the table)
     """A SYNTHETIC tidy results table of exactly `n_rows` rows (see the module docstring).
 
-    `shape` is 'scaling' (layouts × 2–8 disks, random and sequential reads) or
-    'volblocksize' (raidz1/raidz2/mirror of 6 × 4K–128K, read/write/mixed).
+    `shape` is 'scaling' (layouts × 2–8 disks, random and sequential reads),
+    'volblocksize' (raidz1/raidz2/mirror of 6 × 4K–128K, read/write/mixed) or 'sync-log'
+    (a mirror of 4, 16K random writes, sync standard/always × no log device/one).
     Repetitions are added until `n_rows` is reached; the last one may be partial.
     """
     if shape not in SHAPES:
@@ -126,7 +136,6 @@ def synthetic_results(n_rows: int = 1000, seed: int = 0, shape: str = "scaling")
     iops = df["expected_iops"].to_numpy() * rng.lognormal(0.0, 0.05, n)
     df["ashift"] = 12
     df["compression"] = "off"
-    df["sync"] = "standard"
     df["logbias"] = "latency"
     df["primarycache"] = "metadata"
     df["iodepth"] = 16
@@ -172,7 +181,8 @@ def synthetic_results(n_rows: int = 1000, seed: int = 0, shape: str = "scaling")
     df["disk_model_iops"] = DISK_IOPS
     df["disk_model_bw"] = DISK_BW
     df["synthetic"] = True
-    return df[COLUMNS].reset_index(drop=True)
+    extra = ["log"] if "log" in SHAPES[shape] else []       # a column only where the shape varies it
+    return df[COLUMNS + extra].reset_index(drop=True)
 
 
 def write_synthetic_sweep(path, n_rows: int = 1000, seed: int = 0, shape: str = "scaling") -> Path:

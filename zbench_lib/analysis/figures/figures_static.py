@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from zbench_lib.analysis.figures.plot_base import CAPTION_NAME, PALETTE, agg_figure
+from zbench_lib.analysis.figures.plot_base import CAPTION_NAME, LABEL_OFFSETS, PALETTE, agg_figure
 from zbench_lib.core.errors import ConfigError
 
 FORMATS = ("png", "svg")
@@ -84,6 +84,13 @@ def _errors(err, values):
     return v - lo, v + hi                      # no interval (n = 1): NaN, nothing drawn
 
 
+def _per_point(value, n: int, default: str) -> list:
+    """A trace attribute given per point or once (plotly takes both) as one value per point."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return ([v or default for v in value] + [default] * n)[:n]
+    return [value or default] * n
+
+
 def figure_frame(fig: go.Figure) -> pd.DataFrame:
     """Every point of the figure's scatter and bar traces as tidy rows (the data drawn)."""
     panels = {p: i for i, p in enumerate(_panels(fig))}
@@ -99,15 +106,17 @@ def figure_frame(fig: go.Figure) -> pd.DataFrame:
             group += xv is None
             groups.append(f"{i}.{group}")
         text = list(t.text) if isinstance(t.text, (list, tuple, np.ndarray)) else [t.text or ""] * len(x)
-        df = pd.DataFrame({"x": x, "y": y, "group": groups, "text": (text + [""] * len(x))[:len(x)]})
+        df = pd.DataFrame({"x": x, "y": y, "group": groups, "text": (text + [""] * len(x))[:len(x)],
+                           "textpos": _per_point(getattr(t, "textposition", None), len(x), "top right")})
         df = df.assign(panel=panel, trace=i, name=t.name or "", color=_color(t, i), kind=mode, marker=_marker(t),
                        ls=(t.line.dash if t.type == "scatter" and t.line.dash else "solid"),
                        opacity=t.marker.opacity if t.type == "bar" and t.marker.opacity is not None else 1.0)
         if t.type == "bar":
             df["width"] = t.width if t.width is not None else 0.8
         for axis, err in (("y", t.error_y), ("x", t.error_x)):
+            # a bar's interval too (a sync study's headline): the static version draws what the interactive does
             bounds = _errors(err, df[axis]) if axis == "y" or t.type == "scatter" else None
-            if bounds is not None and t.type == "scatter":
+            if bounds is not None:
                 df[f"{axis}lo"], df[f"{axis}hi"] = bounds
         df = df[df["x"].notna() & df["y"].notna()]
         if len(df):
@@ -150,6 +159,15 @@ def _shapes(fig: go.Figure, axes, panels):
             ax.axvspan(s.x0, s.x1, color=s.fillcolor or "green", alpha=s.opacity or 0.15, linewidth=0)
 
 
+def _limits(ax, axis: str, spec) -> None:
+    """The axis range the figure gives (a log axis's in powers of ten), so the static version spans what the
+    interactive one does: an IOPS axis from zero, not autoscaled to 174.8-175.4 where depth gains nothing."""
+    if spec is None or spec.range is None or spec.type == "category" or None in tuple(spec.range):
+        return
+    lo, hi = (10 ** float(v) if spec.type == "log" else float(v) for v in spec.range)
+    getattr(ax, f"set_{axis}lim")(lo, hi)
+
+
 def _axes_style(fig: go.Figure, axes, panels, titles, frame):
     for i, (ax, (xa, ya)) in enumerate(zip(axes, panels)):
         xl, yl = fig.layout[xa], fig.layout[ya]
@@ -157,6 +175,7 @@ def _axes_style(fig: go.Figure, axes, panels, titles, frame):
         ax.set_ylabel(_plain(yl.title.text) if yl and yl.title else "")
         ax.set_title(titles[i] if i < len(titles) else "")
         for axis, spec in (("x", xl), ("y", yl)):
+            _limits(ax, axis, spec)
             if spec is not None and spec.tickvals is not None:
                 getattr(ax, f"set_{axis}ticks")(list(spec.tickvals), list(spec.ticktext or spec.tickvals))
                 getattr(ax, f"set_{axis}ticks")([], minor=True)
@@ -164,8 +183,10 @@ def _axes_style(fig: go.Figure, axes, panels, titles, frame):
         if yl is not None and yl.autorange == "reversed" and numeric_y:   # seaborn puts categories top-down
             ax.invert_yaxis()
         pts = frame[(frame["panel"] == i) & (frame["text"].astype(str) != "")] if len(frame) else frame
-        for _, r in pts.iterrows():
-            ax.annotate(_plain(r["text"]), (r["x"], r["y"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        for _, r in pts.iterrows():         # where the interactive figure put the label, so they cannot differ
+            offset, ha, va = LABEL_OFFSETS.get(r["textpos"], LABEL_OFFSETS["top right"])
+            ax.annotate(_plain(r["text"]), (r["x"], r["y"]), fontsize=7, xytext=offset, textcoords="offset points",
+                        ha=ha, va=va)
 
 
 def _legend(out, fig: go.Figure):
@@ -209,7 +230,9 @@ def static_figure(fig: go.Figure):  # noqa: C901, PLR0912 (one step per kind of 
         plot = so.Plot(frame, x="x", y="y", color="color", group="group")
         lines, dots, bars = (frame[frame["kind"].str.contains(k)] for k in ("lines", "markers", "bar"))
         if len(lines):
-            plot = plot.add(so.Line(linewidth=1.5), data=lines, linestyle="ls", legend=False)
+            # Path, not Line: points joined in the trace's order, as plotly joins them (Line sorts by x, which
+            # zigzagged a depth curve whose IOPS do not grow with depth)
+            plot = plot.add(so.Path(linewidth=1.5, marker=""), data=lines, linestyle="ls", legend=False)
         if len(dots):
             plot = plot.add(so.Dot(pointsize=5), data=dots, marker="marker", legend=False)
         if len(bars):

@@ -199,3 +199,59 @@ def legend_entry(fig, name: str, dash: str, group: str, **subplot):
 def n_labels(n) -> list[str]:
     """'n=1' where a point rests on a single run, '' elsewhere."""
     return ["n=1" if (v == 1) else "" for v in pd.Series(n).fillna(0).astype(int)]
+
+
+# Point labels that never overlap (issue 31: the depth curve printed "qd1", "qd2" and "qd4" on top of
+# each other where p99 barely moved between them). A label's box is estimated in pixels of the smallest
+# plot area the figure is drawn in, from 12 px text (under 7 px a character); each label takes the first
+# of LABEL_POSITIONS where its box stays inside the plot and clear of every placed label and marker,
+# else it is left off (the point keeps its hover text). Beside its point first: a label above or below
+# it sits level with the next point where points crowd, and reads as that one's.
+LABEL_POSITIONS = ("middle right", "middle left", "top right", "top left", "bottom right", "bottom left")
+CHAR_PX, LINE_PX, GAP_PX, MARKER_PX, PAD_PX = 7.0, 15.0, 5.0, 8.0, 1.0
+# The same positions in matplotlib (the static figures): offset in points, horizontal and vertical alignment.
+LABEL_OFFSETS = {"top right": ((3, 3), "left", "bottom"), "top left": ((-3, 3), "right", "bottom"),
+                 "bottom right": ((3, -3), "left", "top"), "bottom left": ((-3, -3), "right", "top"),
+                 "top center": ((0, 3), "center", "bottom"), "middle right": ((4, 0), "left", "center"),
+                 "middle left": ((-4, 0), "right", "center")}
+
+
+def label_box(px: float, py: float, text: str, position: str) -> tuple[float, float, float, float]:
+    """(x0, y0, x1, y1) in pixels, y upwards, of `text` drawn at `position` ('top right' ...) of (px, py)."""
+    vertical, horizontal = position.split()
+    w = len(text) * CHAR_PX
+    x0 = px + GAP_PX if horizontal == "right" else px - GAP_PX - w
+    y0 = {"top": py + GAP_PX, "middle": py - LINE_PX / 2, "bottom": py - GAP_PX - LINE_PX}[vertical]
+    return (x0, y0, x0 + w, y0 + LINE_PX)
+
+
+def boxes_overlap(a, b, pad: float = PAD_PX) -> bool:
+    return a[0] < b[2] + pad and b[0] < a[2] + pad and a[1] < b[3] + pad and b[1] < a[3] + pad
+
+
+def place_labels(points, x_range, y_range, plot_px) -> list[str | None]:
+    """The position of each point's label, None where no position is free (see LABEL_POSITIONS).
+
+    `points` are (x, y, text, first) in data units on linear axes spanning `x_range` and `y_range`,
+    drawn in a plot area of `plot_px` (width, height) pixels; points with `first` set (a curve's ends)
+    are placed before the others, which are placed in order.
+    """
+    w, h = plot_px
+    to_px = [((x - x_range[0]) / (x_range[1] - x_range[0]) * w, (y - y_range[0]) / (y_range[1] - y_range[0]) * h)
+             for x, y, _, _ in points]
+    markers = [(px - MARKER_PX / 2, py - MARKER_PX / 2, px + MARKER_PX / 2, py + MARKER_PX / 2) for px, py in to_px]
+    taken: list[tuple] = []
+    out: list[str | None] = [None] * len(points)
+    for i in sorted(range(len(points)), key=lambda i: (not points[i][3], i)):
+        text = points[i][2]
+        if not text:
+            continue
+        others = taken + markers[:i] + markers[i + 1:]        # a label starts beside its own marker
+        for pos in LABEL_POSITIONS:
+            box = label_box(*to_px[i], text, pos)
+            inside = box[0] >= 0 and box[1] >= 0 and box[2] <= w and box[3] <= h
+            if inside and not any(boxes_overlap(box, t) for t in others):
+                out[i] = pos
+                taken.append(box)
+                break
+    return out

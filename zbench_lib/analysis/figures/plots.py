@@ -18,8 +18,10 @@ import plotly.graph_objects as go
 from matplotlib.figure import Figure
 
 from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYER_ORDER, LAYOUT_ORDER, PERCENTILE_COLUMNS,  # noqa: F401
-                                                   SD_LABEL, agg_figure, mean_sd, metric_label, ordered)
-from zbench_lib.analysis.figures.plots_interactive import (plot_iops_vs_p99_interactive,  # noqa: F401
+                                                   LABEL_OFFSETS, SD_LABEL, agg_figure, mean_sd, metric_label,
+                                                   ordered)
+from zbench_lib.analysis.figures.plots_interactive import (iops_p99_means, iops_p99_labels, iops_p99_ranges,  # noqa: F401
+                                                           plot_iops_vs_p99_interactive,
                                                            plot_latency_percentiles_interactive,
                                                            plot_scaling_interactive,
                                                            plot_timeseries_interactive,
@@ -73,9 +75,11 @@ def plot_scaling(scaling_df: pd.DataFrame, kind: str = "scaling", error: str = "
 
 def plot_iops_vs_p99(df: pd.DataFrame, hue: str = "layout", latency_target_ms: float | None = None,
                      title: str = "") -> Figure:
-    """Mean IOPS against mean p99 completion latency, one line per `hue` through the iodepths."""
-    a = mean_sd(df, [hue, "iodepth"], ["iops", "clat_p99_ns"])
-    a["clat_p99_ms_mean"], a["clat_p99_ms_sd"] = a["clat_p99_ns_mean"] / 1e6, a["clat_p99_ns_sd"] / 1e6
+    """Mean IOPS against mean p99 completion latency, one line per `hue` through the iodepths, labelled
+    where the label has room (the same placement as `plot_iops_vs_p99_interactive`)."""
+    a = iops_p99_means(df, hue)
+    x_range, y_range = iops_p99_ranges(a, latency_target_ms)
+    a = iops_p99_labels(a, hue, x_range, y_range)
     fig, ax = _figure()
     ax = ax[0, 0]
     for i, name in enumerate(ordered(a[hue], LAYOUT_ORDER)):
@@ -83,14 +87,14 @@ def plot_iops_vs_p99(df: pd.DataFrame, hue: str = "layout", latency_target_ms: f
         ax.errorbar(g["iops_mean"], g["clat_p99_ms_mean"], xerr=g["iops_sd"].fillna(0),
                     yerr=g["clat_p99_ms_sd"].fillna(0), marker="o", capsize=2, color=f"C{i}",
                     label=str(name))
-        for _, r in g.iterrows():
-            ax.annotate(f"qd{int(r['iodepth'])}" + (" n=1" if r["n"] == 1 else ""),
-                        (r["iops_mean"], r["clat_p99_ms_mean"]), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")
+        for _, r in g[g["label_pos"].notna()].iterrows():
+            offset, ha, va = LABEL_OFFSETS[r["label_pos"]]
+            ax.annotate(r["label"], (r["iops_mean"], r["clat_p99_ms_mean"]), fontsize=7, xytext=offset,
+                        textcoords="offset points", ha=ha, va=va)
     if latency_target_ms is not None:
         ax.axhline(latency_target_ms, color="red", linestyle=":", label="p99 target")
-    ax.set_xlim(left=0)              # from zero: a flat curve must look flat
-    ax.set_ylim(bottom=0)
+    ax.set_xlim(*x_range)            # from zero: a flat curve must look flat
+    ax.set_ylim(*y_range)
     ax.set_xlabel("IOPS (mean)")
     ax.set_ylabel("p99 completion latency (ms, mean)")
     ax.legend(title=SD_LABEL, fontsize="small", title_fontsize="small")

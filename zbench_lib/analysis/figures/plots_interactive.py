@@ -12,7 +12,8 @@ from plotly.subplots import make_subplots
 from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYER_COLORS, LAYER_ORDER, LAYOUT_ORDER,
                                                    PERCENTILE_COLUMNS, SD_LABEL, colors_for, family_style, fmt,
                                                    legend_entry,
-                                                   mean_sd, metric_label, n_labels, one_configuration, ordered)
+                                                   mean_sd, metric_label, n_labels, one_configuration, ordered,
+                                                   place_labels)
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
@@ -91,25 +92,57 @@ def plot_scaling_interactive(scaling_df: pd.DataFrame, kind: str = "scaling", er
     return fig
 
 
-def _iops_p99(df, hue):
+def iops_p99_means(df: pd.DataFrame, hue: str) -> pd.DataFrame:
+    """Mean and SD of IOPS and p99 (ns and ms) per `hue` × iodepth, and n; one configuration per point."""
     a = mean_sd(df, [hue, "iodepth"], ["iops", "clat_p99_ns"])
     for c in ("clat_p99_ns_mean", "clat_p99_ns_sd"):
         a[c.replace("_ns", "_ms")] = a[c] / 1e6
     return a
 
 
+# The IOPS-p99 chart's size: labels are placed for its plot area once a caption of up to five lines
+# (notebook_display.show) has taken its room under it, on the narrowest page the report lays out.
+IOPS_P99_HEIGHT, IOPS_P99_MARGIN_TOP, IOPS_P99_BOTTOM_MOST = 560, 80, 80 + 15 * 5
+IOPS_P99_PLOT_PX = (560.0, float(IOPS_P99_HEIGHT - IOPS_P99_MARGIN_TOP - IOPS_P99_BOTTOM_MOST))
+
+
+def iops_p99_ranges(a: pd.DataFrame, latency_target_ms: float | None = None) -> tuple[list, list]:
+    """Both axes from zero to past the largest point and its error bar: an autoscaled IOPS axis made a
+    flat curve (174.8-175.4 IOPS) look like large swings, and the top label was cut off."""
+    x_top = float((a["iops_mean"] + a["iops_sd"].fillna(0)).max())
+    y_top = float((a["clat_p99_ms_mean"] + a["clat_p99_ms_sd"].fillna(0)).max())
+    if latency_target_ms is not None:
+        y_top = max(y_top, latency_target_ms)
+    return [0.0, x_top * 1.08 or 1.0], [0.0, y_top * 1.12 or 1.0]
+
+
+def iops_p99_labels(a: pd.DataFrame, hue: str, x_range, y_range, plot_px=IOPS_P99_PLOT_PX) -> pd.DataFrame:
+    """`a` with `label` ("qd4", "qd64 n=1") and `label_pos` (missing: no room, the label is left off and
+    the hover text says it), the ends of each curve placed first."""
+    a = a.sort_values([hue, "iodepth"]).reset_index(drop=True)
+    a["label"] = [f"qd{int(q)}" + (" n=1" if n == 1 else "") for q, n in zip(a["iodepth"], a["n"])]
+    ends = a.groupby(hue)["iodepth"].transform(lambda q: (q == q.min()) | (q == q.max()))
+    points = list(zip(a["iops_mean"], a["clat_p99_ms_mean"], a["label"], ends))
+    a["label_pos"] = place_labels(points, x_range, y_range, plot_px)
+    return a
+
+
 def plot_iops_vs_p99_interactive(df: pd.DataFrame, hue: str = "layout",
                                  latency_target_ms: float | None = None, title: str = "") -> go.Figure:
-    """Mean IOPS against mean p99 latency, one line per `hue` through the iodepths (labelled qdN)."""
-    a = _iops_p99(df, hue)
+    """Mean IOPS against mean p99 latency, one line per `hue` through the iodepths (labelled qdN where
+    the label has room: `iops_p99_labels`; every point says its depth on hover)."""
+    a = iops_p99_means(df, hue)
+    x_range, y_range = iops_p99_ranges(a, latency_target_ms)
+    a = iops_p99_labels(a, hue, x_range, y_range)
     fig = go.Figure()
     colors = colors_for(a[hue])
     for name in ordered(a[hue], LAYOUT_ORDER):
         g = a[a[hue] == name]
         fig.add_trace(go.Scatter(
             x=g["iops_mean"], y=g["clat_p99_ms_mean"], name=str(name), mode="lines+markers+text",
-            text=[f"qd{int(q)}" + (" n=1" if n == 1 else "") for q, n in zip(g["iodepth"], g["n"])],
-            textposition="top right", customdata=g[["iodepth", "n"]].to_numpy(), line=dict(color=colors[name]),
+            text=[t if isinstance(p, str) else "" for t, p in zip(g["label"], g["label_pos"])],
+            textposition=[p if isinstance(p, str) else "top right" for p in g["label_pos"]],
+            customdata=g[["iodepth", "n"]].to_numpy(), line=dict(color=colors[name]),
             hovertemplate="iodepth %{customdata[0]}<br>IOPS %{x:.0f}<br>p99 %{y:.2f} ms"
                           "<br>runs %{customdata[1]}",
             error_x=dict(type="data", array=g["iops_sd"].fillna(0)),
@@ -117,11 +150,10 @@ def plot_iops_vs_p99_interactive(df: pd.DataFrame, hue: str = "layout",
     if latency_target_ms is not None:
         fig.add_hline(y=latency_target_ms, line_dash="dot", line_color="red")
     fig.update_layout(title=f"{title} ({SD_LABEL})".strip(), xaxis_title="IOPS (mean)",
-                      yaxis_title="p99 completion latency (ms)", legend_title_text=hue)
-    # Both axes from zero: an autoscaled IOPS axis made a flat curve (174.8-175.4 IOPS) look
-    # like large swings.
-    fig.update_xaxes(rangemode="tozero")
-    fig.update_yaxes(rangemode="tozero")
+                      yaxis_title="p99 completion latency (ms)", legend_title_text=hue,
+                      height=IOPS_P99_HEIGHT, margin=dict(t=IOPS_P99_MARGIN_TOP))
+    fig.update_xaxes(rangemode="tozero", range=x_range)
+    fig.update_yaxes(rangemode="tozero", range=y_range)
     return fig
 
 

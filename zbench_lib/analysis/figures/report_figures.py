@@ -7,6 +7,9 @@
     space_figure(space)            referenced / logicalused per block size: a bar per layout with
                                    the allocation model drawn across that very bar
     ratio_figure(cmp, metric)      ratios of means with 95% CIs on a log axis labelled 0.5×, 1×, 2×
+    plot_levels(df, factor, ...)   a factor's headline: the metric and p99 / p99.9 per level, a line per series
+    plot_configurations(df, ...)   a sync or log study's headline: a bar per configuration with its 95% CI
+    plot_depth_curve(df, tails)    a depth study's headline and compare-page curve: IOPS against p99 per depth
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYOUT_ORDER, colors_for, family_style, legend_entry,
-                                                   metric_label, n_labels, ratio_ticks, shade, split_family)
-from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, varying_columns
+from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYOUT_ORDER, PALETTE, colors_for, family_style,
+                                                   legend_entry, metric_label, n_labels, ordered, place_labels,
+                                                   ratio_ticks, shade, split_family)
+from zbench_lib.analysis.data.sweep_data import AUX_VDEVS, LAYOUT_COLUMNS, setting_text, varying_columns
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tables import scaling_family
 from zbench_lib.core.errors import ConfigError
@@ -352,3 +356,186 @@ def _tail_traces(fig, tails, key, series, name, factor, levels, color, marker, c
             marker=dict(symbol=marker, size=7), hovertemplate=f"{name} {pct} " + "%{x}: %{y:,.4g} ms",
             error_y=dict(type="data", array=(g["ci_high_ms"] - g["value_ms"]).fillna(0),
                          arrayminus=(g["value_ms"] - g["ci_low_ms"]).fillna(0))), row=2, col=col)
+
+
+def _groups(df: pd.DataFrame, others: list[str]) -> list[tuple]:
+    """The combinations of the other varying settings, each a group of bars, in the settings' order."""
+    if not others:
+        return [()]
+    combos = df[others].drop_duplicates().sort_values(others, kind="stable")
+    return [tuple(r) for r in combos.itertuples(index=False)]
+
+
+def _percentile_rows(tails: pd.DataFrame | None) -> list[str]:
+    if tails is None or not len(tails):
+        return []
+    judged = tails[tails["status"] == "judged"]
+    return [p for p in ("p99", "p99.9") if (judged["percentile"] == p).any()]
+
+
+def plot_configurations(df: pd.DataFrame, factor: str, levels: list, tails: pd.DataFrame | None = None,
+                        metric: str = "auto", title: str = "") -> go.Figure:
+    """A sync or log study's headline: a bar per configuration, each with its 95% CI (issue 31).
+
+    One column of panels per workload × direction; the judged metric in the top row, then p99 and
+    p99.9 (`claims.answer.latency_tails`, judged cells only) below. Along the x axis a group per
+    combination of the other settings that vary ("no SLOG", "SLOG"), in it a bar per level of `factor`
+    (sync standard, always ...) in the level's colour, named once in the legend. An interval is drawn
+    only where the mean rests on two or more units (the text's judged cells); a bar on one says "n=1".
+    """
+    panel = [c for c in ("workload", "direction") if c in df]
+    others = varying_columns(df, exclude=tuple(panel) + (factor,))
+    groups = _groups(df, others)
+    panels = [p if isinstance(p, tuple) else (p,) for p in df.groupby(panel, sort=True).groups] if panel else [()]
+    pcts = _percentile_rows(tails)
+    rows = 1 + len(pcts)
+    fig = make_subplots(rows=rows, cols=len(panels), shared_xaxes=True, vertical_spacing=0.1,
+                        horizontal_spacing=0.08, subplot_titles=[" ".join(map(str, p)) for p in panels]
+                        + [""] * (len(panels) * (rows - 1)))
+    width = 0.8 / max(len(levels), 1)
+    where = {(g, lv): i - 0.4 + width * (k + 0.5) for i, g in enumerate(groups) for k, lv in enumerate(levels)}
+    for j, key in enumerate(panels, start=1):
+        d = df
+        for c, v in zip(panel, key):
+            d = d[d[c] == v]
+        label = _metric_bars(fig, d, panel + others, factor, levels, where, width, metric, key, j)
+        fig.update_yaxes(title_text=f"{label} (mean)" if j == 1 else None, rangemode="tozero", row=1, col=j)
+        for r, pct in enumerate(pcts, start=2):
+            _tail_bars(fig, tails, dict(zip(panel, key)), others, factor, levels, where, width, pct, r, j)
+            fig.update_yaxes(title_text=f"{pct} latency (ms)" if j == 1 else None, rangemode="tozero", row=r, col=j)
+        # every row names its groups: a bar's group is what sets it apart from its neighbours
+        ticks = [" · ".join(setting_text(c, v) for c, v in zip(others, g)) for g in groups]
+        for r in range(1, rows + 1):
+            fig.update_xaxes(tickmode="array", tickvals=list(range(len(groups))), ticktext=ticks,
+                             showticklabels=True, range=[-0.5, len(groups) - 0.5], row=r, col=j)
+        fig.update_xaxes(title_text=" × ".join(AUX_VDEVS.get(c, c.replace("_", " ")) for c in others) or None,
+                         row=rows, col=j)
+    what = " and ".join(dict.fromkeys(metric_label(panel_metric(p[0] if p else "", metric))[0] for p in panels))
+    fig.update_layout(title=(title or f"{what}{' and ' + ' / '.join(pcts) if pcts else ''} per configuration")
+                      + f" ({CI_LABEL})", height=260 * rows + 170, legend_title_text=factor.replace("_", " "))
+    return fig
+
+
+def _bar(x, y, lo, hi, n, *, name, level, color, width, first) -> go.Bar:  # noqa: PLR0913 (one bar series)
+    """Bars with error bars where an interval exists (NaN elsewhere: none drawn) and 'n=1' on a single unit."""
+    y, lo, hi = (np.asarray(v, float) for v in (y, lo, hi))
+    return go.Bar(x=x, y=y, width=width, name=name, legendgroup=str(level), showlegend=first,
+                  marker=dict(color=color), text=n_labels(n), textposition="outside", customdata=np.asarray(n),
+                  hovertemplate=name + ": %{y:,.4g} (n=%{customdata})<extra></extra>",
+                  error_y=dict(type="data", array=hi - y, arrayminus=y - lo))
+
+
+def _metric_bars(fig, d, by, factor, levels, where, width, metric, key, col) -> str:  # noqa: PLR0913 (one panel's place)
+    m = panel_metric(key[0] if key else "", metric)
+    label, scale = metric_label(m)
+    s = summary(d, m, by + [factor])
+    others = [c for c in by if c not in ("workload", "direction")]
+    for k, lv in enumerate(levels):
+        g = s[s[factor] == lv]
+        if g.empty:
+            continue
+        x = [where[(tuple(r[c] for c in others), lv)] for _, r in g.iterrows()]
+        judged = g["n"] >= 2                     # an interval only where the text judges one
+        fig.add_trace(_bar(x, g["mean"] * scale, (g["ci95_low"].clip(lower=0) * scale).where(judged),
+                           (g["ci95_high"] * scale).where(judged), g["n"], name=setting_text(factor, lv), level=lv,
+                           color=PALETTE[k % len(PALETTE)], width=width, first=col == 1), row=1, col=col)
+    return label
+
+
+def _tail_bars(fig, tails, key, others, factor, levels, where, width, pct, row, col):  # noqa: PLR0913 (one panel's place)
+    t = tails[(tails["status"] == "judged") & (tails["percentile"] == pct)]
+    for c, v in key.items():
+        t = t[t[c] == v] if c in t else t
+    for k, lv in enumerate(levels):
+        g = t[t[factor] == lv]
+        if g.empty:
+            continue
+        x = [where[(tuple(r[c] for c in others), lv)] for _, r in g.iterrows()]
+        fig.add_trace(_bar(x, g["value_ms"], g["ci_low_ms"], g["ci_high_ms"], [np.nan] * len(g),
+                           name=f"{setting_text(factor, lv)} {pct}", level=lv, color=PALETTE[k % len(PALETTE)],
+                           width=width, first=False), row=row, col=col)
+
+
+# The depth curve's size: labels are placed for a plot area this tall once a caption of up to five lines has
+# taken its room (notebook_display.show, the index's figure_caption), and at least this wide per panel.
+DEPTH_HEIGHT, DEPTH_MARGIN_TOP, DEPTH_BOTTOM_MOST = 560, 80, 80 + 15 * 5
+DEPTH_PLOT_PX = (560.0, float(DEPTH_HEIGHT - DEPTH_MARGIN_TOP - DEPTH_BOTTOM_MOST))
+DEPTH_PANEL_MIN_PX = 280.0
+
+
+def _depth_label(depth: str, v, n) -> str:
+    head = f"qd{int(v)}" if depth == "iodepth" else f"{int(v)} jobs"
+    return head + (" n=1" if n == 1 else "")
+
+
+def depth_curve_data(df: pd.DataFrame, tails: pd.DataFrame | None, hue: str, depth: str = "iodepth") -> pd.DataFrame:
+    """Per workload × direction × `hue` × depth: IOPS (`n`, `mean`, `ci95_low`, `ci95_high`) and its p99
+    (`value_ms`, `ci_low_ms`, `ci_high_ms`, `status`) from `tails` (`claims.answer.latency_tails` over the
+    same cells); p99 missing where `tails` has no row."""
+    keys = [c for c in ("workload", "direction") if c in df] + [hue, depth]
+    s = summary(df, "iops", keys)
+    cols = ["value_ms", "ci_low_ms", "ci_high_ms", "status"]
+    p99 = tails[tails["percentile"] == "p99"][keys + cols] if tails is not None and len(tails) \
+        and set(keys) <= set(tails) else pd.DataFrame(columns=keys + cols)
+    return s.merge(p99, on=keys, how="left")
+
+
+def plot_depth_curve(df: pd.DataFrame, tails: pd.DataFrame | None, hue: str = "layout", depth: str = "iodepth",
+                     title: str = "") -> go.Figure:
+    """A depth study's headline, and the curve its compare page draws: IOPS against p99 latency, a point per
+    depth (labelled qdN where the label has room: `plot_base.place_labels`), both with their 95% CI where
+    judged (the IOPS mean on 2+ units, the p99 as `tails` says), a line per `hue` (every other varying
+    setting joins its name), a panel per workload × direction; both axes from zero, so a flat curve
+    (IOPS that depth does not raise) stands as the vertical line it is."""
+    panel = [c for c in ("workload", "direction") if c in df]
+    others = [c for c in varying_columns(df, exclude=tuple(panel) + (depth, hue))
+              if not (hue == "layout" and c in LAYOUT_COLUMNS)]
+    if others:          # a line per configuration, never a point pooling several
+        named = tails is not None and set(others + [hue]) <= set(tails)
+        tails = _series_named(tails, hue, others) if named else None
+        df, hue = _series_named(df, hue, others), "_series"
+    s = depth_curve_data(df, tails, hue, depth)
+    panels = [p if isinstance(p, tuple) else (p,) for p in s.groupby(panel, sort=True).groups] if panel else [()]
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[" ".join(map(str, p)) for p in panels],
+                        horizontal_spacing=0.08)
+    plot_px = (max(DEPTH_PLOT_PX[0] / len(panels), DEPTH_PANEL_MIN_PX), DEPTH_PLOT_PX[1])
+    colors = colors_for(s[hue])
+    for j, key in enumerate(panels, start=1):
+        d = s
+        for c, v in zip(panel, key):
+            d = d[d[c] == v]
+        _depth_panel(fig, d, hue, depth, colors, plot_px, first=j == 1, col=j)
+    fig.update_layout(title=(title or f"IOPS against p99 latency per {depth}") + f" ({CI_LABEL})",
+                      height=DEPTH_HEIGHT, margin=dict(t=DEPTH_MARGIN_TOP),
+                      legend_title_text="" if hue == "_series" else hue)
+    return fig
+
+
+def _depth_ranges(d: pd.DataFrame) -> tuple[list, list]:
+    x_top = float(np.nanmax(np.fmax(d["mean"], d["ci95_high"]))) if len(d) else 1.0
+    y_top = float(np.nanmax(np.fmax(d["value_ms"], d["ci_high_ms"]))) if d["value_ms"].notna().any() else 1.0
+    return [0.0, x_top * 1.08 or 1.0], [0.0, y_top * 1.12 or 1.0]
+
+
+def _depth_panel(fig, d: pd.DataFrame, hue, depth, colors, plot_px, first: bool, col: int) -> None:
+    d = d[d["value_ms"].notna()].sort_values([hue, depth]).reset_index(drop=True)
+    x_range, y_range = _depth_ranges(d)
+    text = [_depth_label(depth, v, n) for v, n in zip(d[depth], d["n"])]
+    ends = d.groupby(hue)[depth].transform(lambda q: (q == q.min()) | (q == q.max()))
+    where = place_labels(list(zip(d["mean"], d["value_ms"], text, ends)), x_range, y_range, plot_px)
+    d = d.assign(label=[t if p else "" for t, p in zip(text, where)], pos=[p or "top right" for p in where])
+    for name in ordered(d[hue], LAYOUT_ORDER):
+        g = d[d[hue] == name]
+        x_ok, y_ok = g["n"] >= 2, g["status"] == "judged"          # an interval only where judged
+        fig.add_trace(go.Scatter(
+            x=g["mean"], y=g["value_ms"], name=str(name), legendgroup=str(name), showlegend=first,
+            mode="lines+markers+text", text=list(g["label"]), textposition=list(g["pos"]),
+            line=dict(color=colors[name]), marker=dict(size=8), customdata=g[[depth, "n"]].to_numpy(),
+            hovertemplate=f"{depth} " + "%{customdata[0]}<br>IOPS %{x:,.4g}<br>p99 %{y:,.4g} ms<br>n %{customdata[1]}",
+            error_x=dict(type="data", array=(g["ci95_high"] - g["mean"]).where(x_ok),
+                         arrayminus=(g["mean"] - g["ci95_low"].clip(lower=0)).where(x_ok)),
+            error_y=dict(type="data", array=(g["ci_high_ms"] - g["value_ms"]).where(y_ok),
+                         arrayminus=(g["value_ms"] - g["ci_low_ms"]).where(y_ok))), row=1, col=col)
+    fig.update_xaxes(title_text="IOPS (mean)", range=x_range, rangemode="tozero", row=1, col=col)
+    fig.update_yaxes(title_text="p99 completion latency (ms)" if first else None, range=y_range,
+                     rangemode="tozero", row=1, col=col)

@@ -39,16 +39,29 @@ def auto_factor(df: pd.DataFrame) -> str | None:
     return next((c for c in COMPARE_ORDER if c in df and _varies(df, c)), None)
 
 
-def auto_baseline(df: pd.DataFrame, factor: str):
+def _levels(df: pd.DataFrame, factor: str) -> list:
     # plain Python values: a numpy scalar printed as np.int64(1) in the notebook's heading
-    levels = [v.item() if hasattr(v, "item") else v for v in df[factor].dropna().unique()]
+    return [v.item() if hasattr(v, "item") else v for v in df[factor].dropna().unique()]
+
+
+def _level_key(v) -> tuple:
+    """Layouts in their usual order, then numbers smallest first, then the rest by name."""
+    if v in LAYOUT_ORDER:
+        return (0, LAYOUT_ORDER.index(v), "")
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return (1, float(v), "")
+    return (2, 0.0, str(v))
+
+
+def auto_baseline(df: pd.DataFrame, factor: str):
+    levels = _levels(df, factor)
     if BASE_LEVEL.get(factor) in levels:
         return BASE_LEVEL[factor]
+    return sorted(levels, key=_level_key)[0]
 
-    def key(v):
-        if v in LAYOUT_ORDER:
-            return (0, LAYOUT_ORDER.index(v), "")
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return (1, float(v), "")
-        return (2, 0.0, str(v))
-    return sorted(levels, key=key)[0]
+
+def level_order(df: pd.DataFrame, factor: str) -> list:
+    """The factor's levels as a figure lists them: the baseline first (`auto_baseline`), the others after
+    it in the order above (sync standard, always, disabled; no log device, then one)."""
+    base = auto_baseline(df, factor)
+    return [base] + sorted((v for v in _levels(df, factor) if v != base), key=_level_key)

@@ -2,14 +2,19 @@
 
 Each study type has its own (issue 31): a scaling sweep the throughput against the drives with
 the ideal and the model, and the efficiency of each family at its largest pool; a block-size
-sweep IOPS and p99 / p99.9 per size; any other factor (queue depth, sync, log device, release)
-its judged metric and tails per level, each level against the baseline. The sentences come from
-`claims.answer`, the figures from `figures.report_figures`; this module picks which.
+sweep IOPS and p99 / p99.9 per size; a sync or log-device sweep a bar per configuration with its
+interval; a queue-depth sweep the IOPS-p99 curve with both axes labelled; any other factor (release,
+numjobs, ...) its judged metric and tails per level, each level against the baseline. The sentences
+come from `claims.answer`, the figures from `figures.report_figures`; this module picks which, in
+one place: STUDY_TYPES.
 
-    study_headline(sweep, adm, names, include_flagged)   {kind, answers, figure, note}
+    study_headline(sweep, adm, include_flagged)   {kind, answers, figure, note}
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
 
 import pandas as pd
 
@@ -18,12 +23,35 @@ from zbench_lib.analysis.claims.answer import (COMPARE_NOTE, SCALING_NOTE, answe
 from zbench_lib.analysis.claims.conclusions import LINEAR_BAND
 from zbench_lib.analysis.data.coverage import cell_status
 from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, Sweep
-from zbench_lib.analysis.figures.report_figures import plot_iops_vs_drives, plot_levels
-from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor
+from zbench_lib.analysis.figures.report_figures import (plot_configurations, plot_depth_curve, plot_iops_vs_drives,
+                                                        plot_levels)
+from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor, level_order
 from zbench_lib.analysis.stats.tables import block_column, compare_table, comparison_by, scaling_table
 
 MARGIN = 0.05               # compare_table's default equivalence margin, named in the note
 BLOCK_BASELINE = 16384      # the block-size notebook's default baseline, where the sweep has it
+# A study of durability: what sync writes cost, and what a separate log device (SLOG) gives back.
+SYNC_LOG_FACTORS = ("sync", "log", "log_mirror", "logbias")
+
+
+@dataclass(frozen=True)
+class Study:
+    """What a headline is built from: the sweep, its admissible runs, and the status of its planned cells."""
+    sweep: Sweep
+    adm: pd.DataFrame
+    cells: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class StudyType:
+    """A kind of study: whether a sweep's admissible runs make one, and its answer and headline figure.
+
+    `build` returns the `answers` (`claims.answer` records), the plotly `figure` and, where it
+    differs from COMPARE_NOTE, the `note` that says how to read them.
+    """
+    kind: str
+    applies: Callable[[pd.DataFrame], bool]
+    build: Callable[[Study], dict]
 
 
 def _block(adm: pd.DataFrame) -> str | None:
@@ -31,38 +59,94 @@ def _block(adm: pd.DataFrame) -> str | None:
     return col if col in adm and adm[col].nunique() > 1 else None
 
 
-def _factor_study(sweep: Sweep, adm: pd.DataFrame, factor: str, baseline, cells) -> dict:
+def _is_scaling(adm: pd.DataFrame) -> bool:
+    return {"layout", "data_disks"} <= set(adm) and bool((adm.groupby("layout")["data_disks"].nunique() > 1).any())
+
+
+def _comparison(study: Study, factor: str, baseline, also=()) -> tuple[list[dict], pd.DataFrame, list[str]]:
+    """The answer sentences of a comparison along `factor`, the latency tails behind them (per cell of the
+    held-equal columns, those `also` names and the factor), and the columns the comparison holds equal."""
+    adm = study.adm
     held, _ = comparison_by(adm, factor)
-    cmp = compare_table(adm, "auto", factor, baseline, cells=cells)
-    by = list(dict.fromkeys([c for c in ("workload", "direction") if c in adm] + held + [factor]))
-    tails = latency_tails(adm, sweep.histograms, by)
-    series = "layout" if factor not in LAYOUT_COLUMNS and "layout" in held else None
+    cmp = compare_table(adm, "auto", factor, baseline, cells=study.cells)
+    by = list(dict.fromkeys([c for c in ("workload", "direction") if c in adm] + held + list(also) + [factor]))
+    tails = latency_tails(adm, study.sweep.histograms, by)
     workloads = adm["workload"].dropna().unique() if "workload" in adm else []
     subject = str(workloads[0]) if len(workloads) == 1 else "all runs"
-    return dict(answers=answer_compare(cmp, tails, subject=subject), figure=plot_levels(adm, factor, tails, series))
+    return answer_compare(cmp, tails, subject=subject), tails, held
+
+
+def _levels_study(study: Study, factor: str, baseline) -> dict:
+    answers, tails, held = _comparison(study, factor, baseline)
+    series = "layout" if factor not in LAYOUT_COLUMNS and "layout" in held else None
+    return dict(answers=answers, figure=plot_levels(study.adm, factor, tails, series))
+
+
+def _scaling(study: Study) -> dict:
+    scal = scaling_table(study.adm, "auto", cells=study.cells)
+    return dict(answers=answer_scaling(scal), figure=plot_iops_vs_drives(study.adm),
+                note=SCALING_NOTE.format(lo=1 - LINEAR_BAND, hi=1 + LINEAR_BAND))
+
+
+def _block_study(study: Study) -> dict:
+    block = _block(study.adm)
+    levels = sorted(study.adm[block].dropna().unique())
+    return _levels_study(study, block, BLOCK_BASELINE if BLOCK_BASELINE in levels else levels[-1])
+
+
+def _is_sync_log(adm: pd.DataFrame) -> bool:
+    return auto_factor(adm) in SYNC_LOG_FACTORS
+
+
+def _sync_log(study: Study) -> dict:
+    """Bars, not lines: sync=standard/always and a SLOG or none are settings side by side, not a scale."""
+    factor = auto_factor(study.adm)
+    baseline = auto_baseline(study.adm, factor)
+    answers, tails, _ = _comparison(study, factor, baseline)
+    return dict(answers=answers, figure=plot_configurations(study.adm, factor, level_order(study.adm, factor),
+                                                            tails))
+
+
+def _is_depth(adm: pd.DataFrame) -> bool:
+    return auto_factor(adm) == "iodepth" and "clat_p99_ns" in adm
+
+
+def _depth(study: Study) -> dict:
+    """The IOPS-p99 curve, the compare page's own (one builder, one interval): how far depth raises IOPS
+    and what each step costs in p99 latency, read off one chart."""
+    hue = "layout" if "layout" in study.adm else "workload"       # the line's name, varying or not
+    answers, tails, _ = _comparison(study, "iodepth", auto_baseline(study.adm, "iodepth"), also=(hue,))
+    return dict(answers=answers, figure=plot_depth_curve(study.adm, tails, hue=hue))
+
+
+def _factor_study(study: Study) -> dict:
+    factor = auto_factor(study.adm)
+    return _levels_study(study, factor, auto_baseline(study.adm, factor))
+
+
+# The first type whose `applies` holds names the study: scaling where a layout's disk count varies,
+# else block size where it varies, else sync or log device, else queue depth, else the first factor that varies
+# (`compare_factor.auto_factor`). A new study type is one record here.
+STUDY_TYPES = (
+    StudyType("scaling", _is_scaling, _scaling),
+    StudyType("block", lambda adm: _block(adm) is not None, _block_study),
+    StudyType("sync-log", _is_sync_log, _sync_log),
+    StudyType("depth", _is_depth, _depth),
+    StudyType("factor", lambda adm: auto_factor(adm) is not None, _factor_study),
+)
 
 
 def study_headline(sweep: Sweep, adm: pd.DataFrame, include_flagged: bool = False) -> dict:
-    """The answer sentences and headline figure of the study the admissible runs `adm` make: scaling
-    where a layout's disk count varies, else block size where it varies, else the first factor that
-    does (`compare_factor.auto_factor`), whichever notebooks the report runs.
+    """The answer sentences and headline figure of the study the admissible runs `adm` make (the first of
+    STUDY_TYPES that applies), whichever notebooks the report runs.
 
-    `kind` is scaling, block, factor or none; `figure` a plotly figure or None.
+    `kind` is the study type's (scaling, block, sync-log, depth, factor) or none; `figure` a plotly figure or None.
     """
     out = dict(kind="none", answers=[], figure=None, note=COMPARE_NOTE.format(margin=MARGIN))
     if adm.empty:
         return out
-    cells = cell_status(sweep.results, sweep.plan, include_flagged)
-    if {"layout", "data_disks"} <= set(adm) and (adm.groupby("layout")["data_disks"].nunique() > 1).any():
-        scal = scaling_table(adm, "auto", cells=cells)
-        return {**out, "kind": "scaling", "answers": answer_scaling(scal), "figure": plot_iops_vs_drives(adm),
-                "note": SCALING_NOTE.format(lo=1 - LINEAR_BAND, hi=1 + LINEAR_BAND)}
-    block = _block(adm)
-    if block:
-        levels = sorted(adm[block].dropna().unique())
-        base = BLOCK_BASELINE if BLOCK_BASELINE in levels else levels[-1]
-        return {**out, "kind": "block", **_factor_study(sweep, adm, block, base, cells)}
-    factor = auto_factor(adm)
-    if factor is None:
+    study_type = next((t for t in STUDY_TYPES if t.applies(adm)), None)
+    if study_type is None:
         return out
-    return {**out, "kind": "factor", **_factor_study(sweep, adm, factor, auto_baseline(adm, factor), cells)}
+    study = Study(sweep, adm, cell_status(sweep.results, sweep.plan, include_flagged))
+    return {**out, "kind": study_type.kind, **study_type.build(study)}

@@ -2,13 +2,14 @@
 
 `render_report(sweep_dir)` executes each chosen notebook into `<sweep_dir>/report/`
 (the executed .ipynb is kept next to its HTML), renders it with nbconvert with the
-code hidden, and writes an index page: the question, the environment in a dozen lines
-(the full record behind a disclosure), the summary table (with its Markdown, CSV and
-LaTeX exports), the classic claims the sweep can speak to with their verdicts
-(`classic_claims.classic_claims`), the headline IOPS-against-drives chart, the resilver study's
-section when the sweep timed resilvers (`resilver.resilver_section`), and each notebook's conclusions. A
-sweep no notebook applies to but with resilver events gets the index page alone.
-Nothing is fetched from the network: the `zbench` nbconvert template drops require.js,
+code hidden, and writes an index page (`render_index`): the question, the answer and the
+headline figure of the study type (`headline.study_headline`), the classic claims the sweep can
+speak to with their verdicts (`classic_claims.classic_claims`), the resilver study's section when
+the sweep timed resilvers (`resilver.resilver_section`), the environment in a dozen lines (the
+full record behind a disclosure), the summary table (folded; sorted and filtered in the page by the
+inline templates/report/table_tools.js; with its Markdown, CSV and LaTeX exports), and each
+notebook's conclusions. A sweep no notebook applies to but with resilver events gets the index
+page alone. Nothing is fetched from the network: the `zbench` nbconvert template drops require.js,
 MathJax and mermaid, and every page loads the report's one `plotly.min.js`.
 """
 
@@ -257,10 +258,17 @@ def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, para
     return index
 
 
+def render_index(**context) -> str:
+    """The index page from templates/report/index.html.j2 (its script, table_tools.js, inline)."""
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+    env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), autoescape=select_autoescape(["html"]))
+    env.filters["methods_links"] = methods_links
+    return env.get_template("index.html.j2").render(**context)
+
+
 def _build(sweep: Sweep, names: list[str], params: dict, opts: ReportOptions, out: Path, say) -> list[str]:
     """Every page of the report into `out`; the notebooks that failed, as 'name: error'."""
     import nbformat
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     from zbench_lib import __version__
     from zbench_lib.analysis.figures.figures_static import export_notebook_figures, save_static
@@ -293,10 +301,8 @@ def _build(sweep: Sweep, names: list[str], params: dict, opts: ReportOptions, ou
     if opts.figures:
         figures = [p for stem, fig in extras["static"]
                    for p in save_static(fig, out / "figures" / stem, opts.figures)] + figures
-    env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), autoescape=select_autoescape(["html"]))
-    env.filters["methods_links"] = methods_links
     write_methods(out)
-    page = env.get_template("index.html.j2").render(
+    page = render_index(
         sweep_id=sid, synthetic=meta["synthetic"], question=str(sweep.spec.get("question", "")).strip(),
         surface=sweep.spec.get("surface", "(not declared)"), include_flagged=opts.include_flagged,
         n_rows=len(sweep.results), n_flagged=int(sweep.results["flagged"].sum()),
