@@ -69,7 +69,8 @@ def _spec(tmp_path, devices, user="root") -> Path:
 
 @pytest.mark.parametrize("user", ["root", "bench"])
 def test_a_sweep_on_a_remote_box_runs_end_to_end_over_ssh(lab, lab_host, bench_box, tmp_path, user):
-    """As root, and as `bench`, a user with passwordless sudo (every command through sudo -n)."""
+    """As root (the pre-flight), and as `bench`, a user with passwordless sudo: the whole sweep, every
+    command through sudo -n."""
     devices = lab.data_disks[-2:]
     for d in devices:
         lab_host.run(["wipefs", "-a", "-q", d])
@@ -83,6 +84,10 @@ def test_a_sweep_on_a_remote_box_runs_end_to_end_over_ssh(lab, lab_host, bench_b
     assert ("ok   privilege  root" if user == "root" else "passwordless sudo (commands run through sudo -n)") \
         in dry.stdout
     assert "ok   openzfs" in dry.stdout
+    if user == "root":
+        # Every other lab sweep already runs as root over ssh (the lab is reached as a box is):
+        # root's own part here is the pre-flight above; the sweep itself runs through sudo.
+        return
 
     out = tmp_path / "out"
     res = _zbench("sweep", str(spec), "--out", str(out), "--no-progress", env=bench_box)
