@@ -73,7 +73,7 @@ def nearest(rows: pd.DataFrame, cfg: zbench.Config, k: int = 5) -> pd.DataFrame:
         "sweep": out["sweep_id"], "workload": out["template"], "layout": out["layout"] + "(" +
         out["width"].astype(int).astype(str) + ")" + out["vdevs"].map(lambda v: f" x{int(v)}" if v > 1 else ""),
         "volblocksize": out["volblocksize_bytes"].map(lambda b: f"{int(b) // 1024}K"),
-        "bs": out["bs_bytes"].map(lambda b: f"{int(b) // 1024}K"), "disks": out["disk_model"],
+        "bs": out["bs_bytes"].map(lambda b: f"{int(b) // 1024}K"), "disk model": out["disk_model"],
         unit: (out["mean"] / scale).round(1),
         "95% CI": [f"{lo / scale:.1f}-{hi / scale:.1f}" for lo, hi in zip(out["ci95_low"], out["ci95_high"])],
         "n": out["n"].astype(int), "distance": out["distance"].round(1)}).reset_index(drop=True)
@@ -132,7 +132,8 @@ class Explorer:
         self.figure = W.Output()
         self.controls = (self.layout, self.disks, self.volblocksize, self.workload, self.bs, self.model,
                          self.repetitions, self.runtime_s)
-        for w in self.controls:
+        for w in self.controls:         # a fixed column: the dry run's long lines must not squeeze the sliders
+            w.style, w.layout = {"description_width": "90px"}, W.Layout(width="340px")
             w.observe(self.refresh, names="value")
         self.button.on_click(self.run)
         self.refresh()
@@ -171,7 +172,8 @@ class Explorer:
             self.prediction.value, self.near.value, self.button.disabled = "", "", True
             return
         self.error, self.button.disabled = None, False
-        self.estimate.value = "<b>Dry run</b> (nothing starts before the button)<pre>" + html.escape(text) + "</pre>"
+        self.estimate.value = ("<b>Dry run</b> (nothing starts before the button)<pre style='white-space: pre-wrap; "
+                               "font-size: 90%; margin-top: 2px'>" + html.escape(text) + "</pre>")
         self.prediction.value = f"<b>The models say</b>: {html.escape(predicted(cfg))}"
         self._show_nearest(cfg)
 
@@ -184,7 +186,7 @@ class Explorer:
             mean, lo, hi, n = result.estimate()
             unit = table.columns[6]
             mine = {"sweep": "this run", "workload": cfg.workload, "layout": f"{cfg.layout}({cfg.disks})",
-                    "volblocksize": str(cfg.volblocksize).upper(), "bs": str(cfg.bs).upper(), "disks": cfg.model,
+                    "volblocksize": str(cfg.volblocksize).upper(), "bs": str(cfg.bs).upper(), "disk model": cfg.model,
                     unit: round(mean, 1), "95% CI": f"{lo:.1f}-{hi:.1f}", "n": n, "distance": 0.0}
             table = pd.concat([pd.DataFrame([mine]), table], ignore_index=True)
         self.near.value = ("<b>Nearest configurations of the shipped examples</b> (data/examples)"
@@ -246,9 +248,10 @@ class Explorer:
             result.plot().show()
 
     def widget(self) -> W.Widget:
-        left = W.VBox(list(self.controls) + [self.button, self.bar, self.status])
-        right = W.VBox([self.estimate, self.prediction])
-        return W.VBox([W.HBox([left, right]), self.shown, self.figure, self.near])
+        left = W.VBox(list(self.controls) + [self.button, self.bar, self.status],
+                      layout=W.Layout(min_width="350px", width="350px"))
+        right = W.VBox([self.estimate, self.prediction], layout=W.Layout(flex="1 1 auto"))
+        return W.VBox([W.HBox([left, right]), self.shown, self.near, self.figure])
 
     def _ipython_display_(self) -> None:
         from IPython.display import display

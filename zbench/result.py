@@ -221,7 +221,7 @@ class Result:
             pred = predicted_random_read_iops(layout, width, vdevs, float(disk), block)
             rows.append(("random-read IOPS", mean, pred, f"from {float(disk):g} IOPS per disk"))
         else:
-            rows.append((f"{self.metric}", mean, math.nan,
+            rows.append((UNITS[self.metric][0], mean, math.nan,
                          "no model: zfs/models.py predicts random-read IOPS only"))
         t = pd.DataFrame(rows, columns=["quantity", "measured", "model", "note"])
         t.insert(3, "measured / model", t["measured"] / t["model"])

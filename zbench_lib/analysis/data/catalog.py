@@ -124,9 +124,9 @@ def catalog(roots=None) -> pd.DataFrame:
     cells = f"count(DISTINCT config_id) // {reps}" if "config_id" in cols else "NULL"
     excluded = "count(DISTINCT run_id) FILTER (WHERE flagged)" if {"flagged", "run_id"} <= cols else "NULL"
     sweep = "any_value(sweep_id)" if "sweep_id" in cols else "any_value(sweep)" if "sweep" in cols else "NULL"
-    t = query(f"SELECT sweep_dir, {sweep} AS sweep, count(*) AS rows, {runs} AS runs, {cells} AS cells, {reps} AS pools_per_cell, "
-              f"{excluded} AS excluded_runs{', ' + listed if listed else ''} FROM results GROUP BY sweep_dir "
-              "ORDER BY sweep_dir", dirs)
+    t = query(f"SELECT sweep_dir, {sweep} AS sweep, count(*) AS rows, {runs} AS runs, {cells} AS cells, "
+              f"{reps} AS pools_per_cell, {excluded} AS excluded_runs{', ' + listed if listed else ''} "
+              "FROM results GROUP BY sweep_dir ORDER BY sweep_dir", dirs)
     envs = [environment(d, str(m).split(", ") if m == m and m else ())
             for d, m in zip(t["sweep_dir"], t.get("disk_models", pd.Series([None] * len(t))))]
     t["zfs"] = [e.zfs for e in envs]
