@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -224,7 +225,9 @@ class Explorer:
         try:
             if self._lab is None:
                 self._log("booting the lab (once per kernel), or reusing a running one ...")
-                self._lab = zbench.lab(disks=LAB_DISKS, model=cfg.model)
+                # a lab of its own gets every disk the slider offers; a named running one needs only this run's
+                self._lab = zbench.lab(disks=cfg.disks if os.environ.get("ZBENCH_LAB") else LAB_DISKS,
+                                       model=cfg.model)
             watcher.start()
             self.result = self._measure(cfg, lab=self._lab, out=self.out, progress=False, log=self._log)
         except Exception as e:          # noqa: BLE001 (shown in one line; the traceback stays with the kernel)
