@@ -187,7 +187,8 @@ class Explorer:
             mean, lo, hi, n = result.estimate()
             unit = table.columns[6]
             mine = {"sweep": "this run", "workload": cfg.workload, "layout": f"{cfg.layout}({cfg.disks})",
-                    "volblocksize": str(cfg.volblocksize).upper(), "bs": str(cfg.bs).upper(), "disk model": cfg.model,
+                    "volblocksize": str(cfg.volblocksize).upper(), "bs": str(cfg.bs).upper(),
+                    "disk model": result.first.get("disk_model", cfg.model),
                     unit: round(mean, 1), "95% CI": f"{lo:.1f}-{hi:.1f}", "n": n, "distance": 0.0}
             table = pd.concat([pd.DataFrame([mine]), table], ignore_index=True)
         self.near.value = ("<b>Nearest configurations of the shipped examples</b> (data/examples)"
