@@ -173,3 +173,31 @@ def test_sweep_notebook_measures_when_papermill_passes_parameters(tmp_path):
     assert res.returncode != 0
     assert "ZBENCH_LAB='zbench-no-such-lab' but no lab of that name is running" in res.stderr
     assert "Showing the plan only" not in _outputs_text(nbformat.read(str(tmp_path / "o.ipynb"), as_version=4))
+
+
+def test_measure_runs_the_sweep_executor_on_the_labs_node(tmp_path, monkeypatch):
+    import contextlib
+    from zbench_lib.sweeps.running import executor
+    seen = {}
+
+    class FakeLab(zb.LabHandle):
+        @contextlib.contextmanager
+        def node(self):
+            yield "the lab's node"
+
+    def fake_run_sweep(spec_path, out_root, *, sweep_id, progress, log, host):
+        seen.update(spec=yaml.safe_load(open(spec_path)), host=host, progress=progress)
+        return shutil.copytree(one_cell(tmp_path, "raidz2", "cut"), out_root / sweep_id)
+
+    monkeypatch.setattr(executor, "run_sweep", fake_run_sweep)
+    lab = FakeLab("pytest", 8, 1024 ** 3, "custom:iops=400,bw=100M")
+    r = zb.measure("raidz2", disks=6, volblocksize="16k", workload="randwrite", bs="4k", repetitions=2,
+                   lab=lab, out=tmp_path / "sweeps", progress=False)
+    assert seen["host"] == "the lab's node" and seen["progress"] is False
+    spec = seen["spec"]
+    assert spec["lab"] == {"disks": 8, "disk_size": "1024M", "model": "hdd", "extra_disks": 0}   # the lab's disks
+    assert spec["factors"]["model"] == ["hdd"] and spec["repetitions"]["fixed"] == 2  # the model set per pool
+    assert r.path.parent == tmp_path / "sweeps" and r.path.name.startswith("whatif-raidz2-6-16k-randwrite-")
+    assert r.config["layout"] == "raidz2"
+    with pytest.raises(zb.InvalidInput, match="has 8 data disks"):
+        zb.measure("stripe", disks=10, lab=lab, out=tmp_path / "sweeps")
