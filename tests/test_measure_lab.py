@@ -10,6 +10,7 @@ from zbench_lib.zfs.pools import Pool
 from zbench_lib.zfs.prefill import prefill
 from zbench_lib.measure.runner import measure
 from zbench_lib.zfs.targets import Dataset, Zvol
+from zbench_lib.measure.run_context import RunContext
 
 pytestmark = pytest.mark.lab
 MiB = 1024 ** 2
@@ -42,7 +43,7 @@ def _measure(lab, bench_pool, tmp_path, target, workload, context=None, **overri
     n = next(_counter)
     return measure(lab.host, pool=pool.name, target_path=target.path, devices=disks,
                    workload=workload, overrides=params, remote_dir=f"{pool.work_dir()}/t{n}",
-                   raw_dir=tmp_path / f"run{n}", context=ctx, target_name=target.full_name)
+                   raw_dir=tmp_path / f"run{n}", context=RunContext.recording(**ctx), target_name=target.full_name)
 
 
 @pytest.mark.parametrize("surface", ["zvol", "dataset"])
