@@ -148,6 +148,20 @@ def cmd_table(args):
     return 0
 
 
+def cmd_catalog(args):
+    import pandas as pd
+    from zbench_lib.analysis.data.catalog import catalog, query, sweep_dirs
+    roots = args.dirs or None
+    t = query(args.sql, sweep_dirs(roots)) if args.sql else catalog(roots)
+    if args.format == "csv":
+        sys.stdout.write(t.to_csv(index=False))
+    else:
+        shown = t.drop(columns=["question"], errors="ignore") if args.format == "table" else t
+        with pd.option_context("display.width", 200, "display.max_columns", None, "display.max_colwidth", 40):
+            print(shown.to_string(index=False) if len(shown) else "no sweeps")
+    return 0
+
+
 def cmd_pools(args):
     from zbench_lib.hosts.resolve import parse_host
     from zbench_lib.zfs.pools import find_leftovers, remove_leftovers
@@ -228,6 +242,13 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 (one statement p
     sw.add_argument("--no-progress", action="store_true",
                     help="no progress view (the notebook's output is passed through as it comes)")
     sw.set_defaults(func=cmd_sweep)
+    cat = sub.add_parser("catalog", help="list the sweeps under directories (DuckDB over their parquet files)")
+    cat.add_argument("dirs", nargs="*", help="directories holding sweeps (default: data/examples data/sweeps)")
+    cat.add_argument("--sql", help="a DuckDB query over the view `results` (every row of every sweep, "
+                                   "with sweep_dir), printed instead of the list")
+    cat.add_argument("--format", default="table", choices=["table", "wide", "csv"],
+                     help="table (default), wide (with each sweep's question) or csv")
+    cat.set_defaults(func=cmd_catalog)
     rp = sub.add_parser("report", help="render the HTML report of a sweep directory",
                         description="Run the analysis notebooks on a sweep and write <sweep>/report/index.html.")
     rp.add_argument("sweep_dir", help="sweep directory (spec.yaml, provenance.json, results.parquet)")
