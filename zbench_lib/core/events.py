@@ -57,6 +57,10 @@ class Event(str, Enum):
     # run_loop.measured_run, the rows derived: run_id, attempt, invalidating_flags, described_flags
     # (before flag kinds, issue 27: truth_flags)
     RUN_JUDGED = "run judged"
+    # run_loop.measured_run, a window of a run measured until steady (until_steady) judged not steady
+    # or not judged, its files filed under windows/<window>/ and another window next: run_id, attempt,
+    # window, max_windows, not_steady, slope_pct, reason, t_start, t_end
+    RUN_EXTENDED = "run extended"
     # Store.discard_incomplete on resume, an attempt without COMPLETE: run_id, attempt, path, reason
     RUN_DISCARDED = "run discarded"
     # Store.set_aside_invalid, a COMPLETE attempt whose files do not parse: run_id, attempt, path, reason

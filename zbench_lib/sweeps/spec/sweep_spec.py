@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zbench_lib.measure import fio, workloads
+from zbench_lib.measure.until_steady import MAX_WINDOWS, MIN_WINDOWS, UntilSteady
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs import families
 from zbench_lib.sweeps.spec.host import parse_host
@@ -55,6 +56,7 @@ class WorkloadSpec:
     name: str                 # label in results, unique within the sweep
     template: str             # a registered workload's name (measure/workloads/)
     overrides: dict = field(default_factory=dict)
+    until_steady: UntilSteady | None = None     # runs extended until steady (SNIA-style), or plain runs
 
     kind = property(lambda self: workloads.get(self.template), doc="The registered Workload it runs.")
     reads_only = property(lambda self: self.kind.reads_only, doc="Never writes its target.")
@@ -148,7 +150,28 @@ def _factors(d, surface: str) -> dict:
     return out
 
 
-def _workloads(items, target: dict, factors: dict) -> tuple:
+def _until_steady(v, p: str, template: str, faults) -> UntilSteady | None:
+    """A workload's `until_steady: {max_windows: M}` (methods §12.1), or None where it declares none."""
+    if v is None:
+        return None
+    mapping(v, p, ("max_windows",), ("max_windows",))
+    n = v["max_windows"]
+    if isinstance(n, bool) or not isinstance(n, int) or not MIN_WINDOWS <= n <= MAX_WINDOWS:
+        fail(f"{p}.max_windows", f"expected an integer {MIN_WINDOWS}..{MAX_WINDOWS} (1 window is a plain run; "
+                                 f"SNIA PTS allows {MAX_WINDOWS} rounds to reach steady state), got {n!r}")
+    if workloads.get(template).reads_only:
+        # Steady state is a write's question: writes change what the disks hold (allocation,
+        # fragmentation, the SSD's free blocks) and the rate follows. Reads change only the caches,
+        # so more read windows measure a warmer cache: another question (warmup:, cache: warm).
+        fail(p, f"{template} only reads: its windows do not precondition the target, they only warm the "
+                "caches; declare until_steady on a workload that writes")
+    if faults:
+        fail(p, "a fault study times its fault into a run's first window; further windows would measure "
+                "another pool (degraded, resilvering): leave until_steady out of a fault study")
+    return UntilSteady(n)
+
+
+def _workloads(items, target: dict, factors: dict, faults=None) -> tuple:
     if not isinstance(items, list) or not items:
         fail("workloads", f"expected a non-empty list of workloads, got {items!r}")
     if len(items) > MAX_VALUES:
@@ -158,7 +181,7 @@ def _workloads(items, target: dict, factors: dict) -> tuple:
         p = f"workloads[{i}]"
         if isinstance(w, str):
             w = {"name": w}
-        mapping(w, p, ("name", "template", "overrides"), ("name",))
+        mapping(w, p, ("name", "template", "overrides", "until_steady"), ("name",))
         name, template = w["name"], w.get("template", w["name"])
         plain_name(name, f"{p}.name")
         if workloads.find(template) is None:
@@ -178,7 +201,8 @@ def _workloads(items, target: dict, factors: dict) -> tuple:
             fio.build_job(template, filename="/dev/zvol/check/target", size=target["size_bytes"], **overrides)
         except ConfigError as e:
             fail(f"{p}.overrides", str(e))
-        out.append(WorkloadSpec(name, template, dict(overrides)))
+        out.append(WorkloadSpec(name, template, dict(overrides),
+                                _until_steady(w.get("until_steady"), f"{p}.until_steady", template, faults)))
     return tuple(out)
 
 
@@ -253,7 +277,7 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     if "fill" in factors and prefill["policy"] == "none":
         fail("factors.fill", "a fill factor needs prefill.policy once-per-target "
                              "(its 'none' value is the no-prefill level)")
-    workloads = _workloads(d["workloads"], target, factors)
+    workloads = _workloads(d["workloads"], target, factors, d.get("faults"))
     warmup = parse_warmup(d.get("warmup"), factors=factors, target=target, surface=surface, prefill=prefill,
                           workloads=workloads, reads_first=reads_first)
     return SweepSpec(name=name, question=q.strip(), surface=surface, host=host, lab=lab, devices=devices,
