@@ -18,7 +18,7 @@ from zbench_lib.hosts.node import Node
 from zbench_lib.measure import truth
 from zbench_lib.measure.device_health import device_lost
 from zbench_lib.measure.runner import _devices_present
-from zbench_lib.sweeps import executor
+from zbench_lib.sweeps.running import pool_run
 from zbench_lib.sweeps.executor import _run_pool, _schedule
 from zbench_lib.sweeps.faults import FaultInjector
 from zbench_lib.sweeps.plan import expand
@@ -202,7 +202,7 @@ def _setup(tmp_path, monkeypatch, fail=False):
         store.complete_attempt(run.run_id, attempt, {**plan.run_meta(run), **fio_target.meta})
         return _parse(attempt, {}), 3.0
 
-    monkeypatch.setattr(executor, "measured_run", fake_run)
+    monkeypatch.setattr(pool_run, "measured_run", fake_run)
     return plan, store, sched, calls
 
 

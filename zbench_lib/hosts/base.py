@@ -120,7 +120,8 @@ class Host:
         """Start `argv` on the host and return at once (for streamed progress)."""
         # Its own session, as in run(): the caller stops it, a terminal's Ctrl-C does not.
         kwargs.setdefault("start_new_session", True)
-        return subprocess.Popen(self._wrap([str(a) for a in argv]), stdin=subprocess.DEVNULL,
+        kwargs.setdefault("stdin", subprocess.DEVNULL)      # a holder of a lock on the host gives PIPE
+        return subprocess.Popen(self._wrap([str(a) for a in argv]),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
     def put(self, local: str | os.PathLike, remote: str) -> None:

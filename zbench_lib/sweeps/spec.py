@@ -24,7 +24,8 @@ from pathlib import Path
 from zbench_lib.measure import fio, workloads
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs import families
-from zbench_lib.sweeps.spec_host import parse_host, zfs_release
+from zbench_lib.sweeps.spec_host import zfs_release
+from zbench_lib.sweeps.spec_fleet import check_fleet_spec, parse_hosts
 from zbench_lib.sweeps.spec_faults import parse_faults
 from zbench_lib.sweeps.spec_pool import POOL_SETTING_FACTORS, check_pool_factors, check_pool_setting
 from zbench_lib.sweeps.raw_cells import RAW, check_layouts, check_raw, check_raw_factors, raw_layout, raw_target
@@ -53,7 +54,7 @@ FS_FILE_SHARE = 0.75            # of volsize: the file fio uses in a fs-on-zvol 
 MAX_BLOCKSIZE = {"volblocksize": 128 * 1024, "recordsize": 1024 ** 2}
 TOP_KEYS = ("name", "question", "surface", "host", "lab", "devices", "extra_devices",
             "allow_signatures", "factors", "target", "workloads", "repetitions", "prefill",
-            "order", "reads_first", "seed", "faults", "warmup")
+            "order", "reads_first", "seed", "faults", "warmup", "hosts", "host_factor")
 # Stated limits on the size of a study, checked from the factor lengths before anything is
 # expanded (planning takes a few ms per cell, a run a minute or more).
 MAX_CELLS = 2_000               # factor combinations x workloads x pool replicates
@@ -92,6 +93,14 @@ class SweepSpec:
     text: str = ""
     faults: dict | None = None      # spec_faults: a disk pulled or slowed mid-run (lab only)
     warmup: dict | None = None      # spec_warmup: an L2ARC warm-up before a cached target's runs
+    hosts: tuple = ()               # spec_fleet: the boxes of a hosts: list (hosts.fleet.HostEntry)
+    lab_count: int = 1              # labs on the controller (lab.count)
+    host_factor: bool = False       # the hosts may differ: host is a declared factor
+
+    @property
+    def host_count(self) -> int:
+        """How many hosts the sweep runs on (1: exactly as before fleets)."""
+        return len(self.hosts) or (self.lab_count if self.host == "lab" else 1)
 
     @property
     def available_disks(self) -> tuple[int, int]:
@@ -266,7 +275,7 @@ def _prefill(d) -> dict:
 def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     """Validate a sweep spec given as YAML text; ``name`` is used when the spec has none."""
     d = load_yaml(text)
-    mapping(d, "spec", TOP_KEYS, ("question", "surface", "host", "factors", "target", "workloads"))
+    mapping(d, "spec", TOP_KEYS, ("question", "surface", "factors", "target", "workloads"))
     name = plain_name(d.get("name", name), "name")
     q = d["question"]
     if not isinstance(q, str) or len(re.findall(r"\w+", q)) < 3:
@@ -274,7 +283,7 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     surface = d["surface"]
     if not isinstance(surface, str) or surface not in SURFACES:
         fail("surface", f"expected 'zvol', 'dataset', 'fs-on-zvol' or 'raw', got {surface!r}")
-    host, lab, devices, extra, sigs = parse_host(d)
+    host, lab, devices, extra, sigs, hosts, lab_count, host_factor = parse_hosts(d)
     factors = _factors(d["factors"], surface)
     repetitions = parse_repetitions(d.get("repetitions"))
     check_grid(factors, d["workloads"], repetitions)
@@ -302,13 +311,16 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     workloads = _workloads(d["workloads"], target, factors)
     warmup = parse_warmup(d.get("warmup"), factors=factors, target=target, surface=surface, prefill=prefill,
                           workloads=workloads, reads_first=reads_first)
-    return SweepSpec(name=name, question=q.strip(), surface=surface, host=host, lab=lab, devices=devices,
+    spec = SweepSpec(name=name, question=q.strip(), surface=surface, host=host, lab=lab, devices=devices,
                      extra_devices=extra, allow_signatures=sigs, factors=factors, target=target,
                      workloads=workloads, warmup=warmup,
                      repetitions=repetitions, prefill=prefill,
                      order=order.replace("randomized", "randomised"), reads_first=reads_first,
                      seed=integer(d.get("seed", 0), "seed", 0, 2 ** 32 - 1), text=text,
-                     faults=parse_faults(d.get("faults"), host))
+                     faults=parse_faults(d.get("faults"), host), hosts=hosts, lab_count=lab_count,
+                     host_factor=host_factor)
+    check_fleet_spec(spec)
+    return spec
 
 
 def load_spec(path) -> SweepSpec:

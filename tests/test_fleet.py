@@ -1,0 +1,327 @@
+"""A sweep on a fleet of hosts (issue 29), without a lab: the fleet's checks (fingerprints, one
+machine under two names, mixed releases, the labs' memory), block-to-host assignment, the on-host
+lock, the staging store and its commit, and the dispatch on REAL Dask workers (a SpecCluster of
+two Nanny workers on this machine) with a trivial picklable task: resources keep one pool per
+host, a worker killed mid-pool gives its pool to the next free host and its cut-off attempt is
+discarded. No result is ever produced without a lab: tests/test_fleet_lab.py runs real pools.
+
+The malformed fleet specs are in tests/test_malformed_inputs.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from pathlib import Path
+from types import SimpleNamespace
+
+import cloudpickle
+import pytest
+import yaml
+
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.events import Event
+from zbench_lib.hosts import host_lock
+from zbench_lib.hosts.base import LocalHost
+from zbench_lib.hosts.fleet import LAB, Fingerprint, HostEntry, check_fleet, check_lab_count, \
+    meminfo_available_mib, read_fingerprint
+from zbench_lib.hosts.host_lock import HostBusy, HostLock, owned_by
+from zbench_lib.sweeps.plan import expand
+from zbench_lib.sweeps.pool_request import pool_requests
+from zbench_lib.sweeps.running.fleet import Dispatcher, fleet_client
+from zbench_lib.sweeps.running.fleet_open import OpenFleet
+from zbench_lib.sweeps.running.fleet_worker import PoolDone, pool_plan
+from zbench_lib.sweeps.running.host_queue import HostQueue, idle_hosts
+from zbench_lib.sweeps.running.staging import COMMITTED, Committer, new_execution, staged_executions
+from zbench_lib.sweeps.spec import parse_spec
+from zbench_lib.sweeps.store import Store
+
+SPEC = {"name": "fleet", "question": "Does a fleet run every pool once?", "surface": "zvol", "host": "lab",
+        "lab": {"disks": 2, "disk_size": "1G", "model": "hdd", "count": 2},
+        "factors": {"layout": ["stripe", "mirror"], "disks": [2], "volblocksize": ["16k"]},
+        "target": {"volsize": "128M"},
+        "workloads": [{"name": "randread", "overrides": {"runtime_s": 3, "ramp_time_s": 1}}],
+        "repetitions": {"fixed": 2, "pool_replicates": 3}, "seed": 3}
+
+
+def _plan(**changes):
+    return expand(parse_spec(yaml.safe_dump({**SPEC, **changes}), name="fleet"))
+
+
+def _fp(**changes) -> Fingerprint:
+    base = dict(cpu_model="Xeon", cpus=2, memory_gib=2, kernel="6.1.0-28-amd64", openzfs="2.3.2-1~bpo12+1",
+                fio="fio-3.33", disks=("1073741824 ",) * 2, disk_model="hdd", machine_id="m1", boot_id="b1")
+    return Fingerprint(**{**base, **changes})
+
+
+# -- fingerprints and the fleet's checks ---------------------------------------------------------
+def test_identical_hosts_are_one_fleet_and_labs_of_one_image_are_not_one_machine():
+    check_fleet([("a", _fp()), ("b", _fp(boot_id="b2"))])       # one image's machine-id, two boots
+
+
+def test_one_machine_under_two_names_is_refused():
+    with pytest.raises(ConfigError, match=r"hosts: a and b are the same machine \(machine-id m1, one boot\)"):
+        check_fleet([("a", _fp()), ("b", _fp())])
+
+
+def test_mixed_releases_are_refused_even_with_host_as_a_factor():
+    with pytest.raises(ConfigError, match=r"mixes OpenZFS releases \(a 2.3.2-1~bpo12\+1, b 2.1.15-1\)"):
+        check_fleet([("a", _fp()), ("b", _fp(openzfs="2.1.15-1", boot_id="x"))], host_factor=True)
+    check_fleet([("a", _fp()), ("b", _fp(openzfs="2.1.15-1", boot_id="x"))], release_factor=True)
+
+
+@pytest.mark.parametrize("field, value", [("cpu_model", "EPYC"), ("cpus", 4), ("memory_gib", 4),
+                                          ("kernel", "6.12"), ("fio", "fio-3.38"), ("disk_model", "ssd"),
+                                          ("disks", ("2147483648 ",) * 2), ("openzfs", "2.3.4-1")])
+def test_hosts_that_differ_are_refused_unless_host_is_a_factor(field, value):
+    other = _fp(boot_id="b2", **{field: value})
+    with pytest.raises(ConfigError, match=rf"hosts: a and b differ \({field}: .* vs .*\); .*host_factor: true"):
+        check_fleet([("a", _fp()), ("b", other)])
+    check_fleet([("a", _fp()), ("b", other)], host_factor=True)
+
+
+def test_a_fingerprint_is_read_over_the_hosts_commands():
+    fp = read_fingerprint(LocalHost(), ())
+    assert fp.cpus == os.cpu_count() and fp.memory_gib >= 1 and fp.kernel == os.uname().release
+    assert len(fp.machine_id) == 32 and fp.boot_id and fp.release in ("none",) + (fp.release,)
+
+
+def test_the_lab_count_must_fit_in_memory_and_the_refusal_says_the_numbers():
+    check_lab_count(2, 2048, 22_000)
+    with pytest.raises(ConfigError, match=r"lab\.count: 9 labs need 25088 MiB \(9 x \(2048 MiB guest \+ 512 MiB "
+                                          r"QEMU\) \+ 2048 MiB for the controller\) but this machine has 22000 MiB "
+                                          r"available: at most 7 fit"):
+        check_lab_count(9, 2048, 22_000)
+    assert meminfo_available_mib("MemTotal: 1 kB\nMemAvailable:   2097152 kB\n") == 2048
+
+
+# -- blocks to hosts ---------------------------------------------------------------------------------
+def test_whole_blocks_go_to_hosts_a_free_host_taking_the_next():
+    plan = _plan()
+    q = HostQueue.of(pool_requests(plan))
+    ran = {"a": [], "b": []}
+    for host in ["a", "b", "a", "b", "a", "a"]:
+        r = q.next_for(host)
+        if r is not None:
+            ran[host].append(r)
+    assert [r.block for r in ran["a"]] == [1, 1, 3, 3] and [r.block for r in ran["b"]] == [2, 2]
+    assert [r.pool_id for r in ran["a"][:2]] == plan.blocks[0]          # the plan's order within a block
+    assert q.next_for("b") is None and q.pending() == 0
+
+
+def test_a_lost_pool_and_the_rest_of_its_block_go_first_to_the_next_free_host():
+    q = HostQueue.of(pool_requests(_plan()))
+    first = q.next_for("a")
+    assert q.give_back("a", first)
+    taken = [q.next_for("b"), q.next_for("b")]
+    assert [r.pool_id for r in taken] == [first.pool_id, _plan().blocks[0][1]]
+    assert q.dispatches[first.pool_id] == 2
+
+
+def test_a_pool_lost_too_often_is_not_given_back():
+    q = HostQueue(deque([[SimpleNamespace(pool_id="p", block=1)]]))
+    for _ in range(3):
+        r = q.next_for("a")
+        kept = q.give_back("a", r)
+    assert not kept and q.pending() == 0
+
+
+def test_fewer_blocks_than_hosts_is_said():
+    assert idle_hosts(3, 2) is None
+    assert "1 block(s) of pools for 2 hosts: 1 host(s) will idle" in idle_hosts(1, 2)
+
+
+def test_a_pool_plan_holds_one_pool_and_pickles():
+    plan = _plan()
+    small = pool_plan(plan, plan.blocks[1][0])
+    assert {c["pool_id"] for c in small.cells} == {plan.blocks[1][0]} and small.blocks == [[plan.blocks[1][0]]]
+    assert cloudpickle.loads(cloudpickle.dumps(small)).runs == small.runs
+
+
+# -- the on-host lock -------------------------------------------------------------------------------
+@pytest.fixture
+def lock_path(tmp_path, monkeypatch):
+    monkeypatch.setattr(host_lock, "LOCK_PATH", str(tmp_path / "zbench.lock"))
+    monkeypatch.setattr(host_lock, "OWNER_PATH", str(tmp_path / "zbench.lock.owner"))
+    return tmp_path
+
+
+def test_a_second_holder_is_refused_in_one_line_naming_the_first(lock_path):
+    host = LocalHost()
+    with HostLock(host, "sweep A from ctl1"):
+        assert owned_by(host, "sweep A from ctl1")
+        with pytest.raises(HostBusy, match=r"^local is busy: sweep A from ctl1 holds .*zbench\.lock "
+                                           r"\(one sweep at a time on a host\)$"):
+            HostLock(host, "sweep B").acquire()
+    with HostLock(host, "sweep B"):                  # released on the way out
+        assert owned_by(host, "sweep B")
+
+
+def test_the_lock_goes_with_its_holder_when_the_holder_is_killed(lock_path):
+    code = ("import sys, time\nfrom zbench_lib.hosts import host_lock\nfrom zbench_lib.hosts.base import LocalHost\n"
+            f"host_lock.LOCK_PATH = {str(lock_path / 'zbench.lock')!r}\n"
+            f"host_lock.OWNER_PATH = {str(lock_path / 'zbench.lock.owner')!r}\n"
+            "host_lock.HostLock(LocalHost(), 'doomed').acquire()\nprint('ok', flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ok"
+    with pytest.raises(HostBusy, match="doomed holds"):
+        HostLock(LocalHost(), "next").acquire()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with HostLock(LocalHost(), "next"):
+                break
+        except HostBusy:
+            assert time.monotonic() < deadline, "the lock outlived its holder"
+            time.sleep(0.2)
+
+
+# -- staging and commit ------------------------------------------------------------------------------
+def _store(tmp_path, plan=None):
+    plan = plan or _plan()
+    return plan, Store.create(tmp_path / "sweeps", plan.spec.text, plan, sweep_id="s")
+
+
+def _stage_run(staged, run_id: str, complete: bool = True):
+    """What a worker's run loop does to its store, with placeholder files (nothing is parsed here)."""
+    attempt = staged.begin_attempt(run_id)
+    (attempt / "fio").mkdir()
+    (attempt / "fio" / "fio.json").write_text("{}")
+    if complete:
+        staged.complete_attempt(run_id, attempt, {"cell_id": run_id.rsplit("-r", 1)[0], "rep": 1})
+        staged.record(Event.RUN_JUDGED, run_id=run_id, attempt=1, invalidating_flags=[], described_flags=[])
+
+
+def test_staged_work_is_committed_in_order_with_the_host_and_the_stores_attempt_numbers(tmp_path):
+    plan, store = _store(tmp_path)
+    run = plan.runs[0].run_id
+    (store.raw / run / "attempt-1").mkdir(parents=True)        # an earlier cut-off attempt: the store numbers on
+    root = tmp_path / "staging"
+    staged = new_execution(root, plan.runs[0].pool_id, "lab2", store.events())
+    staged.record(Event.POOL_CREATING, pool_id=plan.runs[0].pool_id, pool="zbench-x")
+    _stage_run(staged, run)
+    assert not (store.raw / run / "attempt-2").exists()         # nothing reaches the store but through the controller
+    committer = Committer(store)
+    assert committer.commit_all(root) == 4
+    attempt = store.raw / run / "attempt-2"
+    assert (attempt / "COMPLETE").exists() and (attempt / "fio" / "fio.json").read_text() == "{}"
+    meta = json.loads((attempt / "meta.json").read_text())
+    assert meta["host"] == "lab2" and meta["attempt"] == 2
+    mine = [e for e in store.events() if e.get("run_id") == run or e.get("pool") == "zbench-x"]
+    assert [e["event"] for e in mine] == ["pool creating", "run started", "run completed", "run judged"]
+    assert mine[0]["host"] == "lab2" and mine[-1]["attempt"] == 2 and mine[-1]["host"] == "lab2"
+    assert committer.commit_all(root) == 0                      # committed once
+    store.close()
+
+
+def test_a_lost_execution_has_its_cut_off_attempt_discarded_and_its_staging_removed(tmp_path):
+    plan, store = _store(tmp_path)
+    root = tmp_path / "staging"
+    staged = new_execution(root, plan.runs[0].pool_id, "lab1")
+    _stage_run(staged, plan.runs[0].run_id)
+    _stage_run(staged, plan.runs[1].run_id, complete=False)
+    committer = Committer(store)
+    committer.commit_all(root)
+    assert committer.close(staged.path, "lab1", lost="KilledWorker") == [plan.runs[1].run_id]
+    assert store.completed_runs() == {plan.runs[0].run_id} and not staged.path.exists()
+    (d,) = [e for e in store.events() if e["event"] == Event.RUN_DISCARDED]
+    assert d["run_id"] == plan.runs[1].run_id and "KilledWorker" in d["reason"] and d["host"] == "lab1"
+    store.close()
+
+
+def test_a_killed_controller_commits_what_was_staged_and_not_handed_over_on_resume(tmp_path):
+    plan, store = _store(tmp_path)
+    root = tmp_path / "staging"
+    staged = new_execution(root, plan.runs[0].pool_id, "lab1")
+    _stage_run(staged, plan.runs[0].run_id)
+    Committer(store).commit(staged.path, "lab1")
+    _stage_run(staged, plan.runs[1].run_id)                    # staged after the controller's last commit
+    store.close()
+    mark = int((staged.path / COMMITTED).read_text())
+    store = Store.resume(store.path, plan.spec.text, plan)     # the controller's successor
+    committer = Committer(store)
+    for host, d in staged_executions(root):
+        committer.close(d, host, lost="the controller stopped")
+    assert store.completed_runs() == {plan.runs[0].run_id, plan.runs[1].run_id} and mark > 0
+    assert sum(e["event"] == Event.RUN_COMPLETED for e in store.events()) == 2
+    store.close()
+
+
+# -- dispatch on real Dask workers -------------------------------------------------------------------
+def _trivial(job):
+    """A pool that runs nothing: it stages its pool's name and one run started, notes when it held its
+    host, and (the first time on the host named in KILL) kills its own worker mid-pool."""
+    staged = new_execution(job.staging_root, job.request.pool_id, job.entry.name, job.known_events)
+    staged.record(Event.POOL_CREATING, pool_id=job.request.pool_id, pool=f"zbench-{job.request.pool_id}")
+    start = time.time()
+    staged.begin_attempt(job.request.targets[0].target_id + "-probe")
+    kill = Path(job.staging_root).parent / "KILL"
+    if kill.exists() and kill.read_text() == job.entry.name:
+        kill.unlink()
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.3)
+    with open(Path(job.staging_root).parent / "held.jsonl", "a") as f:
+        f.write(json.dumps({"host": job.entry.name, "pool": job.request.pool_id, "start": start,
+                            "end": time.time()}) + "\n")
+    return PoolDone(job.request.pool_id, job.entry.name, start, time.time(), 0.0)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    entries = (HostEntry("h1", LAB, "lab-h1"), HostEntry("h2", LAB, "lab-h2"))
+    with fleet_client(entries, None, lambda m: None) as c:
+        yield c, entries
+
+
+def _dispatch(client, tmp_path, kill: str | None = None):
+    c, entries = client
+    plan, store = _store(tmp_path)
+    staging = tmp_path / "sweeps" / ".s.staging"
+    if kill:
+        (tmp_path / "sweeps" / "KILL").write_text(kill)
+    log = []
+    done = Dispatcher(c, OpenFleet(entries, (), ()), plan, store, staging, "owner", log.append,
+                      task=_trivial).run(pool_requests(plan))
+    held = [json.loads(line) for line in (tmp_path / "sweeps" / "held.jsonl").read_text().splitlines()]
+    events = store.events()
+    store.close()
+    return plan, done, held, events, log
+
+
+def _never_two_at_once(held):
+    for host in {h["host"] for h in held}:
+        spans = sorted((h["start"], h["end"]) for h in held if h["host"] == host)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), f"{host} ran two pools at once"
+
+
+def test_each_host_runs_one_pool_at_a_time_and_whole_blocks(client, tmp_path):
+    plan, done, held, events, _ = _dispatch(client, tmp_path)
+    assert sorted(d.pool_id for d in done) == sorted(p["pool_id"] for p in plan.pools)
+    _never_two_at_once(held)
+    by_block = {}
+    for e in (e for e in events if e["event"] == Event.POOL_DISPATCHED):
+        by_block.setdefault(e["block"], set()).add(e["host"])
+    assert all(len(hosts) == 1 for hosts in by_block.values()), by_block     # the host never splits a block
+    assert {h["host"] for h in held} == {"h1", "h2"}
+    assert sum(e["event"] == Event.POOL_CREATING for e in events) == len(plan.pools)   # committed, with the host
+    assert all(e.get("host") in ("h1", "h2") for e in events if e["event"] == Event.POOL_CREATING)
+
+
+def test_a_worker_killed_mid_pool_gives_its_pool_to_the_next_free_host(client, tmp_path):
+    plan, done, held, events, log = _dispatch(client, tmp_path, kill="h1")
+    assert sorted(d.pool_id for d in done) == sorted(p["pool_id"] for p in plan.pools)   # every pool ran once
+    (lost,) = [e for e in events if e["event"] == Event.POOL_LOST]
+    assert lost["host"] == "h1" and lost["requeued"] and "KilledWorker" in lost["reason"]
+    assert lost["discarded_runs"] and lost["discarded_runs"][0].endswith("-probe")
+    again = [e for e in events if e["event"] == Event.POOL_DISPATCHED and e["pool_id"] == lost["pool_id"]]
+    assert [e["dispatch"] for e in again] == [1, 2]
+    _never_two_at_once(held)
+    assert any("lost" in line for line in log)

@@ -1,0 +1,92 @@
+"""A fleet opened for a sweep, before its store exists: every host reached, checked, locked.
+
+`open_fleet(spec, owner, log)` yields an `OpenFleet`: a `HostEntry` per host, the controller's
+own connection to each (its `Node`), their fingerprints, and the on-host locks it holds for the
+whole session (`hosts.host_lock`: a second controller, or a colleague's sweep, is refused in one
+line). N labs (`lab.count`) are booted here, one after another in this thread (a lab's QEMU
+dies with the thread that started it), after the controller's memory was found to hold them; or
+`ZBENCH_LABS=name,name` names running labs to use instead (the tests', `zbench lab up`'s).
+Boxes are checked as a single host's are (`doctor.preflight`: reachable, root, OpenZFS, fio,
+their devices free), then fingerprinted and compared (`hosts.fleet.check_fleet`). Every refusal
+is one ConfigError line, before anything is created.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.hosts.fleet import LAB, Fingerprint, HostEntry, check_fleet, check_lab_count, \
+    meminfo_available_mib, open_node, read_fingerprint
+from zbench_lib.hosts.host_lock import HostLock
+from zbench_lib.hosts.lab import Lab
+from zbench_lib.hosts.lab_state import read_state
+from zbench_lib.hosts.node import Node
+from zbench_lib.sweeps.doctor import preflight
+from zbench_lib.sweeps.sweep_host import lab_config
+
+LABS_ENV = "ZBENCH_LABS"
+
+
+@dataclass(frozen=True)
+class OpenFleet:
+    entries: tuple[HostEntry, ...]
+    nodes: tuple[Node, ...]                 # the controller's connections, in the entries' order
+    fingerprints: tuple[Fingerprint, ...]
+
+
+def lab_entries(spec, stack: contextlib.ExitStack, log) -> list[HostEntry]:
+    """The spec's labs: the running ones ZBENCH_LABS names, or `lab.count` booted now."""
+    named = [n for n in os.environ.get(LABS_ENV, "").split(",") if n]
+    if named:
+        if len(named) < spec.lab_count:
+            raise ConfigError(f"{LABS_ENV} names {len(named)} labs, the spec's lab.count is {spec.lab_count}")
+        for name in named[:spec.lab_count]:
+            state = read_state(name)
+            if state is None:
+                raise ConfigError(f"{LABS_ENV}: no lab named {name!r} is running")
+            if len(state["data_disks"]) < spec.lab["disks"]:
+                raise ConfigError(f"lab {name!r} has {len(state['data_disks'])} data disks, "
+                                  f"the spec needs {spec.lab['disks']}")
+        return [HostEntry(f"lab{i}", LAB, name) for i, name in enumerate(named[:spec.lab_count], 1)]
+    base = lab_config(spec)
+    check_lab_count(spec.lab_count, base.memory_mib, meminfo_available_mib(Path("/proc/meminfo").read_text()))
+    entries = []
+    for i in range(1, spec.lab_count + 1):
+        cfg = lab_config(spec)
+        cfg.name = f"{cfg.name[:28]}-h{i}"
+        log(f"booting lab {i} of {spec.lab_count} ({cfg.name})")
+        stack.enter_context(Lab(cfg))
+        entries.append(HostEntry(f"lab{i}", LAB, cfg.name))
+    return entries
+
+
+@contextlib.contextmanager
+def open_fleet(spec, owner: str, log=print):
+    """The spec's hosts, opened, checked and locked for this session (see the module's text)."""
+    with contextlib.ExitStack() as stack:
+        if spec.host == "lab":
+            entries = lab_entries(spec, stack, log)
+        else:
+            entries = list(spec.hosts)
+        nodes, prints = [], []
+        for e in entries:
+            try:
+                node = stack.enter_context(open_node(e))
+                if e.kind != LAB:
+                    preflight(node.host, list(e.data_devices + e.extra_devices), tuple(spec.allow_signatures or ()))
+                prints.append(read_fingerprint(node.host, node.data_devices,
+                                               node.disk_model.name if node.disk_model else ""))
+            except ConfigError as exc:
+                raise ConfigError(f"host {e.name}: {exc}") from None
+            except ZbenchError as exc:     # ssh refused, timed out: one line, not a traceback
+                raise ConfigError(f"host {e.name} ({e.address}) is unreachable: "
+                                  f"{' '.join(str(exc).split())[:300]}") from None
+            nodes.append(node)
+        check_fleet(list(zip([e.name for e in entries], prints)), host_factor=spec.host_factor)
+        for node in nodes:
+            stack.enter_context(HostLock(node.host, owner))
+        yield OpenFleet(tuple(entries), tuple(nodes), tuple(prints))
