@@ -325,3 +325,30 @@ def test_a_worker_killed_mid_pool_gives_its_pool_to_the_next_free_host(client, t
     assert [e["dispatch"] for e in again] == [1, 2]
     _never_two_at_once(held)
     assert any("lost" in line for line in log)
+
+
+def test_the_terminal_view_shows_each_hosts_pool():
+    from zbench_lib.sweeps.progress import SweepProgress
+    state = SweepProgress(planned=8)
+    for ev in ({"event": "pool dispatched", "pool_id": "p01-pr1", "host": "lab1"},
+               {"event": "pool dispatched", "pool_id": "p01-pr2", "host": "lab2"},
+               {"event": "pool lost", "pool_id": "p01-pr2", "host": "lab2"},
+               {"event": "pool dispatched", "pool_id": "p02-pr1", "host": "lab1"}):
+        state.apply(ev)
+    assert state.postfix().startswith("lab1:p02-pr1 lab2:lost p01-pr2")
+
+
+def test_the_analysis_says_which_host_ran_what_and_whether_hosts_agree():
+    import pandas as pd
+    from zbench_lib.analysis import host_agreement, host_coverage
+    rows = [{"run_id": f"c1-pr{k}-r{r}", "config_id": f"c1-pr{k}", "pool_id": f"p01-pr{k}", "pool_replicate": k,
+             "host": host, "direction": "read", "iops": iops, "flagged": False}
+            for k, host, iops in ((1, "lab1", 100.0), (2, "lab2", 104.0), (3, "lab1", 98.0)) for r in (1, 2)]
+    rows += [{"run_id": "c2-pr1-r1", "config_id": "c2-pr1", "pool_id": "p02-pr1", "pool_replicate": 1,
+              "host": "lab2", "direction": "read", "iops": 50.0, "flagged": False}]
+    df = pd.DataFrame(rows)
+    cov = host_coverage(df).set_index("host")
+    assert cov.loc["lab1", "runs"] == 4 and cov.loc["lab1", "pools"] == 2 and cov.loc["lab2", "configurations"] == 2
+    (agree,) = host_agreement(df).to_dict("records")
+    assert agree["configuration"] == "c1" and agree["hosts"] == 2 and agree["agree"] and agree["ratio"] == 1.051
+    assert host_coverage(df.drop(columns="host")).empty

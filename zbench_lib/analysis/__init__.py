@@ -11,6 +11,7 @@ from zbench_lib.analysis.conclusions import (conclusions_compare, conclusions_sc
                                              conclusions_volblocksize, efficiency_verdict)
 from zbench_lib.analysis.coverage import cell_status, load_plan
 from zbench_lib.analysis.flags import admissible_mask, tristate
+from zbench_lib.analysis.fleet_hosts import host_agreement, host_coverage
 from zbench_lib.analysis.replication import resolve_unit
 from zbench_lib.analysis.resilver import load_slowdown, resilver_figure, resilver_table, slowdown_lines
 from zbench_lib.analysis.sweep_data import (CONFIG_COLUMNS, FLAG_MEANINGS, LAYOUT_COLUMNS, Sweep,
@@ -26,7 +27,8 @@ __all__ = ["CONFIG_COLUMNS", "FLAG_MEANINGS", "LAYOUT_COLUMNS", "ConfigError", "
            "auto_baseline", "auto_factor", "cell_tails", "classic_claims",
            "cell_status", "compare_table", "conclusions_compare", "conclusions_scaling",
            "conclusions_volblocksize", "efficiency_verdict", "environment_table", "flagged_runs",
-           "format_size", "load_plan", "load_slowdown", "load_sweep", "parse_level", "resilver_figure",
+           "format_size", "host_agreement", "host_coverage",
+           "load_plan", "load_slowdown", "load_sweep", "parse_level", "resilver_figure",
            "resilver_table", "resolve_sweep_dir", "resolve_unit", "scaling_table", "select_admissible",
            "slowdown_lines", "space_check", "tail_lines", "truth_summary", "tristate",
            "varying_columns", "workload_metric"]

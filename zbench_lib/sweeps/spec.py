@@ -275,7 +275,8 @@ def _prefill(d) -> dict:
 def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     """Validate a sweep spec given as YAML text; ``name`` is used when the spec has none."""
     d = load_yaml(text)
-    mapping(d, "spec", TOP_KEYS, ("question", "surface", "factors", "target", "workloads"))
+    where = () if isinstance(d, dict) and "hosts" in d else ("host",)     # a fleet names its hosts in hosts:
+    mapping(d, "spec", TOP_KEYS, ("question", "surface", *where, "factors", "target", "workloads"))
     name = plain_name(d.get("name", name), "name")
     q = d["question"]
     if not isinstance(q, str) or len(re.findall(r"\w+", q)) < 3:
