@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import subprocess
 import sys
 import time
@@ -567,3 +568,40 @@ def test_long_values_give_a_short_message(key, value):
 def test_a_spec_near_the_byte_limit_is_refused_quickly(text):
     assert len(text.encode()) <= 1024 * 1024
     _refused(text)
+
+
+# -- a fleet's refusals that need the machines (issue 29): probed before anything is created ---------
+def _open(text: str, tmp_path):
+    from zbench_lib.sweeps.running.fleet_open import open_fleet
+    spec = parse_spec(text, name="malformed")
+    start = time.monotonic()
+    with pytest.raises(ConfigError) as info:
+        with open_fleet(spec, "test", log=lambda m: None):
+            pass
+    assert time.monotonic() - start < 60
+    message = str(info.value)
+    assert "\n" not in message, message
+    return message
+
+
+def test_an_unreachable_host_is_refused_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))                  # no ssh config of the user's in the way
+    text = fleet({**BOX, "host": "ssh://root@127.0.0.1:1", "name": "gone"}, {**BOX, "host": "ssh://root@bench2"})
+    assert re.match(r"host gone \(ssh://root@127\.0\.0\.1:1\) is unreachable: ", _open(text, tmp_path))
+
+
+def test_one_machine_under_two_names_is_refused_from_its_probed_identity():
+    from zbench_lib.hosts.base import LocalHost
+    from zbench_lib.hosts.fleet import check_fleet, read_fingerprint
+    probed = [(n, read_fingerprint(LocalHost(), ())) for n in ("bench1", "bench1-alias")]
+    with pytest.raises(ConfigError, match=r"^hosts: bench1 and bench1-alias are the same machine \(machine-id "):
+        check_fleet(probed)
+
+
+def test_a_lab_count_the_memory_cannot_hold_is_refused_before_any_lab_boots(tmp_path, monkeypatch):
+    monkeypatch.delenv("ZBENCH_LABS", raising=False)
+    monkeypatch.setenv("ZBENCH_CACHE", str(tmp_path / "cache"))
+    message = _open(variant({"lab.count": 16}), tmp_path)
+    assert re.match(r"lab\.count: 16 labs need 43008 MiB \(16 x \(2048 MiB guest \+ 512 MiB QEMU\) \+ 2048 MiB for "
+                    r"the controller\) but this machine has \d+ MiB available: at most \d+ fit", message), message
+    assert not (tmp_path / "cache" / "labs").exists() or not any((tmp_path / "cache" / "labs").iterdir())
