@@ -352,3 +352,14 @@ def test_the_analysis_says_which_host_ran_what_and_whether_hosts_agree():
     (agree,) = host_agreement(df).to_dict("records")
     assert agree["configuration"] == "c1" and agree["hosts"] == 2 and agree["agree"] and agree["ratio"] == 1.051
     assert host_coverage(df.drop(columns="host")).empty
+
+
+def test_coverage_says_which_hosts_ran_each_cell():
+    import pandas as pd
+    from zbench_lib.analysis import cell_status
+    rows = [{"run_id": f"c1-pr{k}-r1", "cell_id": f"c1-pr{k}", "pool_id": f"p01-pr{k}", "pool_replicate": k,
+             "host": host, "direction": "read", "iops": 100.0, "flagged": False}
+            for k, host in ((1, "lab1"), (2, "lab2"))]
+    status = cell_status(pd.DataFrame(rows))
+    assert status["hosts"].tolist() == ["lab1, lab2"]
+    assert "hosts" not in cell_status(pd.DataFrame(rows).drop(columns="host"))
