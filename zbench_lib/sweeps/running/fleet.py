@@ -176,6 +176,12 @@ class Dispatcher:
                 outcome = self._settle(future, entry, request, queue)
                 if outcome is not None:
                     done.append(outcome)
+        for host in list(queue.current):        # no host left to take them: said, never dropped silently
+            queue.blocks.appendleft(list(queue.current.pop(host)))
+        for request in (r for block in queue.blocks for r in block):
+            self.store.record(Event.POOL_LOST, pool_id=request.pool_id, host=None, requeued=False, discarded_runs=[],
+                              reason="no host left to run it (each lost two pools in a row)")
+            self.log(f"pool {request.pool_id} not run: no host left")
         self._reclaim_lost()
         return done
 
