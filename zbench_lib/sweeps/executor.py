@@ -17,7 +17,6 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from zbench_lib.core.crash import crash_point
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.events import Event
 from zbench_lib.sweeps.doctor import preflight_spec
@@ -30,7 +29,7 @@ from zbench_lib.sweeps.plan import Plan, expand
 from zbench_lib.sweeps.run_loop import flush as _flush, run_target  # noqa: F401 (run_target: the tests' seam)
 from zbench_lib.sweeps.running.fleet import run_fleet_sweep
 from zbench_lib.sweeps.running.pool_run import record_environment as _record_environment, run_pool as _run_pool
-from zbench_lib.sweeps.running.pool_run import schedule_from_store as _schedule
+from zbench_lib.sweeps.running.pool_run import finish_sweep, schedule_from_store as _schedule
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.sweeps.store import Store
 from zbench_lib.sweeps.spec import SweepSpec, load_spec
@@ -61,10 +60,7 @@ def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=No
     log(f"sweep {store.sweep_id}: {len(plan.runs)} planned runs -> {store.path}")
     try:
         _execute(spec, plan, store, progress, log, host)
-        crash_point("results")
-        df = store.rebuild_results(parse_results)
-        store.finish(rows=len(df))
-        log(f"results: {len(df)} rows in {store.path / 'results.parquet'}")
+        finish_sweep(store, log)
     finally:
         store.close()
     return store.path

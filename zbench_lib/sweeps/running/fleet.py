@@ -38,7 +38,8 @@ from zbench_lib.sweeps.run_loop import flush
 from zbench_lib.sweeps.running.fleet_open import OpenFleet, open_fleet
 from zbench_lib.sweeps.running.fleet_worker import PoolDone, PoolJob, pool_plan, run_pool_job
 from zbench_lib.sweeps.running.host_queue import HostQueue, idle_hosts
-from zbench_lib.sweeps.running.pool_run import reclaim_own_leftovers, record_environment, schedule_from_store
+from zbench_lib.sweeps.running.pool_run import finish_sweep, reclaim_own_leftovers, record_environment, \
+    schedule_from_store
 from zbench_lib.sweeps.running.staging import Committer, staged_executions
 from zbench_lib.sweeps.schedule import outcomes_from_raw
 from zbench_lib.sweeps.spec import load_spec
@@ -76,9 +77,7 @@ def run_fleet_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep
             store.record(Event.TIMING, wall_s=round(wall, 1), measure_s=round(measure_s, 1),
                          measure_share=round(measure_s / wall / len(fleet.entries), 3) if wall else None,
                          hosts=len(fleet.entries))
-            df = store.rebuild_results(parse_results)
-            store.finish(rows=len(df))
-            log(f"results: {len(df)} rows in {store.path / 'results.parquet'}")
+            finish_sweep(store, log)
         finally:
             store.close()
     return store.path

@@ -14,9 +14,11 @@ import json
 import time
 from pathlib import Path
 
+from zbench_lib.core.crash import crash_point
 from zbench_lib.core.events import Event
 from zbench_lib.hosts.node import Node
 from zbench_lib.measure import provenance
+from zbench_lib.measure.rows import parse_results
 from zbench_lib.sweeps.faults import FaultInjector
 from zbench_lib.sweeps.plan import Plan
 from zbench_lib.sweeps.pool_request import PoolRequest
@@ -34,6 +36,14 @@ def schedule_from_store(plan: Plan, store: Store, parse_run) -> Schedule:
     attempts = store.completed_attempts()
     return Schedule(plan, RepetitionRule.from_spec(plan.spec), outcomes_from_raw(attempts, plan, parse_run),
                     known_events=store.events(), seed=plan.spec.seed, completed=[a[0] for a in attempts])
+
+
+def finish_sweep(store: Store, log) -> None:
+    """The results rebuilt from the raw record alone, then the sweep's last event."""
+    crash_point("results")
+    df = store.rebuild_results(parse_results)
+    store.finish(rows=len(df))
+    log(f"results: {len(df)} rows in {store.path / 'results.parquet'}")
 
 
 def reclaim_own_leftovers(store: Store, host, log) -> None:
