@@ -137,7 +137,7 @@ class Committer:
             return
         if name == Event.RUN_JUDGED and key in self.numbers:
             e["attempt"] = self.numbers[key]
-        self.store.record(name, **e, host=host)
+        self.store.record(name, **{**e, "host": host})     # the worker's own time kept (its ts)
 
     def _complete(self, staging: Path, host: str, key: tuple) -> None:
         _, run_id, k = key
