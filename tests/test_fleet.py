@@ -363,3 +363,19 @@ def test_coverage_says_which_hosts_ran_each_cell():
     status = cell_status(pd.DataFrame(rows))
     assert status["hosts"].tolist() == ["lab1, lab2"]
     assert "hosts" not in cell_status(pd.DataFrame(rows).drop(columns="host"))
+
+
+def test_joining_an_existing_cluster_needs_one_worker_per_host(client):
+    from distributed import LocalCluster
+    c, entries = client
+    address = c.scheduler.address
+    with fleet_client(entries, address, lambda m: None) as joined:         # --scheduler ADDRESS
+        assert joined.submit(lambda: 1, resources={"host-h2": 1}).result(timeout=60) == 1
+    with pytest.raises(ConfigError, match=r"has no worker holding host-h3: start one per host"):
+        with fleet_client((HostEntry("h3", LAB, "x"),), address, lambda m: None):
+            pass
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, resources={"host-h1": 1},
+                      dashboard_address=None) as twice:
+        with pytest.raises(ConfigError, match=r"has 2 workers holding host-h1: one worker per host"):
+            with fleet_client(entries[:1], twice.scheduler_address, lambda m: None):
+                pass

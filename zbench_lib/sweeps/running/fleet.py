@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections import Counter
 import os
 import platform
 import secrets
@@ -110,12 +111,16 @@ def fleet_client(entries: tuple[HostEntry, ...], scheduler: str | None, log):
 
     if scheduler:
         with Client(scheduler, timeout=30) as client:
-            held = {r for w in client.scheduler_info()["workers"].values() for r in (w.get("resources") or {})}
+            held = Counter(r for w in client.scheduler_info()["workers"].values() for r in (w.get("resources") or {}))
             missing = [e.resource for e in entries if e.resource not in held]
             if missing:
                 raise ConfigError(f"the Dask cluster at {scheduler} has no worker holding {', '.join(missing)}: "
                                   f"start one per host, e.g. `dask worker {scheduler} --nthreads 1 "
                                   f"--resources {missing[0]}=1`")
+            twice = [e.resource for e in entries if held[e.resource] > 1]
+            if twice:       # two workers of one host would run two pools on it at once
+                raise ConfigError(f"the Dask cluster at {scheduler} has {held[twice[0]]} workers holding {twice[0]}: "
+                                  "one worker per host")
             log(f"Dask: joined {scheduler}; dashboard {client.dashboard_link}")
             yield client
         return
