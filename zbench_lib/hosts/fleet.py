@@ -20,7 +20,7 @@ import contextlib
 import re
 from dataclasses import dataclass, fields
 
-from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.errors import CommandError, ConfigError
 from zbench_lib.hosts.base import Host
 from zbench_lib.hosts.lab_node import running_node
 from zbench_lib.hosts.lab_state import connect_lab, read_state
@@ -110,12 +110,25 @@ def _first(text: str, pattern: str) -> str:
     return m.group(1).strip() if m else ""
 
 
+def _openzfs(host: Host) -> str:
+    """The OpenZFS module's version: loaded (sysfs), else installed (modinfo: a host whose module is not
+    loaded yet, a lab before its first pool, must not differ from one whose is), else the userland's."""
+    for argv in (["cat", "/sys/module/zfs/version"], ["modinfo", "-F", "version", "zfs"], ["zfs", "version"]):
+        try:
+            out = host.run(argv, check=False, timeout=60).stdout.strip()
+        except CommandError:            # the command is not there (modinfo on a minimal host)
+            continue
+        if out:
+            return out.splitlines()[0].removeprefix("zfs-")
+    return ""
+
+
 def read_fingerprint(host: Host, data_devices: tuple[str, ...], disk_model: str = "") -> Fingerprint:
     """A host's fingerprint, over its own commands (a few short reads, no writes)."""
     ids = host.run(["cat", "/etc/machine-id", "/proc/sys/kernel/random/boot_id"], timeout=60).stdout.split()
     cpuinfo = host.run(["grep", "-m1", "^model name", "/proc/cpuinfo"], check=False, timeout=60).stdout
     meminfo = host.run(["grep", "^MemTotal:", "/proc/meminfo"], timeout=60).stdout
-    zfs = host.run(["cat", "/sys/module/zfs/version"], check=False, timeout=60).stdout.strip()
+    zfs = _openzfs(host)
     fio = host.run(["fio", "--version"], check=False, timeout=60).stdout.strip()
     disks = host.run(["lsblk", "-dbnpo", "SIZE,MODEL", *data_devices], timeout=60).stdout if data_devices else ""
     mem_kib = int(_first(meminfo, r"MemTotal:\s+(\d+)") or 0)
