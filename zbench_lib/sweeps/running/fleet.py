@@ -73,6 +73,8 @@ def run_fleet_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep
             t0 = time.monotonic()
             with fleet_client(fleet.entries, scheduler or os.environ.get(SCHEDULER_ENV), log) as client:
                 done = Dispatcher(client, fleet, plan, store, staging, owner, log).run(todo)
+            with contextlib.suppress(OSError):
+                staging.rmdir()                 # every execution was committed and removed: nothing is left
             wall = time.monotonic() - t0
             measure_s = sum(d.measure_s for d in done)
             store.record(Event.TIMING, wall_s=round(wall, 1), measure_s=round(measure_s, 1),
