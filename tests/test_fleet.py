@@ -114,19 +114,29 @@ def test_whole_blocks_go_to_hosts_a_free_host_taking_the_next():
     assert q.next_for("b") is None and q.pending() == 0
 
 
-def test_a_lost_pool_and_the_rest_of_its_block_go_first_to_the_next_free_host():
-    q = HostQueue.of(pool_requests(_plan()))
+def test_a_lost_pool_and_the_rest_of_its_block_go_first_to_the_next_free_other_host():
+    plan = _plan()
+    q = HostQueue.of(pool_requests(plan))
     first = q.next_for("a")
     assert q.give_back("a", first)
+    assert q.next_for("a").pool_id == plan.blocks[1][0]         # the host that lost it takes another block
     taken = [q.next_for("b"), q.next_for("b")]
-    assert [r.pool_id for r in taken] == [first.pool_id, _plan().blocks[0][1]]
+    assert [r.pool_id for r in taken] == [first.pool_id, plan.blocks[0][1]]
     assert q.dispatches[first.pool_id] == 2
+
+
+def test_a_host_alone_takes_back_the_block_it_lost():
+    plan = _plan(repetitions={"fixed": 2, "pool_replicates": 1})
+    q = HostQueue.of(pool_requests(plan))
+    first = q.next_for("a")
+    q.give_back("a", first)
+    assert q.next_for("a") is None and q.next_for("a", alone=True).pool_id == first.pool_id
 
 
 def test_a_pool_lost_too_often_is_not_given_back():
     q = HostQueue(deque([[SimpleNamespace(pool_id="p", block=1)]]))
     for _ in range(3):
-        r = q.next_for("a")
+        r = q.next_for("a", alone=True)
         kept = q.give_back("a", r)
     assert not kept and q.pending() == 0
 
@@ -322,7 +332,7 @@ def test_a_worker_killed_mid_pool_gives_its_pool_to_the_next_free_host(client, t
     assert lost["host"] == "h1" and lost["requeued"] and "KilledWorker" in lost["reason"]
     assert lost["discarded_runs"] and lost["discarded_runs"][0].endswith("-probe")
     again = [e for e in events if e["event"] == Event.POOL_DISPATCHED and e["pool_id"] == lost["pool_id"]]
-    assert [e["dispatch"] for e in again] == [1, 2]
+    assert [e["dispatch"] for e in again] == [1, 2] and again[1]["host"] == "h2"     # another host
     _never_two_at_once(held)
     assert any("lost" in line for line in log)
 

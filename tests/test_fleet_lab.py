@@ -142,6 +142,8 @@ def test_a_worker_killed_mid_pool_gives_its_pool_to_the_next_free_host(labs, spe
     (lost,) = [e for e in events if e["event"] == Event.POOL_LOST]
     assert lost["host"] == "lab1" and lost["requeued"] and "KilledWorker" in lost["reason"]
     assert any(e["event"] == Event.RUN_DISCARDED and e.get("host") == "lab1" for e in events)
+    again = [e for e in events if e["event"] == Event.POOL_DISPATCHED and e["pool_id"] == lost["pool_id"]]
+    assert [e["host"] for e in again] == ["lab1", "lab2"]          # re-queued on the other host
     returned = [e for e in events if e["event"] == Event.POOL_RETURNED]
     assert sorted(e["pool_id"] for e in returned) == sorted({e["pool_id"] for e in returned})   # each pool once
     df = pd.read_parquet(sweep / "results.parquet")

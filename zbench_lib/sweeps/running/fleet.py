@@ -193,10 +193,11 @@ class Dispatcher:
 
     def _fill(self, queue: HostQueue) -> None:
         busy = {entry.name for entry, _, _ in self.running.values()}
-        for entry in self.fleet.entries:
-            if entry.name in busy or self.failures.get(entry.name, 0) >= 2:
-                continue                        # a host that lost two pools in a row takes no more
-            request = queue.next_for(entry.name)
+        usable = [e for e in self.fleet.entries if self.failures.get(e.name, 0) < 2]   # two losses in a row: retired
+        for entry in usable:
+            if entry.name in busy:
+                continue
+            request = queue.next_for(entry.name, alone=len(usable) == 1)
             if request is None:
                 continue
             job = self._job(entry, request)

@@ -7,7 +7,9 @@ than hosts some hosts idle (``idle_hosts`` says so before anything runs): splitt
 over hosts would put its layouts on different machines.
 
 A host lost mid-pool gives its pool and the rest of its block back; they go first to the next
-free host, as one block (``give_back``). A pool given back ``MAX_DISPATCHES`` times is lost.
+free *other* host, as one block (``give_back``): the host that lost it takes other blocks meanwhile,
+and takes it back only when no other host is left (``next_for(..., alone=True)``). A pool given back
+``MAX_DISPATCHES`` times is lost.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class HostQueue:
     blocks: deque                                   # of lists of pool requests, in the plan's block order
     current: dict = field(default_factory=dict)     # host -> the rest of its block (a deque of requests)
     dispatches: dict = field(default_factory=dict)  # pool_id -> times dispatched
+    avoid: dict = field(default_factory=dict)       # first pool_id of a block given back -> hosts that lost it
 
     @classmethod
     def of(cls, requests) -> HostQueue:
@@ -32,13 +35,16 @@ class HostQueue:
             by_block.setdefault(r.block, []).append(r)
         return cls(deque(by_block[b] for b in by_block))
 
-    def next_for(self, host: str):
-        """The next request for `host`: the rest of its block, else the next block; None when none is left."""
+    def next_for(self, host: str, alone: bool = False):
+        """The next request for `host`: the rest of its block, else the next block it did not lose (any
+        block when it is `alone`, the only host left); None when there is none for it."""
         mine = self.current.get(host)
         if not mine:
-            if not self.blocks:
+            block = next((b for b in self.blocks if alone or host not in self.avoid.get(b[0].pool_id, ())), None)
+            if block is None:
                 return None
-            mine = self.current[host] = deque(self.blocks.popleft())
+            self.blocks.remove(block)
+            mine = self.current[host] = deque(block)
         request = mine.popleft()
         self.dispatches[request.pool_id] = self.dispatches.get(request.pool_id, 0) + 1
         return request
@@ -51,6 +57,7 @@ class HostQueue:
         block = ([request] if retry else []) + rest
         if block:
             self.blocks.appendleft(block)
+            self.avoid[block[0].pool_id] = self.avoid.get(block[0].pool_id, set()) | {host}
         return retry
 
     def pending(self) -> int:
