@@ -241,7 +241,7 @@ class Dispatcher:
         self.store.record(Event.POOL_LOST, pool_id=request.pool_id, host=entry.name, reason=reason,
                           requeued=requeued, discarded_runs=discarded)
         self.log(f"{entry.name}: pool {request.pool_id} lost ({reason}); "
-                 + ("given to the next free host" if requeued else "not retried again"))
+                 + ("given to the next free host (another one)" if requeued else "not retried again"))
         future.release()
         return None
 
