@@ -31,8 +31,8 @@ import time
 import numpy as np
 from scipy import stats as sps
 
-from zbench_lib.sweeps.repetitions import Outcome, RepetitionRule, stein_interval, stein_log_ratio
-from zbench_lib.sweeps.spec_values import repetitions
+from zbench_lib.sweeps.planning.repetitions import Outcome, RepetitionRule, stein_interval, stein_log_ratio
+from zbench_lib.sweeps.spec.values import repetitions
 
 COVS = (0.02, 0.05, 0.10, 0.20)
 STEIN = {"pilot": 3, "max": 10, "target_rel_ci": 0.05}      # declared: the default is fixed 5

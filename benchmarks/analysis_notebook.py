@@ -1,7 +1,7 @@
 """How long the scaling notebook takes on a SYNTHETIC 100,000-row results table.
 
 Goal (issue 6): under a minute on the project's 2-core machines. The table is made up
-(`zbench_lib.analysis.synthetic`); only the time is of interest. Usage:
+(`zbench_lib.analysis.data.synthetic`); only the time is of interest. Usage:
 
     python3 benchmarks/analysis_notebook.py [--rows 100000] [--keep DIR]
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import papermill as pm
 
 from zbench_lib.core.paths import REPO_ROOT
-from zbench_lib.analysis.synthetic import write_synthetic_sweep
+from zbench_lib.analysis.data.synthetic import write_synthetic_sweep
 
 GOAL_S = 60.0
 

@@ -47,7 +47,7 @@ def _ts(e) -> float:
 def run(spec: dict, out: Path, env: dict) -> tuple[float, Path]:
     path = out / f"{spec['name']}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    code = ("import sys\nfrom zbench_lib.sweeps.executor import run_sweep\n"
+    code = ("import sys\nfrom zbench_lib.sweeps.running.executor import run_sweep\n"
             "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id=sys.argv[3], progress=False))\n")
     t0 = time.monotonic()
     res = subprocess.run([sys.executable, "-c", code, str(path), str(out), spec["name"]],

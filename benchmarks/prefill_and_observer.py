@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from zbench_lib.analysis.compare import ratio_ci
+from zbench_lib.analysis.stats.ratio import ratio_ci
 from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.measure.fio import build_job
 from zbench_lib.hosts.lab import Lab, LabConfig

@@ -46,7 +46,7 @@ from zbench_lib.measure.fio_parse import parse_fio_logs_dir
 from zbench_lib.measure.rows import run_record
 from zbench_lib.measure.run_summary import fio_timeseries, iops_series
 from zbench_lib.measure.steady import TXG_PERIOD_S, steady_state
-from zbench_lib.sweeps.publish import unpack_raw
+from zbench_lib.sweeps.store.publish import unpack_raw
 
 DRIFTS = (0.0, 0.05, 0.10, 0.20)
 STUDIES = ("scaling", "volblocksize", "iodepth-curve")

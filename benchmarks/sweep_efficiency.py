@@ -117,7 +117,7 @@ def main() -> None:
     if args.sweep_dir:
         sweep_dir = Path(args.sweep_dir)
     else:
-        from zbench_lib.sweeps.executor import run_sweep
+        from zbench_lib.sweeps.running.executor import run_sweep
         calls = _count_host_calls()
         out = Path(args.out or tempfile.mkdtemp(prefix="zbench-eff-"))
         t0 = time.monotonic()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from zbench_lib.sweeps.publish import check_manifest, rebuilt_copy, verify, write_manifest  # noqa: E402
+from zbench_lib.sweeps.store.publish import check_manifest, rebuilt_copy, verify, write_manifest  # noqa: E402
 
 TABLES = ("results.parquet", "results.csv")
 

@@ -39,8 +39,8 @@ def store_outputs(path: Path) -> None:
             if PLOTLY in data:
                 data.pop("text/html", None)
                 if "image/png" not in data:
-                    raise SystemExit(f"{path.name}: a figure has no static PNG beside its plotly JSON "
-                                     f"(shown without zbench_lib.analysis.report.show?):\n{cell.source[:200]}")
+                    raise SystemExit(f"{path.name}: a figure has no static PNG beside its plotly JSON (shown without "
+                                     f"zbench_lib.analysis.report.notebook_display.show?):\n{cell.source[:200]}")
         if any(PLOTLY in o.get("data", {}) for o in cell.get("outputs", [])):
             if "# NBVAL_IGNORE_OUTPUT" not in cell.source.splitlines():
                 raise SystemExit(f"{path.name}: a cell draws a figure but is not marked "

@@ -70,7 +70,7 @@ def sweep_on_lab(lab):
     def run(spec, out_root, sweep_id, timeout=1500):
         env = dict(os.environ, ZBENCH_LAB=LAB_TEST_CONFIG["name"])
         env.pop("ZBENCH_CRASH_AT", None)
-        code = ("import sys\nfrom zbench_lib.sweeps.executor import run_sweep\n"
+        code = ("import sys\nfrom zbench_lib.sweeps.running.executor import run_sweep\n"
                 "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id=sys.argv[3], progress=False))\n")
         return subprocess.run([sys.executable, "-c", code, str(spec), str(out_root), sweep_id], env=env,
                               capture_output=True, text=True, timeout=timeout)

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats as sps
 
 from zbench_lib import analysis as A
-from zbench_lib.analysis.compare import adjust
+from zbench_lib.analysis.stats.compare import adjust
 
 K = 1024
 # One run per pool, three pools per configuration (`repetitions: {fixed: 1, pool_replicates: 3}`):
@@ -21,7 +21,7 @@ POOLS = {4 * K: ([300.0, 310.0, 290.0], ()),
 
 
 def _replicated_sweep():
-    """(results, plan) as load_sweep gives them: a cell per pool, `<cell>-pr<k>` (sweeps/blocks)."""
+    """(results, plan) as load_sweep gives them: a cell per pool, `<cell>-pr<k>` (sweeps/planning/blocks)."""
     plan, rows = [], []
     for i, (vbs, (iops, flagged)) in enumerate(POOLS.items()):
         factors = dict(layout="raidz1", width=6, vdevs=1, data_disks=5, total_disks=6, volblocksize_bytes=vbs,

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from zbench_lib.analysis.conclusions import _p
+from zbench_lib.analysis.claims.conclusions import _p
 from zbench_lib import analysis as A
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs import families
-from zbench_lib.analysis.synthetic import COLUMNS, synthetic_results, write_synthetic_sweep
+from zbench_lib.analysis.data.synthetic import COLUMNS, synthetic_results, write_synthetic_sweep
 
 
 def _runs(layout, disks, values, **extra):
@@ -188,7 +188,7 @@ def test_two_vdev_raidz_scales_in_its_own_family():
     rows = [dict(workload="randread", layout="raidz1", width=w, vdevs=v, data_disks=(w - 1) * v, rep=r, iops=i + r)
             for w, v, i in ((2, 1, 100), (3, 1, 130), (2, 2, 200), (3, 2, 260)) for r in range(3)]
     df = pd.DataFrame(rows)
-    from zbench_lib.analysis.tables import scaling_family
+    from zbench_lib.analysis.stats.tables import scaling_family
     assert list(scaling_family(df).unique()) == ["raidz1", "2x raidz1"]
     s = A.scaling_table(df, "iops").set_index(["family", "data_disks"])
     assert s.loc[("raidz1", 2), "scaling"] == pytest.approx(131 / 101)

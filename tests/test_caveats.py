@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from zbench_lib.analysis.caveats import caveats
+from zbench_lib.analysis.claims.caveats import caveats
 
 
 def test_sync_disabled_says_what_it_gives_up_with_the_txg_window():

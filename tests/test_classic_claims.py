@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from zbench_lib.analysis import classic_base
-from zbench_lib.analysis.classic_claims import classic_claims
-from zbench_lib.analysis.sweep_data import load_sweep
+from zbench_lib.analysis.claims import classic_base
+from zbench_lib.analysis.claims.classic_claims import classic_claims
+from zbench_lib.analysis.data.sweep_data import load_sweep
 from zbench_lib.zfs.models import zfs_charged_bytes
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
@@ -378,7 +378,7 @@ def test_overall_combines_parts():
 def _index(**context):
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-    from zbench_lib.analysis.report import TEMPLATE_DIR
+    from zbench_lib.analysis.report.report import TEMPLATE_DIR
     env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), autoescape=select_autoescape(["html"]))
     return env.get_template("index.html.j2").render(sweep_id="s", environment_lines=[], environment=[], entries=[],
                                                     **context)

@@ -58,8 +58,8 @@ import time
 
 import nbformat
 
-from zbench_lib.analysis.report import parse_param
-from zbench_lib.analysis.synthetic import write_synthetic_sweep
+from zbench_lib.analysis.report.report import parse_param
+from zbench_lib.analysis.data.synthetic import write_synthetic_sweep
 from zbench_lib.cli import build_parser, main
 from zbench_lib.core.errors import ConfigError
 
@@ -138,7 +138,7 @@ def _failing_notebook(path):
 
 
 def test_notebook_failure_becomes_one_line_and_a_log(tmp_path, capfd):
-    from zbench_lib.sweeps.notebook import NotebookFailed, execute_notebook
+    from zbench_lib.sweeps.watching.notebook import NotebookFailed, execute_notebook
     nb = _failing_notebook(tmp_path / "bad.ipynb")
     with pytest.raises(NotebookFailed) as info:
         execute_notebook(nb, tmp_path / "out.ipynb", {}, log=tmp_path / "x.log", name="bad", cwd=tmp_path)
@@ -150,9 +150,9 @@ def test_notebook_failure_becomes_one_line_and_a_log(tmp_path, capfd):
 
 
 def test_sweep_failure_leaves_the_traceback_beside_the_sweep(tmp_path, monkeypatch, capsys):
-    from zbench_lib.sweeps import notebook
-    from zbench_lib.sweeps.plan import expand
-    from zbench_lib.sweeps.spec import load_spec
+    from zbench_lib.sweeps.watching import notebook
+    from zbench_lib.sweeps.planning.plan import expand
+    from zbench_lib.sweeps.spec.sweep_spec import load_spec
     monkeypatch.setattr(notebook, "NOTEBOOK", _failing_notebook(tmp_path / "sweep.ipynb"))
     plan = expand(load_spec(ROOT / "templates" / "sweeps" / "demo.yaml"))
     with pytest.raises(notebook.NotebookFailed) as info:
@@ -180,7 +180,7 @@ def test_an_internal_error_is_one_line_with_its_log(tmp_path, monkeypatch, capsy
 
 # -- the terminal progress view of a headless sweep ------------------------------------------------
 
-from zbench_lib.sweeps.progress import EventTail, LineWriter, ProgressView, SweepProgress, cell_label  # noqa: E402
+from zbench_lib.sweeps.watching.progress import EventTail, LineWriter, ProgressView, SweepProgress, cell_label  # noqa: E402
 
 PLAN = {"cells": [{"cell_id": "c1", "run_s": 30.0, "factors": {"layout_label": "raidz2(6)", "workload": "randread-4k",
                                                                 "volblocksize_bytes": 16384, "iodepth": 8}},
@@ -276,9 +276,9 @@ def test_line_writer_hands_over_whole_lines():
 
 def test_a_headless_sweep_shows_its_progress_in_the_terminal(tmp_path, monkeypatch, capsys):
     """A stand-in sweep notebook writes the store's events; the terminal view follows them."""
-    from zbench_lib.sweeps import notebook
-    from zbench_lib.sweeps.plan import expand
-    from zbench_lib.sweeps.spec import load_spec
+    from zbench_lib.sweeps.watching import notebook
+    from zbench_lib.sweeps.planning.plan import expand
+    from zbench_lib.sweeps.spec.sweep_spec import load_spec
     plan = expand(load_spec(ROOT / "templates" / "sweeps" / "demo.yaml"))
     runs = [r.run_id for r in plan.runs][:3]
     nb = nbformat.v4.new_notebook()

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from zbench_lib.analysis.compare import (bootstrap_ratio_ci, cliffs_delta, compare, hedges_g,
-                                         mannwhitney_min_p, ratio_ci, tost)
+from zbench_lib.analysis.stats.compare import cliffs_delta, compare, hedges_g, mannwhitney_min_p, tost
+from zbench_lib.analysis.stats.ratio import bootstrap_ratio_ci, ratio_ci
 from zbench_lib.core.errors import ConfigError
 
 A = [102.1, 98.7, 101.5, 99.9, 100.4]

@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from zbench_lib.analysis.compare_factor import auto_baseline, auto_factor
-from zbench_lib.analysis.report import applicable_notebooks
+from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor
+from zbench_lib.analysis.report.report import applicable_notebooks
 
 
 def _frame(**cols):

@@ -24,14 +24,14 @@ from zbench_lib import analysis as A
 from zbench_lib.hosts.node import Node
 from zbench_lib.measure import truth
 from zbench_lib.measure.runner import RunResult
-from zbench_lib.sweeps import run_loop
-from zbench_lib.sweeps.executor import _schedule, run_target
-from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.pool_request import PoolRequest, Target
-from zbench_lib.sweeps.surface import FioTarget, Site
-from zbench_lib.sweeps.zfs_surfaces import pool_context
-from zbench_lib.sweeps.spec import parse_spec
-from zbench_lib.sweeps.store import Store
+from zbench_lib.sweeps.running import run_loop
+from zbench_lib.sweeps.running.executor import _schedule, run_target
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.running.pool_request import PoolRequest, Target
+from zbench_lib.sweeps.running.surface import FioTarget, Site
+from zbench_lib.sweeps.running.zfs_surfaces import pool_context
+from zbench_lib.sweeps.spec.sweep_spec import parse_spec
+from zbench_lib.sweeps.store.store import Store
 from zbench_lib.zfs.pools import TargetInfo
 from zbench_lib.zfs.targets import Dataset
 
@@ -138,7 +138,7 @@ def test_a_compression_sweep_excludes_none_of_its_runs(study):
 def test_the_compression_study_table_shows_logical_and_physical_bandwidth(study):
     """fio's MiB/s beside the disks': a seqread of lz4 data gives fio 20 MiB/s from
     20 / 1.88 = 10.64 MiB/s on the disks; a seqwrite on zstd 20 x 1.5 / 1.96 = 15.31 MiB/s."""
-    from zbench_lib.analysis.pub_tables import display_table, summary_table
+    from zbench_lib.analysis.report.pub_tables import display_table, summary_table
     from zbench_lib.measure.rows import physical_bw
     _plan, _store, runs, _seen = study
     runs = runs.assign(physical_bw_bytes_s=[physical_bw(r, r) for r in runs.to_dict("records")],

@@ -5,9 +5,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zbench_lib.analysis.data_dictionary import (DICTIONARY_CSV, LAYERS, data_dictionary, describe, undocumented,
-                                                 unit_of)
-from zbench_lib.analysis.synthetic import synthetic_results
+from zbench_lib.analysis.report.data_dictionary import (DICTIONARY_CSV, LAYERS, data_dictionary, describe, undocumented,
+                                                        unit_of)
+from zbench_lib.analysis.data.synthetic import synthetic_results
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "data" / "examples").glob("*/results.parquet"))
 # Columns the truth-check rework adds; documented before the examples are re-run with them.

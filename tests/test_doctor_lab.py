@@ -3,7 +3,7 @@
 import pytest
 
 from zbench_lib.hosts.ssh import SSHHost
-from zbench_lib.sweeps.doctor import doctor
+from zbench_lib.sweeps.running.doctor import doctor
 
 pytestmark = pytest.mark.lab
 

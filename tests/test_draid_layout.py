@@ -180,7 +180,7 @@ def test_allocation_pads_to_whole_groups():
 
 
 def test_capacity_model_for_draid():
-    from zbench_lib.sweeps.capacity import target_need, usable_bytes
+    from zbench_lib.sweeps.planning.capacity import target_need, usable_bytes
     lay = Layout("draid2", 8, draid_data=4, draid_spares=1)
     # child 512M - 13.5M, less the 32M reflow reserve, to 16M rows: 464M; x 7 non-spare
     # children = 3248M, to whole 96M groups: 3168M; 12 metaslabs of 256M: 3072M; deflated

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from zbench_lib.core.events import Event, UnknownEvent, event_name
-from zbench_lib.sweeps import store as store_module
-from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.spec import parse_spec
-from zbench_lib.sweeps.store import Store
+from zbench_lib.sweeps.store import store as store_module
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.spec.sweep_spec import parse_spec
+from zbench_lib.sweeps.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "data" / "examples").glob("*/events.jsonl"))

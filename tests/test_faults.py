@@ -11,8 +11,8 @@ import pytest
 
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.measure.device_health import device_lost, per_device_service, slow_device
-from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.spec import parse_spec
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 from zbench_lib.zfs.zfs_text import parse_pool_health_text
 
 SPECS = Path(__file__).parent / "specs"
@@ -191,7 +191,7 @@ def test_a_disk_busy_without_completing_anything_is_the_slowest():
 
 
 def test_a_resilver_load_is_parsed_into_a_job_that_runs_until_stopped():
-    from zbench_lib.sweeps.spec_faults import load_job, load_label
+    from zbench_lib.sweeps.spec.faults import load_job, load_label
     spec = parse_spec(FAULT)
     load = spec.faults["resilver_load"]
     assert load == {"name": "randread", "overrides": {"bs": "16k", "iodepth": 4, "numjobs": 1}}
@@ -205,7 +205,7 @@ def test_a_resilver_load_is_parsed_into_a_job_that_runs_until_stopped():
 
 
 def test_each_pool_draws_its_own_resilver_order_and_keeps_it():
-    from zbench_lib.sweeps.resilver_timing import resilver_order
+    from zbench_lib.sweeps.running.resilver_timing import resilver_order
     assert resilver_order(5, "p01", with_load=False) == [False]
     orders = [tuple(resilver_order(5, f"p{i:02d}", with_load=True)) for i in range(1, 21)]
     assert set(orders) == {(False, True), (True, False)}           # both orders occur over 20 pools
@@ -221,7 +221,7 @@ def test_each_pool_draws_its_own_resilver_order_and_keeps_it():
     ("  scan: none requested", None, None),
 ])
 def test_resilvered_bytes_are_read_from_zpool_status(status, text, nbytes):
-    from zbench_lib.sweeps.resilver_timing import resilvered_bytes
+    from zbench_lib.sweeps.running.resilver_timing import resilvered_bytes
     assert resilvered_bytes(status) == (text, nbytes)
 
 

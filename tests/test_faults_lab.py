@@ -25,7 +25,7 @@ SPECS = Path(__file__).parent / "specs"
 
 def _sweep(spec: str, out: Path) -> Path:
     env = dict(os.environ, ZBENCH_LAB="pytest")
-    code = ("import sys\nfrom zbench_lib.sweeps.executor import run_sweep\n"
+    code = ("import sys\nfrom zbench_lib.sweeps.running.executor import run_sweep\n"
             "print('DIR', run_sweep(sys.argv[1], sys.argv[2], progress=False))\n")
     res = subprocess.run([sys.executable, "-c", code, str(SPECS / spec), str(out)], env=env,
                          capture_output=True, text=True, timeout=1500)

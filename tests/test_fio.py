@@ -12,8 +12,8 @@ import pytest
 
 from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
 from zbench_lib.measure.workloads import names as workload_names
-from zbench_lib.measure.fio import (build_job, estimate_timeout, job_sections, load_fio_json,
-                            parse_fio_json, parse_fio_log, parse_fio_logs_dir, run_fio)
+from zbench_lib.measure.fio import build_job, estimate_timeout, job_sections, load_fio_json, run_fio
+from zbench_lib.measure.fio_parse import parse_fio_json, parse_fio_log, parse_fio_logs_dir
 from zbench_lib.measure.fio_hist import run_histograms
 from zbench_lib.measure.fio_parse import COLUMNS
 from zbench_lib.hosts.base import LocalHost

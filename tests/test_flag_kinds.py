@@ -25,12 +25,12 @@ from scipy import stats as sps
 from zbench_lib import analysis as A
 from zbench_lib.measure import truth
 from zbench_lib.measure.judging import DESCRIBES, INVALIDATES
-from zbench_lib.sweeps.executor import _schedule, run_target
-from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.repetitions import RepetitionRule
-from zbench_lib.sweeps.schedule import outcome
-from zbench_lib.sweeps.spec import parse_spec
-from zbench_lib.sweeps.store import Store
+from zbench_lib.sweeps.running.executor import _schedule, run_target
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.planning.repetitions import RepetitionRule
+from zbench_lib.sweeps.planning.schedule import outcome
+from zbench_lib.sweeps.spec.sweep_spec import parse_spec
+from zbench_lib.sweeps.store.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 1024

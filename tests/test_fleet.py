@@ -31,15 +31,15 @@ from zbench_lib.hosts.base import LocalHost
 from zbench_lib.hosts.fleet import LAB, Fingerprint, HostEntry, check_fleet, check_lab_count, \
     meminfo_available_mib, read_fingerprint
 from zbench_lib.hosts.host_lock import HostBusy, HostLock, owned_by
-from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.pool_request import pool_requests
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.running.pool_request import pool_requests
 from zbench_lib.sweeps.running.fleet import Dispatcher, fleet_client
 from zbench_lib.sweeps.running.fleet_open import OpenFleet
 from zbench_lib.sweeps.running.fleet_worker import PoolDone, pool_plan
 from zbench_lib.sweeps.running.host_queue import HostQueue, idle_hosts
 from zbench_lib.sweeps.running.staging import COMMITTED, Committer, new_execution, staged_executions
-from zbench_lib.sweeps.spec import parse_spec
-from zbench_lib.sweeps.store import Store
+from zbench_lib.sweeps.spec.sweep_spec import parse_spec
+from zbench_lib.sweeps.store.store import Store
 
 SPEC = {"name": "fleet", "question": "Does a fleet run every pool once?", "surface": "zvol", "host": "lab",
         "lab": {"disks": 2, "disk_size": "1G", "model": "hdd", "count": 2},
@@ -338,7 +338,7 @@ def test_a_worker_killed_mid_pool_gives_its_pool_to_the_next_free_host(client, t
 
 
 def test_the_terminal_view_shows_each_hosts_pool():
-    from zbench_lib.sweeps.progress import SweepProgress
+    from zbench_lib.sweeps.watching.progress import SweepProgress
     state = SweepProgress(planned=8)
     for ev in ({"event": "pool dispatched", "pool_id": "p01-pr1", "host": "lab1"},
                {"event": "pool dispatched", "pool_id": "p01-pr2", "host": "lab2"},

@@ -60,7 +60,7 @@ def spec(tmp_path):
 def _start(spec, out, sweep_id="", resume=""):
     env = dict(os.environ, ZBENCH_LABS=",".join(NAMES))
     env.pop("ZBENCH_CRASH_AT", None)
-    code = ("import sys\nfrom zbench_lib.sweeps.executor import run_sweep\n"
+    code = ("import sys\nfrom zbench_lib.sweeps.running.executor import run_sweep\n"
             "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id=sys.argv[3] or None, resume_dir=sys.argv[4] or None,"
             " progress=False))\n")
     return subprocess.Popen([sys.executable, "-c", code, str(spec), str(out), sweep_id, resume], env=env,

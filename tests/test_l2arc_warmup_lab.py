@@ -32,7 +32,7 @@ def _sweep(spec: Path, out_root: Path, sweep_id: str, resume: Path | None = None
     env.pop("ZBENCH_CRASH_AT", None)
     if crash_at:
         env["ZBENCH_CRASH_AT"] = crash_at
-    code = ("import sys\nfrom zbench_lib.sweeps.executor import run_sweep\n"
+    code = ("import sys\nfrom zbench_lib.sweeps.running.executor import run_sweep\n"
             "run_sweep(sys.argv[1], sys.argv[2], resume_dir=sys.argv[3] or None, sweep_id=sys.argv[4], "
             "progress=False)\n")
     return subprocess.run([sys.executable, "-c", code, str(spec), str(out_root), str(resume or ""), sweep_id],

@@ -18,17 +18,17 @@ import pytest
 import yaml
 
 from test_l2arc_warmup import FakeArcHost
-from zbench_lib.analysis.caveats import caveats
-from zbench_lib.analysis.data_dictionary import undocumented
+from zbench_lib.analysis.claims.caveats import caveats
+from zbench_lib.analysis.report.data_dictionary import undocumented
 from zbench_lib.core.events import event_name
 from zbench_lib.measure.rows import parse_results
-from zbench_lib.sweeps.executor import _schedule
-from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.pool_request import Target
-from zbench_lib.sweeps.publish import unpack_raw
-from zbench_lib.sweeps.spec import parse_spec
-from zbench_lib.sweeps.store import Store
-from zbench_lib.sweeps.warmup import cache_devices, warm_target
+from zbench_lib.sweeps.running.executor import _schedule
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.running.pool_request import Target
+from zbench_lib.sweeps.store.publish import unpack_raw
+from zbench_lib.sweeps.spec.sweep_spec import parse_spec
+from zbench_lib.sweeps.store.store import Store
+from zbench_lib.sweeps.running.warmup import cache_devices, warm_target
 from zbench_lib.zfs.layouts import Layout
 
 MiB, GiB = 1024 ** 2, 1024 ** 3

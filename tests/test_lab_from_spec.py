@@ -3,8 +3,8 @@
 import pytest
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.sweeps.sweep_host import lab_config
-from zbench_lib.sweeps.spec import parse_spec
+from zbench_lib.sweeps.running.sweep_host import lab_config
+from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 
 BASE = """
 name: labkeys

@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from zbench_lib.sweeps.live_view import LiveSweepView, per_second_iops
+from zbench_lib.sweeps.watching.live_view import LiveSweepView, per_second_iops
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio"
 PLAN = {"cells": [{"cell_id": "c1", "run_s": 10.0, "factors": {"layout_label": "mirror(2)", "workload": "randread"}},
@@ -82,14 +82,14 @@ def test_the_chart_gains_a_point_per_finished_run_and_the_last_runs_seconds(tmp_
 def test_in_a_real_kernel_the_displayed_chart_is_updated_in_place(tmp_path):
     """papermill applies the kernel's update_display_data to the one output: it ends current."""
     import papermill as pm
-    from zbench_lib.sweeps.notebook import ipc_kernel_manager
+    from zbench_lib.sweeps.watching.notebook import ipc_kernel_manager
     for rid, iops in (("c1-r01", 400.0), ("c1-r02", 420.0), ("c2-r01", 800.0), ("c2-r02", 790.0)):
         _raw_run(tmp_path, rid, iops)
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [nbformat.v4.new_code_cell(
         "import json, time, pathlib\n"
-        "from zbench_lib.sweeps.live_view import LiveSweepView\n"
+        "from zbench_lib.sweeps.watching.live_view import LiveSweepView\n"
         f"d = pathlib.Path({str(tmp_path)!r})\n"
         f"plan = {PLAN!r}\n"
         "with LiveSweepView(d, plan, interval=0.1):\n"
@@ -112,7 +112,7 @@ def test_in_a_real_kernel_the_displayed_chart_is_updated_in_place(tmp_path):
 def test_the_kernels_ipc_sockets_go_to_the_runtime_directory_not_the_working_directory(tmp_path, monkeypatch):
     """A kernel killed with its sweep leaves its sockets behind: never in the user's project."""
     from jupyter_core.paths import jupyter_runtime_dir
-    from zbench_lib.sweeps.notebook import ipc_kernel_manager
+    from zbench_lib.sweeps.watching.notebook import ipc_kernel_manager
     monkeypatch.chdir(tmp_path)
     km = ipc_kernel_manager()()
     assert km.transport == "ipc"

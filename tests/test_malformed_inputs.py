@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.spec import load_spec, parse_spec
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.spec.sweep_spec import load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 DELETE = object()

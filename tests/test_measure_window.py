@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from zbench_lib.analysis.timeline import run_files
+from zbench_lib.analysis.figures.timeline import run_files
 from zbench_lib.measure.rows import derive_rows, run_record
 from zbench_lib.measure.window import fio_start, measurement_window, wrote
 

@@ -25,10 +25,10 @@ from zbench_lib.hosts.lab_config import LabConfig, guest_disk_path
 from zbench_lib.hosts.lab_node import LAB_CAPABILITIES, QmpDeviceControl, booted_node, running_node
 from zbench_lib.hosts.node import DEVICE_CONTROL, EMULATED_DISKS, Node
 from zbench_lib.hosts.resolve import capabilities_of
-from zbench_lib.sweeps import faults as faults_mod
-from zbench_lib.sweeps.faults import CRAWL, FaultInjector
-from zbench_lib.sweeps.pool_request import PoolRequest
-from zbench_lib.sweeps.pool_setup import pool_setup
+from zbench_lib.sweeps.running import faults as faults_mod
+from zbench_lib.sweeps.running.faults import CRAWL, FaultInjector
+from zbench_lib.sweeps.running.pool_request import PoolRequest
+from zbench_lib.sweeps.running.pool_setup import pool_setup
 from zbench_lib.zfs.layouts import Layout
 
 DISKS = tuple(guest_disk_path(f"zbdata0{i}") for i in range(3))

@@ -19,8 +19,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from zbench_lib.analysis import plots
-from zbench_lib.analysis.figures_static import PLOTLY_MIME, static_png
+from zbench_lib.analysis.figures import plots
+from zbench_lib.analysis.figures.figures_static import PLOTLY_MIME, static_png
 
 ROOT = Path(__file__).resolve().parents[1]
 ANALYSIS = sorted((ROOT / "notebooks").glob("analysis-*.ipynb"))
@@ -52,7 +52,7 @@ def test_every_committed_figure_carries_a_static_png(path):
 
 
 def test_show_puts_plotly_html_and_png_in_one_output(monkeypatch):
-    from zbench_lib.analysis.notebook_display import show
+    from zbench_lib.analysis.report.notebook_display import show
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append((obj, raw)))
     df = pd.DataFrame([dict(layout=lay, volblocksize_bytes=v, rep=r, iops=100.0 * (i + 1) + v / 4096 + r)

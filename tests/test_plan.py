@@ -9,9 +9,10 @@ import pytest
 import yaml
 
 from zbench_lib.core.errors import ZbenchError
-from zbench_lib.sweeps.estimate import LAB_WRITE_CEILING
-from zbench_lib.sweeps.plan import BOOT_S, POOL_CREATE_S, RUN_OVERHEAD_S, TARGET_CREATE_S, expand
-from zbench_lib.sweeps.spec import load_spec, parse_spec
+from zbench_lib.sweeps.planning.estimate import (BOOT_S, LAB_WRITE_CEILING, POOL_CREATE_S, RUN_OVERHEAD_S,
+                                                 TARGET_CREATE_S)
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.spec.sweep_spec import load_spec, parse_spec
 
 SWEEPS = Path(__file__).resolve().parent.parent / "templates" / "sweeps"
 MiB = 1024 ** 2

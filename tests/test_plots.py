@@ -7,9 +7,9 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
-from zbench_lib.analysis import plots
+from zbench_lib.analysis.figures import plots
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.analysis.stats import scaling
+from zbench_lib.analysis.stats.stats import scaling
 
 
 def _scaling_df():

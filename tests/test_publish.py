@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from zbench_lib.core.errors import ZbenchError
-from zbench_lib.sweeps.publish import (MANIFEST, RAW_ARCHIVE, check_manifest, pack, rebuilt_copy, unpack_raw,
-                                       verify, write_manifest)
-from zbench_lib.sweeps.raw_check import StoreWarning
-from zbench_lib.sweeps.store import Store
+from zbench_lib.sweeps.store.publish import (MANIFEST, RAW_ARCHIVE, check_manifest, pack, rebuilt_copy, unpack_raw,
+                                             verify, write_manifest)
+from zbench_lib.sweeps.store.raw_check import StoreWarning
+from zbench_lib.sweeps.store.store import Store
 from zbench_lib.measure.rows import parse_results
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"

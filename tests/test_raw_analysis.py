@@ -11,8 +11,8 @@ import pandas as pd
 import yaml
 
 from zbench_lib import analysis as A
-from zbench_lib.analysis.stats import summary
-from zbench_lib.analysis.synthetic import DISK_IOPS, synthetic_results
+from zbench_lib.analysis.stats.stats import summary
+from zbench_lib.analysis.data.synthetic import DISK_IOPS, synthetic_results
 
 
 def mixed() -> pd.DataFrame:

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.sweeps.executor import run_sweep
-from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.spec import parse_spec
+from zbench_lib.sweeps.running.executor import run_sweep
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 
 MiB, GiB = 1024 ** 2, 1024 ** 3
 ROOT = Path(__file__).resolve().parent.parent

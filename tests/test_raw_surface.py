@@ -19,13 +19,13 @@ from zbench_lib.measure import truth
 from zbench_lib.measure.device_health import device_lost
 from zbench_lib.measure.runner import _devices_present
 from zbench_lib.sweeps.running import pool_run
-from zbench_lib.sweeps.executor import _run_pool, _schedule
-from zbench_lib.sweeps.faults import FaultInjector
-from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.pool_request import PoolRequest
-from zbench_lib.sweeps.raw_surface import check_region, raw_context, raw_disks
-from zbench_lib.sweeps.spec import load_spec
-from zbench_lib.sweeps.store import Store
+from zbench_lib.sweeps.running.executor import _run_pool, _schedule
+from zbench_lib.sweeps.running.faults import FaultInjector
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.running.pool_request import PoolRequest
+from zbench_lib.sweeps.running.raw_surface import check_region, raw_context, raw_disks
+from zbench_lib.sweeps.spec.sweep_spec import load_spec
+from zbench_lib.sweeps.store.store import Store
 from zbench_lib.zfs.models import has_model, predicted_random_read_iops
 from zbench_lib.zfs.prefill import prefill_raw
 from zbench_lib.zfs.raw_device import RawDevice

@@ -10,10 +10,10 @@ import math
 import pytest
 from scipy import stats as sps
 
-from zbench_lib.sweeps.repetitions import (Outcome, RepetitionRule, relative_ci_halfwidth, stein_interval,
-                                           stein_total, t_quantile)
-from zbench_lib.sweeps.schedule import outcome
-from zbench_lib.sweeps.spec_values import repetitions
+from zbench_lib.sweeps.planning.repetitions import (Outcome, RepetitionRule, relative_ci_halfwidth, stein_interval,
+                                                    stein_total, t_quantile)
+from zbench_lib.sweeps.planning.schedule import outcome
+from zbench_lib.sweeps.spec.values import repetitions
 
 STEIN = RepetitionRule("stein", pilot=3, max=6, target_rel_ci=0.05, max_attempts=9)
 FIXED = RepetitionRule("fixed", pilot=4, max=4, target_rel_ci=None, max_attempts=6)

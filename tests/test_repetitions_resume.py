@@ -8,10 +8,10 @@ import json
 import pytest
 import yaml
 
-from zbench_lib.sweeps.executor import _schedule, run_target
-from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.spec import parse_spec
-from zbench_lib.sweeps.store import Store
+from zbench_lib.sweeps.running.executor import _schedule, run_target
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.spec.sweep_spec import parse_spec
+from zbench_lib.sweeps.store.store import Store
 
 NOISY = [100.0, 104.0, 96.0]          # s0 = 4, CoV 4%: Stein wants 12 runs, capped at max 6
 

@@ -7,8 +7,9 @@ import json
 import pytest
 import yaml
 
-from zbench_lib.sweeps.plan import BOOT_S, POOL_CREATE_S, TARGET_CREATE_S, expand
-from zbench_lib.sweeps.spec import parse_spec
+from zbench_lib.sweeps.planning.estimate import BOOT_S, POOL_CREATE_S, TARGET_CREATE_S
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 
 
 def spec(replicates=2, seed=5, rep=None):

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from zbench_lib import analysis as A
-from zbench_lib.analysis.stats import summary
+from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.zfs.pools import find_leftovers
 
 pytestmark = pytest.mark.lab

@@ -1,6 +1,6 @@
 """End to end: SYNTHETIC and example sweeps -> papermill -> HTML report -> headless Chromium.
 
-The synthetic table (zbench_lib.analysis.synthetic) only exercises the mechanics; the real
+The synthetic table (zbench_lib.analysis.data.synthetic) only exercises the mechanics; the real
 example datasets are checked by nbval elsewhere and here drive the timeline option.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from zbench_lib.analysis.report import ReportOptions, render_report
-from zbench_lib.analysis.report_assets import PLOTLY_JS, dir_size
-from zbench_lib.analysis.synthetic import write_synthetic_sweep
+from zbench_lib.analysis.report.report import ReportOptions, render_report
+from zbench_lib.analysis.report.report_assets import PLOTLY_JS, dir_size
+from zbench_lib.analysis.data.synthetic import write_synthetic_sweep
 from zbench_lib.cli import main
 from zbench_lib.core.errors import ZbenchError
 

@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from zbench_lib import analysis as A
-from zbench_lib.analysis.env_summary import environment_html, environment_summary
-from zbench_lib.analysis.synthetic import write_synthetic_sweep
+from zbench_lib.analysis.report.env_summary import environment_html, environment_summary
+from zbench_lib.analysis.data.synthetic import write_synthetic_sweep
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
 

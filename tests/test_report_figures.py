@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 
 from zbench_lib import analysis as A
-from zbench_lib.analysis import plots
-from zbench_lib.analysis.notebook_display import figure_caption, fio_parameters
-from zbench_lib.analysis.plot_base import CAPTION_NAME, LAYER_COLORS, PALETTE, caption_of, ratio_ticks
-from zbench_lib.analysis.report_figures import (iops_vs_drives_data, overlay_model, plot_iops_vs_drives,
-                                                ratio_figure, space_figure)
-from zbench_lib.analysis.stats import scaling
+from zbench_lib.analysis.figures import plots
+from zbench_lib.analysis.report.notebook_display import figure_caption, fio_parameters
+from zbench_lib.analysis.figures.plot_base import CAPTION_NAME, LAYER_COLORS, PALETTE, caption_of, ratio_ticks
+from zbench_lib.analysis.figures.report_figures import (iops_vs_drives_data, overlay_model, plot_iops_vs_drives,
+                                                        ratio_figure, space_figure)
+from zbench_lib.analysis.stats.stats import scaling
 from zbench_lib.zfs.models import predicted_random_read_iops
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
@@ -206,9 +206,9 @@ def _vbs_cells_df():
 def test_volblocksize_map_cells_show_n_and_the_summary_ci(layout):
     """Each heatmap cell (its text, its hover and the static redraws) carries n and the 95% CI of
     `stats.summary`, the interval the analysis computes for that configuration."""
-    from zbench_lib.analysis.figures_static import static_figure
-    from zbench_lib.analysis.plot_base import fmt
-    from zbench_lib.analysis.stats import summary
+    from zbench_lib.analysis.figures.figures_static import static_figure
+    from zbench_lib.analysis.figures.plot_base import fmt
+    from zbench_lib.analysis.stats.stats import summary
     from zbench_lib.core.sizes import format_size
     df = _vbs_cells_df()
     d = df[df["layout"] == layout]              # raidz2 alone: two pool replicates, so n counts pools
@@ -243,7 +243,7 @@ def test_captions_carry_the_sweep_id_and_the_fio_parameters():
     text = figure_caption("randread-4k: iops scaling", [sc])
     assert sc.results["sweep_id"].iloc[0] in text and "seqread" not in text
     assert "iodepth 8" in text and "numjobs 2" in text and "bs 4K" in text and "15 s runs" in text
-    from zbench_lib.analysis.plot_base import add_caption
+    from zbench_lib.analysis.figures.plot_base import add_caption
     fig = add_caption(plot_iops_vs_drives(A.select_admissible(sc.results)), text)
     assert caption_of(fig) == text and sum(a.name == CAPTION_NAME for a in fig.layout.annotations) == 1
     assert PALETTE[0] in {t.line.color for t in fig.data}

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from zbench_lib import analysis as A
-from zbench_lib.analysis import plots
-from zbench_lib.analysis.figures_static import (decode_arrays, export_notebook_figures, figure_frame,
-                                                notebook_figures, save_static, static_figure)
-from zbench_lib.analysis.plot_base import add_caption
-from zbench_lib.analysis.report_figures import plot_iops_vs_drives, ratio_figure, space_figure
+from zbench_lib.analysis.figures import plots
+from zbench_lib.analysis.figures.figures_static import (decode_arrays, export_notebook_figures, figure_frame,
+                                                        notebook_figures, save_static, static_figure)
+from zbench_lib.analysis.figures.plot_base import add_caption
+from zbench_lib.analysis.figures.report_figures import plot_iops_vs_drives, ratio_figure, space_figure
 from zbench_lib.core.errors import ConfigError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"

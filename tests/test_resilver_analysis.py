@@ -1,4 +1,4 @@
-"""The resilver study's analysis (analysis/resilver.py) and its section of the report index.
+"""The resilver study's analysis (analysis/report/resilver.py) and its section of the report index.
 
 The sweep directories are hand-written: events.jsonl as the executor writes it (a torn
 last line included), plan.json only as far as its pools. Every expected number is worked
@@ -14,11 +14,11 @@ import pandas as pd
 import pytest
 
 from zbench_lib import analysis as A
-from zbench_lib.analysis.report import ReportOptions, _index_extras, render_report
-from zbench_lib.analysis.resilver import (CONDITION_COLORS, COLUMNS, TITLE, load_slowdown, resilver_figure,
-                                          resilver_section, resilver_table, slowdown_lines, zpool_bytes)
-from zbench_lib.analysis.sweep_data import load_sweep, read_events
-from zbench_lib.analysis.synthetic import synthetic_results, write_synthetic_sweep
+from zbench_lib.analysis.report.report import ReportOptions, _index_extras, render_report
+from zbench_lib.analysis.report.resilver import (CONDITION_COLORS, COLUMNS, TITLE, load_slowdown, resilver_figure,
+                                                 resilver_section, resilver_table, slowdown_lines, zpool_bytes)
+from zbench_lib.analysis.data.sweep_data import load_sweep, read_events
+from zbench_lib.analysis.data.synthetic import synthetic_results, write_synthetic_sweep
 from zbench_lib.core.errors import ConfigError, ZbenchError
 
 MiB = 2 ** 20

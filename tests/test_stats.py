@@ -12,8 +12,9 @@ import pytest
 from scipy import stats as sps
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.analysis.stats import flag_outliers, ratio_ci, scaling, summary
-from zbench_lib.sweeps.repetitions import relative_ci_halfwidth
+from zbench_lib.analysis.stats.ratio import ratio_ci
+from zbench_lib.analysis.stats.stats import flag_outliers, scaling, summary
+from zbench_lib.sweeps.planning.repetitions import relative_ci_halfwidth
 from zbench_lib.zfs import families
 
 
@@ -148,7 +149,8 @@ def test_scaling_separate_families_and_ambiguous_baseline():
 def test_docstring_examples_run():
     import doctest
 
-    from zbench_lib.analysis import compare, coverage, flags, ratio, replication, stats, tables
+    from zbench_lib.analysis.data import coverage, flags, replication
+    from zbench_lib.analysis.stats import compare, ratio, stats, tables
     for module in (stats, compare, ratio, replication, flags, coverage, tables):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__

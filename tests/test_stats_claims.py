@@ -13,9 +13,9 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from zbench_lib import analysis as A
-from zbench_lib.analysis.compare import compare, mannwhitney
-from zbench_lib.analysis.ratio import holm, linearised_log, log_ratio_test, ratio_ci, tost
-from zbench_lib.analysis.stats import summary
+from zbench_lib.analysis.stats.compare import compare, mannwhitney
+from zbench_lib.analysis.stats.ratio import holm, linearised_log, log_ratio_test, ratio_ci, tost
+from zbench_lib.analysis.stats.stats import summary
 
 K = 1024
 

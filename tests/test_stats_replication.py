@@ -11,9 +11,9 @@ import pytest
 from scipy import stats as sps
 
 from zbench_lib import analysis as A
-from zbench_lib.analysis.compare import compare
-from zbench_lib.analysis.replication import pool_replicates, resolve_unit, to_units
-from zbench_lib.analysis.stats import scaling, summary
+from zbench_lib.analysis.stats.compare import compare
+from zbench_lib.analysis.data.replication import pool_replicates, resolve_unit, to_units
+from zbench_lib.analysis.stats.stats import scaling, summary
 
 
 def _pools(layout, pools, **extra):

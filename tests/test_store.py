@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from zbench_lib.core.errors import ZbenchError
-from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.raw_check import INVALID_MARKER, StoreWarning
-from zbench_lib.sweeps.store import Store, atomic_write, new_sweep_id
-from zbench_lib.sweeps.spec import parse_spec
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.store.raw_check import INVALID_MARKER, StoreWarning
+from zbench_lib.sweeps.store.store import Store, atomic_write, new_sweep_id
+from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 
 SWEEPS = Path(__file__).resolve().parent.parent / "templates" / "sweeps"
 SPEC_TEXT = (SWEEPS / "demo.yaml").read_text()
@@ -235,7 +235,7 @@ def test_the_whole_attempt_is_fsynced_before_complete(store, plan, monkeypatch):
 
 
 def test_torn_fio_json_beside_complete_is_set_aside_and_redone_on_resume(store, plan):
-    from zbench_lib.sweeps.executor import _schedule
+    from zbench_lib.sweeps.running.executor import _schedule
     good, torn = _cell_runs(plan)[:2]
     fake_run(store, plan, good)
     path = fake_run(store, plan, torn)

@@ -1,4 +1,4 @@
-"""One Surface protocol (sweeps/surface.py) and the pool request the executor runs (pool_request.py).
+"""One Surface protocol (sweeps/running/surface.py) and the pool request the executor runs (pool_request.py).
 
 Checked without a host: each target of the shipped specs gets the surface its kind, fs and access
 say and each pool request its ground (a zpool, or no pool for raw disks); every pool request of
@@ -17,18 +17,17 @@ from types import SimpleNamespace
 import pytest
 
 from zbench_lib.hosts.node import Node
-from zbench_lib.sweeps import zfs_surfaces
-from zbench_lib.sweeps.running import pool_run
-from zbench_lib.sweeps.executor import _run_pool, _schedule
-from zbench_lib.sweeps.faults import FaultInjector
-from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.pool_request import Target, pool_requests
-from zbench_lib.sweeps.raw_cells import RawLayout
-from zbench_lib.sweeps.raw_surface import NoPool, RawSurface
-from zbench_lib.sweeps.spec import load_spec
-from zbench_lib.sweeps.store import Store
-from zbench_lib.sweeps.surfaces import SURFACES, ground_of, surface_of
-from zbench_lib.sweeps.zfs_surfaces import DatasetSurface, FsOnZvolSurface, NfsSurface, ZfsPool, ZvolSurface
+from zbench_lib.sweeps.running import pool_run, zfs_surfaces
+from zbench_lib.sweeps.running.executor import _run_pool, _schedule
+from zbench_lib.sweeps.running.faults import FaultInjector
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.running.pool_request import Target, pool_requests
+from zbench_lib.sweeps.spec.raw_cells import RawLayout
+from zbench_lib.sweeps.running.raw_surface import NoPool, RawSurface
+from zbench_lib.sweeps.spec.sweep_spec import load_spec
+from zbench_lib.sweeps.store.store import Store
+from zbench_lib.sweeps.running.surfaces import SURFACES, ground_of, surface_of
+from zbench_lib.sweeps.running.zfs_surfaces import DatasetSurface, FsOnZvolSurface, NfsSurface, ZfsPool, ZvolSurface
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.zfs.pools import TargetInfo
 from zbench_lib.zfs.targets import Zvol

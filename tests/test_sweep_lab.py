@@ -28,7 +28,7 @@ def _run(out_root, resume=None, crash_at=None, sweep_id=None):
     env.pop("ZBENCH_CRASH_AT", None)
     if crash_at:
         env["ZBENCH_CRASH_AT"] = crash_at
-    code = ("import sys\nfrom zbench_lib.sweeps.executor import run_sweep\n"
+    code = ("import sys\nfrom zbench_lib.sweeps.running.executor import run_sweep\n"
             "run_sweep(sys.argv[1], sys.argv[2], resume_dir=sys.argv[3] or None, "
             "sweep_id=sys.argv[4] or None, progress=False)\n")
     return subprocess.run([sys.executable, "-c", code, str(SPECS / "resume.yaml"), str(out_root),

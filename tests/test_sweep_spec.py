@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.sweeps.spec import load_spec, parse_spec
+from zbench_lib.sweeps.spec.sweep_spec import load_spec, parse_spec
 
 SWEEPS = Path(__file__).resolve().parent.parent / "templates" / "sweeps"
 K = 1024
@@ -288,7 +288,7 @@ def _planned(plan) -> tuple:
 
 @pytest.mark.parametrize("path", ALL_SPECS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_spec_in_the_repository_loads_and_plans_as_before(path):
-    from zbench_lib.sweeps.plan import expand
+    from zbench_lib.sweeps.planning.plan import expand
     key = str(path.relative_to(ROOT))
     spec = load_spec(path)
     assert spec.text == path.read_text()
@@ -316,7 +316,7 @@ def test_good_hosts_pass(host):
 
 def test_capacity_model_matches_what_openzfs_reserved():
     """The volblocksize example's read-back `used` of its prefilled 512M zvols on raidz2(6)."""
-    from zbench_lib.sweeps.capacity import target_need, usable_bytes
+    from zbench_lib.sweeps.planning.capacity import target_need, usable_bytes
     from zbench_lib.zfs.layouts import Layout
     M = 1024 ** 2
     raidz2 = Layout("raidz2", 6)
@@ -367,7 +367,7 @@ def test_declared_data_is_a_target_setting_so_each_target_is_prefilled_with_it()
     """A target holds data of one declared compressibility: reads read what its prefill wrote,
     so 0 and 50 never share a target; the jobs get the percentage; a spec declaring none plans
     as before (no column, no key: the pinned plans above)."""
-    from zbench_lib.sweeps.plan import expand
+    from zbench_lib.sweeps.planning.plan import expand
     text = variant({"factors": {"layout": ["mirror"], "disks": [2], "compression": ["off", "lz4"],
                                 "compressible_percent": [0, 50]}, "target": {"volsize": "128M"},
                     "workloads": [{"name": "seqread", "overrides": {"runtime_s": 8, "ramp_time_s": 2}}]})

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from zbench_lib import analysis as A
-from zbench_lib.analysis.pub_tables import (config_label, display_table, export_table, summary_table,
-                                            write_tables)
+from zbench_lib.analysis.report.pub_tables import (config_label, display_table, export_table, summary_table,
+                                                   write_tables)
 from zbench_lib.core.errors import ConfigError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
@@ -121,7 +121,7 @@ def test_write_tables_and_bad_format(table, tmp_path):
 
 def test_notebook_tables_are_readable():
     import numpy as np
-    from zbench_lib.analysis.table_format import readable_html
+    from zbench_lib.analysis.report.table_format import readable_html
     df = pd.DataFrame({"n": [3.0, np.nan], "mean": [1.5e-5, 12345.6], "p": [0.0001, 0.5749],
                        "clat_p99_ns": [1.2e6, 3e6], "bw_bytes_s": [3.5 * 2 ** 20, 1e6], "flag_x": [True, None],
                        "volblocksize_bytes": [4096, 131072], "layout": ["raidz2", "<b>"]}, index=[7, 9])

@@ -22,16 +22,16 @@ import pytest
 from scipy import stats as sps
 
 from zbench_lib import analysis as A
-from zbench_lib.analysis.conclusions import TAIL_NOTE
-from zbench_lib.analysis.synthetic import synthetic_results
-from zbench_lib.analysis.timeline import run_files
+from zbench_lib.analysis.claims.conclusions import TAIL_NOTE
+from zbench_lib.analysis.data.synthetic import synthetic_results
+from zbench_lib.analysis.figures.timeline import run_files
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.measure.fio_hist import (bin_edges, judge_run_tails, min_ios, percentile_of, run_histograms)
 from zbench_lib.measure.fio_parse import PERCENTILES, load_fio_json, parse_fio_json
 from zbench_lib.measure.rows import parse_results, run_record
-from zbench_lib.sweeps.publish import MANIFEST, pack, unpack_raw, verify, write_manifest
-from zbench_lib.sweeps.raw_check import HISTOGRAMS
-from zbench_lib.sweeps.store import Store
+from zbench_lib.sweeps.store.publish import MANIFEST, pack, unpack_raw, verify, write_manifest
+from zbench_lib.sweeps.store.raw_check import HISTOGRAMS
+from zbench_lib.sweeps.store.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "fio"

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.sweeps.publish import unpack_raw
-from zbench_lib.analysis.timeline import has_run, layer_series, run_files, typical_run
+from zbench_lib.sweeps.store.publish import unpack_raw
+from zbench_lib.analysis.figures.timeline import has_run, layer_series, run_files, typical_run
 
 SCALING = Path(__file__).resolve().parents[1] / "data" / "examples" / "scaling"
 
@@ -67,7 +67,7 @@ def test_run_files_reads_an_unpacked_tree_too(results, tmp_path):
 
 
 def test_the_timeline_chart_of_a_real_run_explains_every_colour(results):
-    from zbench_lib.analysis import plots
+    from zbench_lib.analysis.figures import plots
     rid = _stripe6_randread(results)["run_id"].iloc[0]
     with run_files(SCALING, rid) as attempt:
         series = layer_series(attempt)

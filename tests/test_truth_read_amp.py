@@ -13,7 +13,7 @@ from zbench_lib.measure import truth
 from zbench_lib.measure.read_amp import READ_AMP_MARGIN, expected_device_reads
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.truth import flag_columns, truth_checks
-from zbench_lib.sweeps.publish import unpack_raw
+from zbench_lib.sweeps.store.publish import unpack_raw
 
 MiB = 1024 * 1024
 KiB = 1024

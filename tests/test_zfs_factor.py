@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.sweeps.sweep_host import lab_config
-from zbench_lib.sweeps.plan import expand
-from zbench_lib.sweeps.spec import parse_spec
+from zbench_lib.sweeps.running.sweep_host import lab_config
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 
 SPEC = (Path(__file__).parent / "specs" / "zfs-versions.yaml").read_text()
 

@@ -42,7 +42,7 @@ def test_one_sweep_runs_on_openzfs_2_1_and_2_3_with_the_same_columns(lab, lab_ho
     assert find_leftovers(lab_host) == []
     assert not (paths.labs_dir() / "sweep-zfs-versions-zfs21").exists()     # its lab is gone
 
-    from zbench_lib.analysis.report import render_report
+    from zbench_lib.analysis.report.report import render_report
     # The report's shape, whatever a busy machine flagged: host contention may exclude every
     # run of one release, and the comparison needs both (include_flagged, as --include-flagged).
     index = render_report(sweep_dir, notebooks=["compare"], include_flagged=True)

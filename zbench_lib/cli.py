@@ -72,16 +72,16 @@ def cmd_lab_ssh(args):
 
 
 def cmd_sweep(args):
-    from zbench_lib.sweeps.notebook import run_sweep_notebook
-    from zbench_lib.sweeps.plan import expand
-    from zbench_lib.sweeps.spec import load_spec
+    from zbench_lib.sweeps.watching.notebook import run_sweep_notebook
+    from zbench_lib.sweeps.planning.plan import expand
+    from zbench_lib.sweeps.spec.sweep_spec import load_spec
     spec = load_spec(args.spec)
     plan = expand(spec)                        # validates before anything starts
     if args.dry_run:
         print(plan.describe())
     if spec.host != "lab" and spec.host_count == 1:   # a real host is checked before anything is created
                                                        # (a fleet's boxes: each, as the fleet opens)
-        from zbench_lib.sweeps.doctor import preflight_spec
+        from zbench_lib.sweeps.running.doctor import preflight_spec
         findings = preflight_spec(spec)
         if args.dry_run:
             print(f"host {spec.host}:\n" + "\n".join("  " + f.line() for f in findings))
@@ -97,8 +97,8 @@ def cmd_sweep(args):
 
 
 def cmd_report(args):
-    from zbench_lib.analysis.report import ReportOptions, parse_param, render_report
-    from zbench_lib.analysis.figures_static import FORMATS
+    from zbench_lib.analysis.report.report import ReportOptions, parse_param, render_report
+    from zbench_lib.analysis.figures.figures_static import FORMATS
     params: dict = {}
     for text in args.param:
         nb, key, value = parse_param(text)
@@ -120,8 +120,8 @@ def cmd_report(args):
 
 
 def cmd_table(args):
-    from zbench_lib.analysis.pub_tables import export_table, summary_table
-    from zbench_lib.analysis.sweep_data import load_sweep
+    from zbench_lib.analysis.report.pub_tables import export_table, summary_table
+    from zbench_lib.analysis.data.sweep_data import load_sweep
     sweep = load_sweep(args.sweep_dir)
     sid = str(sweep.results["sweep_id"].iloc[0]) if len(sweep.results) else sweep.path.name
     note = (f"Sweep {sid}. Mean over n admissible first attempts; IOPS 95% CI of the mean; "
@@ -154,7 +154,7 @@ def cmd_pools(args):
 
 def cmd_doctor(args):
     from zbench_lib.hosts.resolve import parse_host
-    from zbench_lib.sweeps.doctor import doctor
+    from zbench_lib.sweeps.running.doctor import doctor
     host = parse_host(args.host)
     try:
         findings = doctor(host, devices=args.device, overrides=args.allow_signatures)
@@ -166,7 +166,7 @@ def cmd_doctor(args):
 
 
 def cmd_pack(args):
-    from zbench_lib.sweeps.publish import pack, verify
+    from zbench_lib.sweeps.store.publish import pack, verify
     dest = pack(args.sweep_dir, args.dest)
     rows = verify(dest)
     print(f"packed {args.sweep_dir} -> {dest}; results rebuilt from raw.tar.xz match ({len(rows)} rows); "
@@ -174,7 +174,7 @@ def cmd_pack(args):
 
 
 def cmd_verify(args):
-    from zbench_lib.sweeps.publish import verify
+    from zbench_lib.sweeps.store.publish import verify
     rows = verify(args.packed_dir)
     print(f"{args.packed_dir}: results.parquet matches its raw files ({len(rows)} rows); "
           f"manifest {rows.attrs['manifest']}")

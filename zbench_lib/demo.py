@@ -10,10 +10,10 @@ ROOT = REPO_ROOT
 
 
 def run_demo(spec: str = "templates/sweeps/demo.yaml", out: str = "data/sweeps") -> int:
-    from zbench_lib.analysis.report import render_report
-    from zbench_lib.sweeps.notebook import run_sweep_notebook
-    from zbench_lib.sweeps.plan import expand
-    from zbench_lib.sweeps.spec import load_spec
+    from zbench_lib.analysis.report.report import render_report
+    from zbench_lib.sweeps.watching.notebook import run_sweep_notebook
+    from zbench_lib.sweeps.planning.plan import expand
+    from zbench_lib.sweeps.spec.sweep_spec import load_spec
 
     t0 = time.monotonic()
     plan = expand(load_spec(ROOT / spec))

@@ -5,21 +5,20 @@ Analysis reads the store (results.parquet, raw/, plan.json) and never talks to a
 The methods are written down in docs/methods.md.
 """
 
-from zbench_lib.analysis.classic_claims import classic_claims
-from zbench_lib.analysis.compare_factor import auto_baseline, auto_factor
-from zbench_lib.analysis.conclusions import (conclusions_compare, conclusions_scaling,
-                                             conclusions_volblocksize, efficiency_verdict)
-from zbench_lib.analysis.coverage import cell_status, load_plan
-from zbench_lib.analysis.flags import admissible_mask, tristate
-from zbench_lib.analysis.fleet_hosts import host_agreement, host_coverage
-from zbench_lib.analysis.replication import resolve_unit
-from zbench_lib.analysis.resilver import load_slowdown, resilver_figure, resilver_table, slowdown_lines
-from zbench_lib.analysis.sweep_data import (CONFIG_COLUMNS, FLAG_MEANINGS, LAYOUT_COLUMNS, Sweep,
-                                            environment_table, flagged_runs, load_sweep, parse_level,
-                                            resolve_sweep_dir, select_admissible, truth_summary,
-                                            varying_columns)
-from zbench_lib.analysis.tables import compare_table, scaling_table, space_check, workload_metric
-from zbench_lib.analysis.tails import cell_tails, tail_lines
+from zbench_lib.analysis.claims.classic_claims import classic_claims
+from zbench_lib.analysis.claims.conclusions import (conclusions_compare, conclusions_scaling,
+                                                    conclusions_volblocksize, efficiency_verdict)
+from zbench_lib.analysis.data.coverage import cell_status, load_plan
+from zbench_lib.analysis.data.flags import (FLAG_MEANINGS, admissible_mask, flagged_runs, select_admissible,
+                                            tristate, truth_summary)
+from zbench_lib.analysis.data.fleet_hosts import host_agreement, host_coverage
+from zbench_lib.analysis.data.replication import resolve_unit
+from zbench_lib.analysis.data.sweep_data import (CONFIG_COLUMNS, LAYOUT_COLUMNS, Sweep, environment_table,
+                                                 load_sweep, parse_level, resolve_sweep_dir, varying_columns)
+from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor
+from zbench_lib.analysis.report.resilver import load_slowdown, resilver_figure, resilver_table, slowdown_lines
+from zbench_lib.analysis.stats.tables import compare_table, scaling_table, space_check, workload_metric
+from zbench_lib.analysis.stats.tails import cell_tails, tail_lines
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
 

@@ -31,7 +31,7 @@ class Event(str, Enum):
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
 
-    # -- the sweep's life (sweeps/store.py, sweeps/executor.py, the cli) -------------------------------
+    # -- the sweep's life (sweeps/store/store.py, sweeps/running/executor.py, the cli) -----------------
     # Store.create, once: runs_planned, cells
     STARTED = "started"
     # Store.resume, each resumed session: completed, discarded, invalid, remaining, provenance
@@ -59,7 +59,7 @@ class Event(str, Enum):
     # its host was lost mid-pool (worker killed, ssh gone): pool_id, host, reason, requeued, discarded_runs
     POOL_LOST = "pool lost"
 
-    # -- runs and attempts (sweeps/store.py, sweeps/run_loop.py) ---------------------------------------
+    # -- runs and attempts (sweeps/store/store.py, sweeps/running/run_loop.py) -------------------------
     # Store.begin_attempt, the attempt directory made: run_id, attempt
     RUN_STARTED = "run started"
     # Store.complete_attempt, COMPLETE written: run_id, attempt
@@ -72,7 +72,7 @@ class Event(str, Enum):
     # Store.set_aside_invalid, a COMPLETE attempt whose files do not parse: run_id, attempt, path, reason
     ATTEMPT_INVALID = "attempt invalid"
 
-    # -- the repetition rule (sweeps/schedule.py, recorded by run_loop.flush) --------------------------
+    # -- the repetition rule (sweeps/planning/schedule.py, recorded by run_loop.flush) -----------------
     # Stein's pilot judged, once a cell: cell_id, design, metric, Stein's numbers, reason
     REPETITIONS_DECIDED = "repetitions decided"
     # runs queued beyond the plan: cell_id, why ("replace ..." or Stein's), when, reps, run_ids, needed,
@@ -84,7 +84,7 @@ class Event(str, Enum):
     # a cell reached max_attempts short of them, once: the keys of repetitions done
     REPETITIONS_GAVE_UP = "repetitions gave up"
 
-    # -- pools, targets and surfaces (sweeps/zfs_surfaces.py, raw_surface.py, warmup.py) -----------------
+    # -- pools, targets and surfaces (sweeps/running/zfs_surfaces.py, raw_surface.py, warmup.py) ---------
     # before zpool create (a crash's leftover is then known to be this sweep's): pool_id, pool
     POOL_CREATING = "pool creating"
     # the pool made: pool_id, pool, layout, topology, pool_replicate, block
@@ -100,7 +100,7 @@ class Event(str, Enum):
     # the declared L2ARC warm-up done: target_id and warm_l2arc's record
     L2ARC_WARMED = "l2arc warmed"
 
-    # -- raw disks (sweeps/raw_surface.py) --------------------------------------------------------------
+    # -- raw disks (sweeps/running/raw_surface.py) ------------------------------------------------------
     # before the disks' safety check: pool_id, devices, work_dir (removed on resume if left)
     RAW_DEVICES_CHECKING = "raw devices checking"
     # checked and read back: pool_id, layout, devices, throttles, pool_replicate, block
@@ -108,7 +108,7 @@ class Event(str, Enum):
     # their runs done, their signatures wiped: pool_id, devices
     RAW_DEVICES_WIPED = "raw devices wiped"
 
-    # -- pool settings (sweeps/pool_setup.py) -----------------------------------------------------------
+    # -- pool settings (sweeps/running/pool_setup.py) ---------------------------------------------------
     # lab disks throttled to the pool's disk models: pool_id, models, throttles
     DISK_MODELS_SET = "disk models set"
     # a disk's throttle could not be put back: device, error
@@ -118,7 +118,7 @@ class Event(str, Enum):
     # put back (after its pool, or on resume with after_interruption): pool_id, params (name -> before)
     MODULE_PARAMETERS_RESTORED = "module parameters restored"
 
-    # -- faults and resilvers (sweeps/faults.py, sweeps/resilver_timing.py) -----------------------------
+    # -- faults and resilvers (sweeps/running/faults.py, sweeps/running/resilver_timing.py) -------------
     # a lab disk pulled or slowed mid-run: pool_id, pool, run_id, device, kind, at_epoch, took_s
     FAULT_INJECTED = "fault injected"
     # the injection raised: pool_id, run_id, device, kind, error

@@ -18,7 +18,7 @@ import jinja2
 
 from zbench_lib.core.paths import REPO_ROOT
 from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
-from zbench_lib.measure.fio_parse import load_fio_json, parse_fio_json, parse_fio_log, parse_fio_logs_dir  # noqa: F401
+from zbench_lib.measure.fio_parse import load_fio_json
 from zbench_lib.hosts.base import Host
 from zbench_lib.core.stopping import stop_by_cwd
 from zbench_lib.core.sizes import parse_size

@@ -36,8 +36,12 @@ _BARE_NAN = re.compile(r"([:\[,]\s*)-?nan\b")
 _BARE_INF = re.compile(r"([:\[,]\s*)(-?)inf\b")
 
 
-def load_fio_json(text: str) -> dict:
-    """Decode fio's JSON output, skipping any warning lines fio prints before it."""
+def load_fio_json(text: str, key: str = "jobs") -> dict:
+    """Decode fio's JSON output, skipping any warning lines fio prints before it.
+
+    `key` is the list the document must hold: ``jobs``, or ``client_stats`` for the output
+    of a controller (`fio --client`, measure/fio_client_json.py).
+    """
     start = text.find("{")
     if start < 0:
         raise ZbenchError("fio output holds no JSON object")
@@ -46,8 +50,8 @@ def load_fio_json(text: str) -> dict:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ZbenchError(f"fio output is not valid JSON: {exc}") from None
-    if "jobs" not in data:
-        raise ZbenchError("fio JSON has no 'jobs' list")
+    if key not in data:
+        raise ZbenchError(f"fio JSON has no {key!r} list")
     return data
 
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zbench_lib.measure.counters import MARK, sampler_argv, sampler_script
-from zbench_lib.measure.fio import build_job, collect, execute_fio, fetch_tree, parse_fio_json
+from zbench_lib.measure.fio import build_job, collect, execute_fio, fetch_tree
+from zbench_lib.measure.fio_parse import parse_fio_json
 from zbench_lib.measure import workloads
 from zbench_lib.hosts.base import Host
 from zbench_lib.measure.host_load import Sampler as HostLoadSampler

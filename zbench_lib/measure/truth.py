@@ -35,14 +35,14 @@ import math
 
 import numpy as np
 
-from zbench_lib.measure.compressibility import COMPRESS_RATIO_MAX, compressible_data, logical_per_physical  # noqa: F401
+from zbench_lib.measure.compressibility import compressible_data, logical_per_physical
 from zbench_lib.measure.device_health import device_lost, slow_device
 from zbench_lib.measure.host_load import host_contention
 from zbench_lib.measure.judging import DESCRIBES, INVALIDATES, Kind, TruthCheck
-from zbench_lib.measure.judging import MIN_FIO_BYTES, MiB, fio_bytes, not_judged  # noqa: F401
+from zbench_lib.measure.judging import MIN_FIO_BYTES, fio_bytes, not_judged
 from zbench_lib.measure.judging import div as _div, num as _num
 from zbench_lib.measure.read_amp import read_amplification
-from zbench_lib.measure.steady import TXG_PERIOD_S, steady_state  # noqa: F401
+from zbench_lib.measure.steady import TXG_PERIOD_S, steady_state
 
 # cache_served: a cold read that reached the devices for less than half its bytes was
 # mostly answered from memory; random reads smaller than the block read *more* (ratio > 1).

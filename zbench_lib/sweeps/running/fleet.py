@@ -33,18 +33,18 @@ from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.events import Event
 from zbench_lib.hosts.fleet import HostEntry
 from zbench_lib.measure.rows import parse_results
-from zbench_lib.sweeps.plan import Plan, expand
-from zbench_lib.sweeps.pool_request import PoolRequest, pool_requests
-from zbench_lib.sweeps.run_loop import flush
+from zbench_lib.sweeps.planning.plan import Plan, expand
+from zbench_lib.sweeps.running.pool_request import PoolRequest, pool_requests
+from zbench_lib.sweeps.running.run_loop import flush
 from zbench_lib.sweeps.running.fleet_open import OpenFleet, open_fleet
 from zbench_lib.sweeps.running.fleet_worker import PoolDone, PoolJob, pool_plan, run_pool_job
 from zbench_lib.sweeps.running.host_queue import HostQueue, idle_hosts
 from zbench_lib.sweeps.running.pool_run import finish_sweep, reclaim_own_leftovers, record_environment, \
     schedule_from_store
 from zbench_lib.sweeps.running.staging import Committer, staged_executions
-from zbench_lib.sweeps.schedule import outcomes_from_raw
-from zbench_lib.sweeps.spec import load_spec
-from zbench_lib.sweeps.store import Store, new_sweep_id
+from zbench_lib.sweeps.planning.schedule import outcomes_from_raw
+from zbench_lib.sweeps.spec.sweep_spec import load_spec
+from zbench_lib.sweeps.store.store import Store, new_sweep_id
 
 SCHEDULER_ENV = "ZBENCH_DASK_SCHEDULER"
 POLL_S = 0.5                    # how often staged work is committed while pools run

@@ -25,8 +25,8 @@ from zbench_lib.hosts.host_lock import HostLock
 from zbench_lib.hosts.lab import Lab
 from zbench_lib.hosts.lab_state import read_state
 from zbench_lib.hosts.node import Node
-from zbench_lib.sweeps.doctor import preflight
-from zbench_lib.sweeps.sweep_host import lab_config
+from zbench_lib.sweeps.running.doctor import preflight
+from zbench_lib.sweeps.running.sweep_host import lab_config
 
 LABS_ENV = "ZBENCH_LABS"
 

@@ -22,15 +22,15 @@ from dataclasses import dataclass
 
 from zbench_lib.hosts.fleet import HostEntry, open_node
 from zbench_lib.hosts.host_lock import HostBusy, holder, owned_by
-from zbench_lib.sweeps.faults import FaultInjector
-from zbench_lib.sweeps.plan import Plan
-from zbench_lib.sweeps.pool_request import PoolRequest
-from zbench_lib.sweeps.pool_setup import restore_unfinished
-from zbench_lib.sweeps.repetitions import RepetitionRule
-from zbench_lib.sweeps.run_loop import flush
+from zbench_lib.sweeps.running.faults import FaultInjector
+from zbench_lib.sweeps.planning.plan import Plan
+from zbench_lib.sweeps.running.pool_request import PoolRequest
+from zbench_lib.sweeps.running.pool_setup import restore_unfinished
+from zbench_lib.sweeps.planning.repetitions import RepetitionRule
+from zbench_lib.sweeps.running.run_loop import flush
 from zbench_lib.sweeps.running.pool_run import reclaim_own_leftovers, run_pool
 from zbench_lib.sweeps.running.staging import new_execution
-from zbench_lib.sweeps.schedule import Schedule
+from zbench_lib.sweeps.planning.schedule import Schedule
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,15 @@ from zbench_lib.core.events import Event
 from zbench_lib.hosts.node import Node
 from zbench_lib.measure import provenance
 from zbench_lib.measure.rows import parse_results
-from zbench_lib.sweeps.faults import FaultInjector
-from zbench_lib.sweeps.plan import Plan
-from zbench_lib.sweeps.pool_request import PoolRequest
-from zbench_lib.sweeps.repetitions import RepetitionRule
-from zbench_lib.sweeps.run_loop import measured_run, run_target
-from zbench_lib.sweeps.schedule import Schedule, outcomes_from_raw
-from zbench_lib.sweeps.store import Store, atomic_write
-from zbench_lib.sweeps.surface import FioTarget, Site
-from zbench_lib.sweeps.surfaces import ground_of, surface_of
+from zbench_lib.sweeps.running.faults import FaultInjector
+from zbench_lib.sweeps.planning.plan import Plan
+from zbench_lib.sweeps.running.pool_request import PoolRequest
+from zbench_lib.sweeps.planning.repetitions import RepetitionRule
+from zbench_lib.sweeps.running.run_loop import measured_run, run_target
+from zbench_lib.sweeps.planning.schedule import Schedule, outcomes_from_raw
+from zbench_lib.sweeps.store.store import Store, atomic_write
+from zbench_lib.sweeps.running.surface import FioTarget, Site
+from zbench_lib.sweeps.running.surfaces import ground_of, surface_of
 from zbench_lib.zfs.pools import find_leftovers, live_pools, remove_leftovers
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.core.events import Event, event_name
-from zbench_lib.sweeps.store import Store, atomic_write, utc_now
+from zbench_lib.sweeps.store.store import Store, atomic_write, utc_now
 
 EVENTS = "events.jsonl"
 META = "meta.json"

@@ -118,7 +118,7 @@ class Family:
         """Result columns of the family's own fields, beside layout/width/vdevs."""
         return {}
 
-    # -- capacity (sweeps/capacity.py) ----------------------------------------
+    # -- capacity (sweeps/planning/capacity.py) ----------------------------------------
     def vdev_space(self, lay, child_bytes: int) -> tuple[int, int]:
         """(top-level vdevs, allocatable bytes of each) from each disk's usable bytes."""
         return lay.vdevs, child_bytes

@@ -1,0 +1,1 @@
+"""Claims in words: conclusions, the classic claims judged on a sweep, caveats."""

@@ -1,0 +1,318 @@
+"""Conclusions in words, each number taken from a table.
+
+As docs/methods.md asks: ratio and 95% CI first, then p and the Holm-adjusted p with the
+matching adjusted CI; "higher", "lower", "better" only when the Holm-adjusted test says
+so (§3); "no meaningful difference" only when TOST says so (§4); "close to linear" only
+when the whole interval lies inside the stated band (§10). Every planned comparison gets
+a sentence, judged or "not judged" with its reasons (§8); the describing flags its runs
+keep are named beside it, and a sensitivity clause says whether the verdict changes with the
+flagged runs included, with the replacement runs included, or without the runs that carry
+describing flags (§7, §8).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from zbench_lib.analysis.data.flags import SENSITIVITY_KEYS
+from zbench_lib.analysis.data.replication import ONE_POOL_NOTE, POOL_LEVEL_NOTE
+from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS
+from zbench_lib.analysis.stats.tables import block_column
+from zbench_lib.core.sizes import format_size
+
+LINEAR_BAND = 0.10      # "close to linear": the whole efficiency CI inside 1 ± this
+METRIC_LABELS = {"iops": "IOPS", "bw_bytes_s": "bandwidth", "clat_p99_ns": "p99 latency"}
+# A comparison of p99 averages each unit's own fio p99: say so, and where the cell's p99 is.
+TAIL_NOTE = ("p99 latency is compared as the mean of each unit's own fio p99 (a run with too few I/Os "
+             "for a p99 has none, methods §18); the cell's p99 read from its runs' merged histograms, "
+             "with its interval, is in the tails table (`cell_tails`).")
+
+
+def _ci(lo, hi, digits=2, level="95%") -> str:
+    return f"{level} CI {lo:.{digits}f}–{hi:.{digits}f}"
+
+
+def _adj_ci(r) -> str:
+    """The Holm-adjusted CI of a comparison row, with its confidence level."""
+    return "Holm-adjusted " + _ci(r["adj_ci_low"], r["adj_ci_high"], level=f"{1 - r['holm_alpha']:.1%}")
+
+
+def _p(p) -> str:
+    return "n/a" if p is None or not np.isfinite(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def _value(v, metric) -> str:
+    """A mean in the metric's unit: IOPS, MiB/s for bandwidth, ms for latencies."""
+    if not np.isfinite(v):
+        return "n/a"
+    if metric.startswith("bw"):
+        return f"{v / 2 ** 20:.1f} MiB/s"
+    if metric.endswith("_ns"):
+        return f"{v / 1e6:.2f} ms"
+    return f"{v:.0f} {METRIC_LABELS.get(metric, metric)}"
+
+
+def _metric(r, default: str) -> str:
+    m = r.get("metric", default) if hasattr(r, "get") else default
+    return m if isinstance(m, str) and m else default
+
+
+def _group_label(r, cols) -> str:
+    return " ".join(f"{c[:-6]} {format_size(int(r[c]))}" if c.endswith("_bytes") and pd.notna(r[c])
+                    else str(r[c]) if c in ("workload", "direction", "layout", "sweep_id")
+                    else f"{c} {r[c]}" for c in cols)
+
+
+def _who(r, cols) -> str:
+    """'label: ' for a sentence about one group, '' when there is no group."""
+    label = _group_label(r, cols)
+    return f"{label}: " if label else ""
+
+
+def _unit_note(df: pd.DataFrame) -> list[str]:
+    units = set(df["unit"].dropna()) if "unit" in df else set()
+    out = []
+    if "run" in units or not units:
+        out.append(ONE_POOL_NOTE[0].upper() + ONE_POOL_NOTE[1:] + ".")
+    if "pool" in units:
+        out.append(POOL_LEVEL_NOTE[0].upper() + POOL_LEVEL_NOTE[1:] + ".")
+    return out
+
+
+def _sensitivity(r) -> str:
+    s = r.get("sensitivity", "")
+    return f" Sensitivity: {s}." if isinstance(s, str) and s else ""
+
+
+def _described(r) -> str:
+    """The describing flags the estimate's runs carry: they are kept, and said beside the estimate."""
+    d = r.get("described", "")
+    return f" Runs kept with describing flags: {d}." if isinstance(d, str) and d else ""
+
+
+def _alternatives(r) -> list[str]:
+    """The sensitivity alternatives that change a run of this row: their keys, in order."""
+    return [k for k in SENSITIVITY_KEYS if isinstance(r.get(f"sensitivity_{k}_label"), str)
+            and r.get(f"sensitivity_{k}_label")]
+
+
+def efficiency_verdict(e_lo, e_hi, band: float = LINEAR_BAND) -> str:
+    """The scaling verdict from the efficiency CI; "close to linear" needs all of it in 1 ± band.
+
+    Examples
+    --------
+    >>> efficiency_verdict(0.40, 1.05)
+    'too uncertain to call: the CI includes linear but reaches outside 0.90–1.10'
+    >>> efficiency_verdict(0.93, 1.04)
+    'close to linear (the whole CI lies within 0.90–1.10)'
+    """
+    band_text = f"{1 - band:.2f}–{1 + band:.2f}"
+    if not (np.isfinite(e_lo) and np.isfinite(e_hi)):
+        return "not judged: no CI (a single admissible run at one end)"
+    if e_lo >= 1 - band and e_hi <= 1 + band:
+        return f"close to linear (the whole CI lies within {band_text})"
+    if e_lo > 1:
+        return "above linear: check for cache effects"
+    if e_hi < 0.5:
+        return "far below linear"
+    if e_hi < 1:
+        return "below linear"
+    return f"too uncertain to call: the CI includes linear but reaches outside {band_text}"
+
+
+def _scaling_sensitivity(r, band) -> str:
+    """Does the verdict at this configuration change with another selection of runs?"""
+    parts = [_scaling_alternative(r, k, band) for k in _alternatives(r)]
+    return f" Sensitivity: {'; '.join(parts)}." if parts else ""
+
+
+def _scaling_alternative(r, key: str, band) -> str:
+    what, col = r[f"sensitivity_{key}_label"], lambda c: r.get(f"sensitivity_{key}_{c}", np.nan)  # noqa: E731
+    if col("baseline_disks") != r.get("baseline_disks"):
+        d0 = col("baseline_disks")
+        return f"with {what}, the baseline would be {int(d0)} data disks" if np.isfinite(d0) \
+            else f"with {what}, no baseline"
+    lo, hi = col("efficiency_ci_low"), col("efficiency_ci_high")
+    alt = efficiency_verdict(lo, hi, band)
+    if alt == efficiency_verdict(r["efficiency_ci_low"], r["efficiency_ci_high"], band) and r["n"] >= 2:
+        return f"unchanged with {what}"
+    ci = f" ({_ci(lo, hi)})" if np.isfinite(lo) and np.isfinite(hi) else ""
+    return f"with {what}, efficiency {col('efficiency'):.2f}{ci}: {alt}"
+
+
+def conclusions_scaling(scaling_df: pd.DataFrame, metric: str = "iops", band: float = LINEAR_BAND) -> list[str]:
+    """One sentence per layout × group at its largest judged configuration, plus the not judged ones."""
+    s = scaling_df
+    by = [c for c in s.columns if c in CONFIG_COLUMNS and c not in LAYOUT_COLUMNS]
+    out = []
+    fam = "family" if "family" in s.columns else "layout"      # tables.scaling_family
+    for _, g in s.groupby(by + [fam], sort=False, dropna=False):
+        g = g.sort_values("data_disks")
+        few = g["n"].fillna(0) < 2
+        judged = g[~few | (g["data_disks"] == g["baseline_disks"])]
+        for _, r in g[few].iterrows():
+            status = r.get("status") if isinstance(r.get("status"), str) else \
+                f"not judged: {int(r['n'])} admissible {r.get('unit', 'run')} (a CI needs 2)"
+            out.append(f"{r[fam]} {_group_label(r, by)} at {int(r['data_disks'])} data disks: {status}."
+                       + _described(r)
+                       + (_scaling_sensitivity(r, band) if r["data_disks"] != r.get("baseline_disks") else ""))
+        if judged.empty:
+            continue
+        r = judged.iloc[-1]
+        m = _metric(r, metric)
+        who = f"{r[fam]} {_group_label(r, by)}".strip()
+        if r["data_disks"] == r["baseline_disks"]:
+            if len(g) == 1:
+                out.append(f"{who}: a single configuration ({int(r['data_disks'])} data disks), no scaling to report.")
+            continue
+        e, lo, hi = r["efficiency"], r["efficiency_ci_low"], r["efficiency_ci_high"]
+        has_ci = np.isfinite(lo) and np.isfinite(hi)
+        text = (f"{who}: {METRIC_LABELS.get(m, m)} grows {r['scaling']:.2f}x from {int(r['baseline_disks'])} to "
+                f"{int(r['data_disks'])} data disks (ideal {r['ideal_scaling']:.2f}x), "
+                f"efficiency {e:.2f}" + (f" ({_ci(lo, hi)})" if has_ci else "")
+                + f": {efficiency_verdict(lo, hi, band)}." + _described(r) + _scaling_sensitivity(r, band))
+        if np.isfinite(r.get("disk_equivalents_per_vdev", np.nan)):
+            per = " per vdev" if r.get("vdevs", 1) > 1 or r["layout"].startswith("raidz") else ""
+            text += (f" At {int(r['data_disks'])} data disks it delivers the {METRIC_LABELS.get(m, m)} of "
+                     f"{r['disk_equivalents_per_vdev']:.1f} single disks (of the disk model){per}.")
+        out.append(text)
+    return out + (_unit_note(s) if len(s) else [])
+
+
+def _verdict_text(r, base, alpha) -> str:
+    m = r.get("margin", math.nan)
+    within = f"±{m:.0%}" if np.isfinite(m) else "the margin"
+    v = r["verdict"]
+    if v in ("higher", "lower"):
+        text = f"{v} than {base}, significant after Holm correction"
+        if bool(r.get("equivalent", False)):
+            text += f", yet within the {within} equivalence margin (TOST p {_p(r['tost_p'])})"
+        return text + "."
+    if v == "equivalent":
+        return f"no meaningful difference (equivalent within {within}, TOST p {_p(r['tost_p'])})."
+    return f"inconclusive: not significant after Holm correction, and equivalence within {within} is not shown."
+
+
+def _not_judged(r, unit) -> str:
+    note = r.get("note", "")
+    if isinstance(note, str) and note:
+        return note
+    return (f"not judged (n {int(r['n_level'])} vs {int(r['n_baseline'])} admissible {unit}s; "
+            f"a CI needs at least 2 {unit}s a side)")
+
+
+def conclusions_compare(cmp: pd.DataFrame, metric: str = "iops", alpha: float = 0.05) -> list[str]:
+    """One sentence per comparison: ratio with its CI and adjusted CI, p and Holm p, a verdict."""
+    if cmp is None or cmp.empty:
+        return ["No comparison could be made: no group holds both the baseline and another level."]
+    fixed = {"factor", "level", "baseline", "n_level", "n_baseline", "mean_level", "mean_baseline"}
+    by = [c for c in cmp.columns if c in CONFIG_COLUMNS and c not in fixed]
+    out, too_small = [], 0
+    for _, r in cmp.iterrows():
+        lv, base = (format_size(int(r[k])) if str(r["factor"]).endswith("_bytes") else r[k]
+                    for k in ("level", "baseline"))
+        m, unit = _metric(r, metric), r.get("unit", "run") if isinstance(r.get("unit"), str) else "run"
+        where = f" ({_group_label(r, by)})" if by else ""
+        head = f"{r['factor']}={lv} vs {base}{where}: {METRIC_LABELS.get(m, m)}"
+        if r["verdict"] == "not judged":
+            ratio = f" ratio {r['ratio']:.2f} from n {int(r['n_level'])} vs {int(r['n_baseline'])}" \
+                if np.isfinite(r.get("ratio", np.nan)) else ""
+            out.append(f"{head}{ratio}: {_not_judged(r, unit)}.{_described(r)}{_sensitivity(r)}")
+            continue
+        text = (f"{head} ratio {r['ratio']:.2f} ({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}; {_adj_ci(r)}), "
+                f"p {_p(r['p'])}, Holm p {_p(r['holm_p'])}, Hedges g {r['hedges_g']:.2f}, "
+                f"means {_value(r['mean_level'], m)} vs {_value(r['mean_baseline'], m)}, "
+                f"n {int(r['n_level'])} vs {int(r['n_baseline'])} {unit}s: ")
+        too_small += bool(r.get("mannwhitney_note")) and str(r.get("mannwhitney_note")).startswith("too small")
+        out.append(text + _verdict_text(r, base, alpha) + _described(r) + _sensitivity(r))
+    if too_small:
+        out.append(f"Mann–Whitney U is not reported for {too_small} comparison(s): at these run counts "
+                   f"its smallest achievable p is not below {alpha}.")
+    comp = [c for c in (cmp["comparison"].dropna().unique() if "comparison" in cmp else [])
+            if c != "all other factors equal"]
+    out.append("Each comparison holds every other varying factor equal"
+               + (f", at {', '.join(comp)}." if comp else "."))
+    metrics = set(cmp["metric"].dropna()) if "metric" in cmp else {metric}
+    return out + _unit_note(cmp) + ([TAIL_NOTE] if any(str(m).startswith(("clat_p", "lat_p")) for m in metrics)
+                                    else [])
+
+
+def _winner(g, col_verdict, col_ratio, better):
+    w = g[g[col_verdict] == better]
+    return None if w.empty else w.loc[w[col_ratio].idxmax() if better == "higher" else w[col_ratio].idxmin()]
+
+
+def _block_sensitivity(g, better, metric) -> str:
+    """Does the best block size change with another selection of runs (§8)?"""
+    main, parts = _winner(g, "verdict", "ratio", better), []
+    for key in SENSITIVITY_KEYS:
+        labels = [v for v in g.get(f"sensitivity_{key}_label", pd.Series(dtype=str)) if isinstance(v, str) and v]
+        if not labels:
+            continue
+        alt = _winner(g, f"sensitivity_{key}_verdict", f"sensitivity_{key}_ratio", better)
+        if (main is None and alt is None) or (main is not None and alt is not None and main["level"] == alt["level"]):
+            parts.append(f"unchanged with {labels[0]}")
+        elif alt is None:
+            parts.append(f"with {labels[0]}, no block size would be significantly better")
+        else:
+            parts.append(f"with {labels[0]}, the best would be {format_size(int(alt['level']))} at "
+                         f"{alt[f'sensitivity_{key}_ratio']:.2f}x the {METRIC_LABELS.get(metric, metric)}")
+    return f" Sensitivity: {'; '.join(parts)}." if parts else ""
+
+
+def _best_block(g, everything, cmp_p99, by, metric) -> str:
+    better = "higher" if not metric.startswith(("clat", "lat")) else "lower"
+    r = _winner(g, "verdict", "ratio", better)
+    sens = _block_sensitivity(everything, better, metric)
+    if r is None:
+        r = g.loc[g["ratio"].idxmax() if better == "higher" else g["ratio"].idxmin()]
+        return (f"{_who(r, by)}no block size is significantly better than "
+                f"{format_size(int(r['baseline']))} for {METRIC_LABELS.get(metric, metric)} after Holm "
+                f"correction (closest: {format_size(int(r['level']))} at {r['ratio']:.2f}x, "
+                f"{_ci(r['ratio_ci_low'], r['ratio_ci_high'])}, Holm p {_p(r['holm_p'])}).{_described(r)}{sens}")
+    text = (f"{_who(r, by)}{format_size(int(r['level']))} gives {r['ratio']:.2f}x the "
+            f"{METRIC_LABELS.get(metric, metric)} of {format_size(int(r['baseline']))} "
+            f"({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}, Holm p {_p(r['holm_p'])}, {_adj_ci(r)})")
+    if cmp_p99 is not None and not cmp_p99.empty:
+        q = cmp_p99[(cmp_p99["level"] == r["level"])
+                    & np.logical_and.reduce([cmp_p99[c] == r[c] for c in by] or [True])]
+        if len(q) and np.isfinite(q.iloc[0]["ratio_ci_low"]):
+            q = q.iloc[0]
+            text += f", at {q['ratio']:.2f}x the p99 latency ({_ci(q['ratio_ci_low'], q['ratio_ci_high'])})"
+    return text + "." + _described(r) + sens
+
+
+def conclusions_volblocksize(cmp: pd.DataFrame, cmp_p99: pd.DataFrame | None = None,
+                             space: pd.DataFrame | None = None, metric: str = "iops",
+                             alpha: float = 0.05) -> list[str]:
+    """Best block size per group against the baseline (with the p99 cost), then the space model.
+
+    "Gives ...x" is said only of a block size whose Holm-adjusted test is significant; the
+    block sizes that could not be judged are listed with their reasons.
+    """
+    out = []
+    if cmp is not None and not cmp.empty:
+        by = [c for c in cmp.columns if c in CONFIG_COLUMNS and c != cmp["factor"].iloc[0]]
+        for _, g in cmp.groupby(by, sort=False, dropna=False) if by else [((), cmp)]:
+            everything, thin = g, g[g["verdict"] == "not judged"]
+            g = g.drop(thin.index)
+            for _, t in thin.iterrows():
+                unit = t.get("unit") if isinstance(t.get("unit"), str) else "run"
+                why = t.get("note") if isinstance(t.get("note"), str) and t.get("note") else \
+                    (f"n {int(t['n_level'])} vs {int(t['n_baseline'])} admissible {unit}s "
+                     f"(a CI needs at least 2 a side)")
+                out.append(f"{_who(t, by)}{format_size(int(t['level']))} not judged against "
+                           f"{format_size(int(t['baseline']))}: {why}.{_described(t)}{_sensitivity(t)}")
+            if not g.empty:
+                out.append(_best_block(g, everything, cmp_p99, by, _metric(g.iloc[0], metric)))
+        out += _unit_note(cmp) + ([TAIL_NOTE] if cmp_p99 is not None and not cmp_p99.empty else [])
+    for _, r in (space[space["layout"].str.startswith("raidz")] if space is not None else pd.DataFrame()).iterrows():
+        bcol = block_column(space)
+        out.append(f"{r['layout']} of {int(r['width'])} at {format_size(int(r[bcol]))}: the allocation "
+                   f"model predicts {r['space_efficiency']:.0%} space efficiency and a charge of "
+                   f"{r['predicted_used_ratio']:.2f}x the logical size; measured referenced/logicalused "
+                   f"is {r['measured_used_ratio']:.2f}x ({r['rel_error']:+.1%}).")
+    return out or ["Nothing to conclude: no comparison or space data."]

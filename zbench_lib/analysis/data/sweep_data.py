@@ -1,0 +1,165 @@
+"""A sweep as the analysis sees it: load it with its plan, check its truth flags, pick admissible runs.
+
+The flags themselves (three-valued: True / False / None) and their kinds are read in
+`flags.py` and re-exported here; the planned cells and their status in `coverage.py`. `read_events`
+reads the store's events.jsonl (the resilver study's timings live there).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+import pandas as pd
+import yaml
+
+from zbench_lib.analysis.data.coverage import load_plan
+from zbench_lib.analysis.data.flags import normalise_flags
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.events import Event
+from zbench_lib.core.paths import REPO_ROOT
+from zbench_lib.core.sizes import format_size, parse_size
+from zbench_lib.sweeps.store.raw_check import HISTOGRAMS
+
+
+# Columns that define a configuration; the ones that vary in a sweep are its factors.
+# ZFS module parameters a sweep may vary (zfs.module_params.PARAMS; a test keeps the two equal:
+# analysis may not import the module, which talks to hosts)
+MODULE_PARAM_COLUMNS = ("zfs_txg_timeout", "zfs_dirty_data_max", "zfs_vdev_async_write_max_active",
+                        "zfs_vdev_async_write_min_active", "zfs_vdev_sync_write_max_active",
+                        "zfs_vdev_sync_read_max_active", "zfs_vdev_async_read_max_active", "zfs_vdev_max_active",
+                        "zfs_prefetch_disable", "zfs_arc_max", "l2arc_write_max", "l2arc_write_boost",
+                        "l2arc_noprefetch", "l2arc_headroom", "zil_slog_bulk", "zfs_immediate_write_sz")
+# Every column a sweep can vary: grouping by all that vary keeps configurations apart (a raw
+# row has no ZFS columns: NaN there, which nunique and groupby(dropna=False) keep apart)
+CONFIG_COLUMNS = ("workload", "direction", "layout", "width", "vdevs", "data_disks", "total_disks",
+                  "draid_data", "draid_spares", "ashift", "log", "log_mirror", "cache", "special", "zfs", "fill",
+                  "model", "log_model", "cache_model", "special_model", "fs", "access", "surface",
+                  "volblocksize_bytes", "recordsize_bytes", "compression", "compressible_percent", "sync", "logbias",
+                  "primarycache", "secondarycache", "checksum", "copies", "atime", "special_small_blocks",
+                  *MODULE_PARAM_COLUMNS, "iodepth", "numjobs", "bs_bytes", "sweep_id")
+LAYOUT_COLUMNS = ("layout", "width", "vdevs", "data_disks", "total_disks")
+
+
+class Sweep(NamedTuple):
+    path: Path
+    spec: dict
+    provenance: dict
+    results: pd.DataFrame
+    plan: pd.DataFrame | None = None    # planned cells (coverage.load_plan); empty without plan.json
+    histograms: pd.DataFrame | None = None   # latency_hist.parquet (tails.cell_tails); None without it
+
+
+def resolve_sweep_dir(path) -> Path:
+    """`path` as given, or relative to the repository root (notebooks run from notebooks/)."""
+    p = Path(path).expanduser()
+    if not p.is_absolute() and not p.exists() and (REPO_ROOT / p).exists():
+        p = REPO_ROOT / p
+    return p.resolve()
+
+
+def load_sweep(path) -> Sweep:
+    """Read a sweep directory: spec.yaml, provenance.json, results.parquet (or .csv), plan.json,
+    latency_hist.parquet.
+
+    Flag columns become True / False / <NA> (`flags.tristate`), `flagged` is "an invalidating
+    flag True" (`flags.normalise_flags`), `replacement` marks the runs added to replace excluded
+    ones (from events.jsonl), and `plan` holds the planned cells so that none is silently dropped.
+    `histograms` is each run's completion-latency histogram (None for a store built before they
+    were kept).
+    """
+    p = resolve_sweep_dir(path)
+    if not p.is_dir():
+        raise ConfigError(f"sweep directory {path!r} does not exist (looked at {p})")
+    spec = yaml.safe_load((p / "spec.yaml").read_text()) if (p / "spec.yaml").exists() else {}
+    prov = json.loads((p / "provenance.json").read_text()) if (p / "provenance.json").exists() else {}
+    # The executor records the host under test once per session (a resume may boot a new lab).
+    # With the OpenZFS release as a factor each release's lab is a session of its own:
+    # every session's release is kept (the merge keeps only the last one's).
+    releases = []
+    for extra in sorted(p.glob("host-provenance-*.json")):
+        session = json.loads(extra.read_text())
+        prov.update({k: v for k, v in session.items() if not k.startswith("zfs_param.")})
+        releases.append({k: session.get(k) for k in ("zfs_userland", "zfs_kmod", "zfs_version", "zfs_kmod_version")})
+    if len({json.dumps(r, sort_keys=True) for r in releases}) > 1:     # else the merged record says it
+        prov["session_openzfs"] = releases
+    if (p / "results.parquet").exists():
+        df = pd.read_parquet(p / "results.parquet")
+    elif (p / "results.csv").exists():
+        df = pd.read_csv(p / "results.csv")
+    else:
+        raise ConfigError(f"{p} has no results.parquet or results.csv: has the sweep run?")
+    df = normalise_flags(df)
+    if "run_id" in df:                          # first attempts are primary: replacements are marked
+        df["replacement"] = df["run_id"].isin(replacement_runs(read_events(p)))
+    if "surface" in df and spec:                # only raw cells carry it: the others are the spec's surface
+        df["surface"] = df["surface"].fillna(spec.get("surface"))
+    if "sweep_id" not in df:                  # two sweeps must stay apart when compared
+        df["sweep_id"] = df["sweep"] if "sweep" in df else spec.get("name", p.name) if spec else p.name
+    ids = df["sweep_id"].dropna().unique()
+    hist = pd.read_parquet(p / HISTOGRAMS) if (p / HISTOGRAMS).is_file() else None
+    return Sweep(p, spec or {}, prov or {}, df, load_plan(p, ids[0] if len(ids) == 1 else None), hist)
+
+
+def replacement_runs(events: list[dict]) -> set[str]:
+    """Run ids the repetition rule added to replace excluded runs ("runs added", why "replace ...").
+
+    Stein's second-stage runs are added too, but by the design, not for an excluded run: they
+    are not replacements.
+    """
+    return {rid for e in events if e.get("event") == Event.RUNS_ADDED
+            and str(e.get("why", "")).startswith("replace") for rid in e.get("run_ids") or []}
+
+
+def read_events(path) -> list[dict]:
+    """The sweep's events.jsonl, one dict per line; a torn or unreadable line is skipped, never raised on."""
+    try:
+        text = (Path(path) / "events.jsonl").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out
+
+
+def environment_table(provenance: dict) -> pd.DataFrame:
+    """Provenance as a two-column table; nested keys are joined with dots."""
+    flat = pd.json_normalize(provenance, sep=".").iloc[0] if provenance else pd.Series(dtype=object)
+    return pd.DataFrame({"item": list(flat.index), "value": [
+        ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v) for v in flat]})
+
+
+def varying_columns(df: pd.DataFrame, exclude=()) -> list[str]:
+    """Configuration columns that vary in `df`, minus those the earlier ones determine.
+
+    bs_bytes and numjobs usually follow the workload: grouping by them too would split
+    nothing, and labels stay short.
+    """
+    out = []
+    for c in (c for c in CONFIG_COLUMNS if c in df.columns and c not in exclude):
+        if df[c].nunique() > 1 and (not out or (df.groupby(out, dropna=False)[c].nunique() > 1).any()):
+            out.append(c)
+    return out
+
+
+def parse_level(df: pd.DataFrame, factor: str, text):
+    """The level of `factor` that `text` names ('16k' for a *_bytes column, '4', 'raidz2')."""
+    if factor not in df.columns:
+        raise ConfigError(f"no column {factor!r} in the results")
+    levels = list(pd.unique(df[factor].dropna()))
+    for lv in levels:
+        if str(lv) == str(text):
+            return lv
+    if factor.endswith("_bytes") and re.fullmatch(r"\s*\d+\s*[kKmM]?\s*", str(text)):
+        if parse_size(str(text)) in levels:
+            return parse_size(str(text))
+    shown = [format_size(int(v)) if factor.endswith("_bytes") else str(v) for v in sorted(levels, key=str)]
+    raise ConfigError(f"{factor}={text!r} is not in the results; levels are {shown}")

@@ -1,0 +1,1 @@
+"""Figures: shared chart conventions, the plotly and static charts, a run's timeline."""

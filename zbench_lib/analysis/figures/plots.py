@@ -1,0 +1,177 @@
+"""Plots over the tidy tables; every function returns a figure and shows nothing.
+
+Static figures are `matplotlib.figure.Figure` objects on the Agg canvas, built
+without pyplot so no global state or GUI backend is touched (notebooks still
+display them). The `*_interactive` plotly twins live in `plots_interactive` and are
+re-exported here, as are the shared orders and labels of `plot_base`. Error bars
+always say what they are: SD (spread) or 95% CI (mean). The static versions of every
+report figure (`zbench report --figures png,svg`) are drawn by `figures_static`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from matplotlib.figure import Figure
+
+from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYER_ORDER, LAYOUT_ORDER, PERCENTILE_COLUMNS,  # noqa: F401
+                                                   SD_LABEL, agg_figure, mean_sd, metric_label, ordered)
+from zbench_lib.analysis.figures.plots_interactive import (plot_iops_vs_p99_interactive,  # noqa: F401
+                                                           plot_latency_percentiles_interactive,
+                                                           plot_scaling_interactive,
+                                                           plot_timeseries_interactive,
+                                                           plot_volblocksize_map_interactive, scaling_data,
+                                                           ts_parts, vbs_cells, vbs_labels, vbs_title)
+from zbench_lib.analysis.figures.report_figures import plot_iops_vs_drives  # noqa: F401
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.sizes import format_size
+
+__all__ = ["CI_LABEL", "LAYER_ORDER", "LAYOUT_ORDER", "PERCENTILE_COLUMNS", "SD_LABEL", "plot_iops_vs_drives",
+           "plot_iops_vs_p99", "plot_iops_vs_p99_interactive", "plot_latency_percentiles",
+           "plot_latency_percentiles_interactive", "plot_scaling", "plot_scaling_interactive", "plot_timeseries",
+           "plot_timeseries_interactive", "plot_volblocksize_map", "plot_volblocksize_map_interactive",
+           "save_figure"]
+_figure = agg_figure
+
+
+# -- static (matplotlib) versions ----------------------------------------------------------
+
+def plot_scaling(scaling_df: pd.DataFrame, kind: str = "scaling", error: str = "ci",
+                 family: str = "layout", disks_col: str = "data_disks", title: str = "",
+                 ylabel: str | None = None) -> Figure:
+    """Scaling (or per-data-disk value, or efficiency) vs data disks, per layout, with the ideal.
+
+    Takes the output of `stats.scaling` for one workload. `error` is 'ci' (95% CI)
+    or 'sd' (spread, only for kind='per_disk'); the legend title names it. Pass
+    `ylabel` to name the metric (e.g. "IOPS per data disk").
+    """
+    series, ideal, default_ylabel, elabel = scaling_data(scaling_df, kind, error, family, disks_col)
+    fig, ax = _figure()
+    ax = ax[0, 0]
+    colors = {}
+    for i, (name, x, y, lo, hi, n) in enumerate(series):
+        colors[name] = f"C{i}"
+        ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3, color=colors[name], label=name)
+        for xi, yi, ni in zip(x, y, n):
+            if ni == 1:
+                ax.annotate("n=1", (xi, yi), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    for j, (label, fam, ix, iy) in enumerate(ideal):
+        first = j == 0 or fam is None
+        line, = ax.plot(ix, iy, linestyle="--", linewidth=1, color=colors.get(fam, "black"),
+                        label=label if first else "_nolegend_")
+        line.set_gid("ideal")
+    ax.set_xticks(sorted(pd.unique(scaling_df[disks_col])))
+    ax.set_xlabel("data disks")
+    ax.set_ylabel(ylabel or default_ylabel)
+    ax.legend(title=elabel, fontsize="small", title_fontsize="small")
+    ax.set_title(title)
+    return fig
+
+
+def plot_iops_vs_p99(df: pd.DataFrame, hue: str = "layout", latency_target_ms: float | None = None,
+                     title: str = "") -> Figure:
+    """Mean IOPS against mean p99 completion latency, one line per `hue` through the iodepths."""
+    a = mean_sd(df, [hue, "iodepth"], ["iops", "clat_p99_ns"])
+    a["clat_p99_ms_mean"], a["clat_p99_ms_sd"] = a["clat_p99_ns_mean"] / 1e6, a["clat_p99_ns_sd"] / 1e6
+    fig, ax = _figure()
+    ax = ax[0, 0]
+    for i, name in enumerate(ordered(a[hue], LAYOUT_ORDER)):
+        g = a[a[hue] == name]
+        ax.errorbar(g["iops_mean"], g["clat_p99_ms_mean"], xerr=g["iops_sd"].fillna(0),
+                    yerr=g["clat_p99_ms_sd"].fillna(0), marker="o", capsize=2, color=f"C{i}",
+                    label=str(name))
+        for _, r in g.iterrows():
+            ax.annotate(f"qd{int(r['iodepth'])}" + (" n=1" if r["n"] == 1 else ""),
+                        (r["iops_mean"], r["clat_p99_ms_mean"]), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")
+    if latency_target_ms is not None:
+        ax.axhline(latency_target_ms, color="red", linestyle=":", label="p99 target")
+    ax.set_xlim(left=0)              # from zero: a flat curve must look flat
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("IOPS (mean)")
+    ax.set_ylabel("p99 completion latency (ms, mean)")
+    ax.legend(title=SD_LABEL, fontsize="small", title_fontsize="small")
+    ax.set_title(title)
+    return fig
+
+
+def plot_latency_percentiles(df: pd.DataFrame, hue: str = "config_id", title: str = "") -> Figure:
+    """Completion-latency percentiles (p50 … p99.99) per `hue`, log latency axis, ±1 SD."""
+    cols = {k: c for k, c in PERCENTILE_COLUMNS.items() if c in df.columns}
+    if not cols:
+        raise ConfigError(f"no latency percentile columns among {list(PERCENTILE_COLUMNS.values())}")
+    a = mean_sd(df, [hue], list(cols.values()))
+    fig, ax = _figure()
+    ax = ax[0, 0]
+    x = np.arange(len(cols))
+    for i, (_, r) in enumerate(a.iterrows()):
+        y = np.array([r[f"{c}_mean"] for c in cols.values()]) / 1e6
+        sd = np.nan_to_num(np.array([r[f"{c}_sd"] for c in cols.values()]) / 1e6)
+        ax.errorbar(x, y, yerr=sd, marker="o", capsize=3, color=f"C{i}", label=str(r[hue]))
+    ax.set_xticks(x, list(cols))
+    ax.set_yscale("log")
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("completion latency (ms)")
+    ax.legend(title=SD_LABEL, fontsize="small", title_fontsize="small")
+    ax.set_title(title)
+    return fig
+
+
+def plot_volblocksize_map(df: pd.DataFrame, metric: str, row: str = "layout", title: str = "") -> Figure:
+    """Heatmap of the mean `metric`: `row` (layout) × volblocksize, each cell with its n and 95% CI."""
+    cells, unit = vbs_cells(df, metric, row)
+    p = cells["mean"]
+    label, scale = metric_label(metric)
+    z = p.to_numpy(float) * scale
+    text, _ = vbs_labels(cells, scale, unit, br="\n")
+    fig, ax = _figure(figsize=(1.4 * p.shape[1] + 3, 0.8 * p.shape[0] + 2))
+    ax = ax[0, 0]
+    im = ax.imshow(z, aspect="auto", cmap="viridis")
+    ax.set_xticks(range(p.shape[1]), [format_size(int(v)) for v in p.columns])
+    ax.set_yticks(range(p.shape[0]), [str(v) for v in p.index])
+    finite = z[np.isfinite(z)]
+    mid = (finite.min() + finite.max()) / 2 if finite.size else 0
+    for (i, j), v in np.ndenumerate(z):
+        if np.isfinite(v):
+            ax.text(j, i, text[i][j], ha="center", va="center", fontsize=8, color="black" if v > mid else "white")
+    fig.colorbar(im, ax=ax, label=f"{label} (mean)")
+    ax.set_xlabel("volblocksize")
+    ax.set_ylabel(row)
+    ax.set_title(vbs_title(title, unit))
+    return fig
+
+
+def plot_timeseries(ts_df: pd.DataFrame, metrics=None, title: str = "") -> Figure:
+    """One run's counters over time: one panel per metric, one line per layer (fio/pool/device)."""
+    metrics, layers = ts_parts(ts_df, metrics)
+    fig, axes = _figure(len(metrics), 1, figsize=(8, 2.4 * len(metrics) + 0.5), sharex=True)
+    for ax, m in zip(axes[:, 0], metrics):
+        label, scale = metric_label(m)
+        for i, layer in enumerate(layers):
+            g = ts_df[(ts_df["metric"] == m) & (ts_df["layer"] == layer)].sort_values("t_s")
+            if len(g):
+                ax.plot(g["t_s"], g["value"] * scale, label=str(layer), color=f"C{i}")
+        ax.set_ylabel(label)
+        ax.legend(fontsize="small")
+    axes[-1, 0].set_xlabel("time (s)")
+    fig.suptitle(title)
+    return fig
+
+
+def save_figure(fig, path_stem, dpi: int = 150, include_plotlyjs=True) -> list[Path]:
+    """Write a matplotlib figure as PNG + SVG, or a plotly figure as self-contained HTML."""
+    stem = Path(path_stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(fig, Figure):
+        paths = [stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".svg")]
+        for p in paths:
+            fig.savefig(p, dpi=dpi)
+        return paths
+    if isinstance(fig, go.Figure):
+        path = stem.with_name(stem.name + ".html")
+        fig.write_html(path, include_plotlyjs=include_plotlyjs)
+        return [path]
+    raise ConfigError(f"save_figure: expected a matplotlib or plotly figure, got {type(fig).__name__}")

@@ -1,0 +1,175 @@
+"""The environment of a sweep as a person reads it: about a dozen lines, units included.
+
+`environment_summary(provenance, results)` turns the provenance record (provenance.json
+and the host-provenance-*.json the executor writes, merged by `load_sweep`) and the
+results' configuration columns into (item, value) lines: OpenZFS, kernel, fio, host,
+CPU, RAM, disks and their model, pool layouts, ashift, target properties, when. The
+full record stays available (`sweep_data.environment_table`) behind a disclosure
+element on the report's index page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pandas as pd
+
+from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER, ordered
+from zbench_lib.core.sizes import format_size
+
+_TARGET_PROPS = (("volblocksize_bytes", "volblocksize"), ("recordsize_bytes", "recordsize"),
+                 ("compression", "compression"), ("primarycache", "primarycache"), ("sync", "sync"),
+                 ("logbias", "logbias"), ("volsize_bytes", "volsize"))
+
+
+def _gib(n) -> str:
+    n = float(n)
+    return f"{n / 2 ** 30:.1f} GiB" if n >= 2 ** 30 else f"{n / 2 ** 20:.0f} MiB"
+
+
+def _bytes(n) -> str:
+    n = int(n)
+    exact = format_size(n)
+    return (exact[:-1] + " " + exact[-1] + "iB") if exact[-1] in "KMGT" else _gib(n)
+
+
+def _version(text: str) -> str:
+    m = re.search(r"(\d+\.\d+(?:\.\d+)?)", text or "")
+    return m.group(1) if m else (text or "")
+
+
+def _openzfs(p: dict) -> str:
+    """The OpenZFS release; each one when sessions ran different releases (factor zfs)."""
+    sessions = [_one_openzfs(s) for s in p.get("session_openzfs") or []]
+    distinct = list(dict.fromkeys(s for s in sessions if s))
+    if len(distinct) > 1:
+        return "; ".join(sorted(distinct)) + " (one lab per release)"
+    return _one_openzfs(p)
+
+
+def _one_openzfs(p: dict) -> str:
+    user, kmod = p.get("zfs_userland") or p.get("zfs_version", ""), p.get("zfs_kmod") or p.get("zfs_kmod_version", "")
+    if not user and not kmod:
+        return ""
+    v = _version(user or kmod)
+    if not re.search(r"\d", v):
+        return v
+    if _version(kmod) not in ("", v):
+        return f"{v} userland, {_version(kmod)} kernel module (mismatch)"
+    return f"{v} ({user}{', ' + kmod if kmod else ''})"
+
+
+def _model(m: dict | str | None) -> str:
+    if not m:
+        return ""
+    if isinstance(m, str):
+        return m
+    parts = [f"{m[k]} IOPS" + (f" {k[5:]}" if k != "iops" else "") for k in ("iops", "iops_read", "iops_write")
+             if m.get(k)]
+    parts += [f"{m[k] / 2 ** 20:g} MiB/s" + (f" {k[3:]}" if k != "bw" else "") for k in ("bw", "bw_read", "bw_write")
+              if m.get(k)]
+    return f"{m.get('name', '')}: " + (", ".join(parts) + " per disk" if parts else "unthrottled")
+
+
+def _disks(p: dict) -> str:
+    devices = {k[7:-1]: v for k, v in p.items() if k.startswith("device[")}
+    lab = p.get("lab_config") or {}
+    if devices:
+        kinds = Counter(re.sub(r"\s+", " ", str(v)).strip() or "unknown model" for v in devices.values())
+        text = "; ".join(f"{n} × {k}" for k, n in kinds.items())
+        if lab:
+            text = f"{len(devices)} × {_bytes(lab.get('disk_bytes', 0))} virtual disks (QEMU, sparse files)"
+        return text
+    if lab:
+        return f"{lab.get('disks')} × {_bytes(lab.get('disk_bytes', 0))} virtual disks (QEMU, sparse files)"
+    return ""
+
+
+def _host(p: dict) -> str:
+    host = str(p.get("host") or p.get("hostname") or p.get("node") or "")
+    if host.startswith("lab:") or p.get("lab_config"):
+        bits = [f"lab VM {host[4:] or host}", "QEMU"]
+        if p.get("lab_accel"):
+            bits.append("KVM" if p["lab_accel"] == "kvm" else "TCG emulation (no KVM)")
+        if p.get("lab_boot_s") is not None:
+            bits.append(f"booted in {float(p['lab_boot_s']):.0f} s")
+        return ", ".join(bits)
+    return host
+
+
+def pool_layouts(results: pd.DataFrame) -> str:
+    """'stripe 1x1 … 6x1; raidz2 1x4, 1x6': layout, then vdevs x width per pool shape."""
+    if results is None or not {"layout", "width", "vdevs"} <= set(results.columns):
+        return ""
+    shapes = results[["layout", "width", "vdevs"]].drop_duplicates().dropna()
+    out = []
+    for lay in ordered(shapes["layout"], LAYOUT_ORDER):
+        g = shapes[shapes["layout"] == lay].assign(total=lambda d: d["width"] * d["vdevs"]).sort_values("total")
+        out.append(f"{lay} " + ", ".join(f"{int(v)}x{int(w)}" for v, w in zip(g["vdevs"], g["width"])))
+    return "; ".join(out) + " (vdevs x disks per vdev)"
+
+
+def _values(results, col) -> str:
+    vals = sorted(results[col].dropna().unique(), key=lambda v: (isinstance(v, str), v))
+    show = [format_size(int(v)) if col.endswith("_bytes") else str(v) for v in vals]
+    return show[0] if len(show) == 1 else ", ".join(show) + " (varied)"
+
+
+def _ashift(results) -> str:
+    if results is None or "ashift" not in results or results["ashift"].isna().all():
+        return ""
+    return ", ".join(f"{int(a)} ({_bytes(2 ** int(a))} sectors)" for a in sorted(results["ashift"].dropna().unique()))
+
+
+def _target(results: pd.DataFrame | None, surface: str = "") -> str:
+    if results is None:
+        return surface
+    props = [f"{label} {_values(results, col)}" for col, label in _TARGET_PROPS
+             if col in results and results[col].notna().any()]
+    return "; ".join(([surface] if surface else []) + props)
+
+
+def environment_summary(provenance: dict, results: pd.DataFrame | None = None,
+                        surface: str = "") -> list[tuple[str, str]]:
+    """About a dozen (item, value) lines describing where and on what the sweep ran."""
+    p = provenance or {}
+    ram = p.get("mem_total_bytes") or p.get("ram_bytes")
+    cpu = p.get("cpu_model") or p.get("cpu") or ""
+    lines = [
+        ("OpenZFS", _openzfs(p)),
+        ("Kernel", " ".join(x for x in (p.get("kernel", ""), f"({p['arch']})" if p.get("arch") else "") if x)),
+        ("fio", _version(p.get("fio_version", "")) or ""),
+        ("Host", _host(p)),
+        ("CPU", f"{p['cpu_count']} × {cpu}" if p.get("cpu_count") else cpu),
+        ("RAM", _gib(ram) if ram else ""),
+        ("Disks", _disks(p)),
+        ("Disk model", _model((p.get("lab_config") or {}).get("model") or p.get("lab_disk_model"))),
+        ("Pool layouts", pool_layouts(results)),
+        ("ashift", _ashift(results)),
+        ("Target", _target(results, surface)),
+        ("Recorded", " ".join(x for x in (p.get("collected_at") or p.get("created", ""),
+                                          f"(controller Python {p.get('controller_python') or p.get('python')})"
+                                          if p.get("controller_python") or p.get("python") else "") if x)),
+    ]
+    if p.get("synthetic"):
+        lines.insert(0, ("Data", "SYNTHETIC: made up to test the analysis, not measured"))
+    return [(k, v) for k, v in lines if v]
+
+
+def environment_html(sweep, full: bool = True) -> str:
+    """The summary lines as an HTML table, the full record behind a <details> element (notebooks:
+    `display(HTML(environment_html(sweep)))`)."""
+    from html import escape
+
+    from zbench_lib.analysis.data.sweep_data import environment_table
+    lines = environment_summary(sweep.provenance, sweep.results, sweep.spec.get("surface", ""))
+    rows = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>{escape(v)}</td></tr>"
+                   for k, v in lines)
+    out = f"<table class='zbench-env'>{rows}</table>"
+    if full:
+        rec = "".join(f"<tr><td style='text-align:left'>{escape(str(k))}</td><td style='text-align:left'>"
+                      f"{escape(str(v))}</td></tr>"
+                      for k, v in environment_table(sweep.provenance).itertuples(index=False))
+        out += f"<details><summary>Full environment record</summary><table>{rec}</table></details>"
+    return out

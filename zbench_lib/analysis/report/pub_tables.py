@@ -1,0 +1,231 @@
+"""The summary table to paste into a write-up: one row per configuration × workload × direction.
+
+    summary_table(results)        numbers in the units people use: configuration as written
+                                  ("raidz1 1x6": vdevs x disks per vdev), drives, data disks,
+                                  the other factors that vary, IOPS with its 95% CI, MiB/s,
+                                  p99 in ms (the cell's, from merged histograms where the
+                                  store has them), n admissible runs (first attempts), runs excluded by
+                                  an invalidating truth check, runs kept with a describing flag
+                                  and runs with checks not judged; a configuration whose runs
+                                  were all excluded keeps its row (n = 0). Where compression or
+                                  the declared data varies, the disks' MiB/s (physical) beside
+                                  fio's (logical) and the compressratio after the runs
+    display_table(table)          the same as text cells (what Markdown, HTML and LaTeX show)
+    summary_gt(table, ...)        a great_tables GT (HTML and LaTeX)
+    export_table(table, fmt)      'md', 'csv', 'latex' or 'html' as a string
+    write_tables(table, dir)      summary.md, summary.csv and summary.tex into `dir`
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from zbench_lib.analysis.data.flags import admissible_mask, described_mask, replacement_mask, select_admissible
+from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER, fmt
+from zbench_lib.analysis.stats.stats import summary
+from zbench_lib.analysis.stats.tails import cell_tails
+from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, varying_columns
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.sizes import format_size
+
+FORMATS = ("md", "csv", "latex", "html")
+_SHAPE = ["layout", "vdevs", "width", "total_disks", "data_disks"]
+_LABELS = {"configuration": "Configuration", "drives": "Drives", "data_disks": "Data disks",
+           "workload": "Workload", "direction": "Direction", "iops": "IOPS", "iops_ci": "IOPS 95% CI",
+           "mib_s": "MiB/s", "physical_mib_s": "Disks MiB/s", "compressratio": "compressratio",
+           "p99_ms": "p99 (ms)", "n": "n", "excluded": "Excluded runs",
+           "described": "Runs with describing flags", "not_judged": "Runs not fully judged"}
+_RUNS = ("n", "excluded", "described", "not_judged")      # the run counts beside each estimate
+# Where these vary, fio's MiB/s (logical) is half the story: the disks' MiB/s and the ratio join it.
+COMPRESSION_FACTORS = ("compression", "compressible_percent")
+_PHYSICAL = ("physical_mib_s", "compressratio")
+
+
+def config_label(layout, vdevs, width) -> str:
+    """'raidz1 1x6': the layout, then vdevs x disks per vdev."""
+    return f"{layout} {int(vdevs)}x{int(width)}"
+
+
+def _runs(df: pd.DataFrame, keys, mask) -> pd.Series:
+    key = "run_id" if "run_id" in df else None
+    sel = df[mask.fillna(False).astype(bool)]
+    return sel.groupby(keys, dropna=False)[key].nunique() if key else sel.groupby(keys, dropna=False).size()
+
+
+def _really_unjudged(text) -> bool:
+    """A `not_judged` text names a check that could have been made and was not: a check that
+    does not apply to the run (no writes to amplify, compression as the question) is no gap."""
+    return any(part and "does not apply" not in part for part in str(text or "").split("; "))
+
+
+def _not_judged_mask(df: pd.DataFrame) -> pd.Series:
+    if "not_judged" in df:              # reasons: a check that does not apply is not counted
+        return df["not_judged"].map(_really_unjudged).astype(bool)
+    if "checks_not_judged" in df:
+        return pd.to_numeric(df["checks_not_judged"], errors="coerce").fillna(0) > 0
+    flags = [c for c in df.columns if c.startswith("flag_")]
+    return df[flags].isna().any(axis=1) if flags else pd.Series(False, index=df.index)
+
+
+def _merged_p99(adm: pd.DataFrame, hist: pd.DataFrame | None, keys: list) -> pd.DataFrame | None:
+    """Each cell's p99 from its runs' merged histograms (tails.cell_tails), where it is judged;
+    None without histograms (runs recorded before json+): the caller keeps the runs' own p99."""
+    if hist is None or not len(hist) or not len(adm):
+        return None
+    t = cell_tails(adm, hist, by=keys, quantiles=(0.99,))
+    t = t[t["status"] == "judged"]
+    return t[keys + ["value_ns"]].rename(columns={"value_ns": "p99"})
+
+
+def summary_table(results: pd.DataFrame, include_flagged: bool = False,
+                  hist: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per configuration × workload × direction (see the module docstring). With the
+    store's histograms (`Sweep.histograms`) p99 is the cell's, read from its runs' merged
+    histograms and blank where its I/O count cannot support it; without them (runs before json+)
+    it is the mean of the runs' own p99, as those sweeps' tables always showed."""
+    need = set(_SHAPE) | {"iops"}
+    if not need <= set(results.columns):
+        raise ConfigError(f"the summary table needs columns {sorted(need - set(results.columns))}")
+    df = results.copy()
+    factors = [c for c in varying_columns(df, exclude=LAYOUT_COLUMNS) if c not in ("workload", "direction")]
+    keys = _SHAPE + factors + [c for c in ("workload", "direction") if c in df]
+    adm = select_admissible(df, include_flagged)
+    s = summary(adm, "iops", keys)[keys + ["n", "mean", "ci95_low", "ci95_high"]] if len(adm) else \
+        pd.DataFrame(columns=keys + ["n", "mean", "ci95_low", "ci95_high"])
+    physical = bool(set(factors) & set(COMPRESSION_FACTORS))
+    extra = adm.groupby(keys, dropna=False).agg(
+        bw=("bw_bytes_s", "mean") if "bw_bytes_s" in adm else ("iops", lambda v: np.nan),
+        p99=("clat_p99_ns", "mean") if "clat_p99_ns" in adm else ("iops", lambda v: np.nan),
+        **(_physical_aggs(adm) if physical else {})).reset_index()
+    merged = _merged_p99(adm, hist, keys)
+    if merged is not None:
+        extra = extra.drop(columns="p99").merge(merged, on=keys, how="left")
+    all_keys = df[keys].drop_duplicates()
+    out = all_keys.merge(s, on=keys, how="left").merge(extra, on=keys, how="left")
+    counts = [_runs(df, keys, ~admissible_mask(df) & ~replacement_mask(df)).rename("excluded"),
+              _runs(adm, keys, described_mask(adm)).rename("described"),
+              _runs(df, keys, _not_judged_mask(df)).rename("not_judged")]
+    for c in counts:
+        out = out.merge(c.reset_index(), on=keys, how="left")
+    out[list(_RUNS)] = out[list(_RUNS)].fillna(0).astype(int)
+    if include_flagged:
+        out["excluded"] = 0
+    shape = out[["layout", "vdevs", "width"]].itertuples(index=False)
+    out.insert(0, "configuration", [config_label(*r) for r in shape])
+    out = out.rename(columns={"total_disks": "drives", "mean": "iops", "ci95_low": "iops_ci95_low",
+                              "ci95_high": "iops_ci95_high"})
+    out["iops_ci95_low"] = out["iops_ci95_low"].clip(lower=0)
+    out["mib_s"] = out.pop("bw") / 2 ** 20
+    out["p99_ms"] = out.pop("p99") / 1e6
+    if physical:
+        out["physical_mib_s"] = out.pop("physical_bw") / 2 ** 20
+    out["_rank"] = out["layout"].map(lambda v: LAYOUT_ORDER.index(v) if v in LAYOUT_ORDER else len(LAYOUT_ORDER))
+    order = [c for c in ("workload", "direction") if c in out] + ["_rank", "drives", "vdevs"] + factors
+    out = out.sort_values(order, kind="stable").drop(columns=["_rank"]).reset_index(drop=True)
+    cols = ["configuration", "layout", "vdevs", "width", "drives", "data_disks", *factors,
+            *[c for c in ("workload", "direction") if c in out], "iops", "iops_ci95_low", "iops_ci95_high",
+            "mib_s", *(_PHYSICAL if physical else ()), "p99_ms", *_RUNS]
+    return out[cols]
+
+
+def _physical_aggs(adm: pd.DataFrame) -> dict:
+    """Means of the disks' bytes/s and of the compressratio after each run (the prefill's for
+    runs recorded before it was kept), for a study of compression."""
+    nan = ("iops", lambda v: np.nan)
+    ratio = next((c for c in ("compressratio_after_run", "compressratio") if c in adm), None)
+    return {"physical_bw": ("physical_bw_bytes_s", "mean") if "physical_bw_bytes_s" in adm else nan,
+            "compressratio": (ratio, "mean") if ratio else nan}
+
+
+def _factor_cell(col, v) -> str:
+    if pd.isna(v):
+        return ""
+    return format_size(int(v)) if col.endswith("_bytes") else str(v)
+
+
+def display_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Text cells: numbers with separators and no scientific notation; '—' where n = 0."""
+    factors = [c for c in table.columns if c not in ("configuration", "layout", "vdevs", "width", "drives",
+                                                      "data_disks", "workload", "direction", "iops",
+                                                      "iops_ci95_low", "iops_ci95_high", "mib_s", "p99_ms",
+                                                      *_PHYSICAL, *_RUNS)]
+    rows = []
+    for _, r in table.iterrows():
+        judged = r["n"] > 0
+        row = {"configuration": r["configuration"], "drives": str(int(r["drives"])),
+               "data_disks": str(int(r["data_disks"]))}
+        row.update({f: _factor_cell(f, r[f]) for f in factors})
+        row.update({c: str(r[c]) for c in ("workload", "direction") if c in table})
+        ci = (f"{fmt(r['iops_ci95_low'])}–{fmt(r['iops_ci95_high'])}"
+              if judged and pd.notna(r["iops_ci95_high"]) else ("n=1, no CI" if r["n"] == 1 else "—"))
+        row.update(iops=fmt(r["iops"]) if judged else "—", iops_ci=ci,
+                   mib_s=fmt(r["mib_s"]) if judged else "—",
+                   **{c: fmt(r[c]) if judged else "—" for c in _PHYSICAL if c in table},
+                   p99_ms=fmt(r["p99_ms"]) if judged else "—", **{c: str(int(r[c])) for c in _RUNS if c in table})
+        rows.append(row)
+    cols = ["configuration", "drives", "data_disks", *factors, *[c for c in ("workload", "direction") if c in table],
+            "iops", "iops_ci", "mib_s", *[c for c in _PHYSICAL if c in table], "p99_ms",
+            *[c for c in _RUNS if c in table]]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _header(col: str) -> str:
+    if col in _LABELS:
+        return _LABELS[col]
+    return col.replace("_bytes", "").replace("_", " ")
+
+
+def summary_gt(table: pd.DataFrame, title: str = "Summary", source_note: str = ""):
+    """The table as a great_tables GT (`.as_raw_html()`, `.as_latex()`)."""
+    from great_tables import GT
+    d = display_table(table)
+    gt = GT(d).tab_header(title=title).cols_label(**{c: _header(c) for c in d.columns})
+    numeric = [c for c in ("drives", "data_disks", "iops", "iops_ci", "mib_s", *_PHYSICAL, "p99_ms", *_RUNS) if c in d]
+    throughput = ["iops", "iops_ci", "mib_s", *[c for c in _PHYSICAL if c in d]]
+    gt = gt.cols_align("right", columns=numeric).tab_spanner("Throughput", throughput) \
+        .tab_spanner("Runs", [c for c in _RUNS if c in d])
+    if source_note:
+        gt = gt.tab_source_note(source_note)
+    return gt
+
+
+def _markdown(d: pd.DataFrame, right) -> str:
+    cells = [[_header(c) for c in d.columns]] + d.astype(str).to_numpy().tolist()
+    esc = [[str(v).replace("|", "\\|") for v in row] for row in cells]
+    widths = [max(len(row[i]) for row in esc) for i in range(len(d.columns))]
+    line = lambda row: "| " + " | ".join(v.rjust(w) if d.columns[i] in right else v.ljust(w)  # noqa: E731
+                                         for i, (v, w) in enumerate(zip(row, widths))) + " |"
+    rule = "|" + "|".join(("-" * (w + 1) + ":") if c in right else ("-" * (w + 2))
+                          for c, w in zip(d.columns, widths)) + "|"
+    return "\n".join([line(esc[0]), rule] + [line(r) for r in esc[1:]]) + "\n"
+
+
+def export_table(table: pd.DataFrame, fmt_name: str, title: str = "Summary", source_note: str = "") -> str:
+    """The summary table as Markdown, CSV (numbers, units in the column names), LaTeX or HTML."""
+    if fmt_name not in FORMATS:
+        raise ConfigError(f"table format must be one of {', '.join(FORMATS)}, got {fmt_name!r}")
+    if fmt_name == "csv":
+        return table.to_csv(index=False, float_format="%.6g")
+    if fmt_name == "md":
+        d = display_table(table)
+        right = {"drives", "data_disks", "iops", "iops_ci", "mib_s", *_PHYSICAL, "p99_ms", *_RUNS}
+        text = _markdown(d, right)
+        return (f"**{title}**\n\n" if title else "") + text + (f"\n{source_note}\n" if source_note else "")
+    gt = summary_gt(table, title, source_note)
+    return gt.as_latex() if fmt_name == "latex" else gt.as_raw_html()
+
+
+def write_tables(table: pd.DataFrame, out_dir, title: str = "Summary", source_note: str = "",
+                 stem: str = "summary") -> list[Path]:
+    """summary.md, summary.csv and summary.tex in `out_dir`."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt_name, ext in (("md", "md"), ("csv", "csv"), ("latex", "tex")):
+        p = out_dir / f"{stem}.{ext}"
+        p.write_text(export_table(table, fmt_name, title, source_note), encoding="utf-8")
+        paths.append(p)
+    return paths

@@ -1,0 +1,244 @@
+"""Reports: run the analysis notebooks with papermill and write an HTML report directory.
+
+`render_report(sweep_dir)` executes each chosen notebook into `<sweep_dir>/report/`
+(the executed .ipynb is kept next to its HTML), renders it with nbconvert with the
+code hidden, and writes an index page: the question, the environment in a dozen lines
+(the full record behind a disclosure), the summary table (with its Markdown, CSV and
+LaTeX exports), the classic claims the sweep can speak to with their verdicts
+(`classic_claims.classic_claims`), the headline IOPS-against-drives chart, the resilver study's
+section when the sweep timed resilvers (`resilver.resilver_section`), and each notebook's conclusions. A
+sweep no notebook applies to but with resilver events gets the index page alone.
+Nothing is fetched from the network: the `zbench` nbconvert template drops require.js,
+MathJax and mermaid, and every page loads the report's one `plotly.min.js`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from zbench_lib.analysis.claims.caveats import caveats
+from zbench_lib.analysis.claims.classic_claims import classic_claims
+from zbench_lib.analysis.data.flags import select_admissible
+from zbench_lib.analysis.data.sweep_data import Sweep, environment_table, load_sweep
+from zbench_lib.analysis.figures.plot_base import add_caption
+from zbench_lib.analysis.figures.report_figures import plot_iops_vs_drives
+from zbench_lib.analysis.report.compare_factor import auto_factor
+from zbench_lib.analysis.report.env_summary import environment_summary
+from zbench_lib.analysis.report.notebook_display import figure_caption, is_synthetic, sweep_id
+from zbench_lib.analysis.report.pub_tables import export_table, summary_table, write_tables
+from zbench_lib.analysis.report.report_assets import PLOTLY_JS, prepare_notebook, single_file, write_plotlyjs
+from zbench_lib.analysis.report.resilver import resilver_section, resilver_table
+from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.core.paths import REPO_ROOT
+
+NOTEBOOK_DIR = REPO_ROOT / "notebooks"
+TEMPLATE_DIR = REPO_ROOT / "templates" / "report"
+ALL_NOTEBOOKS = ("analysis-scaling", "analysis-volblocksize", "analysis-compare")
+TITLES = {"analysis-scaling": "Scaling per data disk", "analysis-volblocksize": "volblocksize",
+          "analysis-compare": "Comparisons along one factor"}
+LOG_NAME = "report-errors.log"
+
+
+@dataclass
+class ReportOptions:
+    """What `zbench report` can ask for beyond the sweep directory."""
+    notebooks: list[str] | None = None       # default: those the sweep supports
+    include_flagged: bool = False
+    parameters: dict = field(default_factory=dict)   # notebook -> {parameter: value}
+    compare: str | None = None               # another sweep directory (analysis-compare)
+    timeline: str | None = None              # run_id drawn layer by layer
+    figures: tuple = ()                      # static formats: png, svg
+    single_file: bool = False                # also report.html, self-contained
+    show_code: bool = False
+    kernel_name: str | None = None
+    timeout: int = 1800
+
+
+def applicable_notebooks(results: pd.DataFrame) -> list[str]:
+    """The analyses a results table supports: scaling if disk counts vary within a layout, etc."""
+    out = []
+    if {"layout", "data_disks"} <= set(results) and (results.groupby("layout")["data_disks"].nunique() > 1).any():
+        out.append("analysis-scaling")
+    if any(c in results and results[c].nunique() > 1 for c in ("volblocksize_bytes", "recordsize_bytes")):
+        out.append("analysis-volblocksize")
+    if auto_factor(results) is not None:      # layout, release, sync, log, cache, model, fs, ...
+        out.append("analysis-compare")
+    return out
+
+
+def notebook_name(text: str) -> str:
+    """'scaling' or 'analysis-scaling' -> 'analysis-scaling'."""
+    name = text if text.startswith("analysis-") else f"analysis-{text}"
+    if name not in ALL_NOTEBOOKS:
+        raise ConfigError(f"no analysis notebook {text!r}; have {', '.join(ALL_NOTEBOOKS)}")
+    return name
+
+
+def parse_param(text: str) -> tuple[str, str, object]:
+    """'scaling:metric=bw_bytes_s' -> ('analysis-scaling', 'metric', 'bw_bytes_s'); values as YAML."""
+    import yaml
+    head, eq, value = text.partition("=")
+    nb, colon, key = head.partition(":")
+    if not (eq and colon and nb.strip() and key.strip()):
+        raise ConfigError(f"--param {text!r}: write notebook:key=value, e.g. scaling:metric=bw_bytes_s")
+    try:
+        parsed = yaml.safe_load(value) if value.strip() else ""
+    except yaml.YAMLError:
+        parsed = value
+    return notebook_name(nb.strip()), key.strip(), parsed
+
+
+def _conclusions(nb) -> list[str]:
+    for cell in nb.cells:
+        if "conclusions" in cell.get("metadata", {}).get("tags", []):
+            text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stdout")
+            return [line[2:] if line.startswith("- ") else line for line in text.splitlines() if line.strip()]
+    return []
+
+
+def notebook_to_html(nb_path, html_path, meta: dict | None = None, show_code: bool = False) -> Path:
+    """Render an executed notebook as an HTML page of the report (code hidden by default)."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    nb = prepare_notebook(nbformat.read(str(nb_path), as_version=4))
+    nb.metadata["zbench"] = dict(meta or {})
+    exporter = HTMLExporter(template_name="zbench", extra_template_basedirs=[str(TEMPLATE_DIR)],
+                            exclude_input=not show_code, exclude_input_prompt=True,
+                            exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nb)
+    Path(html_path).write_text(body, encoding="utf-8")
+    return Path(html_path)
+
+
+def _parameters(sweep: Sweep, names, opts: ReportOptions) -> dict:
+    """Papermill parameters per notebook; unknown notebooks, parameters or runs are refused."""
+    import papermill as pm
+    params = {}
+    for n, extra in opts.parameters.items():
+        if n not in names:
+            raise ConfigError(f"--param for {n}, which this report does not run (it runs {', '.join(names)})")
+    if opts.timeline and "run_id" in sweep.results and opts.timeline not in set(sweep.results["run_id"]):
+        some = ", ".join(sorted(sweep.results["run_id"].unique())[:3])
+        raise ConfigError(f"--timeline {opts.timeline!r} is not a run of {sweep.path.name} (runs look like {some})")
+    for name in names:
+        declared = pm.inspect_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"))
+        base = {"sweep_dir": str(sweep.path), "include_flagged": bool(opts.include_flagged)}
+        if opts.timeline:
+            base["timeline_run"] = opts.timeline
+        if opts.compare and name == "analysis-compare":
+            base["other_sweep_dir"] = str(Path(opts.compare).resolve())
+        params[name] = {k: v for k, v in base.items() if k in declared}
+        unknown = [k for k in opts.parameters.get(name, {}) if k not in declared]
+        if unknown:
+            raise ConfigError(f"{name} has no parameter {', '.join(unknown)}; it has {', '.join(declared)}")
+        params[name].update(opts.parameters.get(name, {}))
+    return params
+
+
+def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dict:
+    """Environment, summary table and its exports, classic claims, headline chart, resilver section: the index page.
+
+    `static` lists the (file stem, figure) pairs that `--figures` saves.
+    """
+    df = sweep.results
+    note = (f"Sweep {sid}. Mean over n admissible runs; IOPS 95% CI of the mean; "
+            + ("flagged runs included." if opts.include_flagged else "runs flagged by a truth check excluded."))
+    table = summary_table(df, opts.include_flagged, hist=sweep.histograms)
+    write_tables(table, out, title=f"zbench summary: {sid}", source_note=note)
+    extras = dict(environment_lines=environment_summary(sweep.provenance, df, sweep.spec.get("surface", "")),
+                  summary_html=export_table(table, "html", title="Summary per configuration", source_note=note),
+                  headline_html="", static=[], caveats=caveats(df),
+                  classic_claims=classic_claims(df, opts.include_flagged))
+    adm = select_admissible(df, opts.include_flagged)
+    if {"layout", "total_disks"} <= set(adm) and len(adm) \
+            and (adm.groupby("layout")["total_disks"].nunique() > 1).any():
+        fig = plot_iops_vs_drives(adm)
+        add_caption(fig, figure_caption(fig.layout.title.text or "", [sweep]))
+        extras["headline_html"] = fig.to_html(full_html=False, include_plotlyjs=False, div_id="zbench-headline",
+                                              config={"displaylogo": False, "responsive": True})
+        extras["static"].append(("index-01-iops-vs-drives", fig))
+    extras["resilver_html"], fig = resilver_section(resilver_table(sweep.path), f"Sweep {sid}.")
+    if fig is not None:
+        extras["static"].append(("index-02-resilver", fig))
+    return extras
+
+
+def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, parameters=None,
+                  show_code: bool = False, kernel_name: str | None = None, timeout: int = 1800,
+                  options: ReportOptions | None = None) -> Path:
+    """Execute the analysis notebooks on a sweep and write `<sweep_dir>/report/index.html`.
+
+    `options` (a ReportOptions) carries everything; the keyword arguments are its
+    shorthand. A notebook that fails still gets its page (with the traceback, which also
+    goes to report/report-errors.log); a ZbenchError names the failures in one line.
+    """
+    import nbformat
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    from zbench_lib import __version__
+    from zbench_lib.analysis.figures.figures_static import export_notebook_figures, save_static
+    from zbench_lib.sweeps.watching.notebook import NotebookFailed, execute_notebook
+    opts = options or ReportOptions(notebooks=notebooks, include_flagged=include_flagged,
+                                    parameters=parameters or {}, show_code=show_code,
+                                    kernel_name=kernel_name, timeout=timeout)
+    sweep = load_sweep(sweep_dir)
+    # What the admissible runs support: a notebook over runs that are all flagged has nothing to say.
+    admissible = select_admissible(sweep.results, opts.include_flagged)
+    names = [notebook_name(n) for n in opts.notebooks] if opts.notebooks else applicable_notebooks(admissible)
+    if opts.compare and "analysis-compare" not in names:
+        names.append("analysis-compare")
+    if not names and resilver_table(sweep.path).empty:
+        if applicable_notebooks(sweep.results):
+            raise ZbenchError(f"{sweep.path}: every run that would be analysed was flagged by a truth check "
+                              "(see results' truth_flags); --include-flagged analyses them anyway")
+        raise ZbenchError(f"{sweep.path}: no analysis applies (one layout, one disk count, one block size?)")
+    params = _parameters(sweep, names, opts)
+    out = sweep.path / "report"
+    out.mkdir(exist_ok=True)
+    (out / LOG_NAME).unlink(missing_ok=True)
+    write_plotlyjs(out)
+    sid = sweep_id(sweep)
+    meta = dict(sweep_id=sid, synthetic=is_synthetic(sweep), version=__version__, plotlyjs=PLOTLY_JS)
+    entries, failed, figures = [], [], []
+    for name in names:
+        executed = out / f"{name}.ipynb"
+        try:
+            execute_notebook(NOTEBOOK_DIR / f"{name}.ipynb", executed, params[name], log=out / LOG_NAME,
+                             name=name, cwd=REPO_ROOT, kernel_name=opts.kernel_name, timeout=opts.timeout)
+            ok = True
+        except NotebookFailed as exc:
+            failed.append(f"{name}: {exc.error}")
+            ok = False
+        if not executed.exists():
+            continue
+        notebook_to_html(executed, out / f"{name}.html", meta, opts.show_code)
+        nb = nbformat.read(str(executed), 4)
+        if opts.figures:
+            figures += export_notebook_figures(nb, out / "figures", opts.figures, prefix=name.replace("analysis-", ""))
+        entries.append(dict(title=TITLES.get(name, name), html=f"{name}.html", ipynb=f"{name}.ipynb",
+                            failed=not ok, conclusions=_conclusions(nb)))
+    extras = _index_extras(sweep, out, opts, sid)
+    if opts.figures:
+        figures = [p for stem, fig in extras["static"]
+                   for p in save_static(fig, out / "figures" / stem, opts.figures)] + figures
+    env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), autoescape=select_autoescape(["html"]))
+    page = env.get_template("index.html.j2").render(
+        sweep_id=sid, synthetic=meta["synthetic"], question=str(sweep.spec.get("question", "")).strip(),
+        surface=sweep.spec.get("surface", "(not declared)"), include_flagged=opts.include_flagged,
+        n_rows=len(sweep.results), n_flagged=int(sweep.results["flagged"].sum()),
+        n_runs=sweep.results["run_id"].nunique() if "run_id" in sweep.results else len(sweep.results),
+        entries=entries, fault_sweep=bool(sweep.spec.get("faults")),
+        environment=environment_table(sweep.provenance).itertuples(index=False),
+        figures=[p.relative_to(out).as_posix() for p in figures], plotlyjs=PLOTLY_JS, compare=opts.compare,
+        **{k: v for k, v in extras.items() if k != "static"})
+    index = out / "index.html"
+    index.write_text(page, encoding="utf-8")
+    if opts.single_file:
+        single_file(out, [e["html"] for e in entries])
+    if failed:
+        raise ZbenchError(f"report written to {index}, but {len(failed)} notebook(s) failed: "
+                          + "; ".join(failed) + f" (tracebacks: {out / LOG_NAME})")
+    return index

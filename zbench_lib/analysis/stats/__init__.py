@@ -1,0 +1,1 @@
+"""Statistics: summaries, ratio intervals and tests, comparisons, tails, the tables of results."""

@@ -1,0 +1,155 @@
+"""fio's client/server output read into typed records: one per client job, and fio's own sum.
+
+A controller run (`fio --client=<host>,<port> <job> ...  --output-format=json+`) prints one
+document whose ``client_stats`` array holds, per client, one entry per job (per group with
+``group_reporting``) tagged with the client's ``hostname`` and ``port``, in the order the
+clients finished; when more than one entry was reported, fio adds a last entry named
+``All clients`` (client.c ``handle_ts``: ``sum_thread_stats`` over every entry). In fio 3.33
+that entry has totals, rates and the latency min/max/mean/N but neither percentiles nor
+json+ bins (its summed thread_stat never gets ``clat_percentiles`` set), and its hostname and
+port are those of whichever client reported last: they name no client.
+
+fio gives no start time per client in 3.33 (later releases add ``job_start``, ms on the
+client's clock, read here when present and non-zero). `log_starts` reads the start from the
+client's iops log instead, when the job wrote one with ``log_unix_epoch=1``
+(`fio_clients.client_job` asks for it): fio's averaging helper writes a sample every
+``log_avg_msec`` after the job's start, stamped on the client's wall clock, so sample k
+(k = 1, 2, ...) is stamped start + k x interval plus the helper's wake-up delay (0-5 ms in
+the runs here); the least delayed sample gives the start. The controller writes each
+client's logs as ``<prefix>_iops.<n>.log.<hostname>``: clients that share a hostname (several
+servers on one machine) are told apart only by their prefix, the client's label.
+
+Pure: fio's text or dict in, records out; never a host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from zbench_lib.core.errors import ZbenchError
+from zbench_lib.measure.fio_hist import run_histograms
+from zbench_lib.measure.fio_parse import DIRECTIONS, load_fio_json, parse_fio_log
+
+ALL_CLIENTS = "All clients"     # the jobname fio gives its summed entry
+
+
+@dataclass(frozen=True)
+class DirectionStats:
+    """One direction of one client job, as fio reported it (rates over the job's own runtime)."""
+    io_bytes: int
+    total_ios: int
+    runtime_ms: int
+    iops: float
+    bw_bytes_s: float
+    clat_n: int
+    clat_mean_ns: float
+    clat_min_ns: float
+    clat_max_ns: float
+    bins: tuple[tuple[int, int], ...]               # (bin_ns, count), json+ only; () without
+    fio_percentiles: tuple[tuple[str, float], ...]  # fio's own list ("99.000000", ns); () without
+
+
+@dataclass(frozen=True)
+class ClientJob:
+    """One entry of ``client_stats``: a job (or group) run by one fio server."""
+    hostname: str
+    port: int
+    jobname: str
+    groupid: int
+    error: int
+    job_runtime_ms: int
+    job_start_ms: int | None        # fio's job_start on the client's clock; None before fio had it
+    directions: tuple[tuple[str, DirectionStats], ...]
+
+    @property
+    def endpoint(self) -> str:
+        """The client as `--client=` spells it: host,port."""
+        return f"{self.hostname},{self.port}"
+
+    def direction(self, name: str) -> DirectionStats | None:
+        """The direction's stats if it did I/O, else None."""
+        return dict(self.directions).get(name)
+
+
+@dataclass(frozen=True)
+class ClientStats:
+    """A controller run's output: its fio version, the client jobs and fio's own sum."""
+    fio_version: str
+    jobs: tuple[ClientJob, ...]
+    all_clients: ClientJob | None   # fio's "All clients" entry, None when fio printed none
+
+    def endpoints(self) -> tuple[str, ...]:
+        """The clients that reported, in first-report order."""
+        return tuple(dict.fromkeys(j.endpoint for j in self.jobs))
+
+
+def _direction(entry: dict, name: str) -> DirectionStats | None:
+    d = entry.get(name) or {}
+    if not d.get("io_bytes"):
+        return None
+    clat = d.get("clat_ns") or {}
+    # fio_hist reads a job's bins; an entry of client_stats has the same shape as one of jobs.
+    bins = tuple((h["bin_ns"], h["count"]) for h in run_histograms({"jobs": [entry]}) if h["direction"] == name)
+    pct = tuple((k, float(v)) for k, v in (clat.get("percentile") or {}).items())
+    return DirectionStats(
+        io_bytes=int(d["io_bytes"]), total_ios=int(d.get("total_ios", 0)), runtime_ms=int(d["runtime"]),
+        iops=float(d["iops"]), bw_bytes_s=float(d["bw_bytes"]), clat_n=int(clat.get("N", 0)),
+        clat_mean_ns=float(clat.get("mean", "nan")), clat_min_ns=float(clat.get("min", "nan")),
+        clat_max_ns=float(clat.get("max", "nan")), bins=bins, fio_percentiles=pct)
+
+
+def _job(entry: dict) -> ClientJob:
+    start = entry.get("job_start")
+    dirs = tuple((name, stats) for name in DIRECTIONS if (stats := _direction(entry, name)) is not None)
+    return ClientJob(hostname=str(entry.get("hostname", "")), port=int(entry.get("port", 0)),
+                     jobname=str(entry.get("jobname", "")), groupid=int(entry.get("groupid", 0)),
+                     error=int(entry.get("error", 0)), job_runtime_ms=int(entry.get("job_runtime", 0)),
+                     job_start_ms=int(start) if start else None, directions=dirs)
+
+
+def parse_client_json(data) -> ClientStats:
+    """Typed records from a controller's JSON (its text or the decoded dict).
+
+    Raises ZbenchError when the document has no ``client_stats`` (not a client-mode run).
+    """
+    if isinstance(data, (str, bytes)):
+        data = load_fio_json(data.decode() if isinstance(data, bytes) else data, key="client_stats")
+    if not isinstance(data.get("client_stats"), list):
+        raise ZbenchError("fio JSON has no 'client_stats' list: not the output of `fio --client`")
+    entries = [_job(e) for e in data["client_stats"]]
+    summed = [e for e in entries if e.jobname == ALL_CLIENTS]
+    return ClientStats(fio_version=str(data.get("fio version", "")),
+                       jobs=tuple(e for e in entries if e.jobname != ALL_CLIENTS),
+                       all_clients=summed[-1] if summed else None)
+
+
+def log_start_ms(text: str, interval_ms: int) -> float | None:
+    """The job's start (ms, the client's wall clock) from an iops log written with
+    ``log_unix_epoch=1`` and ``log_avg_msec=interval_ms``, or None if it holds no sample.
+
+    Sample k is stamped start + k x interval + the helper's delay (>= 0): the start is the
+    smallest stamp - k x interval, k counted from the stamps themselves (a skipped interval
+    does not shift the count).
+    """
+    stamps = sorted(set(parse_fio_log(text)["t_ms"].tolist()))
+    if not stamps:
+        return None
+    first = stamps[0]
+    return float(min(t - (round((t - first) / interval_ms) + 1) * interval_ms for t in stamps))
+
+
+def log_starts(log_dir, labels: dict[str, str], interval_ms: int) -> dict[str, float]:
+    """{endpoint: start ms} from the controller's copies of the clients' iops logs.
+
+    `labels` maps each endpoint to its label, the log prefix its job file was given; a client
+    with several jobs started when its first did. A client without a log is left out.
+    """
+    out = {}
+    for endpoint, label in labels.items():
+        host = endpoint.rsplit(",", 1)[0]
+        starts = [s for p in sorted(Path(log_dir).glob(f"{label}_iops.*.log.{host}"))
+                  if (s := log_start_ms(p.read_text(), interval_ms)) is not None]
+        if starts:
+            out[endpoint] = min(starts)
+    return out

@@ -1,0 +1,1 @@
+"""The plan: cells, runs and their order, pool replicates, the repetition rule, the estimate."""

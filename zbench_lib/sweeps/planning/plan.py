@@ -1,0 +1,306 @@
+"""A plan before any run: one pure expansion of a sweep spec.
+
+``expand(spec)`` turns the factor grid into cells (valid combination x workload),
+skipped cells with their reasons, pools (one per layout + ashift + log; targets and
+workloads share it; each pool replicated ``repetitions.pool_replicates`` times, see
+``blocks``), targets (one per distinct target-level settings within a pool) and runs in
+execution order. Only the pilot (``repetitions.pilot``, or all of a fixed design) is
+planned up front; ``RepetitionRule`` decides what a cell gets more (``Plan.extra_run``).
+Run ids (``c1a2b3c-r02``) hash the cell's factors, so they survive re-expansion. A raw cell
+(``layout: raw``, ``surface: raw``: the bare disks, ``raw_cells``) gets a pool of kind raw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from zbench_lib.measure import fio
+from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.zfs import families
+from zbench_lib.zfs.layouts import Layout
+from zbench_lib.core.sizes import format_size, parse_size
+from zbench_lib.sweeps.planning.blocks import Run, order_runs, replicate, run_id
+from zbench_lib.sweeps.planning.capacity import check_fits
+from zbench_lib.sweeps.spec.faults import check_faults
+from zbench_lib.sweeps.spec.sweep_spec import BLOCKSIZE, FS_FILE_SHARE, PROPERTIES, ZVOL_SURFACES, SweepSpec, check_grid
+from zbench_lib.sweeps.spec.pool import pool_settings
+from zbench_lib.sweeps.spec.warmup import describe_warmup, warmup_estimate
+from zbench_lib.sweeps.spec.raw_cells import RAW, fio_target, raw_cell, raw_factors, raw_settings
+from zbench_lib.sweeps.planning.estimate import (RUN_OVERHEAD_S, disk_rates as _disk_rates, estimates,
+                                                 prefill_seconds)
+from zbench_lib.zfs.targets import Dataset, Zvol
+
+MiB, GiB = 1024 ** 2, 1024 ** 3
+
+
+def _layout(f: dict, spec: SweepSpec) -> Layout:
+    """The Layout a combination asks for; ConfigError says why it cannot be built."""
+    lay, fam = f["layout"], f["layout"]["family"]
+    if "width" in lay:
+        width, vdevs = lay["width"], lay.get("vdevs", 1)
+    elif "width" in f:
+        width, vdevs = f["width"], f.get("vdevs", 1)
+    else:
+        width, vdevs = families.get(fam).shape(f.get("disks", spec.available_disks[0]), f, lay)
+    special = f.get("special", 0)
+    layout = Layout(fam, width, vdevs, ashift=f.get("ashift", 12), log=f.get("log", 0),
+                    log_mirror=f.get("log_mirror", False), cache=f.get("cache", 0), special=special,
+                    special_mirror=special >= 2, draid_data=lay.get("data", 0),
+                    draid_spares=lay.get("spares", 0)).validate()
+    data, extra = spec.available_disks
+    if layout.total_disks > data:
+        raise ConfigError(f"{layout.describe()} needs {layout.total_disks} data disks "
+                          f"but the host has {data}")
+    if layout.extra_disks > extra:
+        raise ConfigError(f"{layout.describe()} needs {layout.extra_disks} extra disk(s) for "
+                          f"log/cache/special but the host has {extra}")
+    return layout
+
+
+def _short_id(factors: dict, n: int = 6) -> str:
+    return hashlib.sha1(json.dumps(factors, sort_keys=True).encode()).hexdigest()[:n]
+
+
+@dataclass
+class Plan:
+    spec: SweepSpec
+    cells: list
+    skipped: list
+    pools: list
+    targets: list
+    runs: list
+    estimates: dict
+    blocks: list = field(default_factory=list)     # pool ids per block, in run order
+
+    def cell(self, cell_id: str) -> dict:
+        for c in (c for c in self.cells if c["cell_id"] == cell_id):
+            return c
+        raise ZbenchError(f"no cell {cell_id!r} in this plan")
+
+    def pool_order(self) -> list:
+        """The pools in the order they are run: block by block (``blocks``)."""
+        by_id = {p["pool_id"]: p for p in self.pools}
+        return [by_id[pid] for block in self.blocks for pid in block]
+
+    def extra_run(self, cell_id: str, rep: int) -> Run:
+        """A run the repetition rule adds beyond the planned ones (a replacement or Stein's second stage)."""
+        c = self.cell(cell_id)
+        if not self.spec.repetitions["pilot"] < rep <= 999:
+            raise ZbenchError(f"{cell_id}: rep {rep} is not an added repetition (planned reps are "
+                              f"1..{self.spec.repetitions['pilot']}, added ones up to 999)")
+        return Run(run_id(cell_id, rep), cell_id, rep, c["pool_id"], c["target_id"])
+
+    def run_meta(self, run: Run) -> dict:
+        """Everything meta.json records about a run: its ids, rep, order, pool replicate and every factor."""
+        c = self.cell(run.cell_id)
+        return {"sweep": self.spec.name, "run_id": run.run_id, "cell_id": run.cell_id, "rep": run.rep,
+                "order_index": run.order, "pool_id": run.pool_id, "target_id": run.target_id,
+                "pool_replicate": c["pool_replicate"], "base_cell_id": c["base_cell_id"],
+                "seed": self.spec.seed, "factors": dict(c["factors"]), "fio": dict(c["fio"])}
+
+    def summary(self) -> pd.DataFrame:
+        """One row per cell: ids, factors, planned and maximum runs, estimated time and bytes."""
+        r = self.spec.repetitions
+        rows = [{"cell_id": c["cell_id"], "pool_id": c["pool_id"], "target_id": c["target_id"],
+                 "pool_replicate": c["pool_replicate"], **c["factors"], "runs_planned": r["pilot"],
+                 "runs_max": r["max"], "est_time_s": r["pilot"] * c["run_s"],
+                 "est_bytes_written": r["pilot"] * c["write_bytes_per_run"]}
+                for c in self.cells]
+        return pd.DataFrame(rows)
+
+    def describe(self) -> str:
+        """A few lines for the notebook, the CLI and --dry-run."""
+        s, e = self.spec, self.estimates
+        host = s.host if s.lab is None else (f"lab ({s.lab['disks']} x {format_size(s.lab['disk_bytes'])} "
+                                             f"{s.lab['model']}, {s.lab['extra_disks']} extra)")
+        hms = lambda t: f"{int(t // 3600)}h{int(t % 3600 // 60):02d}m{int(t % 60):02d}s"  # noqa: E731
+        r, nblocks = s.repetitions, len(self.blocks)
+        order = ("randomised (pools within each block, targets within each pool)" if s.order == "randomised"
+                 else "as written") + (", reads before writes within a target" if s.reads_first else "")
+        design = (f"up to {e['runs_max']} by Stein's two-stage rule (pilot {r['pilot']}, max {r['max']}, "
+                  f"target rel CI half-width {r['target_rel_ci'] * 100:g}% on {r['metric']})"
+                  if r["design"] == "stein" else f"a fixed design on {r['metric']}")
+        lines = [f"sweep {s.name!r}: {s.question}", f"surface {s.surface} on {host}",
+                 f"cells: {len(self.cells)} ({len(self.skipped)} skipped), pools: {len(self.pools)}"
+                 + (f" ({len(self.pools) // nblocks} x {nblocks} pool replicates in randomised blocks)"
+                    if nblocks > 1 else "") + f", targets: {len(self.targets)}",
+                 f"runs: {len(self.runs)} planned ({r['pilot']} per cell), {design}; "
+                 f"excluded runs replaced up to {r['max_attempts']} attempts per cell",
+                 f"estimated wall time: {hms(e['wall_s'])} (up to {hms(e['wall_max_s'])}), "
+                 f"{hms(e['measure_s'])} inside fio measurement windows; "
+                 f"{hms(e['wall_attempts_max_s'])} if every run were excluded and replaced",
+                 f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
+                 f"(up to {e['bytes_written_max'] / GiB:.2f} GiB), prefill {e['prefill_bytes'] / GiB:.2f} GiB",
+                 f"order: {order}; seed {s.seed}"] + describe_warmup(s, e)
+        if s.faults and s.faults.get("resilver"):
+            n = len(self.pools) * (2 if s.faults.get("resilver_load") else 1)
+            lines.append(f"plus {n} timed resilvers, not in the estimate (their time is what is measured; "
+                         "it grows with the data allocated and, under load, with the load)")
+        brief = lambda f: {k: v["family"] if k == "layout" and len(v) == 1 else v for k, v in f.items()}  # noqa: E731
+        lines += [f"  skipped {sk['workload']} {brief(sk['factors'])}: {sk['reason']}" for sk in self.skipped]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        """Deterministic: the same spec gives the same dict (what plan.json holds)."""
+        s = self.spec
+        return {"format": 1, "sweep": s.name, "question": s.question, "surface": s.surface, "host": s.host,
+                "lab": s.lab, "seed": s.seed, "order": s.order, "reads_first": s.reads_first,
+                "repetitions": s.repetitions, "prefill": s.prefill, "pools": self.pools,
+                "targets": self.targets, "cells": self.cells, "skipped": self.skipped,
+                "blocks": self.blocks, "runs": [vars(r) for r in self.runs], "estimates": self.estimates,
+                **({"warmup": s.warmup} if s.warmup else {})}   # only if declared: older plan.json still match
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
+
+
+def _target_spec(spec: SweepSpec, f: dict, layout: Layout) -> dict:
+    """Target-level settings of a combination; ConfigError if ZFS would refuse or it cannot fit."""
+    bkey = f"{BLOCKSIZE[spec.surface]}_bytes"
+    settings = {k: v for k, v in spec.target.items() if k != "kind"}
+    settings.update({k: f[k] for k in PROPERTIES if k in f})
+    if BLOCKSIZE[spec.surface] in f:
+        settings[bkey] = f[BLOCKSIZE[spec.surface]]
+    kw = {k: v for k, v in settings.items() if k in PROPERTIES or k == bkey}
+    t = Zvol("target", volsize_bytes=settings["size_bytes"], **kw) if spec.surface in ZVOL_SURFACES \
+        else Dataset("target", **kw)
+    settings[bkey] = getattr(t.validate(), bkey)
+    if "access" in f:
+        settings["access"] = f["access"]
+    fs = f.get("fs", settings.pop("fs", None))
+    if fs is not None:              # fio on a file in a filesystem made on the zvol, or (none) the zvol itself
+        settings["fs"] = fs
+        if fs != "none":
+            settings["file_bytes"] = int(settings["size_bytes"] * FS_FILE_SHARE) // MiB * MiB
+    usable = layout.usable_bytes(spec.disk_bytes) if spec.disk_bytes else None
+    if usable and settings["size_bytes"] > usable:
+        raise ConfigError(f"target of {format_size(settings['size_bytes'])} does not fit in "
+                          f"{layout.describe()} (about {format_size(usable)} usable)")
+    return settings
+
+
+def _zfs_factors(spec: SweepSpec, f: dict, layout: Layout, settings: dict) -> dict:
+    """A ZFS cell's factors before the workload's (a raw cell's: raw_cells.raw_factors)."""
+    return {"layout": layout.family, "width": layout.width, "vdevs": layout.vdevs,
+            "data_disks": layout.data_disks, "total_disks": layout.total_disks, "log": layout.log,
+            "ashift": layout.ashift, "layout_label": layout.describe(),
+            **layout.fam.factors(layout),
+            **{k: v for k, v in settings.items() if k not in ("size_bytes", "file_bytes")},
+            ("volsize_bytes" if spec.surface in ZVOL_SURFACES else "file_size_bytes"): settings["size_bytes"],
+            **({"file_size_bytes": settings["file_bytes"]} if "file_bytes" in settings else {}),
+            **{k: f[k] for k in ("fill", "zfs") if k in f}, **pool_settings(f)}
+
+
+def _declared_data(spec: SweepSpec, w, f: dict) -> dict:
+    """{"compressible_percent": p}: the data a ZFS cell's target holds, where the spec declares
+    compressible data anywhere (a factor, or a workload's override). A target setting, so targets
+    differ by it and each is prefilled with the data its workloads declare (reads read what the
+    prefill wrote); {} where nothing is declared, so those plans are as they were."""
+    key = "compressible_percent"
+    if key not in spec.factors and not any(key in x.overrides for x in spec.workloads):
+        return {}
+    return {key: f.get(key, w.overrides.get(key, w.kind.defaults[key]))}
+
+
+def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> dict:
+    """One cell without ids: its factors (the result columns), fio overrides and estimates."""
+    params = {**w.overrides, **{k: f[k] for k in ("iodepth", "numjobs", "bs", "compressible_percent") if k in f}}
+    filename, fio_size = fio_target(layout, settings)
+    try:
+        fio.build_job(w.template, filename=filename, size=fio_size, **params)
+    except ConfigError as e:
+        raise ConfigError(f"workload {w.name}: {e}") from None
+    merged = {**w.kind.defaults, **params}
+    raw = layout.family == RAW
+    factors = {**(raw_factors(layout, settings, f) if raw else _zfs_factors(spec, f, layout, settings)),
+               "workload": w.name, "template": w.template, "iodepth": merged["iodepth"],
+               "numjobs": merged["numjobs"], "bs_bytes": parse_size(merged["bs"], "bs")}
+    measured = merged["ramp_time_s"] + merged["runtime_s"]
+    share = (0.0 if w.reads_only else 1.0) if merged["rwmixread"] is None else 1 - merged["rwmixread"] / 100
+    rate = layout.data_disks * min(rates[0], rates[1] * factors["bs_bytes"])
+    return {"workload": w.name, "template": w.template, "reads_only": w.reads_only, "factors": factors,
+            "fio": params, "runtime_s": merged["runtime_s"], "run_s": measured + RUN_OVERHEAD_S,
+            "write_bytes_per_run": int(share * rate * measured)}
+
+
+def run_seconds(cell: dict) -> float:
+    """A run's fio time: ramp plus measurement, as the executor gives fio."""
+    fio = cell.get("fio") or {}
+    return float(fio.get("runtime_s", 60)) + float(fio.get("ramp_time_s", 10))
+
+
+def expand(spec: SweepSpec) -> Plan:
+    """Every factor combination x workload: a cell, or a skipped cell with its reason.
+
+    ConfigError before any expansion when the grid is over spec.MAX_CELLS / MAX_RUNS, and
+    after it when a lab pool's targets together do not fit (``capacity.check_fits``)."""
+    check_grid(spec.factors, spec.workloads, spec.repetitions)     # before any expansion
+    keys, rates = list(spec.factors), _disk_rates(spec)
+    cells, skipped, seen, pools, targets = [], [], set(), {}, {}
+    for combo in itertools.product(*(spec.factors[k] for k in keys)):
+        f = dict(zip(keys, combo))
+        for w in spec.workloads:
+            raw = f["layout"]["family"] == RAW
+            try:
+                layout, settings = raw_cell(spec, f) if raw else \
+                    (lay := _layout(f, spec), {**_target_spec(spec, f, lay), **_declared_data(spec, w, f)})
+                cell = _cell(spec, w, f, layout, settings, rates)
+            except ConfigError as e:
+                skipped.append({"workload": w.name, "factors": f, "reason": str(e)})
+                continue
+            key = json.dumps(cell["factors"], sort_keys=True)
+            if key in seen:
+                continue            # e.g. mirror_width varied for a raidz layout
+            seen.add(key)
+            # A fill level is the pool's state: each level gets pools of its own, so one cell's
+            # filler never fills another's pool. An OpenZFS release is the lab's: its pools too.
+            # Disk models and module parameters are set around a pool, so they too get pools of their own.
+            # Raw disks ("kind": raw) are a pool of their own: no zpool, their checks and wipe around it.
+            around = raw_settings(f) if raw else pool_settings(f)
+            pkey = json.dumps([layout.to_dict(), f.get("fill"), f.get("zfs"), around], sort_keys=True)
+            pool = pools.setdefault(pkey, {"pool_id": f"p{len(pools) + 1:02d}", "layout": layout.to_dict(),
+                                           "label": layout.describe(), "data_disks": layout.data_disks,
+                                           **({"kind": RAW} if raw else {}),
+                                           **{k: f[k] for k in ("fill", "zfs") if k in f},
+                                           **({"settings": around} if around else {})})
+            n_in_pool = sum(t["pool_id"] == pool["pool_id"] for t in targets.values())
+            target = targets.setdefault(json.dumps([pool["pool_id"], settings], sort_keys=True),
+                                        {"target_id": f"{pool['pool_id']}-t{n_in_pool + 1:02d}",
+                                         "pool_id": pool["pool_id"],
+                                         "kind": RAW if raw else spec.target["kind"], **settings})
+            cells.append({"cell_id": None, "pool_id": pool["pool_id"], "target_id": target["target_id"], **cell})
+    _assign_ids(cells)
+    pools_l, targets_l = list(pools.values()), list(targets.values())
+    for t in targets_l:
+        pool = next(p for p in pools_l if p["pool_id"] == t["pool_id"])
+        data = pool["data_disks"]
+        # Every target is written whole; a percentage fill adds a filler dataset per pool
+        # (zfs/prefill.py) whose size depends on the pool's real free space: not estimated here.
+        t["prefill_bytes"] = 0 if pool_fill(spec, pool) == "none" else t.get("file_bytes", t["size_bytes"]) \
+            * (data if t["kind"] == RAW else 1)             # a raw target's region on each of its disks
+        t["prefill_s"] = prefill_seconds(spec, t["prefill_bytes"], data, pool["layout"]["family"])
+    check_fits(spec, pools_l, targets_l)        # a pool's targets together, before replication
+    check_faults(spec.faults, pools_l, min((run_seconds(c) for c in cells), default=0.0), spec.available_disks[0])
+    pools_l, targets_l, cells = replicate(pools_l, targets_l, cells, spec.repetitions["pool_replicates"])
+    blocks, runs = order_runs(spec, pools_l, targets_l, cells)
+    return Plan(spec, cells, skipped, pools_l, targets_l, runs, estimates(spec, cells, pools_l, targets_l,
+                                                                       warmup_estimate(spec, pools_l, targets_l)),
+                blocks)
+
+
+def _assign_ids(cells: list, n: int = 6) -> None:
+    ids = [f"c{_short_id(c['factors'], n)}" for c in cells]
+    if len(set(ids)) < len(ids):    # a prefix collision: longer ids for everyone, still stable
+        return _assign_ids(cells, n + 2)
+    for c, i in zip(cells, ids):
+        c["cell_id"] = i
+
+
+def pool_fill(spec: SweepSpec, pool: dict) -> str:
+    """How a pool's targets are prefilled: its fill factor level, else the spec's prefill."""
+    return "none" if spec.prefill["policy"] == "none" else pool.get("fill", spec.prefill["fill"])

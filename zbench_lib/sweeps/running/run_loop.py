@@ -1,0 +1,125 @@
+"""A target's runs, one by one, whatever its surface (the executor's loop).
+
+``measured_run`` begins an attempt, runs fio with its counters (``measure.runner.measure``),
+completes the attempt with its meta.json, derives the run's rows from raw exactly as a
+resume would, and records the verdict; ``run_target`` runs a target's queue to its end,
+the repetition rule queueing more runs as it decides.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from tqdm.auto import tqdm
+
+from zbench_lib.core.crash import crash_point
+from zbench_lib.core.events import Event
+from zbench_lib.hosts.disk_models import parse_model
+from zbench_lib.measure import workloads
+from zbench_lib.measure.rows import parse_results
+from zbench_lib.measure.runner import measure
+from zbench_lib.sweeps.planning.plan import run_seconds
+from zbench_lib.sweeps.running.surface import FioTarget, Site
+
+
+def model_context(model: str | None) -> dict:
+    """The data disks' model as the truth checks read it (per-disk limits, None = unthrottled)."""
+    if model is None:
+        return {}
+    m = parse_model(model)
+    return dict(disk_model_iops=m.read_iops_limit(), disk_model_bw=m.bw or m.bw_read, disk_model=m.name)
+
+
+class RunBar:
+    """A per-run bar that advances with the clock while fio runs."""
+
+    def __init__(self, seconds: float, desc: str, enabled: bool):
+        self.bar = tqdm(total=round(seconds), desc=desc, unit="s", leave=False, disable=not enabled,
+                        position=1)
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._tick, daemon=True)
+        self._t.start()
+
+    def _tick(self):
+        while not self._stop.wait(1):
+            if self.bar.n < self.bar.total:
+                self.bar.update(1)
+
+    def close(self):
+        self._stop.set()
+        self._t.join(2)
+        self.bar.close()
+
+
+def flush(store, sched) -> None:
+    """Record what the schedule decided (Stein's numbers, runs added, cells done or given up)."""
+    while sched.events:
+        name, fields = sched.events.pop(0)
+        store.record(name, **fields)
+
+
+def run_target(store, sched, target_id: str, run_one, bar=None) -> float:
+    """Run a target's queue to its end: each run, then the rule on its cell (which may queue more).
+
+    ``run_one(run) -> (rows, seconds measured)`` does the run and completes its attempt.
+    """
+    measure_s = 0.0
+    while (run := sched.next_run(target_id)) is not None:
+        rows, secs = run_one(run)
+        measure_s += secs
+        sched.complete(run, rows)
+        flush(store, sched)
+        if bar is not None:
+            bar.total = sched.done_count + sched.remaining()
+            bar.update(1)
+    return measure_s
+
+
+def measured_run(site: Site, fio_target: FioTarget, plan, run) -> tuple[list, float]:
+    """One attempt of `run` on what a surface prepared (``surface.FioTarget``) on `site`: (rows, seconds measured).
+
+    With no pool (raw disks) there is no zpool iostat or pool health, and with no target name no
+    ZFS property to read back; `fio_target.meta` adds what meta.json says of the pool and target."""
+    cell = plan.cell(run.cell_id)
+    store = site.store
+    attempt = store.begin_attempt(run.run_id)
+    fio = dict(cell.get("fio") or {})
+    for k in ("iodepth", "numjobs"):
+        if k in cell["factors"]:
+            fio.setdefault(k, cell["factors"][k])
+    if fio_target.size_bytes:
+        fio.setdefault("size", fio_target.size_bytes)     # a file, or the raw disks' regions: the size prefilled
+    path = fio_target.path
+    bar = RunBar(run_seconds({"fio": fio}) + 5, f"{run.run_id} {cell['workload']}", site.progress)
+    try:
+        # measure's spelling of no pool is "" (the sampler's argument, run.json's "pool")
+        res = measure(site.host, pool=site.pool_name or "", target_path=list(path) if isinstance(path, tuple) else path,
+                      devices=list(site.devices), workload=cell["template"], overrides=fio,
+                      remote_dir=f"{site.work_dir}/{run.run_id}-{attempt.name}", raw_dir=attempt,
+                      context={**fio_target.context, **declared_data(cell["template"], fio)},
+                      target_name=fio_target.target_name)
+    finally:
+        bar.close()
+    crash_point("run")
+    full = plan.run_meta(run)
+    full.update(fio_target.meta, window=list(res.window))
+    store.complete_attempt(run.run_id, attempt, full)
+    # The rule sees the run as the raw record gives it, exactly as a resume would.
+    rows = parse_results(attempt, {**full, "run_id": run.run_id})
+    # The event names each flag raised by its kind: an invalidating one excludes the run, a describing one does not.
+    store.record(Event.RUN_JUDGED, run_id=run.run_id, attempt=int(attempt.name.rsplit("-", 1)[-1]),
+                 invalidating_flags=_names(rows, "truth_flags"), described_flags=_names(rows, "described_flags"))
+    return rows, res.window[1] - res.window[0]
+
+
+def declared_data(template: str, fio: dict) -> dict:
+    """The data the run's job writes, as the spec declared it: what the compressible_data check
+    judges the target's compressratio against (measure/compressibility.py). The old key
+    `incompressible_intended` stays beside it for readers of runs recorded before (always True)."""
+    pct = fio.get("compressible_percent", workloads.get(template).compressible_percent)
+    return {"compressible_percent_declared": pct, "incompressible_intended": pct == 0}
+
+
+def _names(rows, column: str) -> list[str]:
+    """The flag names a comma-separated column holds in any of a run's rows."""
+    return sorted({f for r in rows for f in str(r.get(column) or "").split(",") if f})

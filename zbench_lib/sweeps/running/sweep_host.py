@@ -1,0 +1,79 @@
+"""The host a sweep runs on: the spec's real host, a running lab, or a lab it boots
+(one per OpenZFS release when the release is a factor).
+
+`open_host(spec, zfs)` yields the `hosts.node.Node` (host, disks, device control);
+`check_release` refuses a lab whose OpenZFS is not the release its pools are labelled with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.core.events import Event
+from zbench_lib.hosts.lab import Lab, LabConfig
+from zbench_lib.hosts.lab_node import booted_node, running_node
+from zbench_lib.hosts.lab_state import connect_lab, read_state
+from zbench_lib.hosts.node import Node
+from zbench_lib.hosts.resolve import parse_host
+from zbench_lib.sweeps.spec.sweep_spec import SweepSpec
+from zbench_lib.zfs.version import openzfs_version
+
+
+def lab_config(spec: SweepSpec, zfs: str | None = None) -> LabConfig:
+    """The lab a spec asks for: every `lab:` key of the spec reaches the VM. With the OpenZFS
+    release as a factor, `zfs` names the release of this lab (and its name says it)."""
+    lab = spec.lab or {}
+    name = f"sweep-{spec.name}"[:32] if zfs is None else f"sweep-{spec.name}"[:26] + f"-zfs{zfs.replace('.', '')}"
+    return LabConfig(disks=lab["disks"], disk_bytes=lab["disk_bytes"], model=lab["model"],
+                     extra_disks=lab["extra_disks"], zfs=zfs or lab.get("zfs", "2.3"),
+                     name=name)   # one lab per spec (and release): two sweeps can run at once
+
+
+def _running_lab(zfs: str | None) -> dict | None:
+    """The lab ZBENCH_LAB names, if it runs the release asked for (any, without a zfs factor)."""
+    name = os.environ.get("ZBENCH_LAB")
+    if not name:
+        return None
+    state = read_state(name)
+    if state is None:
+        raise ConfigError(f"ZBENCH_LAB={name!r} but no lab of that name is running")
+    return state if zfs is None or state["config"].get("zfs", "2.3") == zfs else None
+
+
+@contextlib.contextmanager
+def open_host(spec: SweepSpec, zfs: str | None = None):
+    """The Node of the spec's host; with an OpenZFS release factor, of a lab of release `zfs`."""
+    state = _running_lab(zfs) if spec.host == "lab" else None
+    if state is not None:
+        # Reuse a running lab (`zbench lab up`, or the test session's) instead of booting one.
+        name = os.environ["ZBENCH_LAB"]
+        need = int((spec.lab or {}).get("disks", 1))
+        if len(state["data_disks"]) < need:
+            raise ConfigError(f"lab {name!r} has {len(state['data_disks'])} data disks, spec needs {need}")
+        host = connect_lab(name)
+        try:
+            yield running_node(name, state, host)
+        finally:
+            host.close()
+    elif spec.host == "lab":
+        cfg = lab_config(spec, zfs)
+        with Lab(cfg) as lab:
+            yield booted_node(lab)
+    else:
+        host = parse_host(spec.host)
+        try:
+            if hasattr(host, "use_privilege"):
+                host.use_privilege()        # root, or every command through passwordless sudo
+            yield Node(host, tuple(spec.devices), tuple(spec.extra_devices or ()), owned=False)
+        finally:
+            host.close()
+
+
+def check_release(store, host, release: str) -> None:
+    """The lab of release `release` runs that release (a mislabelled result is worse than none)."""
+    v = openzfs_version(host)
+    store.record(Event.OPENZFS_RELEASE, release=release, version=str(v), host=host.name)
+    if f"{v.major}.{v.minor}" != release:
+        raise ZbenchError(f"{host.name} runs OpenZFS {v}, but its pools are labelled zfs={release}")
