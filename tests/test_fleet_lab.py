@@ -104,7 +104,7 @@ def test_a_two_lab_fleet_runs_whole_blocks_on_both_and_refuses_a_second_controll
     _, err = second.communicate(timeout=300)
     assert second.returncode != 0 and not (out / "two").exists()
     assert "is busy: zbench sweep one from" in err and "holds /run/zbench.lock" in err, err[-2000:]
-    assert time.monotonic() - t0 < 120
+    assert time.monotonic() - t0 < 240             # refused at open, before any pool (a loaded machine: slow ssh)
     _finish(first)
     df = pd.read_parquet(sweep / "results.parquet")
     assert set(df["host"]) == {"lab1", "lab2"}

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
 from zbench_lib.hosts.fleet import LAB, Fingerprint, HostEntry, check_fleet, check_lab_count, \
     meminfo_available_mib, open_node, read_fingerprint
 from zbench_lib.hosts.host_lock import HostLock
@@ -29,6 +30,7 @@ from zbench_lib.sweeps.running.doctor import preflight
 from zbench_lib.sweeps.running.sweep_host import lab_config
 
 LABS_ENV = "ZBENCH_LABS"
+PROBES, PROBE_WAIT_S = 3, 5.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,29 @@ def lab_entries(spec, stack: contextlib.ExitStack, log) -> list[HostEntry]:
     return entries
 
 
+def _probe(spec, e: HostEntry, stack: contextlib.ExitStack) -> tuple[Node, Fingerprint]:
+    """`e`'s node, opened on `stack`, checked and fingerprinted; one ConfigError line when it cannot be.
+    ssh's own failure (exit 255: a connection refused or timed out) is tried PROBES times, PROBE_WAIT_S
+    apart: a busy machine's sshd (a lab's, under a loaded controller) can miss one banner exchange."""
+    for attempt in range(1, PROBES + 1):
+        try:
+            node = stack.enter_context(open_node(e))
+            if e.kind != LAB:
+                preflight(node.host, list(e.data_devices + e.extra_devices), tuple(spec.allow_signatures or ()))
+            return node, read_fingerprint(node.host, node.data_devices, node.disk_model.name if node.disk_model else "")
+        except ConfigError as exc:
+            raise ConfigError(f"host {e.name}: {exc}") from None
+        except CommandError as exc:
+            if exc.returncode != 255 or attempt == PROBES:
+                raise ConfigError(f"host {e.name} ({e.address}) is unreachable: "
+                                  f"{' '.join(str(exc).split())[:300]}") from None
+            time.sleep(PROBE_WAIT_S)
+        except ZbenchError as exc:
+            raise ConfigError(f"host {e.name} ({e.address}) is unreachable: "
+                              f"{' '.join(str(exc).split())[:300]}") from None
+    raise AssertionError("unreachable")
+
+
 @contextlib.contextmanager
 def open_fleet(spec, owner: str, log=print):
     """The spec's hosts, opened, checked and locked for this session (see the module's text)."""
@@ -74,18 +99,9 @@ def open_fleet(spec, owner: str, log=print):
             entries = list(spec.hosts)
         nodes, prints = [], []
         for e in entries:
-            try:
-                node = stack.enter_context(open_node(e))
-                if e.kind != LAB:
-                    preflight(node.host, list(e.data_devices + e.extra_devices), tuple(spec.allow_signatures or ()))
-                prints.append(read_fingerprint(node.host, node.data_devices,
-                                               node.disk_model.name if node.disk_model else ""))
-            except ConfigError as exc:
-                raise ConfigError(f"host {e.name}: {exc}") from None
-            except ZbenchError as exc:     # ssh refused, timed out: one line, not a traceback
-                raise ConfigError(f"host {e.name} ({e.address}) is unreachable: "
-                                  f"{' '.join(str(exc).split())[:300]}") from None
+            node, fp = _probe(spec, e, stack)
             nodes.append(node)
+            prints.append(fp)
         check_fleet(list(zip([e.name for e in entries], prints)), host_factor=spec.host_factor)
         for node in nodes:
             stack.enter_context(HostLock(node.host, owner))
