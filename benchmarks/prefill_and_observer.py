@@ -26,6 +26,7 @@ from zbench_lib.zfs.pools import Pool
 from zbench_lib.zfs.prefill import prefill
 from zbench_lib.measure.runner import measure
 from zbench_lib.zfs.targets import Zvol
+from zbench_lib.measure.run_context import RunContext
 
 MiB = 1024 ** 2
 MODEL = "custom:iops=400,bw=30M"
@@ -65,7 +66,7 @@ def main() -> int:
                     res = measure(lab.host, pool=pool.name, target_path=t.path, devices=lab.data_disks,
                                   workload="randread", overrides=params,
                                   remote_dir=f"{pool.work_dir()}/obs{i}", raw_dir=Path(tmp) / f"r{i}",
-                                  context={"cache": "cold", "lab": True})
+                                  context=RunContext.recording(cache="cold", lab=True))
                     observed.append(res.rows[0]["iops"])
             r = ratio_ci(observed, plain)
             def mean(v):

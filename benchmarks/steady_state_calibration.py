@@ -47,6 +47,7 @@ from zbench_lib.measure.rows import run_record
 from zbench_lib.measure.run_summary import fio_timeseries, iops_series
 from zbench_lib.measure.steady import TXG_PERIOD_S, steady_state
 from zbench_lib.sweeps.store.publish import unpack_raw
+from zbench_lib.measure.run_context import RunContext, RunFacts
 
 DRIFTS = (0.0, 0.05, 0.10, 0.20)
 STUDIES = ("scaling", "volblocksize", "iodepth-curve")
@@ -184,7 +185,7 @@ def example_runs(examples: Path, tmp: Path) -> pd.DataFrame:
             logs = parse_fio_logs_dir(att / "fio")
             series = (iops_series(fio_timeseries(logs, rec["t_start"]), rec["t_start"], rec["t_end"])
                       if logs is not None and len(logs) else None)
-            ctx = dict(rec["context"], iops_series=series)
+            ctx = RunFacts.judging(RunContext.from_record(rec["context"]), iops_series=series)
             new = truth.truth_checks(rows, {}, ctx)["not_steady"]       # the check as a run gets it
             key = (att.parent.name, int(att.name.split("-")[1]))
             o = old.loc[key]

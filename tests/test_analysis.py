@@ -14,6 +14,7 @@ from zbench_lib import analysis as A
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs import families
 from zbench_lib.analysis.data.synthetic import COLUMNS, synthetic_results, write_synthetic_sweep
+from zbench_lib.analysis.claims.wording import ci_text
 
 
 def _runs(layout, disks, values, **extra):
@@ -173,9 +174,10 @@ def test_single_run_sides_are_not_judged():
     assert any("4K not judged against 16K: n 1 vs 3 admissible runs" in t for t in text)
     assert not any("4K gives" in t for t in text)     # the single 560 does not win by default
     r = cmp.iloc[-1]
-    assert any(t.endswith(f"128K gives 1.10x the IOPS of 16K (95% CI {r['ratio_ci_low']:.2f}–{r['ratio_ci_high']:.2f}, "
-                          f"Holm p {_p(r['holm_p'])}, Holm-adjusted 95.0% CI {r['adj_ci_low']:.2f}–"
-                          f"{r['adj_ci_high']:.2f}).") for t in text), text
+    # p to what 3 against 3 runs support, intervals with the decimals they need (claims/wording.py)
+    assert any(t.endswith(f"128K gives 1.10x the IOPS of 16K ({ci_text(r['ratio_ci_low'], r['ratio_ci_high'], 2)}, "
+                          f"Holm p {_p(r['holm_p'], r)}, Holm-adjusted "
+                          f"{ci_text(r['adj_ci_low'], r['adj_ci_high'], 2, '95.0%')}).") for t in text), text
     lines = A.conclusions_compare(cmp, "iops")
     assert any("=4K vs 16K" in t and "not judged (n 1 vs 3 admissible runs; a CI needs at least 2 runs a side)" in t
                for t in lines)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import re
+
+from zbench_lib.analysis.claims.wording import ci_text
 from pathlib import Path
 
 import numpy as np
@@ -101,7 +103,7 @@ def test_scaling_example_partly_holds_with_the_efficiencies_recomputed_here(scal
         assert (len(a), len(b)) == ((3, 2) if span.startswith("2-way") else (3, 3)), span
         r, lo, hi = _ratio_ci(a, b, conf)
         m = re.search(re.escape(span) + r": IOPS ([\d.]+)x for ([\d.]+)x the data disks, efficiency ([\d.]+) "
-                      r"\(99\.2% CI ([\d.]+)–([\d.]+)\)", c["evidence"])
+                      r"\(Bonferroni-adjusted 99\.2% CI ([\d.]+)–([\d.]+)\)", c["evidence"])
         assert m, span
         assert m.groups() == tuple(f"{v:.2f}" for v in (r, ideal, r / ideal, lo / ideal, hi / ideal)), span
         if verdict == "flat":
@@ -163,7 +165,7 @@ def test_volblocksize_example_writes_hold_space_holds_reads_not_judged(vbs_examp
                                for lay in ("mirror", "raidz1", "raidz2")})
         for lay, (ratio, lo, hi, level) in cis.items():
             assert (lo > 1) if metric == "iops" else (hi < 1), (lay, metric)
-            assert (f"{what} {ratio:.2f}x (Holm-adjusted {level} CI {lo:.2f}–{hi:.2f})"
+            assert (f"{what} {ratio:.2f}x (Holm-adjusted {ci_text(lo, hi, 2, level)})"
                     in writes["evidence"].split(f"{lay}: 4K against 128K volblocksize: ")[1]), (lay, metric)
     z2 = w[(w["layout"] == "raidz2") & (w["volblocksize_bytes"] == 4096)]
     # Its three first attempts are in the estimate. The old SNIA range rule called two of them not
@@ -379,7 +381,9 @@ def _index(**context):
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     from zbench_lib.analysis.report.report import TEMPLATE_DIR
+    from zbench_lib.analysis.report.methods_page import methods_links
     env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), autoescape=select_autoescape(["html"]))
+    env.filters["methods_links"] = methods_links
     return env.get_template("index.html.j2").render(sweep_id="s", environment_lines=[], environment=[], entries=[],
                                                     **context)
 
@@ -390,7 +394,7 @@ def test_index_page_lists_each_claim_with_a_styled_verdict(vbs_example):
     assert section.count('<span class="verdict v-not-judged">not judged</span>') == 1       # reads
     assert section.count('<span class="verdict v-holds">holds</span>') == 2                # writes, space
     assert '<li class="not-judged">' in section and "Not judged: this sweep varies no disk count" in section
-    assert "3.00x its size in raw space" in section and "docs/methods.md §17" in section
+    assert "3.00x its size in raw space" in section and '<a href="methods.html#s17">methods §17</a>' in section
     assert ".v-not-judged { background: #888; }" in page
 
 

@@ -1,5 +1,6 @@
 """The command line refuses bad input with a clear message before anything starts."""
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -104,26 +105,60 @@ def test_report_refuses_bad_options_in_one_line(args, message):
     assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
-def test_report_failure_is_one_line_naming_the_log(tmp_path):
+def test_a_bad_param_value_is_refused_before_any_work(tmp_path):
+    """Issue 31: a bad --param value was found by the kernel after the work, once the good report
+    had been overwritten; the notebook's own validation runs first and the old report stays."""
     sweep = write_synthetic_sweep(tmp_path / "s", n_rows=200)
+    (sweep / "report").mkdir()
+    (sweep / "report" / "index.html").write_text("the good report")
     res = zbench("report", str(sweep), "--notebooks", "scaling", "--param", "scaling:metric=nonsense")
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1, res.stderr
-    log = sweep / "report" / "report-errors.log"
-    assert lines[0].startswith("zbench: report written to") and str(log) in lines[0]
-    assert "ValueError: metric must be one of" in lines[0]
-    assert "Traceback" in log.read_text() or "ValueError" in log.read_text()
-    assert "without encryption" not in res.stderr
+    assert lines[0].startswith("zbench: analysis-scaling: metric must be one of"), lines[0]
+    assert (sweep / "report" / "index.html").read_text() == "the good report"
+    assert not list(sweep.glob(".report-new-*"))
+
+
+def test_a_bad_compare_path_is_refused_before_any_work(tmp_path):
+    res = zbench("report", "data/examples/iodepth-curve", "--compare", str(tmp_path / "nowhere"))
+    assert res.returncode == 2 and "--compare" in res.stderr and "not a sweep directory" in res.stderr
+
+
+def test_verify_on_a_missing_directory_says_so(tmp_path):
+    res = zbench("verify", str(tmp_path / "nowhere"))
+    assert res.returncode == 2, res.stderr
+    assert "no such directory" in res.stderr and "Warning" not in res.stderr and "Error:" not in res.stderr
+
+
+def test_every_subcommand_help_has_a_description_and_defaults():
+    from zbench_lib.cli import build_parser
+    parser = build_parser()
+    subs = parser._subparsers._group_actions[0].choices
+    for name, sp in {**subs, **{f"lab {k}": v for k, v in subs["lab"]._subparsers._group_actions[0].choices.items()}
+                     }.items():
+        text = sp.format_help()
+        assert sp.description, name
+        for action in sp._actions:
+            if action.option_strings and action.default not in (None, False, argparse.SUPPRESS) \
+                    and action.help and action.help != argparse.SUPPRESS:
+                assert "(default: " in text, (name, action.dest)
+
+
+def test_dry_run_bytes_written_says_what_it_is():
+    from zbench_lib.cli import bytes_written_note
+    from zbench_lib.sweeps.spec.sweep_spec import load_spec
+    note = bytes_written_note(load_spec("templates/sweeps/recordsize.yaml"))
+    assert "device writes" in note and "not the space in use" in note and "hold" in note
 
 
 def test_table_exports_from_the_cli(tmp_path):
-    for fmt, probe in (("md", "| raidz1 1x6"), ("csv", "configuration,layout"), ("latex", "\\begin{table}")):
+    for fmt, probe in (("md", "| raidz1 1x6"), ("csv", "configuration,layout"), ("latex", "\\begin{longtable}")):
         res = zbench("table", "data/examples/volblocksize", "--format", fmt)
         assert res.returncode == 0 and probe in res.stdout, res.stderr
     out = tmp_path / "t.tex"
     assert zbench("table", "data/examples/volblocksize", "--format", "latex", "--out", str(out)).returncode == 0
-    assert out.read_text().count("\\end{table}") == 1
+    assert out.read_text().count("\\end{longtable}") == 1
 
 
 def _failing_notebook(path):

@@ -34,6 +34,7 @@ from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 from zbench_lib.sweeps.store.store import Store
 from zbench_lib.zfs.pools import TargetInfo
 from zbench_lib.zfs.targets import Dataset
+from zbench_lib.measure.run_context import RunFacts
 
 MiB = 1024 * 1024
 SPEC = {
@@ -72,9 +73,9 @@ def counters(template: str, compression: str) -> dict:
 def fake_measure(host, *, pool, target_path, devices, workload, overrides, remote_dir, raw_dir, context,
                  target_name=None, sample_interval_s=1.0):
     """What runner.measure records: the context it was given, the ratio read after the run."""
-    ctx = dict(context, compressratio=RATIO[target_name.rsplit("-", 1)[-1]])
+    ctx = context.with_recorded(compressratio=RATIO[target_name.rsplit("-", 1)[-1]])
     raw_dir.mkdir(parents=True, exist_ok=True)
-    (raw_dir / "run.json").write_text(json.dumps({"workload": workload, "context": ctx}))
+    (raw_dir / "run.json").write_text(json.dumps({"workload": workload, "context": ctx.to_record()}))
     return RunResult(raw_dir, (0.0, WINDOW_S), ctx)
 
 
@@ -83,7 +84,7 @@ def fake_parse(attempt_dir, meta) -> list[dict]:
     ctx = json.loads((attempt_dir / "run.json").read_text())["context"]
     f = meta["factors"]
     rows, c = fio_rows(f["template"]), counters(f["template"], f["compression"])
-    cols = truth.flag_columns(truth.truth_checks(rows, c, ctx))
+    cols = truth.flag_columns(truth.truth_checks(rows, c, RunFacts.of(**ctx)))
     return [{**r, **c, **cols, **f, "run_id": meta.get("run_id"), "cell_id": meta.get("cell_id")} for r in rows]
 
 
@@ -102,10 +103,10 @@ def study(tmp_path, monkeypatch):
         tinfo = TargetInfo(Dataset(t["target_id"]), f"zb/{t['target_id']}-{t['compression']}", "/zb/f.data",
                            {"compression": t["compression"], "primarycache": "metadata"}, {})
         node = Node(host=host, data_devices=(), extra_devices=(), owned=False)
-        ctx = pool_context(node, pool, tinfo, Target.from_dict(t), "hdd", {"compressratio": RATIO[t["compression"]]})
         request = PoolRequest.from_plan(plan, next(p for p in plan.pools if p["pool_id"] == t["pool_id"]))
         site = Site(request, node, store, (), "/var/tmp/zb", pool, "hdd", {})
-        fio_target = FioTarget(tinfo.path, ctx["file_bytes"], tinfo.full_name, ctx, meta={})
+        ctx = pool_context(site, tinfo, Target.from_dict(t), {"compressratio": RATIO[t["compression"]]}, None)
+        fio_target = FioTarget(tinfo.path, ctx.file_bytes, tinfo.full_name, ctx, meta={})
 
         def one(run, fio_target=fio_target, site=site):
             got, seconds = run_loop.measured_run(site, fio_target, plan, run)

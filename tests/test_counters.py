@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zbench_lib.measure.counters import parse_sampler_dir, sampler_argv, sampler_script, split_snapshots
+from zbench_lib.measure.counters import (parse_sampler_dir, sampler_argv, sampler_script, snap_after_argv,
+                                         snap_after_script, split_snapshots)
 from zbench_lib.measure.procstats import cpu_percent, diskstats_rates, parse_cpu_stat, parse_diskstats
 from zbench_lib.zfs.zfsstats import arc_delta, parse_kstat, parse_txgs, parse_zpool_iostat
 from zbench_lib.core.errors import ZbenchError
@@ -359,3 +360,108 @@ def test_last_stamps_of_a_real_sampler_dir_match_the_parsers(tmp_path):
     assert stamps["stat.txt"] == pytest.approx(series["cpu"]["t_s"].max())
     assert stamps["zpool_iostat.txt"] == pytest.approx(series["zpool"]["t_s"].max())
     assert "arcstats.txt" not in stamps and "arcstats.txt" in res.stderr   # no ZFS here: not waited for
+
+
+# --- a snapshot at once on SIGUSR1, sent by the wrapper fio runs in (docs/methods.md 7.1) ---
+
+needs_linux = pytest.mark.skipif(not shutil.which("sh") or not Path("/proc/diskstats").exists(),
+                                 reason="needs Linux")
+
+
+def disk_stamps(out: Path) -> list[float]:
+    file = out / "diskstats.txt"
+    return [b[0] for b in split_snapshots(file.read_text())] if file.exists() else []
+
+
+def wait_for_blocks(out: Path, n: int, timeout_s: float) -> list[float]:
+    deadline = time.monotonic() + timeout_s
+    while len(stamps := disk_stamps(out)) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return stamps
+
+
+def start_slow_sampler(tmp_path, interval_s=5):
+    """A sampler whose own rhythm (5 s) cannot explain a block that arrives within 1.5 s."""
+    script = tmp_path / "sampler.sh"
+    script.write_text(sampler_script())
+    out = tmp_path / "out"
+    proc = subprocess.Popen(sampler_argv(str(script), str(out), interval_s, ""),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = wait_for_blocks(out, 1, 10)
+    assert len(first) == 1 and (out / "sampler.pid").exists()
+    time.sleep(0.3)                                   # well into its sleep
+    return proc, out
+
+
+def stop(proc) -> tuple[int, float]:
+    """TERM the sampler; its exit status and how long it took to end."""
+    start = time.monotonic()
+    proc.terminate()
+    rc = proc.wait(timeout=10)
+    return rc, time.monotonic() - start
+
+
+@needs_linux
+def test_sampler_snapshots_at_once_on_usr1_and_still_stops_on_term(tmp_path):
+    proc, out = start_slow_sampler(tmp_path)
+    try:
+        sent, sent_epoch = time.monotonic(), time.time()
+        os.kill(proc.pid, 10)                         # SIGUSR1 (nice execs sh: the pid is the sampler's)
+        stamps = wait_for_blocks(out, 2, 5)
+        took = time.monotonic() - sent
+        assert len(stamps) == 2 and took < 1.5, (stamps, took)
+        assert stamps[1] >= sent_epoch - 0.05          # stamped after the signal, not before it
+        # and its rhythm goes on from there: no third block within the next second
+        assert len(wait_for_blocks(out, 3, 1.0)) == 2
+    finally:
+        rc, took = stop(proc)
+    assert rc == 0 and took < 2, (rc, took)
+    assert parse_sampler_dir(out)["disk"]["t_s"].nunique() == 1   # one interval from the two blocks
+
+
+@needs_linux
+def test_snap_after_runs_the_command_then_signals_its_sampler(tmp_path):
+    proc, out = start_slow_sampler(tmp_path)
+    wrapper = tmp_path / "snap_after.sh"
+    wrapper.write_text(snap_after_script())
+    try:
+        command = ["sh", "-c", "sleep 0.2; echo out; echo err >&2; exit 3"]
+        res = subprocess.run([*snap_after_argv(str(wrapper), str(out)), *command],
+                             capture_output=True, text=True, timeout=10)
+        ended = time.time()
+        # the command's status and output, as if it had run alone
+        assert (res.returncode, res.stdout, res.stderr) == (3, "out\n", "err\n")
+        stamps = wait_for_blocks(out, 2, 5)
+        assert len(stamps) == 2 and ended - 0.25 < stamps[1] < ended + 1.0, (stamps, ended)
+    finally:
+        rc, _ = stop(proc)
+    assert rc == 0
+
+
+@needs_linux
+def test_snap_after_signals_no_process_but_its_sampler(tmp_path):
+    """A pid file whose process is not this run's sampler (it ended, the pid was reused):
+    USR1 would end that process, so it is left alone; the command's status is kept."""
+    wrapper = tmp_path / "snap_after.sh"
+    wrapper.write_text(snap_after_script())
+    bystander = subprocess.Popen(["sleep", "30"])
+    try:
+        out = tmp_path / "out"
+        out.mkdir()
+        (out / "sampler.pid").write_text(f"{bystander.pid}\n")
+        res = subprocess.run([*snap_after_argv(str(wrapper), str(out)), "true"], timeout=10)
+        assert res.returncode == 0
+        time.sleep(0.2)
+        assert bystander.poll() is None
+        (out / "sampler.pid").unlink()                  # no sampler at all: still the command's status
+        assert subprocess.run([*snap_after_argv(str(wrapper), str(out)), "false"], timeout=10).returncode == 1
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_snap_after_script_is_posix_sh():
+    text = snap_after_script()
+    assert text.startswith("#!/bin/sh") and "[[" not in text and "USR1" in sampler_script()
+    if shutil.which("dash"):
+        subprocess.run(["dash", "-n"], input=text, text=True, check=True)

@@ -14,6 +14,7 @@ from zbench_lib.measure.device_health import device_lost, per_device_service, sl
 from zbench_lib.sweeps.planning.plan import expand
 from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 from zbench_lib.zfs.zfs_text import parse_pool_health_text
+from zbench_lib.measure.run_context import RunFacts
 
 SPECS = Path(__file__).parent / "specs"
 FAULT = (SPECS / "fault.yaml").read_text()
@@ -93,10 +94,10 @@ def test_pool_health_from_status_text():
 
 
 def test_device_lost_is_three_valued():
-    assert device_lost([], {}, {})["flag"] is None                                  # not recorded
-    ok = device_lost([], {}, {"pool_health_after": {"state": "ONLINE", "not_online": []}})
+    assert device_lost([], {}, RunFacts())["flag"] is None                                  # not recorded
+    ok = device_lost([], {}, RunFacts.of(pool_health_after={"state": "ONLINE", "not_online": []}))
     assert ok["flag"] is False
-    lost = device_lost([], {}, {"pool_health_after": parse_pool_health_text(DEGRADED)})
+    lost = device_lost([], {}, RunFacts.of(pool_health_after=parse_pool_health_text(DEGRADED)))
     assert lost["flag"] is True and "virtio-zbd01-part1 REMOVED" in lost["reason"]
 
 
@@ -120,26 +121,26 @@ def test_slow_device_compares_a_disk_with_its_peers():
                               ["vdb", "vdc", "vdd"], 100, 103)
     assert each["vdc"] == (pytest.approx(160.0), pytest.approx(18.0), pytest.approx(2880.0), pytest.approx(18 * 131072))
     # the peers served < 20 requests each and were busy < 1 s: nothing to compare vdc with
-    assert slow_device([], {}, {"dev_service_each": each})["flag"] is None
+    assert slow_device([], {}, RunFacts.of(dev_service_each=each))["flag"] is None
     each = {d: (ms, 60.0) for d, (ms, *_) in each.items()}
-    slow = slow_device([], {}, {"dev_service_each": each})
+    slow = slow_device([], {}, RunFacts.of(dev_service_each=each))
     assert slow["flag"] is True and slow["slowest_device"] == "vdc" and slow["ratio"] == pytest.approx(160 / 9)
     # in the lab the floor follows the model: at 20 IOPS a request may take 50 ms, 4x is 200 ms
-    assert slow_device([], {}, {"dev_service_each": each, "disk_model_iops": 20})["flag"] is False
+    assert slow_device([], {}, RunFacts.of(dev_service_each=each, disk_model_iops=20))["flag"] is False
     # a healthy raidz member at its throttle beside bursty peers (the example sweeps): not slow
     seen = {"vdb": (9.2, 900.0), "vdc": (1.2, 700.0), "vdd": (1.1, 650.0)}
-    assert slow_device([], {}, {"dev_service_each": seen, "disk_model_iops": 100})["flag"] is False
+    assert slow_device([], {}, RunFacts.of(dev_service_each=seen, disk_model_iops=100))["flag"] is False
     even = per_device_service(_disk_samples({"vdb": 2.0, "vdc": 2.4, "vdd": 2.5}), ["vdb", "vdc", "vdd"], 100, 103)
-    assert slow_device([], {}, {"dev_service_each": even})["flag"] is False
+    assert slow_device([], {}, RunFacts.of(dev_service_each=even))["flag"] is False
     # one data disk, or disks that did almost nothing: no peer to compare, not judged
-    assert slow_device([], {}, {"dev_service_each": {"vdb": (50.0, 300.0)}})["flag"] is None
+    assert slow_device([], {}, RunFacts.of(dev_service_each={"vdb": (50.0, 300.0)}))["flag"] is None
     idle = per_device_service(_disk_samples({"vdb": 2.0, "vdc": 40.0}, ios_per_s=1.0), ["vdb", "vdc"], 100, 103)
-    assert slow_device([], {}, {"dev_service_each": idle})["flag"] is None
-    assert slow_device([], {}, {})["flag"] is None
+    assert slow_device([], {}, RunFacts.of(dev_service_each=idle))["flag"] is None
+    assert slow_device([], {}, RunFacts())["flag"] is None
     # high ratio but a tiny absolute service time: not a failing disk
     tiny = {"vdb": (0.2, 300.0), "vdc": (1.5, 300.0)}
-    assert slow_device([], {}, {"dev_service_each": tiny})["flag"] is False
-    assert math.isfinite(slow_device([], {}, {"dev_service_each": tiny})["ratio"])
+    assert slow_device([], {}, RunFacts.of(dev_service_each=tiny))["flag"] is False
+    assert math.isfinite(slow_device([], {}, RunFacts.of(dev_service_each=tiny))["ratio"])
 
 
 def test_a_disk_too_slow_to_serve_many_requests_is_still_compared():
@@ -154,7 +155,7 @@ def test_a_disk_too_slow_to_serve_many_requests_is_still_compared():
     assert each["vdc"][:3] == (pytest.approx(170.0), pytest.approx(10.0), pytest.approx(1700.0))
     assert each["vdb"][1] == pytest.approx(17.0)
     # vdb (17 requests, 68 ms busy) is still too idle to compare; vdc is compared with vdd
-    slow = slow_device([], {}, {"dev_service_each": each, "disk_model_iops": 400})
+    slow = slow_device([], {}, RunFacts.of(dev_service_each=each, disk_model_iops=400))
     assert slow["flag"] is True and slow["slowest_device"] == "vdc", slow
     assert slow["ratio"] == pytest.approx(170.0 / 3.4)
 
@@ -162,7 +163,7 @@ def test_a_disk_too_slow_to_serve_many_requests_is_still_compared():
 def test_a_slow_half_of_a_mirror_is_measured_against_its_peer_not_against_itself():
     # with the slow disk inside the median, a 2-way mirror's ratio could never pass 2
     each = {"vdb": (2.5, 400.0, 1000.0), "vdc": (150.0, 40.0, 6000.0)}
-    slow = slow_device([], {}, {"dev_service_each": each, "disk_model_iops": 400})
+    slow = slow_device([], {}, RunFacts.of(dev_service_each=each, disk_model_iops=400))
     assert slow["flag"] is True and slow["median_service_ms"] == 2.5 and slow["ratio"] == pytest.approx(60.0)
 
 
@@ -175,10 +176,10 @@ def test_a_large_request_at_the_models_bandwidth_is_not_slow():
     each = {"vda": (77.6, 240.0, 18624.0, 240.0 * mib), "vdb": (13.0, 900.0, 11700.0, 900.0 * 256 * 1024),
             "vdc": (6.0, 1200.0, 7200.0, 1200.0 * 128 * 1024)}
     ctx = {"dev_service_each": each, "disk_model_iops": 100, "disk_model_bw": 12 * mib}
-    lab = slow_device([], {}, ctx)
+    lab = slow_device([], {}, RunFacts.of(**ctx))
     assert lab["flag"] is False and lab["floor_ms"] == pytest.approx(4 * 1000 / 12), lab
     # without a model (a real host) the floor is the fixed 50 ms, and 78 ms at 8x its peers is slow
-    assert slow_device([], {}, {"dev_service_each": each})["flag"] is True
+    assert slow_device([], {}, RunFacts.of(dev_service_each=each))["flag"] is True
 
 
 def test_a_disk_busy_without_completing_anything_is_the_slowest():
@@ -186,7 +187,7 @@ def test_a_disk_busy_without_completing_anything_is_the_slowest():
     disk.loc[(disk["device"] == "vdd") & (disk["metric"] == "util_pct"), "value"] = 100.0
     each = per_device_service(disk, ["vdb", "vdc", "vdd"], 100.0, 103.0)
     assert each["vdd"][0] == math.inf and each["vdd"][1] == 0.0
-    slow = slow_device([], {}, {"dev_service_each": each})
+    slow = slow_device([], {}, RunFacts.of(dev_service_each=each))
     assert slow["flag"] is True and slow["slowest_device"] == "vdd"
 
 
@@ -250,7 +251,7 @@ def test_a_disk_slowed_early_in_the_window_is_slow_though_it_was_fast_before():
     window_mean = each["vdc"][2] / each["vdc"][1]
     assert window_mean < 50.0                               # what the window's mean said: not slow
     assert each["vdc"][0] == pytest.approx(200.0)
-    slow = slow_device([], {}, {"dev_service_each": each, "disk_model_iops": 400})
+    slow = slow_device([], {}, RunFacts.of(dev_service_each=each, disk_model_iops=400))
     assert slow["flag"] is True and slow["slowest_device"] == "vdc", slow
     # slowed for only the last third of its active time: its median is its healthy pace
     late = disk.copy()
@@ -258,4 +259,4 @@ def test_a_disk_slowed_early_in_the_window_is_slow_though_it_was_fast_before():
     late.loc[vdc & (late.metric == "w_s"), "value"] = 300.0
     late.loc[vdc & (late.metric == "util_pct"), "value"] = 27.0
     each = per_device_service(late, ["vdb", "vdc", "vdd"], 100.0, 118.0)
-    assert slow_device([], {}, {"dev_service_each": each, "disk_model_iops": 400})["flag"] is False
+    assert slow_device([], {}, RunFacts.of(dev_service_each=each, disk_model_iops=400))["flag"] is False

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import shutil
+import subprocess
+import time
 import zlib
 from pathlib import Path
 
@@ -12,7 +14,10 @@ import pytest
 
 from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
 from zbench_lib.measure.workloads import names as workload_names
-from zbench_lib.measure.fio import build_job, estimate_timeout, job_sections, load_fio_json, run_fio
+from zbench_lib.measure.counters import (sampler_argv, sampler_script, snap_after_argv, snap_after_script,
+                                         split_snapshots)
+from zbench_lib.measure.fio import (build_job, collect, estimate_timeout, execute_fio, job_sections, load_fio_json,
+                                    run_fio)
 from zbench_lib.measure.fio_parse import parse_fio_json, parse_fio_log, parse_fio_logs_dir
 from zbench_lib.measure.fio_hist import run_histograms
 from zbench_lib.measure.fio_parse import COLUMNS
@@ -213,6 +218,41 @@ def test_run_fio_locally(tmp_path):
     assert set(logs["metric"]) >= {"iops", "bw", "lat", "clat"} and set(logs["job"]) == {1, 2}
     with pytest.raises(ConfigError, match="never overwritten"):
         run_fio(LocalHost(), job, str(tmp_path / "remote"), tmp_path / "out")
+
+
+@needs_fio
+def test_execute_fio_through_the_wrapper_snapshots_the_counters_at_its_exit(tmp_path):
+    """measure() runs fio through counters.snap_after_argv: fio's status and JSON are as
+    before, and the sampler (its own rhythm 5 s here) takes a snapshot as fio exits, so the
+    sample interval straddling the window's end is short (docs/methods.md 7.1)."""
+    (tmp_path / "sampler.sh").write_text(sampler_script())
+    (tmp_path / "snap_after.sh").write_text(snap_after_script())
+    counters = tmp_path / "counters"
+    sampler = subprocess.Popen(sampler_argv(str(tmp_path / "sampler.sh"), str(counters), 5, ""),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stamps():
+        file = counters / "diskstats.txt"
+        return [b[0] for b in split_snapshots(file.read_text())] if file.exists() else []
+    try:
+        deadline = time.monotonic() + 10
+        while not stamps() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        job = build_job("randread", filename=str(tmp_path / "data"), size="4M", runtime_s=1, ramp_time_s=0,
+                        direct=0, ioengine="psync", iodepth=1)
+        proc = execute_fio(LocalHost(), job, str(tmp_path / "remote"),
+                           wrapper=snap_after_argv(str(tmp_path / "snap_after.sh"), str(counters)))
+        assert proc.result.returncode == 0, proc.result.stderr
+        run = collect(proc, tmp_path / "out")
+        fio_end = run.data["timestamp_ms"] / 1000           # fio's exit stamp: a read window's end
+        deadline = time.monotonic() + 3
+        while not [t for t in stamps() if t >= fio_end] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        after = [t for t in stamps() if t >= fio_end]
+        assert after and after[0] - fio_end < 1.0, (stamps(), fio_end)   # not the sampler's 5 s
+    finally:
+        sampler.terminate()
+        assert sampler.wait(timeout=10) == 0
 
 
 def test_the_prefill_writes_the_declared_data_as_the_jobs_do():

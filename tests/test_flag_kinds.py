@@ -31,6 +31,7 @@ from zbench_lib.sweeps.planning.repetitions import RepetitionRule
 from zbench_lib.sweeps.planning.schedule import outcome
 from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 from zbench_lib.sweeps.store.store import Store
+from zbench_lib.measure.run_context import RunFacts
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 1024
@@ -55,7 +56,7 @@ def _row(fault_study=False, **raised) -> dict:
 # -- one registry: every check declares its kind ---------------------------------------------------
 
 def test_every_flag_column_the_checks_produce_has_a_declared_kind():
-    cols = truth.flag_columns(truth.truth_checks([], {}, {}))
+    cols = truth.flag_columns(truth.truth_checks([], {}, RunFacts()))
     flags = [c.removeprefix("flag_") for c in cols if c.startswith("flag_")]
     assert flags == list(truth.CHECKS) and len(flags) == len(EXPECTED)
     for name in flags:                            # a check added without a kind fails here
@@ -75,7 +76,7 @@ def test_methods_section_7_gives_every_check_its_kind():
 def test_the_new_columns_are_documented():
     with open(ROOT / "docs" / "results-columns.csv", newline="") as fh:
         names = {r["name"] for r in csv.DictReader(fh)}
-    assert set(truth.flag_columns(truth.truth_checks([], {}, {}))) <= names
+    assert set(truth.flag_columns(truth.truth_checks([], {}, RunFacts()))) <= names
     assert {"described_flags", "fault_study", "replacement"} <= names
 
 
@@ -262,3 +263,24 @@ def test_first_attempts_are_the_estimate_and_replacements_a_sensitivity_line(tmp
                                 "unchanged with replacement runs included")
     with_repl = A.select_admissible(sw.results, replacements=True)
     assert sorted(with_repl["run_id"]) == sorted(list(ok["run_id"]) + ["c4-r04"])
+
+
+# -- the registry: each check's module declares its columns; the table keeps its order ---------------
+
+# results.parquet's truth columns as flag_columns wrote them before the registry (their order too).
+COLUMNS = ["flag_cache_served", "flag_no_device_io", "flag_write_amplification", "flag_not_steady",
+           "flag_background_work", "flag_compressible_data", "flag_emulation_bound", "flag_read_amplification",
+           "flag_host_contention", "flag_device_lost", "flag_slow_device", "write_amplification",
+           "pool_write_amplification", "write_amplification_high", "read_amplification", "read_amplification_expected",
+           "dev_to_fio_read_ratio", "arc_hit_ratio", "arc_demand_data_hit_ratio", "steady_range_pct",
+           "steady_slope_pct", "steady_samples", "steady_noise_pct", "steady_range_limit_pct",
+           "steady_slope_limit_pct", "steady_round_s", "steady_pulse_s", "host_other_cores", "host_qemu_cores",
+           "host_other_qemus", "quiet_layers", "pool_capacity_pct", "pool_fragmentation_pct", "flagged",
+           "truth_flags", "described_flags", "fault_study", "not_judged", "checks_judged", "checks_not_judged"]
+
+
+def test_the_registry_gives_the_columns_in_their_order():
+    cols = truth.flag_columns(truth.truth_checks([], {}, RunFacts()))
+    assert list(cols) == COLUMNS
+    assert (cols["steady_samples"], cols["write_amplification_high"], cols["quiet_layers"]) == (0, False, "fio")
+    assert [c.rank for c in truth.TRUTH_CHECKS] == sorted(c.rank for c in truth.TRUTH_CHECKS)

@@ -26,6 +26,8 @@ from zbench_lib.sweeps.spec.sweep_spec import load_spec, parse_spec
 ROOT = Path(__file__).resolve().parent.parent
 DELETE = object()
 BOUND_S = 5.0                   # a bound, not a benchmark: every refusal takes well under this
+# Counted in this process's CPU seconds, not wall time: what a pathological input blows up is the
+# parser's work, and a busy machine (the busy CI, load 10 on 2 cores) stretches wall time, not work.
 
 BASE = {
     "name": "malformed",
@@ -446,10 +448,10 @@ CASES = [
 
 
 def _refused(text: str) -> str:
-    start = time.monotonic()
+    start = time.process_time()
     with pytest.raises(ConfigError) as info:
         expand(parse_spec(text, name="malformed"))
-    assert time.monotonic() - start < BOUND_S
+    assert time.process_time() - start < BOUND_S
     message = str(info.value)
     assert "\n" not in message and len(message) < 1000, message
     return message
@@ -471,10 +473,10 @@ def test_there_are_at_least_80_cases_and_the_base_is_valid():
 
 @pytest.mark.parametrize("text", [BOMB, variant(HUGE_GRID), NESTED], ids=["alias-bomb", "huge-grid", "nested"])
 def test_expensive_inputs_are_refused_quickly(text):
-    start = time.monotonic()
+    start = time.process_time()
     with pytest.raises(ConfigError):
         expand(parse_spec(text))
-    assert time.monotonic() - start < BOUND_S
+    assert time.process_time() - start < BOUND_S
 
 
 # -- files: bytes that are not a spec -----------------------------------------------------------
@@ -499,10 +501,10 @@ def test_bad_spec_files(tmp_path, data, message):
 def test_unreadable_paths(tmp_path):
     for p, message in ((tmp_path, "Is a directory"), (tmp_path / "missing.yaml", "No such file"),
                        (Path("/dev/zero"), "larger than 1024 KiB")):
-        start = time.monotonic()
+        start = time.process_time()
         with pytest.raises(ConfigError, match=message):
             load_spec(p)
-        assert time.monotonic() - start < BOUND_S
+        assert time.process_time() - start < BOUND_S
 
 
 def test_a_crlf_spec_with_a_bom_still_loads(tmp_path):

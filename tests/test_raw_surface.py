@@ -29,6 +29,7 @@ from zbench_lib.sweeps.store.store import Store
 from zbench_lib.zfs.models import has_model, predicted_random_read_iops
 from zbench_lib.zfs.prefill import prefill_raw
 from zbench_lib.zfs.raw_device import RawDevice
+from zbench_lib.measure.run_context import RunFacts
 
 SPEC = Path(__file__).parent / "specs" / "raw.yaml"
 MiB = 1024 ** 2
@@ -227,7 +228,7 @@ def test_a_raw_pool_checks_reads_back_prefills_measures_bare_and_wipes(tmp_path,
     assert site.pool is None and fio_target.path == tuple(DISKS[:2]) and fio_target.target_name is None
     assert site.devices == tuple(DISKS[:2]) and fio_target.meta["pool"] is None
     assert fio_target.meta["raw_devices"] == DISKS[:2] and fio_target.size_bytes == 2 * 128 * MiB
-    ctx = fio_target.context
+    ctx = fio_target.context.to_record()      # what run.json records
     assert ctx["surface"] == "raw" and ctx["file_bytes"] == 2 * 128 * MiB and ctx["block_bytes"] == 512
     assert ctx["cache"] == "cold" and ctx["data_device_count"] == 2 and ctx["space"]["prefill_bytes"] == 2 * 128 * MiB
     ev = [e["event"] for e in store.events()]
@@ -273,7 +274,7 @@ def test_a_host_with_fewer_data_disks_than_the_cell_is_refused_before_a_command(
 
 def test_raw_context_without_a_model_or_lab():
     disks = [{"logical_block_size": 512}, {"logical_block_size": 4096}]
-    ctx = raw_context(_fake_node(FakeHost(), DISKS), None, disks, 64 * MiB, {}, {})
+    ctx = raw_context(_fake_node(FakeHost(), DISKS), None, disks, 64 * MiB, {}, {}).to_record()
     assert ctx["block_bytes"] == 4096 and ctx["file_bytes"] == 128 * MiB and "disk_model_iops" not in ctx
     assert ctx["qemu_pid"] is None and ctx["lab"] is False      # a node without device control: no QEMU
 
@@ -288,28 +289,29 @@ RAW_CTX = {"surface": "raw", "cache": "cold", "scan_at_start": None, "compressra
 
 def test_a_raw_read_is_judged_on_the_disks_alone():
     c = {"dev_read_bytes": 512 * MiB, "dev_write_bytes": 0.0}       # no pool layer at all
-    checks = truth.truth_checks(FIO_READ, c, RAW_CTX)
+    checks = truth.truth_checks(FIO_READ, c, RunFacts.of(**RAW_CTX))
     assert checks["no_device_io"]["flag"] is False and checks["no_device_io"]["comparisons"] == {"disk:read": False}
     assert checks["cache_served"]["flag"] is False
     assert checks["read_amplification"]["flag"] is False and checks["read_amplification"]["expected"] == 1.0
     assert checks["background_work"]["flag"] is None and "raw disks: no pool" in checks["background_work"]["reason"]
     assert checks["compressible_data"]["flag"] is None and "raw disks" in checks["compressible_data"]["reason"]
     assert checks["device_lost"]["flag"] is False and "all 2 raw disks present" in checks["device_lost"]["reason"]
-    zfs = truth.truth_checks(FIO_READ, c, {**RAW_CTX, "surface": None})
+    zfs = truth.truth_checks(FIO_READ, c, RunFacts.of(**{**RAW_CTX, "surface": None}))
     assert zfs["no_device_io"]["flag"] is None             # a pool's run without its pool layer is not judged
 
 
 def test_raw_writes_have_no_txg_rounds_and_a_lost_disk_is_flagged():
     series = [1000.0] * 12
-    raw = truth.truth_checks(FIO_WRITE, {"dev_write_bytes": 512 * MiB}, {**RAW_CTX, "iops_series": series})
+    raw = truth.truth_checks(FIO_WRITE, {"dev_write_bytes": 512 * MiB}, RunFacts.of(**RAW_CTX, iops_series=series))
     zfs = truth.truth_checks(FIO_WRITE, {"dev_write_bytes": 512 * MiB},
-                             {"iops_series": series, "txg_timeout_s": 5})
+                             RunFacts.of(iops_series=series, txg_timeout_s=5))
     assert raw["not_steady"]["txg_period_s"] is None and raw["not_steady"]["flag"] is False
     assert zfs["not_steady"]["txg_period_s"] == 5 and zfs["not_steady"]["flag"] is None   # 12 s < 5 rounds of 5 s
     assert raw["write_amplification"]["flag"] is False and math.isclose(raw["write_amplification"]["value"], 1.0)
-    lost = device_lost([], {}, {**RAW_CTX, "raw_devices_after": {"devices": DISKS[:2], "missing": [DISKS[1]]}})
+    gone = {"devices": DISKS[:2], "missing": [DISKS[1]]}
+    lost = device_lost([], {}, RunFacts.of(**{**RAW_CTX, "raw_devices_after": gone}))
     assert lost["flag"] is True and lost["devices_not_online"] == DISKS[1]
-    unknown = device_lost([], {}, {"surface": "raw"})
+    unknown = device_lost([], {}, RunFacts.of(surface="raw"))
     assert unknown["flag"] is None and "not recorded" in unknown["reason"]
 
 

@@ -247,3 +247,50 @@ def test_captions_carry_the_sweep_id_and_the_fio_parameters():
     fig = add_caption(plot_iops_vs_drives(A.select_admissible(sc.results)), text)
     assert caption_of(fig) == text and sum(a.name == CAPTION_NAME for a in fig.layout.annotations) == 1
     assert PALETTE[0] in {t.line.color for t in fig.data}
+
+
+def test_headline_tells_each_layout_family_and_vdev_count_apart_and_names_each_once():
+    """Issue 31: six raidz1 series shared one colour and marker (a line per vdev width, which joined a
+    1x2 and a 2x2 pool). Now a line per scaling family: its layout's colour and marker, a dash per vdev count,
+    each named once in the legend, in the interactive figure and its static redraw alike."""
+    from zbench_lib.analysis.figures.figures_static import figure_frame, static_figure
+    df = A.select_admissible(A.load_sweep(EXAMPLES / "scaling").results)
+    fig = plot_iops_vs_drives(df)
+    series = [t for t in fig.data if t.meta is None and t.x[0] is not None]
+    legend = [t.name for t in fig.data if t.showlegend is not False]
+    assert legend == ["stripe", "mirror", "raidz1", "2x raidz1", "raidz2", "raidz3", "ideal: n × one drive",
+                      "per-vdev random-read model (dotted)"]
+    style = {t.name: (t.line.color, t.marker.symbol, t.line.dash) for t in series}
+    assert len(set(style.values())) == len(style) == 6
+    assert style["raidz1"][:2] == style["2x raidz1"][:2] and style["raidz1"][2] != style["2x raidz1"][2]
+    assert len({(c, m) for c, m, _ in style.values()}) == 5           # one colour and marker per layout
+    frame = figure_frame(fig)
+    assert set(frame.loc[frame["name"] == "2x raidz1", "ls"]) == {"dash"}
+    assert frame.groupby("name")["marker"].nunique().max() == 1 and frame["marker"].nunique() >= 5
+    out = static_figure(fig)
+    labels = [t.get_text() for t in out.legends[0].get_texts()]
+    assert labels == legend
+
+
+def test_block_size_headline_draws_iops_and_p99_p999_with_intervals():
+    from zbench_lib.analysis.claims.answer import latency_tails
+    from zbench_lib.analysis.figures.report_figures import plot_levels
+    s = A.load_sweep(EXAMPLES / "volblocksize")
+    adm = A.select_admissible(s.results)
+    tails = latency_tails(adm, s.histograms, ["workload", "direction", "layout", "volblocksize_bytes"])
+    fig = plot_levels(adm, "volblocksize_bytes", tails, series="layout")
+    tails_traces = [t for t in fig.data if t.name and t.name.endswith(("p99", "p99.9")) and t.yaxis in ("y3", "y4")]
+    assert {t.name.split()[-1] for t in tails_traces} == {"p99", "p99.9"}
+    assert all(t.error_y.array is not None for t in tails_traces)
+    assert list(fig.layout.xaxis3.categoryarray) == ["4K", "16K", "128K"]
+    assert fig.layout.yaxis3.title.text == "completion latency (ms, log)"
+
+
+def test_forest_plot_draws_no_interval_where_the_text_says_not_judged():
+    from zbench_lib.analysis.figures.report_figures import ratio_figure
+    cmp = pd.DataFrame({"factor": ["layout"] * 2, "level": ["mirror", "raidz1"], "baseline": ["stripe"] * 2,
+                        "n_level": [3, 6], "n_baseline": [3, 3], "ratio": [0.9, 0.5], "ratio_ci_low": [0.8, 0.3],
+                        "ratio_ci_high": [1.0, 0.8], "verdict": ["lower", "not judged"], "metric": ["iops"] * 2})
+    t = ratio_figure(cmp, "iops").data[0]
+    assert np.isfinite(t.error_x.array[0]) and np.isnan(t.error_x.array[1])
+    assert list(t.text) == ["", "not judged"]

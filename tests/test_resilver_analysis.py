@@ -203,7 +203,7 @@ def _one_layout_sweep(path):
 def test_a_sweep_without_resilver_events_has_no_section(tmp_path):
     sweep = load_sweep(write_synthetic_sweep(tmp_path / "s", n_rows=120, seed=4))
     extras = _index_extras(sweep, tmp_path / "out", ReportOptions(), "s")
-    assert extras["resilver_html"] == "" and [stem for stem, _ in extras["static"]] == ["index-01-iops-vs-drives"]
+    assert extras["resilver_html"] == "" and [stem for stem, _ in extras["static"]] == ["index-01-scaling-headline"]
 
 
 def test_a_resilver_study_without_notebooks_gets_its_index_page(tmp_path):

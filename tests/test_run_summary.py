@@ -85,6 +85,57 @@ def test_summary_without_any_counters():
         summarize_counters({}, 10, 10, None, "tank")
 
 
+# --- the interval that straddles the window's end (issue 34: fio's exit triggers a snapshot) ---
+
+# A 16k randread at 1000 IOPS on vdb from T_IO, stopping at the window's end (fio's exit): a
+# 3 s window after a 1 s ramp, samples 1 s apart in the sampler's rhythm, as the lab's test has.
+T_IO, RAMP_S, WINDOW_S, IOPS, BS = 1000.0, 1.0, 3.0, 1000, 16384
+T_START, T_END = T_IO + RAMP_S, T_IO + RAMP_S + WINDOW_S
+RATE = IOPS * BS                                             # bytes/s while fio runs
+TRUTH = RATE * WINDOW_S                                      # what the disk read inside the window
+
+
+def diskstats_dir(tmp_path: Path, times: list[float]) -> Path:
+    """A sampler directory whose /proc/diskstats snapshots, taken at `times`, hold vdb's
+    cumulative counters of that I/O: reads and sectors grow at the constant rate between
+    T_IO and T_END and not at all outside it."""
+    blocks = []
+    for t in times:
+        busy = min(max(t, T_IO), T_END) - T_IO                 # seconds of I/O done by t
+        reads, sectors = round(IOPS * busy), round(RATE * busy / 512)
+        fields = [reads, 0, sectors, reads // 2, 0, 0, 0, 0, 0, round(1000 * busy), reads // 2] + [0] * 6
+        blocks.append(f"@@ {t:.3f} {t - 900:.2f}\n 252 16 vdb {' '.join(map(str, fields))}\n")
+    tmp_path.mkdir()
+    (tmp_path / "diskstats.txt").write_text("".join(blocks))
+    return tmp_path
+
+
+def test_the_interval_straddling_the_windows_end_under_counts_it_unless_it_is_short(tmp_path):
+    """All of the straddling interval's bytes were read before T_END, but the summary spreads
+    them uniformly over the interval (a rate over it): the window loses RATE*u*(1 - u/L), u the
+    interval's part inside the window, L its length. The sampler's loop, stretched to 3 s on a
+    loaded machine, lost a quarter of a 3 s window; a snapshot 20 ms after fio's exit, sent by
+    the wrapper fio runs in (counters.snap_after_script), loses well under 2%."""
+    rhythm = [T_IO - 0.5, T_IO + 0.5, T_IO + 1.5, T_IO + 2.5]   # the sampler's 1 s rhythm before the end
+
+    # before: the loop stretched to 3 s across the end (as on the CI machine at load 9-10)
+    old_L, old_u = 3.0, T_END - rhythm[-1]                       # 3 s straddling, 1.5 s of it inside
+    old = diskstats_dir(tmp_path / "old", [*rhythm, rhythm[-1] + old_L, rhythm[-1] + old_L + 1])
+    old_loss = RATE * old_u * (1 - old_u / old_L)                # 0.75 s of I/O, 12.3 MB
+    got = summarize_counters(parse_sampler_dir(old), T_START, T_END, ["vdb"], "")["dev_read_bytes"]
+    assert got == pytest.approx(TRUTH - old_loss)
+    assert got / TRUTH == pytest.approx(0.75)                    # the CI run saw 0.72
+
+    # after: fio's exit triggers a snapshot 20 ms later; the loop's rhythm goes on from it
+    snap = T_END + 0.02
+    new_L, new_u = snap - (T_END - 0.5), 0.5                     # the 1 s rhythm had a sample 0.5 s before the end
+    new = diskstats_dir(tmp_path / "new", [*rhythm, T_END - 0.5, snap, snap + 1.0])
+    new_loss = RATE * new_u * (1 - new_u / new_L)                # 0.019 s of I/O
+    got = summarize_counters(parse_sampler_dir(new), T_START, T_END, ["vdb"], "")["dev_read_bytes"]
+    assert got == pytest.approx(TRUTH - new_loss)
+    assert abs(got / TRUTH - 1) < 0.02                           # 0.9936
+
+
 # --- ZFS layers from the lab captures, assembled into a sampler directory ----------------
 
 @pytest.fixture()

@@ -209,8 +209,8 @@ def test_ext4_on_a_zvol_is_made_on_it_written_through_it_and_unmounted_before_th
     assert seen[0][1].path.startswith("/dev/zvol/") and log[zvol - 1] == f"prefill {seen[0][1].path}"
     site, fs = seen[1]
     assert site.pool_name == site.pool.name and fs.target_name.startswith(site.pool.name + "/")
-    assert fs.size_bytes == fs.context["file_bytes"] < 128 * 1024 ** 2 and fs.meta["target"] == fs.target_name
-    assert fs.context["data_device_count"] == 2 and fs.context["txg_timeout_s"] == 5
+    assert fs.size_bytes == fs.context.file_bytes < 128 * 1024 ** 2 and fs.meta["target"] == fs.target_name
+    assert fs.context.data_device_count == 2 and fs.context.txg_timeout_s == 5
     made = events.index("filesystem made")
     assert events[made + 1] == "prefilled" and made < events.index("pool teardown")
     assert [e for e in events if e.startswith("pool")] == ["pool creating", "pool created", "pool teardown"]
@@ -221,7 +221,7 @@ def test_an_nfs_datastore_is_prefilled_locally_then_mounted_and_unmounted_before
     _, events = run("nfs")
     local, nfs = (ft for _, ft in seen)
     assert local.path.endswith("/fio.data") and not local.path.startswith("/mnt/")
-    assert nfs.path.startswith("/mnt/nfs/") and nfs.context["file_bytes"] == 48 * 1024 ** 2
+    assert nfs.path.startswith("/mnt/nfs/") and nfs.context.file_bytes == 48 * 1024 ** 2
     at = log.index(f"fio {nfs.path}")
     assert log[at - 2].startswith("prefill /zbench-") and log[at - 1].startswith("nfs mount /zbench-")
     assert log[at + 1:] == ["nfs unmount", "zpool destroy"]

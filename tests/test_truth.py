@@ -3,6 +3,7 @@ checks that could not be performed reading None (not judged), never False (passe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -13,7 +14,9 @@ from zbench_lib.analysis import FLAG_MEANINGS
 from zbench_lib.measure.counters import parse_sampler_dir, split_snapshots
 from zbench_lib.measure.fio_parse import parse_fio_json
 from zbench_lib.measure.run_summary import summarize_counters
-from zbench_lib.measure.truth import flag_columns, steady_state, truth_checks
+from zbench_lib.measure.steady import steady_state
+from zbench_lib.measure.truth import flag_columns, truth_checks
+from zbench_lib.measure.run_context import RunFacts
 
 MiB = 1024 * 1024
 FIX = Path(__file__).parent / "fixtures"
@@ -46,7 +49,7 @@ def context(**over):
              qemu_pid=4321, host_other_cores=0.1, host_qemu_cores=1.6, host_other_qemus=0,
              pool_health_after={"state": "ONLINE", "not_online": []},
              dev_service_each={f"vd{x}": (2.5, 1200.0) for x in "bcde"})
-    return {**c, **over}
+    return RunFacts.of(**{**c, **over})
 
 
 def flags(checks):
@@ -442,7 +445,7 @@ def test_real_capture_end_to_end():
     assert {k for k in truth.CHECKS if checks[k]["flag"] is None} == {
         "no_device_io", "write_amplification", "not_steady", "background_work", "emulation_bound",
         "read_amplification", "host_contention"}
-    with_block = truth_checks(fio_rows, c, {**ctx, "block_bytes": 128 * 1024})["read_amplification"]
+    with_block = truth_checks(fio_rows, c, dataclasses.replace(ctx, block_bytes=128 * 1024))["read_amplification"]
     assert with_block["flag"] is False and with_block["value"] == pytest.approx(1.0)
 
 

@@ -14,6 +14,7 @@ from zbench_lib.measure.counters import split_snapshots
 from zbench_lib.measure.host_load import (OTHER_CORES_MAX, Sampler, cpu_ticks, host_contention, process_ticks,
                                           summarize, zbench_qemus)
 from zbench_lib.measure.rows import derive_rows
+from zbench_lib.measure.run_context import RunFacts
 
 FIX = Path(__file__).parent / "fixtures" / "counters" / "sampler-local"
 SCALING = Path(__file__).resolve().parent.parent / "data" / "examples" / "scaling" / "raw.tar.xz"
@@ -78,7 +79,7 @@ def test_summary_in_cores():
 
 
 def judge(rec, **ctx):
-    return host_contention([], {}, {"qemu_pid": 4242, **summarize(rec), **ctx})
+    return host_contention([], {}, RunFacts.of(qemu_pid=4242, **summarize(rec), **ctx))
 
 
 def test_host_contention_flags_cpu_taken_beside_the_lab_and_a_crowd_of_labs():
@@ -96,9 +97,9 @@ def test_host_contention_flags_cpu_taken_beside_the_lab_and_a_crowd_of_labs():
 
 
 def test_host_contention_not_judged_outside_a_lab_or_without_samples():
-    nolab = host_contention([], {}, {})
+    nolab = host_contention([], {}, RunFacts())
     assert nolab["flag"] is None and nolab["reason"].startswith("not a lab run")
-    unrecorded = host_contention([], {}, {"qemu_pid": 4242})
+    unrecorded = host_contention([], {}, RunFacts.of(qemu_pid=4242))
     assert unrecorded["flag"] is None and unrecorded["reason"] == "controller load not recorded"
     gone = judge(record(snap(0, 0, 0, 0), snap(10, 1500, 2000, None)))
     assert gone["flag"] is None and "QEMU pid 4242 not seen" in gone["reason"]

@@ -14,6 +14,7 @@ from zbench_lib.measure.read_amp import READ_AMP_MARGIN, expected_device_reads
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.truth import flag_columns, truth_checks
 from zbench_lib.sweeps.store.publish import unpack_raw
+from zbench_lib.measure.run_context import RunFacts
 
 MiB = 1024 * 1024
 KiB = 1024
@@ -25,7 +26,8 @@ def row(direction="read", rw="randread", bs=4 * KiB, nbytes=400 * MiB):
 
 
 def check(rows, dev_read, block=16 * KiB, **ctx):
-    return truth_checks(rows, {"dev_read_bytes": dev_read}, {"block_bytes": block, **ctx})["read_amplification"]
+    facts = RunFacts.of(**{"block_bytes": block, **ctx})
+    return truth_checks(rows, {"dev_read_bytes": dev_read}, facts)["read_amplification"]
 
 
 @pytest.mark.parametrize("rw, bs, block, factor", [

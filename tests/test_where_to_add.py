@@ -1,10 +1,12 @@
 """ARCHITECTURE.md kept true: its "Where to add" names enough files, and it names every module.
 
-A toy workload and a toy layout family are added to a copy of the package by writing only the
-files the "Where to add" section names for them; the copy must then take them everywhere a sweep
-is described before anything runs: the spec loader accepts them, the planner plans them (and the
-CLI's --dry-run prints the plan), the job renders, `zpool create` gets its vdevs, the models
-predict and the analysis knows the workload's metric. No lab is needed.
+A toy workload, a toy layout family and a toy truth check are added to a copy of the package by
+writing only the files the "Where to add" section names for them; the copy must then take them
+everywhere a sweep is described before anything runs: the spec loader accepts them, the planner
+plans them (and the CLI's --dry-run prints the plan), the job renders, `zpool create` gets its
+vdevs, the models predict, the analysis knows the workload's metric, and the check judges a run,
+gives the results table its flag and columns and the analysis its kind and meaning. No lab is
+needed.
 """
 
 from __future__ import annotations
@@ -72,6 +74,19 @@ class Triple(Family):
 
 FAMILIES = (Triple("triple", min_width=3),)
 '''
+TOY_CHECK = '''"""A toy: a run that read nothing is described as such."""
+
+from zbench_lib.measure.judging import DESCRIBES, Column, TruthCheck, fio_bytes
+
+
+def read_nothing(fio_rows, c, ctx):
+    n = fio_bytes(fio_rows, "read")
+    return {"flag": n == 0, "reason": "no reads" if n == 0 else "reads", "read_bytes": n}
+
+
+CHECK = TruthCheck("read_nothing", read_nothing, DESCRIBES, "the run read nothing", rank=1000,
+                   columns=(Column("toy_read_bytes", "read_bytes"),))
+'''
 TOY_SPEC = '''name: toy
 question: does a toy workload on a toy layout family plan?
 surface: zvol
@@ -97,10 +112,14 @@ from zbench_lib.measure import fio
 from zbench_lib.zfs import models
 from zbench_lib.zfs.layouts import Layout, expected_topology, zpool_create_argv
 from zbench_lib import analysis as A
+from zbench_lib.analysis.data.flags import kind_label
+from zbench_lib.measure import truth
+from zbench_lib.measure.run_context import RunFacts
 
 plan = expand(load_spec(sys.argv[1]))
 cells = [c for c in plan.cells if c["factors"]["layout"] == "triple" and c["template"] == "toyread"]
 lay = Layout("triple", 3, 2).validate()
+cols = truth.flag_columns(truth.truth_checks([{"direction": "write", "io_bytes": 1}], {}, RunFacts()))
 print(json.dumps({
     "cells": len(cells), "reads_only": [c["reads_only"] for c in cells],
     "data_disks": [c["factors"]["data_disks"] for c in cells], "label": lay.describe(),
@@ -109,6 +128,8 @@ print(json.dumps({
     "job": "rw=randread" in fio.build_job("toyread", filename="/dev/zvol/t/v", size="1G"),
     "iops": models.predicted_random_read_iops("triple", 3, 2, 100, 16384),
     "space": models.space_efficiency("triple", 3, 16384), "metric": A.workload_metric("w", "toyread"),
+    "check": [truth.CHECKS[-1], cols["flag_read_nothing"], cols["toy_read_bytes"], cols["described_flags"],
+              cols["flagged"], A.FLAG_MEANINGS["flag_read_nothing"], kind_label("flag_read_nothing")],
 }))
 '''
 
@@ -128,13 +149,14 @@ def _write(root: Path, rel: str, text: str, allowed: list[str]) -> None:
     (root / rel).write_text(text)
 
 
-def test_a_toy_workload_and_layout_family_need_only_the_files_named(tmp_path):
+def test_a_toy_workload_layout_family_and_truth_check_need_only_the_files_named(tmp_path):
     for part in ("zbench_lib", "templates"):
         shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
     workload, family = _where_to_add("A workload"), _where_to_add("A layout family")
     _write(tmp_path, "zbench_lib/measure/workloads/toyread.py", TOY_WORKLOAD, workload)
     _write(tmp_path, "templates/fio/toyread.fio.j2", TOY_TEMPLATE, workload)
     _write(tmp_path, "zbench_lib/zfs/families/triple.py", TOY_FAMILY, family)
+    _write(tmp_path, "zbench_lib/measure/checks/read_nothing.py", TOY_CHECK, _where_to_add("A truth check"))
     (tmp_path / "toy.yaml").write_text(TOY_SPEC)
     env = dict(os.environ, PYTHONPATH=str(tmp_path), ZBENCH_CACHE=str(tmp_path / "cache"))
     run = lambda *argv: subprocess.run([sys.executable, *argv], cwd=tmp_path, env=env, capture_output=True,  # noqa: E731
@@ -146,16 +168,18 @@ def test_a_toy_workload_and_layout_family_need_only_the_files_named(tmp_path):
                    "argv": ["mirror", "/dev/vdb", "/dev/vdc", "/dev/vdd", "mirror", "/dev/vde", "/dev/vdf",
                             "/dev/vdg"],
                    "topology": [["mirror", 3], ["mirror", 3]], "usable": 2000, "job": True, "iops": 600.0,
-                   "space": 1 / 3, "metric": "iops"}
+                   "space": 1 / 3, "metric": "iops",
+                   "check": ["read_nothing", True, 0, "read_nothing", False, "the run read nothing", "describes"]}
     dry = run("-m", "zbench_lib.cli", "sweep", str(tmp_path / "toy.yaml"), "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "cells: 4 (0 skipped)" in dry.stdout, dry.stdout
 
 
 def test_the_real_package_does_not_have_the_toys():
-    from zbench_lib.measure import workloads
+    from zbench_lib.measure import truth, workloads
     from zbench_lib.zfs import families
     assert "toyread" not in workloads.names() and "triple" not in families.names()
+    assert "read_nothing" not in truth.CHECKS
 
 
 def _named_in_architecture() -> set[str]:
@@ -164,7 +188,7 @@ def _named_in_architecture() -> set[str]:
     return {word for span in re.findall(r"`([^`]+)`", prose) for word in re.findall(r"[A-Za-z_]\w*", span)}
 
 
-REGISTRIES = ("measure/workloads", "zfs/families")   # packages whose modules are its entries
+REGISTRIES = ("measure/workloads", "measure/checks", "zfs/families")   # packages whose modules are its entries
 
 
 def test_every_module_is_named_in_architecture():

@@ -17,6 +17,7 @@ from zbench_lib.measure.runner import measure
 from zbench_lib.zfs.safety import check_devices
 from zbench_lib.zfs.targets import Dataset, Zvol
 from zbench_lib.zfs.version import openzfs_version
+from zbench_lib.measure.run_context import RunContext
 
 pytestmark = pytest.mark.lab
 MiB = 1024 ** 2
@@ -88,7 +89,7 @@ def test_a_measured_run_has_every_counter_layer(lab21, tmp_path):
         res = measure(lab21.host, pool=pool.name, target_path=z.path, devices=disks, workload="randread",
                       overrides={"runtime_s": 4, "ramp_time_s": 1, "bs": "16k", "numjobs": 1, "iodepth": 4},
                       remote_dir=f"{pool.work_dir()}/t21", raw_dir=tmp_path / "run21",
-                      context={"cache": "cold", "lab": True, "scan_at_start": "none"},
+                      context=RunContext.recording(cache="cold", lab=True, scan_at_start="none"),
                       target_name=z.full_name)
     r = res.rows[0]
     assert r["iops"] > 0 and r["samples_disk"] >= 2 and r["samples_cpu"] >= 2

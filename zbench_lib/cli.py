@@ -71,6 +71,19 @@ def cmd_lab_ssh(args):
     return res.returncode
 
 
+def bytes_written_note(spec) -> str:
+    """What the dry run's "bytes written" is, with the disks' capacity beside it: "5338 GiB written" to
+    16 GB of disks read as an error (issue 31); it is the writes the disks receive over the whole sweep."""
+    from zbench_lib.core.sizes import format_size
+    data, _ = spec.available_disks
+    size = spec.disk_bytes
+    cap = (f"; the host's {data} data disks hold {format_size(data * size)} in all" if size else
+           f"; the sweep uses {data} data disks of the host")
+    return ("  bytes written = device writes: what fio and the prefill write to the pools' disks, summed over "
+            "every run, pool and repetition (each target is rewritten many times), not the space in use at "
+            f"any moment{cap}")
+
+
 def cmd_sweep(args):
     from zbench_lib.sweeps.watching.notebook import run_sweep_notebook
     from zbench_lib.sweeps.planning.plan import expand
@@ -79,6 +92,7 @@ def cmd_sweep(args):
     plan = expand(spec)                        # validates before anything starts
     if args.dry_run:
         print(plan.describe())
+        print(bytes_written_note(spec))
     if spec.host != "lab" and spec.host_count == 1:   # a real host is checked before anything is created
                                                        # (a fleet's boxes: each, as the fleet opens)
         from zbench_lib.sweeps.running.doctor import preflight_spec
@@ -112,7 +126,8 @@ def cmd_report(args):
                          timeline=args.timeline, figures=figures, single_file=args.single_file,
                          show_code=args.show_code)
     args.log_hint = Path(args.sweep_dir) / "report" / "report-errors.log"
-    index = render_report(args.sweep_dir, options=opts)
+    index = render_report(args.sweep_dir, options=opts,
+                          progress=None if args.quiet else lambda text: print(text, file=sys.stderr, flush=True))
     print(index)
     if args.single_file:
         print(index.with_name("report.html"))
@@ -121,12 +136,14 @@ def cmd_report(args):
 
 def cmd_table(args):
     from zbench_lib.analysis.report.pub_tables import export_table, summary_table
+    from zbench_lib.analysis.report.stamp import caveat_line, zbench_stamp
     from zbench_lib.analysis.data.sweep_data import load_sweep
     sweep = load_sweep(args.sweep_dir)
     sid = str(sweep.results["sweep_id"].iloc[0]) if len(sweep.results) else sweep.path.name
     note = (f"Sweep {sid}. Mean over n admissible first attempts; IOPS 95% CI of the mean; "
             + ("flagged runs included." if args.include_flagged else
-               "runs invalidated by a truth check excluded; runs with describing flags kept."))
+               "runs invalidated by a truth check excluded; runs with describing flags kept.")
+            + f" {caveat_line(sweep.results)} {zbench_stamp()}.")
     text = export_table(summary_table(sweep.results, args.include_flagged, hist=sweep.histograms), args.format,
                         title=f"zbench summary: {sid}", source_note=note)
     if args.out:
@@ -175,6 +192,8 @@ def cmd_pack(args):
 
 def cmd_verify(args):
     from zbench_lib.sweeps.store.publish import verify
+    if not Path(args.packed_dir).is_dir():         # before verify's manifest warning and its exception name
+        raise ConfigError(f"{args.packed_dir}: no such directory (give a packed sweep, e.g. data/examples/scaling)")
     rows = verify(args.packed_dir)
     print(f"{args.packed_dir}: results.parquet matches its raw files ({len(rows)} rows); "
           f"manifest {rows.attrs['manifest']}")
@@ -185,9 +204,23 @@ def cmd_demo(args):
     return run_demo()
 
 
+def _subparsers(parent) -> argparse._SubParsersAction:
+    """Subcommands whose --help says what they do (the help line as description) and every default."""
+    sub = parent.add_subparsers(dest=f"{parent.prog.split()[-1]}_cmd" if parent.prog != "zbench" else "cmd",
+                                required=True)
+    plain = sub.add_parser
+
+    def add_parser(name, **kw):
+        kw.setdefault("description", kw.get("help"))
+        kw.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        return plain(name, **kw)
+    sub.add_parser = add_parser
+    return sub
+
+
 def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 (one statement per subcommand and option)
     p = argparse.ArgumentParser(prog="zbench", description="Benchmark ZFS layouts on real OpenZFS.")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    sub = _subparsers(p)
     sub.add_parser("setup", help="install missing host packages (apt-get, as root)").set_defaults(
         func=cmd_setup)
 
@@ -219,23 +252,25 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 (one statement p
                     help="also write every figure as static files into report/figures/")
     rp.add_argument("--single-file", action="store_true", help="also write report/report.html, self-contained")
     rp.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")
+    rp.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
     rp.set_defaults(func=cmd_report)
     tb = sub.add_parser("table", help="the summary table of a sweep as Markdown, CSV, LaTeX or HTML")
-    tb.add_argument("sweep_dir")
-    tb.add_argument("--format", choices=["md", "csv", "latex", "html"], default="md")
+    tb.add_argument("sweep_dir", help="sweep directory (results.parquet)")
+    tb.add_argument("--format", choices=["md", "csv", "latex", "html"], default="md",
+                    help="md, csv (units in the headers), latex (a longtable: see summary-preamble.tex) or html")
     tb.add_argument("--include-flagged", action="store_true",
                     help="count flagged runs (invalidated by a truth check) too")
     tb.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
     tb.set_defaults(func=cmd_table)
     pk = sub.add_parser("pack", help="pack a finished sweep for publication (raw/ as one xz archive)")
-    pk.add_argument("sweep_dir")
+    pk.add_argument("sweep_dir", help="a finished sweep directory")
     pk.add_argument("dest", help="new directory, e.g. data/examples/my-study")
     pk.set_defaults(func=cmd_pack)
     vf = sub.add_parser("verify", help="rebuild a packed sweep's results from its raw files and compare")
-    vf.add_argument("packed_dir")
+    vf.add_argument("packed_dir", help="a packed sweep directory (SHA256SUMS, raw.tar.xz)")
     vf.set_defaults(func=cmd_verify)
     po = sub.add_parser("pools", help="list or clean up zbench pools left by a crash")
-    po.add_argument("action", choices=["list", "cleanup"])
+    po.add_argument("action", choices=["list", "cleanup"], help="list the leftovers, or destroy them")
     po.add_argument("--host", default="lab", help="lab, local or ssh://host")
     po.add_argument("--yes", action="store_true", help="really destroy the leftovers")
     po.set_defaults(func=cmd_pools)
@@ -249,20 +284,21 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 (one statement p
     dr.set_defaults(func=cmd_doctor)
 
     lab = sub.add_parser("lab", help="the lab VM: real OpenZFS on modelled disks")
-    lsub = lab.add_subparsers(dest="lab_cmd", required=True)
+    lsub = _subparsers(lab)
     b = lsub.add_parser("build", help="build (or reuse) the lab image")
     b.add_argument("--force", action="store_true", help="rebuild even if cached")
     b.set_defaults(func=cmd_lab_build)
 
     up = lsub.add_parser("up", help="boot a lab in the background")
-    up.add_argument("--disks", type=int, default=4, help="number of data disks (default 4)")
-    up.add_argument("--disk-size", default="2G", help="size of each sparse data disk (default 2G)")
+    up.add_argument("--disks", type=int, default=4, help="number of data disks")
+    up.add_argument("--disk-size", default="2G", help="size of each sparse data disk")
     up.add_argument("--model", default="hdd",
                     help="disk model: hdd, hdd-slow, sata-ssd, nvme, unthrottled or custom:iops=N,bw=SIZE")
     up.add_argument("--extra-disks", type=int, default=0, help="unthrottled disks for log/cache/special")
     up.add_argument("--memory", type=int, default=2048, help="guest memory in MiB")
-    up.add_argument("--cpus", type=int, default=2)
-    up.add_argument("--accel", default="auto", choices=["auto", "kvm", "tcg"])
+    up.add_argument("--cpus", type=int, default=2, help="guest CPUs")
+    up.add_argument("--accel", default="auto", choices=["auto", "kvm", "tcg"],
+                    help="QEMU accelerator (auto chooses)")
     up.set_defaults(func=cmd_lab_up)
 
     for name, func, helptext in (("down", cmd_lab_down, "stop the lab and remove its files"),
@@ -270,14 +306,14 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 (one statement p
                                  ("ssh", cmd_lab_ssh, "run a command in the lab: zbench lab ssh -- CMD")):
         sp = lsub.add_parser(name, help=helptext)
         if name == "ssh":
-            sp.add_argument("--timeout", type=float, default=3600)
+            sp.add_argument("--timeout", type=float, default=3600, help="seconds before the command is stopped")
             sp.add_argument("command", nargs=argparse.REMAINDER)
         sp.set_defaults(func=func)
     for sp in (up, b) + tuple(lsub.choices[n] for n in ("down", "status", "ssh")):
         sp.add_argument("--name", default="default", help="lab name (several labs can run)")
     for sp in (up, b):
         sp.add_argument("--zfs", default="2.3", choices=["2.3", "2.1"],
-                        help="OpenZFS release of the image (default 2.3; 2.1 is Debian 12's own)")
+                        help="OpenZFS release of the image (2.1 is Debian 12's own)")
     return p
 
 

@@ -43,10 +43,10 @@ CEILING_SLACK = 1.25
 
 def declared_percent(ctx) -> int | None:
     """The declared compressible share of the run's data; None when only 'compressible' is known."""
-    pct = ctx.get("compressible_percent_declared")
+    pct = ctx.compressible_percent_declared
     if pct is not None:
         return int(pct)
-    return 0 if ctx.get("incompressible_intended", True) else None
+    return 0 if ctx.incompressible_intended else None
 
 
 def compresses(compression) -> bool | None:
@@ -71,19 +71,19 @@ def logical_per_physical(ctx) -> float:
     """Logical bytes per byte on disk of the run's data: the target's compressratio where the spec
     declared compressible data on a compressing target, else 1. Compression nobody declared
     excuses no quiet disk: compressible_data flags it."""
-    cr = num(ctx.get("compressratio"))
-    if ctx.get("surface") == "raw" or not declared_percent(ctx) or compresses(ctx.get("compression")) is not True \
+    cr = num(ctx.compressratio)
+    if ctx.no_pool or not declared_percent(ctx) or compresses(ctx.compression) is not True \
             or math.isnan(cr) or cr <= 1:
         return 1.0
     return cr
 
 
 def compressible_data(fio_rows, c, ctx) -> dict:
-    cr, pct, comp = num(ctx.get("compressratio")), declared_percent(ctx), ctx.get("compression")
+    cr, pct, comp = num(ctx.compressratio), declared_percent(ctx), ctx.compression
     out = dict(compressratio=cr, compressible_percent_declared=pct, compression=comp,
                incompressible_intended=pct == 0, threshold=COMPRESS_RATIO_MAX,
                ceiling=ratio_ceiling(pct) if pct else COMPRESS_RATIO_MAX)
-    if ctx.get("surface") == "raw":
+    if ctx.no_pool:
         return not_judged("raw disks: nothing compresses what fio writes: does not apply", **out)
     if pct is None:
         return not_judged("compressible data intended, but its percentage was not declared", **out)
@@ -106,7 +106,7 @@ def _declared_compressible(cr: float, pct: int, comp: str, ctx, out: dict) -> di
                                                f"{pct}% compressible data allows (the buffers repeated)"}
     if cr > COMPRESS_RATIO_MAX:
         return {**out, "flag": False, "reason": f"compressratio {cr:.2f}x on {comp}, possible for {pct}% compressible"}
-    block, ashift = ctx.get("block_bytes"), ctx.get("ashift") or DEFAULT_ASHIFT
+    block, ashift = ctx.block_bytes, ctx.ashift or DEFAULT_ASHIFT
     if not block:
         return not_judged(f"compressratio {cr:.2f}x on {comp}; block size not recorded", **out)
     if not stored_compressed(pct, int(block), int(ashift)):

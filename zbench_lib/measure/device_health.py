@@ -1,11 +1,11 @@
 """Was every disk of the pool there, and at its pace, for the whole run?
 
-Two truth checks (see truth.py for the three-valued verdict):
-- `device_lost`: the pool's health read right after fio (`zpool status -P`, recorded as
-  context["pool_health_after"]) is not ONLINE, or a device is REMOVED / FAULTED /
+Two truth checks (see truth.py for the three-valued verdict; their records are in checks/):
+- `device_lost`: the pool's health read right after fio (`zpool status -P`, recorded as the
+  run context's `pool_health_after`) is not ONLINE, or a device is REMOVED / FAULTED /
   UNAVAIL / OFFLINE. The run measured a degraded pool, not the layout it claims. On raw
   disks (no pool): a disk that was no longer a block device right after fio
-  (context["raw_devices_after"]).
+  (the run context's `raw_devices_after`).
 - `slow_device`: one data disk's service time (its busy time per request, util / IOPS from
   diskstats, in the middle of its active time: the median of the samples, each weighted by the
   time it covers, so a disk slow for most of the window is slow whatever it did before) is more
@@ -98,7 +98,7 @@ def _median_service(ios: np.ndarray, busy_ms: np.ndarray, held_s: np.ndarray) ->
 
 def _raw_device_lost(ctx) -> dict:
     """The raw surface has no pool health: whether every disk was still a block device after fio."""
-    after = ctx.get("raw_devices_after")
+    after = ctx.raw_devices_after
     if not after:
         return not_judged("raw disks: their presence after the run not recorded")
     missing = list(after.get("missing") or [])
@@ -108,9 +108,9 @@ def _raw_device_lost(ctx) -> dict:
 
 
 def device_lost(fio_rows, c, ctx) -> dict:
-    if ctx.get("surface") == "raw":
+    if ctx.no_pool:
         return _raw_device_lost(ctx)
-    health = ctx.get("pool_health_after")
+    health = ctx.pool_health_after
     if not health:
         return not_judged("pool health after the run not recorded (a run from before zbench read it)")
     bad = [f"{path} {state}" for path, state in health.get("not_online", [])]
@@ -130,7 +130,7 @@ def _floor_ms(ctx, served: tuple) -> float:
     """How slow a request must be to count: SLOW_MIN_MS, or in the lab SLOW_RATIO times what the
     disk model allows for the slowest disk's mean request (1 / IOPS, or its bytes at the model's
     bandwidth: a 1 MiB read of a 12 MiB/s disk takes 83 ms on a healthy disk)."""
-    iops, bw = ctx.get("disk_model_iops"), ctx.get("disk_model_bw")
+    iops, bw = ctx.disk_model_iops, ctx.disk_model_bw
     model_ms = 1000.0 / iops if iops else 0.0
     if bw and len(served) > 3 and served[1] > 0:
         model_ms = max(model_ms, 1000.0 * served[3] / served[1] / bw)
@@ -138,7 +138,7 @@ def _floor_ms(ctx, served: tuple) -> float:
 
 
 def slow_device(fio_rows, c, ctx) -> dict:
-    each = _compared(ctx.get("dev_service_each") or {})
+    each = _compared(ctx.dev_service_each or {})
     if len(each) < 2:
         busy_door = any(v[1] < MIN_REQUESTS for v in each.values())
         return not_judged(f"{len(each)} data disk(s) with at least {MIN_REQUESTS} requests"

@@ -220,8 +220,13 @@ class FioProcess:
     jobs: list
 
 
-def execute_fio(host: Host, job_text: str, remote_dir: str, timeout: float | None = None) -> FioProcess:
-    """Ship `job_text` to `remote_dir` on `host` and run fio there; nothing is fetched yet."""
+def execute_fio(host: Host, job_text: str, remote_dir: str, timeout: float | None = None,
+                wrapper: tuple | list = ()) -> FioProcess:
+    """Ship `job_text` to `remote_dir` on `host` and run fio there; nothing is fetched yet.
+
+    `wrapper` is an argument-list prefix that runs fio's own on the host and exits with its
+    status (measure.runner's counters.snap_after_argv: the sampler's snapshot at fio's exit).
+    """
     jobs = job_sections(job_text) or ["?"]
     timeout = estimate_timeout(job_text) if timeout is None else timeout
     remote_dir = remote_dir.rstrip("/") or "/"
@@ -230,7 +235,7 @@ def execute_fio(host: Host, job_text: str, remote_dir: str, timeout: float | Non
     # Run inside remote_dir so the relative log prefix lands there; env -C avoids a shell.
     # json+ is json plus each latency histogram's bins: the cell's tails are read from the
     # merged bins of its runs (fio_hist, docs/methods.md §18), never from averaged percentiles.
-    argv = ["env", "-C", remote_dir, "fio", "--output-format=json+", "--output=fio.json", "job.fio"]
+    argv = ["env", "-C", remote_dir, *wrapper, "fio", "--output-format=json+", "--output=fio.json", "job.fio"]
     # On a signal fio is stopped on the host (and seen gone) rather than waited out.
     res = host.run(argv, timeout=timeout, check=False, stop_with=stop_by_cwd(remote_dir))
     return FioProcess(host, job_text, remote_dir, argv, res, jobs)

@@ -140,16 +140,16 @@ def summarize(record: dict | None) -> dict:
 
 def host_contention(fio_rows, c, ctx) -> dict:
     """The truth check: True when the controller was busy with more than this lab's QEMU."""
-    out = dict(qemu_pid=ctx.get("qemu_pid"), other_cores=num(ctx.get("host_other_cores")),
-               other_cores_peak=num(ctx.get("host_other_cores_peak")), qemu_cores=num(ctx.get("host_qemu_cores")),
-               busy_cores=num(ctx.get("host_busy_cores")), cpus=num(ctx.get("host_cpus")),
-               other_qemus=num(ctx.get("host_other_qemus")), other_cores_max=OTHER_CORES_MAX,
+    out = dict(qemu_pid=ctx.qemu_pid, other_cores=num(ctx.host_other_cores),
+               other_cores_peak=num(ctx.host_other_cores_peak), qemu_cores=num(ctx.host_qemu_cores),
+               busy_cores=num(ctx.host_busy_cores), cpus=num(ctx.host_cpus),
+               other_qemus=num(ctx.host_other_qemus), other_cores_max=OTHER_CORES_MAX,
                other_qemus_max=OTHER_QEMUS_MAX)
-    if not ctx.get("qemu_pid"):
+    if not ctx.qemu_pid:
         return not_judged("not a lab run: no QEMU process to tell from the rest", **out)
     if math.isnan(out["other_cores"]):
-        return not_judged("controller load not recorded" + (f" ({ctx['host_load_error']})"
-                                                            if ctx.get("host_load_error") else ""), **out)
+        return not_judged("controller load not recorded" + (f" ({ctx.host_load_error})"
+                                                            if ctx.host_load_error else ""), **out)
     reasons = [f"{out['other_cores']:.2f} cores busy beside the lab's QEMU (> {OTHER_CORES_MAX:g})"] * \
         (out["other_cores"] > OTHER_CORES_MAX) + \
         [f"{out['other_qemus']:.0f} other zbench labs running (> {OTHER_QEMUS_MAX})"] * \

@@ -3,7 +3,7 @@
 A verdict is three-valued: True (raised), False (judged and passed) or None (not
 judged). A check that was not performed is "not judged", never "passed"
 (docs/statistics.md, Claims); its `reason` says why. A check's kind says what its raised
-flag means for the run (`TruthCheck`; the checks themselves are declared in truth.py).
+flag means for the run (`TruthCheck`; each check declares its record in a module of `checks/`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from zbench_lib.measure.run_context import RunFacts
 
 MiB = 1024 * 1024
 # Below this much fio I/O in a direction, layer comparisons are noise: one idle TXG's
@@ -48,17 +51,37 @@ DESCRIBES: Kind = "describes"           # the system behaved this way: kept, cou
 
 
 @dataclass(frozen=True)
+class Column:
+    """A result column a check adds beside its flag: `key` of the check's result (`default` when
+    the check's result lacks it), a list `joined` with commas."""
+    name: str
+    key: str
+    default: Any = math.nan
+    joined: bool = False
+
+    def read(self, result: dict):
+        value = result.get(self.key, self.default)
+        return ",".join(value) if self.joined else value
+
+
+@dataclass(frozen=True)
 class TruthCheck:
     """One truth check: how it judges a run and what its raised flag means for the run.
 
     `in_fault_study` is the kind where the spec injects faults on purpose (`faults:`), when
-    it differs from `kind`. The reason for each kind is in docs/methods.md §7.
+    it differs from `kind`. The reason for each kind is in docs/methods.md §7. `rank` orders
+    the checks (the report's order, and the flag columns'); `columns` are the numbers the results
+    table keeps beside the flag, placed among the other checks' by `columns_rank` (the order
+    results.parquet has always had; a new check's go after them).
     """
     name: str
-    judge: Callable[[list, dict, dict], dict]
+    judge: Callable[[list, dict, RunFacts], dict]
     kind: Kind
     meaning: str
+    rank: int
     in_fault_study: Kind | None = None
+    columns: tuple[Column, ...] = ()
+    columns_rank: int = 1000
 
     @property
     def column(self) -> str:

@@ -59,16 +59,16 @@ def expected_device_reads(fio_rows: list[dict], block: int) -> float:
 
 def _sequential_read_allowance(fio_rows, ctx, block: int) -> float:
     """Allowance for sequential reads: the family's (on raidz the allocation ratio of one block), else 1."""
-    fam = families.find(str(ctx.get("layout") or ""))          # raw disks have no family: 1
+    fam = families.find(str(ctx.layout or ""))          # raw disks have no family: 1
     sequential = any(r.get("direction") == "read" and not _random(r.get("rw")) for r in fio_rows)
-    width, ashift = ctx.get("layout_width"), ctx.get("ashift") or 12
+    width, ashift = ctx.layout_width, ctx.ashift or 12
     if fam is None or not sequential or not isinstance(width, int):
         return 1.0
     return fam.seq_read_allowance(block, int(ashift), width)
 
 
 def read_amplification(fio_rows, c, ctx) -> dict:
-    f, dev, block = fio_bytes(fio_rows, "read"), num(c.get("dev_read_bytes")), num(ctx.get("block_bytes"))
+    f, dev, block = fio_bytes(fio_rows, "read"), num(c.get("dev_read_bytes")), num(ctx.block_bytes)
     out = dict(value=div(dev, f) if f >= MIN_FIO_BYTES else math.nan, expected=math.nan, fio_read_bytes=f,
                dev_read_bytes=dev, block_bytes=block, margin=READ_AMP_MARGIN)
     if f < MIN_FIO_BYTES:

@@ -16,6 +16,7 @@ from zbench_lib.measure.device_health import per_device_service
 from zbench_lib.measure.fio_hist import judge_run_tails
 from zbench_lib.measure.fio_parse import load_fio_json, parse_fio_json, parse_fio_logs_dir
 from zbench_lib.measure.host_load import summarize as summarize_host_load
+from zbench_lib.measure.run_context import RunContext, RunFacts
 from zbench_lib.measure.run_summary import fio_timeseries, iops_series, summarize_counters
 from zbench_lib.measure.truth import flag_columns, truth_checks
 from zbench_lib.measure.window import exit_lag, run_window
@@ -34,20 +35,21 @@ def derive_rows(raw_dir: Path) -> tuple[list, dict]:
     if logs is not None and len(logs):
         fts = fio_timeseries(logs, rec["t_start"])
         series = iops_series(fts, rec["t_start"], rec["t_end"])
-    ctx = dict(rec["context"], iops_series=series, window_s=rec["t_end"] - rec["t_start"])
-    if ctx.get("block_bytes") is None:
-        ctx["block_bytes"] = _block_bytes(raw_dir)
-    for key, value in _layout_facts(raw_dir).items():
-        ctx.setdefault(key, value)
-    data_devs = rec["kernel_devices"][:ctx.get("data_device_count") or len(rec["kernel_devices"])]
-    ctx["dev_service_each"] = per_device_service(sampler.get("disk"), data_devs, rec["t_start"], rec["t_end"])
+    ctx = RunContext.from_record(rec["context"])
+    data_devs = rec["kernel_devices"][:ctx.data_device_count or len(rec["kernel_devices"])]
     controller = raw_dir / "controller.json"   # the controller's load around a lab run
-    ctx.update(summarize_host_load(json.loads(controller.read_text()) if controller.exists() else None))
-    checks = truth_checks(rows, counters, ctx)
-    flags = flag_columns(checks, fault_study=bool(ctx.get("fault_study")))
+    facts = RunFacts.judging(
+        ctx, iops_series=series, window_s=rec["t_end"] - rec["t_start"],
+        # runs recorded before the context carried the block have it in meta.json
+        block_bytes=_block_bytes(raw_dir) if ctx.block_bytes is None else ctx.block_bytes,
+        dev_service_each=per_device_service(sampler.get("disk"), data_devs, rec["t_start"], rec["t_end"]),
+        **_layout_facts(raw_dir),
+        **summarize_host_load(json.loads(controller.read_text()) if controller.exists() else None))
+    checks = truth_checks(rows, counters, facts)
+    flags = flag_columns(checks, fault_study=bool(facts.fault_study))
     scalars = {k: v for k, v in counters.items() if not isinstance(v, (list, dict))}
     scalars["fio_exit_lag_s"] = rec["fio_exit_lag_s"]
-    scalars["compressratio_after_run"] = ctx.get("compressratio")     # what compressible_data judged
+    scalars["compressratio_after_run"] = facts.compressratio     # what compressible_data judged
     return [{**r, **scalars, **flags, "physical_bw_bytes_s": physical_bw(r, counters)} for r in rows], checks
 
 
@@ -101,15 +103,15 @@ def _layout_facts(raw_dir: Path) -> dict:
 def parse_results(attempt_dir: Path, meta: dict) -> list[dict]:
     """Rows of one run, derived from its raw files (used by Store.rebuild_results)."""
     rows, _ = derive_rows(attempt_dir)
-    ctx = json.loads((Path(attempt_dir) / "run.json").read_text()).get("context", {})
+    ctx = RunContext.from_record(json.loads((Path(attempt_dir) / "run.json").read_text()).get("context", {}))
     extra = {"sweep_id": meta.get("sweep"), "config_id": meta.get("cell_id"),
-             "disk_model": ctx.get("disk_model"), "disk_model_iops": ctx.get("disk_model_iops"),
-             "disk_model_bw": ctx.get("disk_model_bw"), "cache_declared": ctx.get("cache"),
+             "disk_model": ctx.disk_model, "disk_model_iops": ctx.disk_model_iops,
+             "disk_model_bw": ctx.disk_model_bw, "cache_declared": ctx.cache,
              "pool_id": meta.get("pool_id"), "pool_replicate": meta.get("pool_replicate", 1),
-             **(ctx.get("settings_readback") or {}),     # module parameters and disk models as read back
-             **l2arc_warmup_columns(ctx.get("l2arc_warmup")),   # only after a warm-up (a cache device)
+             **(ctx.settings_readback or {}),     # module parameters and disk models as read back
+             **l2arc_warmup_columns(ctx.l2arc_warmup),   # only after a warm-up (a cache device)
              **({"host": meta["host"]} if meta.get("host") else {})}   # a fleet's: the host that ran it
     for k in ("used_bytes", "logicalused_bytes", "referenced_bytes", "compressratio",
               "pool_capacity_pct", "pool_fragmentation_pct"):
-        extra[k] = ctx.get("space", {}).get(k)
+        extra[k] = ctx.space.get(k)
     return [{**r, **extra} for r in rows]

@@ -2,7 +2,8 @@
 
 The sampler runs on the host under test (so one clock serves fio, the pool,
 the devices and the CPU), is shipped as a file and stopped by pkill on its
-unique path. Everything fetched is kept as it came (raw), then summarised.
+unique path; fio runs through a shipped wrapper that has it snapshot as fio exits
+(docs/methods.md §7.1). Everything fetched is kept as it came (raw), then summarised.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zbench_lib.measure.counters import MARK, sampler_argv, sampler_script
+from zbench_lib.measure.counters import MARK, sampler_argv, sampler_script, snap_after_argv, snap_after_script
 from zbench_lib.measure.fio import build_job, collect, execute_fio, fetch_tree
 from zbench_lib.measure.fio_parse import parse_fio_json
 from zbench_lib.measure import workloads
 from zbench_lib.hosts.base import Host
 from zbench_lib.measure.host_load import Sampler as HostLoadSampler
 from zbench_lib.measure.rows import derive_rows
+from zbench_lib.measure.run_context import RunContext
 from zbench_lib.measure.window import run_window
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.zfs import readback
@@ -29,7 +31,7 @@ from zbench_lib.zfs import readback
 class RunResult:
     raw_dir: Path
     window: tuple              # (t_start, t_end) epoch seconds on the host's clock
-    context: dict = field(default_factory=dict)
+    context: RunContext = field(default_factory=RunContext)
     _derived: tuple | None = field(default=None, repr=False)
 
     # Derived on first use: a sweep derives its rows from the raw record once the run is
@@ -62,16 +64,16 @@ def _host_time(host: Host) -> float:
     return float(host.run(["date", "+%s.%N"]).stdout)
 
 
-def measure(host: Host, *, pool: str, target_path: str | list[str], devices: list[str], workload: str,  # noqa: PLR0913 (keyword-only: a run's description; debt, issue 28)
-            overrides: dict, remote_dir: str, raw_dir: Path, context: dict,
+def measure(host: Host, *, pool: str | None, target_path: str | list[str], devices: list[str], workload: str,  # noqa: PLR0913 (keyword-only: a run's description)
+            overrides: dict, remote_dir: str, raw_dir: Path, context: RunContext,
             target_name: str | None = None, sample_interval_s: float = 1.0) -> RunResult:
     """Run `workload` on `target_path` with counters; keep raw files in `raw_dir`.
 
     `target_path` may list several block devices (raw disks, fio's I/O spread over them);
-    with `pool` "" (raw disks) there is no zpool layer and their presence after fio is read
+    with `pool` None (raw disks) there is no zpool layer and their presence after fio is read
     instead of a pool's health; without `target_name` no ZFS property is read back.
 
-    With `context["qemu_pid"]` (a lab's QEMU on this machine) the controller's own load is
+    With `context.qemu_pid` (a lab's QEMU on this machine) the controller's own load is
     sampled around fio too, into raw_dir/controller.json (the host_contention check).
     """
     raw_dir = Path(raw_dir)
@@ -84,8 +86,10 @@ def measure(host: Host, *, pool: str, target_path: str | list[str], devices: lis
     counters = f"{remote_dir}/counters"
     host.run(["mkdir", "-p", counters])
     host.write_text(f"{remote_dir}/sampler.sh", sampler_script())
-    sampler = host.popen(sampler_argv(f"{remote_dir}/sampler.sh", counters, sample_interval_s, pool))
-    load = HostLoadSampler(context["qemu_pid"], sample_interval_s) if context.get("qemu_pid") else None
+    # beside the sampler, not in fio's directory (whose files are fetched as the raw record)
+    host.write_text(f"{remote_dir}/snap_after.sh", snap_after_script())
+    sampler = host.popen(sampler_argv(f"{remote_dir}/sampler.sh", counters, sample_interval_s, pool or ""))
+    load = HostLoadSampler(context.qemu_pid, sample_interval_s) if context.qemu_pid else None
     try:
         # Every layer needs a sample before the window opens. A ramp of three intervals gives
         # the sampler that time while fio starts; without one, wait for the first samples.
@@ -95,7 +99,11 @@ def measure(host: Host, *, pool: str, target_path: str | list[str], devices: lis
         if load:
             load.start()
         try:
-            proc = execute_fio(host, job, f"{remote_dir}/fio")
+            # fio's exit triggers a snapshot on the host: the sample interval straddling the
+            # window's end is then milliseconds long, not up to a stretched sampler loop's
+            # seconds, over which its bytes would be spread as if read after the end (issue 34).
+            proc = execute_fio(host, job, f"{remote_dir}/fio",
+                               wrapper=snap_after_argv(f"{remote_dir}/snap_after.sh", counters))
         finally:
             if load:
                 raw_dir.mkdir(parents=True, exist_ok=True)
@@ -119,16 +127,17 @@ def measure(host: Host, *, pool: str, target_path: str | list[str], devices: lis
     # A job that writes is counted from fio's start, not back from its exit stamp: closing a
     # written zvol can keep fio alive long after its last I/O (measure/window.py).
     t_start, t_end = run_window(t0, fio_run.data, rows, ramp, fallback=(t0, t1))
-    context = dict(context, **health)
+    context = context.with_recorded(**health)
     if target_name:
         # What the data just written compresses to is what the check must judge.
         ratio, block = _ratio_and_block(host, target_name)
-        context["compressratio"] = ratio
-        if context.get("block_bytes") is None:
-            context["block_bytes"] = block
+        context = context.with_recorded(compressratio=ratio)
+        if context.block_bytes is None:
+            context = context.with_recorded(block_bytes=block)
+    # run.json's spelling of no pool is "" (the shipped raw records and the sampler's argument)
     record = {"t0": t0, "t1": t1, "t_start": t_start, "t_end": t_end, "ramp_s": ramp,
-              "pool": pool, "devices": devices, "kernel_devices": kernel_names(host, devices),
-              "workload": workload, "context": context}
+              "pool": pool or "", "devices": devices, "kernel_devices": kernel_names(host, devices),
+              "workload": workload, "context": context.to_record()}
     (raw_dir / "run.json").write_text(json.dumps(record, indent=1, default=str))
     return RunResult(raw_dir, (t_start, t_end), context)
 
@@ -149,7 +158,7 @@ def last_stamps(tail_output: str) -> dict[str, float]:
     return out
 
 
-def _wait_for_samples_past(host: Host, counters_dir: str, t: float, pool: str, interval_s: float) -> None:
+def _wait_for_samples_past(host: Host, counters_dir: str, t: float, pool: str | None, interval_s: float) -> None:
     """Wait until every layer the sampler writes has a sample stamped after `t` (host clock).
 
     A fixed sleep was not enough on a busy machine: the lab's zpool iostat printed late, the

@@ -19,6 +19,7 @@ from zbench_lib.analysis.claims.classic_base import (HOLDS, NJ, NOT, PARTLY, SMA
                                                      lab_caveat, label, matching, overall, pool_note,
                                                      random_rows)
 from zbench_lib.analysis.claims.classic_reads import raidz_reads_claim
+from zbench_lib.analysis.claims.wording import ci_text
 from zbench_lib.analysis.data.flags import admissible_mask, select_admissible
 from zbench_lib.analysis.stats.tables import block_column, compare_table, comparison_by, space_check
 from zbench_lib.core.sizes import format_size
@@ -65,7 +66,7 @@ def _side(cmp: pd.DataFrame, key: dict) -> pd.Series | None:
 
 def _ratio(r, what) -> str:
     lvl = f"{1 - r['holm_alpha']:.1%}".replace(".0%", "%")
-    return f"{what} {r['ratio']:.2f}x (Holm-adjusted {lvl} CI {r['adj_ci_low']:.2f}–{r['adj_ci_high']:.2f})"
+    return f"{what} {r['ratio']:.2f}x (Holm-adjusted {ci_text(r['adj_ci_low'], r['adj_ci_high'], 2, lvl)})"
 
 
 def _write_state(iops, p99) -> str:

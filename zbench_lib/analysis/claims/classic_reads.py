@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from zbench_lib.analysis.claims.wording import ci_text
 from zbench_lib.analysis.claims.classic_base import (ALPHA, FLAT, HOLDS, NJ, NOT, SCALES, UNDECIDED, claim, excluded,
                                                      lab_caveat, label, matching, overall, pool_note,
                                                      random_rows)
@@ -151,7 +152,7 @@ def raidz_reads_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None:
         halves[is_raidz].append(state)
         head = f"{label(r, groups)}: " if groups else ""
         text = (f"{head}{_span(layout, r)}: IOPS {r['scaling']:.2f}x for {r['ideal_scaling']:.2f}x the data disks, "
-                f"efficiency {r['efficiency']:.2f} ({level} CI {lo:.2f}–{hi:.2f})")
+                f"efficiency {r['efficiency']:.2f} (Bonferroni-adjusted {ci_text(lo, hi, 2, level)})")
         if is_raidz and disk:
             text += f", {r['mean'] / disk / r['vdevs']:.1f} disks' worth per vdev"
         parts.append(text + {HOLDS: "", NOT: " (contradicts the claim)", UNDECIDED: " (undecided)"}[state])

@@ -19,6 +19,7 @@ import pandas as pd
 
 from zbench_lib.analysis.data.flags import SENSITIVITY_KEYS
 from zbench_lib.analysis.data.replication import ONE_POOL_NOTE, POOL_LEVEL_NOTE
+from zbench_lib.analysis.claims.wording import ci_text, effect_size_ok, p_text, say_once
 from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS
 from zbench_lib.analysis.stats.tables import block_column
 from zbench_lib.core.sizes import format_size
@@ -32,7 +33,8 @@ TAIL_NOTE = ("p99 latency is compared as the mean of each unit's own fio p99 (a 
 
 
 def _ci(lo, hi, digits=2, level="95%") -> str:
-    return f"{level} CI {lo:.{digits}f}–{hi:.{digits}f}"
+    """The interval with enough decimals that its ends differ (`wording.ci_text`)."""
+    return ci_text(lo, hi, digits, level)
 
 
 def _adj_ci(r) -> str:
@@ -40,8 +42,18 @@ def _adj_ci(r) -> str:
     return "Holm-adjusted " + _ci(r["adj_ci_low"], r["adj_ci_high"], level=f"{1 - r['holm_alpha']:.1%}")
 
 
-def _p(p) -> str:
-    return "n/a" if p is None or not np.isfinite(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
+def _p(p, r=None) -> str:
+    """A p-value printed to what the design supports (`wording.p_text`): `r` gives the units a side."""
+    n = (int(r["n_level"]), int(r["n_baseline"])) if r is not None and "n_level" in r else (None, None)
+    return p_text(p, *n)
+
+
+def _hedges(r) -> str:
+    """Hedges' g, only where the spread is large enough for a standardised effect to mean anything."""
+    g = r.get("hedges_g", np.nan)
+    if effect_size_ok(g, r.get("mean_level", np.nan), r.get("mean_baseline", np.nan)):
+        return f", Hedges g {g:.2f}"
+    return ", Hedges g not reported (spread below 1% of the mean)" if np.isfinite(g) else ""
 
 
 def _value(v, metric) -> str:
@@ -189,17 +201,17 @@ def _verdict_text(r, base, alpha) -> str:
     if v in ("higher", "lower"):
         text = f"{v} than {base}, significant after Holm correction"
         if bool(r.get("equivalent", False)):
-            text += f", yet within the {within} equivalence margin (TOST p {_p(r['tost_p'])})"
+            text += f", yet within the {within} equivalence margin (TOST p {_p(r['tost_p'], r)})"
         return text + "."
     if v == "equivalent":
-        return f"no meaningful difference (equivalent within {within}, TOST p {_p(r['tost_p'])})."
+        return f"no meaningful difference (equivalent within {within}, TOST p {_p(r['tost_p'], r)})."
     return f"inconclusive: not significant after Holm correction, and equivalence within {within} is not shown."
 
 
 def _not_judged(r, unit) -> str:
     note = r.get("note", "")
     if isinstance(note, str) and note:
-        return note
+        return say_once(note)
     return (f"not judged (n {int(r['n_level'])} vs {int(r['n_baseline'])} admissible {unit}s; "
             f"a CI needs at least 2 {unit}s a side)")
 
@@ -223,7 +235,7 @@ def conclusions_compare(cmp: pd.DataFrame, metric: str = "iops", alpha: float = 
             out.append(f"{head}{ratio}: {_not_judged(r, unit)}.{_described(r)}{_sensitivity(r)}")
             continue
         text = (f"{head} ratio {r['ratio']:.2f} ({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}; {_adj_ci(r)}), "
-                f"p {_p(r['p'])}, Holm p {_p(r['holm_p'])}, Hedges g {r['hedges_g']:.2f}, "
+                f"p {_p(r['p'], r)}, Holm p {_p(r['holm_p'], r)}{_hedges(r)}, "
                 f"means {_value(r['mean_level'], m)} vs {_value(r['mean_baseline'], m)}, "
                 f"n {int(r['n_level'])} vs {int(r['n_baseline'])} {unit}s: ")
         too_small += bool(r.get("mannwhitney_note")) and str(r.get("mannwhitney_note")).startswith("too small")
@@ -263,19 +275,23 @@ def _block_sensitivity(g, better, metric) -> str:
     return f" Sensitivity: {'; '.join(parts)}." if parts else ""
 
 
-def _best_block(g, everything, cmp_p99, by, metric) -> str:
+def _best_block(g, everything, cmp_p99, by, metric, unjudged=()) -> str:
+    """The best judged block size; with `unjudged` levels, "no block size is better" is said only of
+    the judged ones (a level without a verdict may be better: nobody knows)."""
     better = "higher" if not metric.startswith(("clat", "lat")) else "lower"
     r = _winner(g, "verdict", "ratio", better)
     sens = _block_sensitivity(everything, better, metric)
     if r is None:
         r = g.loc[g["ratio"].idxmax() if better == "higher" else g["ratio"].idxmin()]
-        return (f"{_who(r, by)}no block size is significantly better than "
+        which = "block size" if not unjudged else \
+            f"judged block size ({', '.join(format_size(int(v)) for v in unjudged)} not judged)"
+        return (f"{_who(r, by)}no {which} is significantly better than "
                 f"{format_size(int(r['baseline']))} for {METRIC_LABELS.get(metric, metric)} after Holm "
                 f"correction (closest: {format_size(int(r['level']))} at {r['ratio']:.2f}x, "
-                f"{_ci(r['ratio_ci_low'], r['ratio_ci_high'])}, Holm p {_p(r['holm_p'])}).{_described(r)}{sens}")
+                f"{_ci(r['ratio_ci_low'], r['ratio_ci_high'])}, Holm p {_p(r['holm_p'], r)}).{_described(r)}{sens}")
     text = (f"{_who(r, by)}{format_size(int(r['level']))} gives {r['ratio']:.2f}x the "
             f"{METRIC_LABELS.get(metric, metric)} of {format_size(int(r['baseline']))} "
-            f"({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}, Holm p {_p(r['holm_p'])}, {_adj_ci(r)})")
+            f"({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}, Holm p {_p(r['holm_p'], r)}, {_adj_ci(r)})")
     if cmp_p99 is not None and not cmp_p99.empty:
         q = cmp_p99[(cmp_p99["level"] == r["level"])
                     & np.logical_and.reduce([cmp_p99[c] == r[c] for c in by] or [True])]
@@ -301,13 +317,13 @@ def conclusions_volblocksize(cmp: pd.DataFrame, cmp_p99: pd.DataFrame | None = N
             g = g.drop(thin.index)
             for _, t in thin.iterrows():
                 unit = t.get("unit") if isinstance(t.get("unit"), str) else "run"
-                why = t.get("note") if isinstance(t.get("note"), str) and t.get("note") else \
+                why = say_once(t.get("note")) if isinstance(t.get("note"), str) and t.get("note") else \
                     (f"n {int(t['n_level'])} vs {int(t['n_baseline'])} admissible {unit}s "
                      f"(a CI needs at least 2 a side)")
                 out.append(f"{_who(t, by)}{format_size(int(t['level']))} not judged against "
                            f"{format_size(int(t['baseline']))}: {why}.{_described(t)}{_sensitivity(t)}")
             if not g.empty:
-                out.append(_best_block(g, everything, cmp_p99, by, _metric(g.iloc[0], metric)))
+                out.append(_best_block(g, everything, cmp_p99, by, _metric(g.iloc[0], metric), list(thin["level"])))
         out += _unit_note(cmp) + ([TAIL_NOTE] if cmp_p99 is not None and not cmp_p99.empty else [])
     for _, r in (space[space["layout"].str.startswith("raidz")] if space is not None else pd.DataFrame()).iterrows():
         bcol = block_column(space)

@@ -29,7 +29,11 @@ from zbench_lib.analysis.figures.plot_base import CAPTION_NAME, PALETTE, agg_fig
 from zbench_lib.core.errors import ConfigError
 
 FORMATS = ("png", "svg")
-_DASH = {"solid": "-", "dash": "--", "dot": ":", "dashdot": "-.", "longdash": "--", "longdashdot": "-."}
+_DASH = {"solid": "-", "dash": "--", "dot": ":", "dashdot": "-.", "longdash": (0, (8, 3)),
+         "longdashdot": (0, (8, 3, 1, 3))}
+# plotly marker symbols as matplotlib's, so the static legend tells the families apart as the interactive one does
+_MARKER = {"circle": "o", "square": "s", "diamond": "D", "triangle-up": "^", "triangle-down": "v", "cross": "P",
+           "x": "X", "star": "*", "pentagon": "p"}
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
 
@@ -66,6 +70,11 @@ def _color(trace, i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
+def _marker(trace) -> str:
+    symbol = getattr(getattr(trace, "marker", None), "symbol", None)
+    return _MARKER.get(symbol, "o") if isinstance(symbol, str) else "o"
+
+
 def _errors(err, values):
     if err is None or err.array is None or err.visible is False:
         return None
@@ -91,7 +100,7 @@ def figure_frame(fig: go.Figure) -> pd.DataFrame:
             groups.append(f"{i}.{group}")
         text = list(t.text) if isinstance(t.text, (list, tuple, np.ndarray)) else [t.text or ""] * len(x)
         df = pd.DataFrame({"x": x, "y": y, "group": groups, "text": (text + [""] * len(x))[:len(x)]})
-        df = df.assign(panel=panel, trace=i, name=t.name or "", color=_color(t, i), kind=mode,
+        df = df.assign(panel=panel, trace=i, name=t.name or "", color=_color(t, i), kind=mode, marker=_marker(t),
                        ls=(t.line.dash if t.type == "scatter" and t.line.dash else "solid"),
                        opacity=t.marker.opacity if t.type == "bar" and t.marker.opacity is not None else 1.0)
         if t.type == "bar":
@@ -171,7 +180,8 @@ def _legend(out, fig: go.Figure):
             handles.append(Patch(color=_color(t, i), alpha=t.marker.opacity or 1.0, label=t.name))
         else:
             mode = t.mode or "lines+markers"
-            handles.append(Line2D([], [], color=_color(t, i), label=t.name, marker="o" if "markers" in mode else None,
+            handles.append(Line2D([], [], color=_color(t, i), label=t.name,
+                                  marker=_marker(t) if "markers" in mode else None,
                                   linestyle=_DASH.get(t.line.dash or "solid", "-") if "lines" in mode else "none"))
     if handles:
         out.legend(handles=handles, loc="outside right center", fontsize="small", frameon=False)
@@ -201,7 +211,7 @@ def static_figure(fig: go.Figure):  # noqa: C901, PLR0912 (one step per kind of 
         if len(lines):
             plot = plot.add(so.Line(linewidth=1.5), data=lines, linestyle="ls", legend=False)
         if len(dots):
-            plot = plot.add(so.Dot(pointsize=5), data=dots, legend=False)
+            plot = plot.add(so.Dot(pointsize=5), data=dots, marker="marker", legend=False)
         if len(bars):
             xs = np.sort(bars["x"].astype(float).unique())
             spacing = float(np.diff(xs).min()) if len(xs) > 1 else 1.0
@@ -212,7 +222,8 @@ def static_figure(fig: go.Figure):  # noqa: C901, PLR0912 (one step per kind of 
                 err = frame[frame[f"{axis}lo"].notna()]
                 plot = plot.add(so.Range(), data=err, legend=False,
                                 **{f"{axis}min": f"{axis}lo", f"{axis}max": f"{axis}hi"})
-        plot = plot.scale(color=None, linestyle={k: v for k, v in _DASH.items() if k in set(frame["ls"])})
+        plot = plot.scale(color=None, marker={m: m for m in set(frame["marker"])},
+                          linestyle={k: v for k, v in _DASH.items() if k in set(frame["ls"])})
         if len(panels) > 1:
             plot = plot.facet(col="panel", wrap=cols).share(x=False, y=False)
         with warnings.catch_warnings():

@@ -27,6 +27,11 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
            "#7f7f7f", "#bcbd22", "#17becf")
 LAYER_COLORS = {"fio": PALETTE[0], "pool": PALETTE[1], "device": PALETTE[2]}
 CAPTION_NAME = "zbench-caption"
+# One marker per layout family and one dash per vdev count (issue 31): six raidz1 series in one
+# colour and marker could not be told apart. Dotted stays the models', dashed-grey the ideal's.
+MARKERS = {"stripe": "circle", "mirror": "square", "raidz1": "diamond", "raidz2": "triangle-up",
+           "raidz3": "triangle-down", "draid1": "cross", "draid2": "x", "draid3": "star", "raw": "pentagon"}
+VDEV_DASHES = ("solid", "dash", "longdash", "dashdot", "longdashdot")
 # metric -> (axis label with its unit, factor from the stored unit)
 METRICS = {"iops": ("IOPS", 1.0), "bw_bytes_s": ("MiB/s", 1 / 2 ** 20),
            "clat_p99_ns": ("p99 completion latency (ms)", 1e-6), "clat_p99_ms": ("p99 completion latency (ms)", 1.0),
@@ -71,6 +76,31 @@ def colors_for(names) -> dict:
         else:
             out[name] = next(spare, PALETTE[i % len(PALETTE)])
     return out
+
+
+def split_family(name) -> tuple[str, int]:
+    """'2x raidz1' -> ('raidz1', 2); 'mirror' -> ('mirror', 1): a scaling family's layout and vdevs.
+
+    Examples
+    --------
+    >>> split_family("2x raidz1"), split_family("mirror")
+    (('raidz1', 2), ('mirror', 1))
+    """
+    head, _, rest = str(name).partition("x ")
+    return (rest, int(head)) if rest and head.isdigit() else (str(name), 1)
+
+
+def family_style(names) -> dict:
+    """name -> (colour, marker, dash): the layout's colour and marker, a dash per vdev count.
+
+    Names are layouts or scaling families ('2x raidz1', `tables.scaling_family`); a name
+    outside the layouts keeps a colour of its own, a circle and a solid line.
+    """
+    names = list(pd.unique(pd.Series(list(names), dtype=object)))
+    layouts = [split_family(n)[0] for n in names]
+    colors = colors_for(layouts)
+    return {n: (colors[lay], MARKERS.get(lay, "circle"), VDEV_DASHES[(v - 1) % len(VDEV_DASHES)])
+            for n, (lay, v) in zip(names, map(split_family, names))}
 
 
 def shade(color: str, factor: float) -> str:

@@ -10,7 +10,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYER_COLORS, LAYER_ORDER, LAYOUT_ORDER,
-                                                   PERCENTILE_COLUMNS, SD_LABEL, colors_for, fmt, legend_entry,
+                                                   PERCENTILE_COLUMNS, SD_LABEL, colors_for, family_style, fmt,
+                                                   legend_entry,
                                                    mean_sd, metric_label, n_labels, one_configuration, ordered)
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.core.errors import ConfigError
@@ -65,11 +66,13 @@ def plot_scaling_interactive(scaling_df: pd.DataFrame, kind: str = "scaling", er
     legend entry; points resting on one run say "n=1".
     """
     series, ideal, default_ylabel, elabel = scaling_data(scaling_df, kind, error, family, disks_col)
-    colors = colors_for([s[0] for s in series])
+    style = family_style([s[0] for s in series])        # a family's layout colour and marker, a dash per vdevs
+    colors = {k: v[0] for k, v in style.items()}
     fig = go.Figure()
     for name, x, y, lo, hi, n in series:
         fig.add_trace(go.Scatter(x=x, y=y, name=name, mode="lines+markers+text", text=n_labels(n),
-                                 textposition="top center", line=dict(color=colors[name]),
+                                 textposition="top center", line=dict(color=colors[name], dash=style[name][2]),
+                                 marker=dict(symbol=style[name][1], size=8),
                                  customdata=n, hovertemplate="%{x} data disks: %{y:.4g} (n=%{customdata})",
                                  error_y=dict(type="data", array=hi, arrayminus=lo, visible=True)))
     dashes = iter(("dash", "dashdot", "longdash", "dot", "longdashdot") * 4)

@@ -18,9 +18,11 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYOUT_ORDER, colors_for, legend_entry, metric_label,
-                                                   n_labels, ratio_ticks, shade)
+from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYOUT_ORDER, colors_for, family_style, legend_entry,
+                                                   metric_label, n_labels, ratio_ticks, shade, split_family)
+from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, varying_columns
 from zbench_lib.analysis.stats.stats import summary
+from zbench_lib.analysis.stats.tables import scaling_family
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
 from zbench_lib.zfs.models import has_model, predicted_random_read_iops
@@ -75,8 +77,9 @@ def iops_vs_drives_data(df: pd.DataFrame, metric: str = "auto", drives: str = "t
     if "direction" in s:
         random_read &= s["direction"] == "read"
     s["model"] = s["model"].where(random_read)
-    shapes = s.groupby(panel + ["layout", drives])["width"].transform("nunique") if panel else 1
-    s["line"] = np.where(shapes > 1, s["layout"] + " (" + s["width"].astype(str) + "-wide vdevs)", s["layout"])
+    # A line per scaling family (a layout, or "2x raidz1" for a second vdev count), as the scaling
+    # tables name them: a line per vdev width joined a 1x2 and a 2x2 pool into one "2-wide" series.
+    s["line"] = scaling_family(s)
     return s
 
 
@@ -95,22 +98,23 @@ def plot_iops_vs_drives(df: pd.DataFrame, metric: str = "auto", drives: str = "t
     rows = math.ceil(len(panels) / cols)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[" ".join(map(str, p)) for p in panels],
                         horizontal_spacing=0.1, vertical_spacing=0.18)
-    colors = colors_for(s["layout"])
-    shown = set()
+    style = family_style(s["line"])
+    shown, model_at = set(), None
     for i, key in enumerate(panels):
         r, c = i // cols + 1, i % cols + 1
         p = s
         for col, v in zip(by, key):
             p = p[p[col] == v]
         label, scale = metric_label(p["metric"].iloc[0])
-        for line in sorted(p["line"].unique(), key=lambda v: _rank(v.split(" ")[0])):
+        for line in sorted(p["line"].unique(), key=lambda v: (_rank(split_family(v)[0]), split_family(v)[1])):
             g = p[p["line"] == line].sort_values(drives)
-            color = colors[g["layout"].iloc[0]]
+            color, marker, dash = style[line]
             lo = (g["mean"] - g["ci95_low"].clip(lower=0)) * scale
             hi = (g["ci95_high"] - g["mean"]) * scale
             fig.add_trace(go.Scatter(x=g[drives], y=g["mean"] * scale, name=line, legendgroup=line,
                                      showlegend=line not in shown, mode="lines+markers+text",
-                                     text=n_labels(g["n"]), textposition="top center", line=dict(color=color),
+                                     text=n_labels(g["n"]), textposition="top center",
+                                     line=dict(color=color, dash=dash), marker=dict(symbol=marker, size=8),
                                      customdata=g["n"], hovertemplate="%{x} drives: %{y:,.4g} (n=%{customdata})",
                                      error_y=dict(type="data", array=hi.fillna(0), arrayminus=lo.fillna(0))),
                           row=r, col=c)
@@ -121,24 +125,39 @@ def plot_iops_vs_drives(df: pd.DataFrame, metric: str = "auto", drives: str = "t
                                          name=f"model: {line}", legendgroup="model", showlegend=False,
                                          hovertext=f"per-vdev model: {line}", hoverinfo="text+y",
                                          line=dict(color=shade(color, 0.7), dash="dot", width=1.5)), row=r, col=c)
-                if "model" not in shown:
-                    legend_entry(fig, "per-vdev random-read model (dotted)", "dot", "model", row=r, col=c)
-                shown.add("model")
+                model_at = model_at or dict(row=r, col=c)
+        _ideal(fig, p, drives, scale, first="ideal" not in shown, row=r, col=c)
+        shown.add("ideal")
         fig.update_xaxes(title_text="drives in the pool", tickmode="array",
                          tickvals=sorted(p[drives].unique()), row=r, col=c)
         fig.update_yaxes(title_text=f"{label} (mean)", rangemode="tozero", row=r, col=c)
+    if model_at:                    # after the layouts: the legend lists the series first
+        legend_entry(fig, "per-vdev random-read model (dotted)", "dot", "model", **model_at)
     what = {"auto": "IOPS (random) and MiB/s (sequential)"}.get(metric, metric_label(metric)[0])
     fig.update_layout(title=(title or f"{what} against the number of drives") + f" ({CI_LABEL})",
-                      height=380 * rows + 160, legend_title_text="layout")
+                      height=380 * rows + 160, legend_title_text="layout (vdevs: dash)")
     return fig
+
+
+def _ideal(fig: go.Figure, p: pd.DataFrame, drives: str, scale: float, first: bool, **subplot) -> None:
+    """The ideal: n times one drive, from the stripe's smallest pool (the one layout whose drives all carry
+    data), grey and dashed; nothing where the panel has no stripe."""
+    st = p[(p["layout"] == "stripe") & p["mean"].notna()].sort_values(drives)
+    if st.empty:
+        return
+    per_drive = float(st["mean"].iloc[0]) / float(st[drives].iloc[0])
+    xs = np.array(sorted(p[drives].unique()), float)
+    fig.add_trace(go.Scatter(x=xs, y=xs * per_drive * scale, mode="lines", meta="ideal", name="ideal: n × one drive",
+                             legendgroup="ideal", showlegend=first, hoverinfo="skip",
+                             line=dict(color="#888888", dash="dash", width=1)), **subplot)
 
 
 def overlay_model(fig: go.Figure, scaling_df: pd.DataFrame, family: str = "layout") -> go.Figure:
     """Add the first-order random-read model per data disk, dotted in each layout's colour."""
     if "model_per_disk" not in scaling_df or scaling_df["model_per_disk"].isna().all():
         return fig
-    colors = colors_for(scaling_df[family])
-    groups = sorted(scaling_df.groupby(family), key=lambda kv: _rank(kv[0]))
+    colors = {k: v[0] for k, v in family_style(scaling_df[family]).items()}     # "2x raidz1" in raidz1's colour
+    groups = sorted(scaling_df.groupby(family), key=lambda kv: (_rank(split_family(kv[0])[0]), split_family(kv[0])[1]))
     for name, g in groups:
         g = g.sort_values("data_disks")
         fig.add_trace(go.Scatter(x=g["data_disks"], y=g["model_per_disk"], mode="lines", meta="model",
@@ -198,11 +217,14 @@ def ratio_figure(cmp: pd.DataFrame, metric: str, margin: float | None = None) ->
     labels = [" ".join([fmt(r["level"])] + [cell(c, r[c]) for c in by]) for _, r in cmp.iterrows()]
     n_cols = [c for c in ("n_level", "n_baseline") if c in cmp]
     n_min = cmp[n_cols].min(axis=1) if n_cols else pd.Series(np.nan, index=cmp.index)
-    text = ["n=1" if n == 1 else "" for n in n_min]
+    # An interval only where the text judges the comparison (issue 31): a side that pools several
+    # configurations has a ratio and a CI, but they compare no one configuration, and the text says not judged.
+    judged = (cmp["verdict"] != "not judged") if "verdict" in cmp else pd.Series(True, index=cmp.index)
+    text = ["n=1" if n == 1 else "" if ok else "not judged" for n, ok in zip(n_min, judged)]
     fig = go.Figure(go.Scatter(x=cmp["ratio"], y=labels, mode="markers+text", name="ratio (95% CI)",
                                text=text, textposition="middle right",
-                               error_x=dict(type="data", array=cmp["ratio_ci_high"] - cmp["ratio"],
-                                            arrayminus=cmp["ratio"] - cmp["ratio_ci_low"])))
+                               error_x=dict(type="data", array=(cmp["ratio_ci_high"] - cmp["ratio"]).where(judged),
+                                            arrayminus=(cmp["ratio"] - cmp["ratio_ci_low"]).where(judged))))
     missing = cmp["ratio"].isna().to_numpy()
     if missing.any():                          # cells whose runs were all excluded keep their row
         fig.add_trace(go.Scatter(x=[1.0] * int(missing.sum()), y=[lab for lab, m in zip(labels, missing) if m],
@@ -228,3 +250,105 @@ def ratio_figure(cmp: pd.DataFrame, metric: str, margin: float | None = None) ->
                       yaxis=dict(autorange="reversed"),             # rows top-down, as in the table
                       height=max(340, 30 * len(cmp) + 260))
     return fig
+
+
+def _series_named(frame: pd.DataFrame, series: str | None, others: list[str]) -> pd.DataFrame:
+    """`frame` with `_series`: the series' value and each other varying column, as one line's name."""
+    label = frame[series].astype(str) if series else pd.Series("", index=frame.index)
+    for c in others:
+        label = label + " " + c.replace("_", " ") + " " + frame[c].astype(str)
+    return frame.assign(_series=label.str.strip())
+
+
+def _level_text(factor: str, v) -> str:
+    return format_size(int(v)) if factor.endswith("_bytes") else str(v)
+
+
+def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None, series: str | None = None,
+                metric: str = "auto", title: str = "") -> go.Figure:
+    """A factor's headline: the judged metric per level (top row) and p99 / p99.9 (bottom row), each with
+    its 95% CI, a column per workload × direction, a line per `series` (the layout, where it varies).
+
+    Block size, queue depth, sync or log device: the levels sit on a categorical axis in their
+    order, so "4K, 16K, 128K" or "qd 1 ... 64" read left to right without labels on the points
+    (which overlapped where the IOPS did not change). `tails` is one row per cell × percentile
+    (`claims.answer.latency_tails`: value_ms, ci_low_ms, ci_high_ms, status); only judged
+    percentiles are drawn, and only where the text judges them.
+    """
+    panel = [c for c in ("workload", "direction") if c in df]
+    others = [c for c in varying_columns(df, exclude=tuple(panel) + (factor,) + ((series,) if series else ()))
+              if c not in LAYOUT_COLUMNS or series != "layout"]
+    if others:          # a line per configuration, never a point pooling several (disk counts, widths, ...)
+        # the tails get the same line names, or none are drawn: a level's several configurations
+        # would otherwise share one latency point
+        named = tails is not None and all(c in tails for c in others + ([series] if series else []))
+        tails = _series_named(tails, series, others) if named else None
+        df, series = _series_named(df, series, others), "_series"
+    keys = panel + ([series] if series else []) + [factor]
+    panels = [p if isinstance(p, tuple) else (p,) for p in df.groupby(panel, sort=True).groups] if panel else [()]
+    with_tails = tails is not None and len(tails) and (tails["status"] == "judged").any()
+    rows = 2 if with_tails else 1
+    fig = make_subplots(rows=rows, cols=len(panels), shared_xaxes=True, vertical_spacing=0.12,
+                        horizontal_spacing=0.08, subplot_titles=[" ".join(map(str, p)) for p in panels]
+                        + [""] * (len(panels) * (rows - 1)))
+    levels = sorted(df[factor].dropna().unique(), key=lambda v: (isinstance(v, str), v if not isinstance(v, str)
+                                                                else 0, str(v)))
+    ticks = [_level_text(factor, v) for v in levels]
+    names = list(pd.unique(df[series])) if series else [""]
+    style = family_style(names) if series else {"": ("#1f77b4", "circle", "solid")}
+    shown = set()
+    for j, key in enumerate(panels, start=1):
+        d = df
+        for c, v in zip(panel, key):
+            d = d[d[c] == v]
+        m = panel_metric(key[0] if key else "", metric)
+        label, scale = metric_label(m)
+        s = summary(d, m, keys)
+        for name in sorted(names, key=lambda v: _rank(str(v))):
+            g = s[s[series] == name] if series else s
+            g = g.assign(_x=g[factor].map(lambda v: _level_text(factor, v))).set_index(factor).reindex(
+                [v for v in levels if v in set(g[factor])]).reset_index()
+            color, marker, dash = style[name]
+            fig.add_trace(go.Scatter(
+                x=g["_x"], y=g["mean"] * scale, name=str(name) or label, legendgroup=str(name),
+                showlegend=str(name) not in shown, mode="lines+markers", line=dict(color=color, dash=dash),
+                marker=dict(symbol=marker, size=8), customdata=g["n"],
+                hovertemplate="%{x}: %{y:,.4g} (n=%{customdata})",
+                error_y=dict(type="data", array=((g["ci95_high"] - g["mean"]) * scale).fillna(0),
+                             arrayminus=((g["mean"] - g["ci95_low"].clip(lower=0)) * scale).fillna(0))), row=1, col=j)
+            shown.add(str(name))
+            if with_tails:
+                _tail_traces(fig, tails, dict(zip(panel, key)), series, name, factor, levels, color, marker, j)
+        fig.update_yaxes(title_text=f"{label} (mean)" if j == 1 else None, rangemode="tozero", row=1, col=j)
+        fig.update_xaxes(type="category", categoryorder="array", categoryarray=ticks, row=rows, col=j,
+                         title_text=factor.removesuffix("_bytes").replace("_", " "))
+        if with_tails:
+            fig.update_yaxes(title_text="completion latency (ms, log)" if j == 1 else None, type="log", row=2, col=j)
+    if with_tails:
+        for pct, dash in (("p99", "solid"), ("p99.9", "dot")):
+            legend_entry(fig, f"{pct} (lower panels)", dash, pct, row=2, col=1)
+    shown_metrics = " / ".join(dict.fromkeys(metric_label(panel_metric(p[0] if p else "", metric))[0] for p in panels))
+    fig.update_layout(title=(title or f"{' and '.join([shown_metrics] + (['p99 / p99.9'] if with_tails else []))}"
+                             f" per {factor.removesuffix('_bytes')}") + f" ({CI_LABEL})",
+                      height=330 * rows + 170, legend_title_text="" if series == "_series" else series or "")
+    return fig
+
+
+def _tail_traces(fig, tails, key, series, name, factor, levels, color, marker, col):  # noqa: PLR0913 (one series' place in the grid)
+    t = tails[(tails["status"] == "judged")]
+    for c, v in key.items():
+        if c in t:
+            t = t[t[c] == v]
+    if series and series in t:
+        t = t[t[series] == name]
+    for pct, dash in (("p99", "solid"), ("p99.9", "dot")):
+        g = t[t["percentile"] == pct]
+        g = g.set_index(factor).reindex([v for v in levels if v in set(g[factor])]).reset_index()
+        if g.empty:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[_level_text(factor, v) for v in g[factor]], y=g["value_ms"], name=f"{name} {pct}".strip(),
+            legendgroup=str(name), showlegend=False, mode="lines+markers", line=dict(color=color, dash=dash),
+            marker=dict(symbol=marker, size=7), hovertemplate=f"{name} {pct} " + "%{x}: %{y:,.4g} ms",
+            error_y=dict(type="data", array=(g["ci_high_ms"] - g["value_ms"]).fillna(0),
+                         arrayminus=(g["value_ms"] - g["ci_low_ms"]).fillna(0))), row=2, col=col)

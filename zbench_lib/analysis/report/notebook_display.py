@@ -25,6 +25,7 @@ from zbench_lib.analysis.data.sweep_data import Sweep
 from zbench_lib.analysis.report.table_format import use_readable_tables
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
+from zbench_lib.analysis.report.stamp import caveat_line, zbench_stamp
 
 _figure_ids = itertools.count()
 _SWEEPS: list[Sweep] = []            # sweeps named by header_markdown, first the analysed one
@@ -84,7 +85,8 @@ def fio_parameters(results: pd.DataFrame, workloads=None) -> list[str]:
 
 
 def figure_caption(title: str = "", sweeps=None) -> str:
-    """Sweep id(s) and the fio parameters of the workloads named in `title` (all if none is)."""
+    """Sweep id(s), the fio parameters of the workloads named in `title` (all if none is), the caveat
+    line and zbench's version and commit."""
     sweeps = list(sweeps if sweeps is not None else _SWEEPS)
     if not sweeps:
         return ""
@@ -98,6 +100,8 @@ def figure_caption(title: str = "", sweeps=None) -> str:
     for _, r in runs.drop_duplicates("run_id").iterrows():     # a figure of one run says which run
         text += f"Run {r['run_id']}: {r.get('layout_label', r.get('layout', ''))}, repetition {r.get('rep', '?')}. "
     text += "fio " + "; ".join(fio_parameters(results, named or known)) + "."
+    # A figure saved or pasted alone keeps what the disks were and which zbench drew it (issue 31).
+    text += f" {caveat_line(results)} {zbench_stamp()}."
     if any(is_synthetic(s) for s in sweeps):
         text = "SYNTHETIC DATA, not measured. " + text
     return text

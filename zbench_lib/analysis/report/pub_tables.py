@@ -13,11 +13,20 @@
     display_table(table)          the same as text cells (what Markdown, HTML and LaTeX show)
     summary_gt(table, ...)        a great_tables GT (HTML and LaTeX)
     export_table(table, fmt)      'md', 'csv', 'latex' or 'html' as a string
-    write_tables(table, dir)      summary.md, summary.csv and summary.tex into `dir`
+    latex_table(table, ...)       a longtable that compiles in a bare `article` with LATEX_PREAMBLE and
+                                  fits \\textwidth (small type, two-line headers, landscape pages when
+                                  the columns are many), split across pages as long as it runs
+    write_tables(table, dir)      summary.md, summary.csv, summary.tex and summary-preamble.tex into `dir`
+
+Every export carries the source note the caller gives: the report puts the caveat line (lab,
+emulated disks) and zbench's version and commit in it (`report.stamp`), so a pasted table keeps
+them. CSV headers carry their units (`iops_ci95_low`, `mib_s`, `p99_ms`); a CSV has no room for
+a note line that would not break a reader, so the note goes in a commented first line.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +48,18 @@ _LABELS = {"configuration": "Configuration", "drives": "Drives", "data_disks": "
            "p99_ms": "p99 (ms)", "n": "n", "excluded": "Excluded runs",
            "described": "Runs with describing flags", "not_judged": "Runs not fully judged"}
 _RUNS = ("n", "excluded", "described", "not_judged")      # the run counts beside each estimate
+# What summary.tex needs, and nothing else: written beside it as summary-preamble.tex and documented in
+# its first lines. booktabs for the rules, longtable to split across pages, pdflscape for wide tables.
+LATEX_PREAMBLE = ("\\usepackage{booktabs}   % \\toprule, \\midrule, \\bottomrule\n"
+                  "\\usepackage{longtable}  % tables split across pages\n"
+                  "\\usepackage{pdflscape}  % landscape pages for tables with many columns\n")
+# A bare article's \textwidth (345 pt at 10 pt type) against the table's width estimated from its longest
+# cell per column: scriptsize averages under 3.6 pt a character, and each column adds 6 pt of separation.
+PORTRAIT_PT, CHAR_PT, COLUMN_PT = 345.0, 3.6, 6.0
+# Two-line LaTeX headers: the long labels would set each column's width.
+_TEX_HEADERS = {"data_disks": "Data\\\\disks", "iops_ci": "IOPS\\\\95\\% CI", "p99_ms": "p99\\\\(ms)",
+                "excluded": "Runs\\\\excl.", "described": "Runs\\\\descr.", "not_judged": "Runs not\\\\judged",
+                "physical_mib_s": "Disks\\\\MiB/s", "compressratio": "compress-\\\\ratio"}
 # Where these vary, fio's MiB/s (logical) is half the story: the disks' MiB/s and the ratio join it.
 COMPRESSION_FACTORS = ("compression", "compressible_percent")
 _PHYSICAL = ("physical_mib_s", "compressratio")
@@ -208,19 +229,77 @@ def export_table(table: pd.DataFrame, fmt_name: str, title: str = "Summary", sou
     if fmt_name not in FORMATS:
         raise ConfigError(f"table format must be one of {', '.join(FORMATS)}, got {fmt_name!r}")
     if fmt_name == "csv":
-        return table.to_csv(index=False, float_format="%.6g")
+        note = f"# {source_note}\n" if source_note else ""
+        return note + table.to_csv(index=False, float_format="%.6g")
     if fmt_name == "md":
         d = display_table(table)
         right = {"drives", "data_disks", "iops", "iops_ci", "mib_s", *_PHYSICAL, "p99_ms", *_RUNS}
         text = _markdown(d, right)
         return (f"**{title}**\n\n" if title else "") + text + (f"\n{source_note}\n" if source_note else "")
-    gt = summary_gt(table, title, source_note)
-    return gt.as_latex() if fmt_name == "latex" else gt.as_raw_html()
+    if fmt_name == "latex":
+        return latex_table(table, title, source_note)
+    return summary_gt(table, title, source_note).as_raw_html()
+
+
+_TEX_ESCAPES = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_",
+                "{": "\\{", "}": "\\}", "~": "\\textasciitilde{}", "^": "\\^{}", "–": "--", "—": "---",
+                "×": "$\\times$", "±": "$\\pm$"}
+
+
+def _tex(text) -> str:
+    """Text escaped for LaTeX in one pass (a backslash's replacement is not escaped again).
+
+    Examples
+    --------
+    >>> print(_tex("95% CI 1–2 & a_b {x}"))
+    95\\% CI 1--2 \\& a\\_b \\{x\\}
+    """
+    return re.sub("|".join(map(re.escape, _TEX_ESCAPES)), lambda m: _TEX_ESCAPES[m.group(0)], str(text))
+
+
+def _tex_header(col: str) -> str:
+    if col in _TEX_HEADERS:
+        return "\\begin{tabular}[b]{@{}c@{}}" + _TEX_HEADERS[col] + "\\end{tabular}"
+    return _tex(_header(col))
+
+
+def _width_pt(d: pd.DataFrame) -> float:
+    """The table's estimated width in points (two-line headers count their longer line)."""
+    width = 0.0
+    for c in d.columns:
+        head = max(_TEX_HEADERS.get(c, _header(c)).split("\\\\"), key=len)
+        width += max([len(head)] + [len(str(v)) for v in d[c]]) * CHAR_PT + COLUMN_PT
+    return width
+
+
+def latex_table(table: pd.DataFrame, title: str = "Summary", source_note: str = "") -> str:
+    """The summary table as a longtable for a bare `article` with LATEX_PREAMBLE (see the module docstring)."""
+    d = display_table(table)
+    right = {"drives", "data_disks", "iops", "iops_ci", "mib_s", *_PHYSICAL, "p99_ms", *_RUNS}
+    spec = "".join("r" if c in right else "l" for c in d.columns)
+    wide = _width_pt(d) > PORTRAIT_PT
+    head = " & ".join(_tex_header(c) for c in d.columns) + " \\\\"
+    n = len(d.columns)
+    lines = ["% " + title, "% Needs, in the preamble (summary-preamble.tex):",
+             *("% " + line for line in LATEX_PREAMBLE.splitlines()),
+             *(["\\begin{landscape}"] if wide else []),
+             "\\begingroup\\scriptsize\\setlength{\\tabcolsep}{3pt}",
+             f"\\begin{{longtable}}{{@{{}}{spec}@{{}}}}",
+             f"\\caption{{{_tex(title)}}}\\\\", "\\toprule", head, "\\midrule", "\\endfirsthead",
+             f"\\multicolumn{{{n}}}{{@{{}}l}}{{\\emph{{(continued)}}}}\\\\", "\\toprule", head, "\\midrule",
+             "\\endhead",
+             "\\bottomrule", "\\endfoot"]
+    lines += [" & ".join(_tex(v) for v in row) + " \\\\" for row in d.astype(str).to_numpy().tolist()]
+    lines += ["\\end{longtable}", "\\endgroup"]
+    if source_note:
+        lines += ["{\\footnotesize " + _tex(source_note) + "\\par}"]
+    lines += (["\\end{landscape}"] if wide else [])
+    return "\n".join(lines) + "\n"
 
 
 def write_tables(table: pd.DataFrame, out_dir, title: str = "Summary", source_note: str = "",
                  stem: str = "summary") -> list[Path]:
-    """summary.md, summary.csv and summary.tex in `out_dir`."""
+    """summary.md, summary.csv, summary.tex and summary-preamble.tex (what the .tex needs) in `out_dir`."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -228,4 +307,6 @@ def write_tables(table: pd.DataFrame, out_dir, title: str = "Summary", source_no
         p = out_dir / f"{stem}.{ext}"
         p.write_text(export_table(table, fmt_name, title, source_note), encoding="utf-8")
         paths.append(p)
-    return paths
+    pre = out_dir / f"{stem}-preamble.tex"
+    pre.write_text(LATEX_PREAMBLE, encoding="utf-8")
+    return paths + [pre]

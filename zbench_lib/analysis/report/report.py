@@ -14,6 +14,8 @@ MathJax and mermaid, and every page loads the report's one `plotly.min.js`.
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,13 +26,15 @@ from zbench_lib.analysis.claims.classic_claims import classic_claims
 from zbench_lib.analysis.data.flags import select_admissible
 from zbench_lib.analysis.data.sweep_data import Sweep, environment_table, load_sweep
 from zbench_lib.analysis.figures.plot_base import add_caption
-from zbench_lib.analysis.figures.report_figures import plot_iops_vs_drives
 from zbench_lib.analysis.report.compare_factor import auto_factor
 from zbench_lib.analysis.report.env_summary import environment_summary
+from zbench_lib.analysis.report.headline import study_headline
+from zbench_lib.analysis.report.methods_page import methods_links, write_methods
 from zbench_lib.analysis.report.notebook_display import figure_caption, is_synthetic, sweep_id
 from zbench_lib.analysis.report.pub_tables import export_table, summary_table, write_tables
 from zbench_lib.analysis.report.report_assets import PLOTLY_JS, prepare_notebook, single_file, write_plotlyjs
 from zbench_lib.analysis.report.resilver import resilver_section, resilver_table
+from zbench_lib.analysis.report.stamp import caveat_line, zbench_stamp
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.paths import REPO_ROOT
 
@@ -139,51 +143,90 @@ def _parameters(sweep: Sweep, names, opts: ReportOptions) -> dict:
 
 
 def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dict:
-    """Environment, summary table and its exports, classic claims, headline chart, resilver section: the index page.
+    """The index page's parts: the answer and its headline figure (`headline.study_headline`), the
+    classic claims, the environment, the summary table and its exports, the resilver section.
 
     `static` lists the (file stem, figure) pairs that `--figures` saves.
     """
     df = sweep.results
     note = (f"Sweep {sid}. Mean over n admissible runs; IOPS 95% CI of the mean; "
-            + ("flagged runs included." if opts.include_flagged else "runs flagged by a truth check excluded."))
+            + ("flagged runs included." if opts.include_flagged else "runs flagged by a truth check excluded.")
+            + f" {caveat_line(df)} {zbench_stamp()}.")
     table = summary_table(df, opts.include_flagged, hist=sweep.histograms)
     write_tables(table, out, title=f"zbench summary: {sid}", source_note=note)
+    adm = select_admissible(df, opts.include_flagged)
+    study = study_headline(sweep, adm, opts.include_flagged)
     extras = dict(environment_lines=environment_summary(sweep.provenance, df, sweep.spec.get("surface", "")),
                   summary_html=export_table(table, "html", title="Summary per configuration", source_note=note),
-                  headline_html="", static=[], caveats=caveats(df),
+                  headline_html="", static=[], caveats=caveats(df), answers=study["answers"],
+                  answers_note=study["note"], study_kind=study["kind"],
                   classic_claims=classic_claims(df, opts.include_flagged))
-    adm = select_admissible(df, opts.include_flagged)
-    if {"layout", "total_disks"} <= set(adm) and len(adm) \
-            and (adm.groupby("layout")["total_disks"].nunique() > 1).any():
-        fig = plot_iops_vs_drives(adm)
+    fig = study["figure"]
+    if fig is not None:
         add_caption(fig, figure_caption(fig.layout.title.text or "", [sweep]))
         extras["headline_html"] = fig.to_html(full_html=False, include_plotlyjs=False, div_id="zbench-headline",
                                               config={"displaylogo": False, "responsive": True})
-        extras["static"].append(("index-01-iops-vs-drives", fig))
+        extras["static"].append((f"index-01-{study['kind']}-headline", fig))
     extras["resilver_html"], fig = resilver_section(resilver_table(sweep.path), f"Sweep {sid}.")
     if fig is not None:
         extras["static"].append(("index-02-resilver", fig))
     return extras
 
 
-def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, parameters=None,
+def check_notebook_values(name: str, params: dict) -> None:
+    """Run a notebook's own validation cell (tagged `validate`) on its parameters, in this process.
+
+    A bad --param value was found by the kernel after minutes of work, once the good report was gone
+    (issue 31); the notebook's own rules are applied before anything runs, so the two cannot differ.
+    """
+    import nbformat
+    nb = nbformat.read(str(NOTEBOOK_DIR / f"{name}.ipynb"), as_version=4)
+    cells = {t: c for c in nb.cells for t in c.get("metadata", {}).get("tags", []) if t in ("parameters", "validate")}
+    if "validate" not in cells:
+        return
+    scope: dict = {}
+    exec(compile(cells["parameters"].source, f"{name}:parameters", "exec"), scope)   # noqa: S102 (the repository's own notebook)
+    scope.update(params)
+    try:
+        exec(compile(cells["validate"].source, f"{name}:validate", "exec"), scope)   # noqa: S102 (likewise)
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+
+
+def _check_compare(path) -> None:
+    if path is not None and not (Path(path) / "results.parquet").is_file() \
+            and not (Path(path) / "results.csv").is_file():
+        raise ConfigError(f"--compare {path}: not a sweep directory (no results.parquet or results.csv)")
+
+
+def _replace_dir(new: Path, final: Path) -> None:
+    """Put the complete report `new` in place of `final`: the old one is moved aside first, removed last."""
+    import shutil
+    old = final.with_name(f".{final.name}-old-{os.getpid()}")
+    if final.exists():
+        final.rename(old)
+    new.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, parameters=None,  # noqa: PLR0913 (the keyword shorthand of ReportOptions)
                   show_code: bool = False, kernel_name: str | None = None, timeout: int = 1800,
-                  options: ReportOptions | None = None) -> Path:
+                  options: ReportOptions | None = None, progress=None) -> Path:
     """Execute the analysis notebooks on a sweep and write `<sweep_dir>/report/index.html`.
 
     `options` (a ReportOptions) carries everything; the keyword arguments are its
-    shorthand. A notebook that fails still gets its page (with the traceback, which also
+    shorthand. Every argument is checked before any work (the notebooks, --compare, each
+    --param against the notebook's own validation cell); the report is built in a hidden
+    directory beside it and replaces the old one only once complete. `progress(text)`, if
+    given, hears each step. A notebook that fails still gets its page (with the traceback, which also
     goes to report/report-errors.log); a ZbenchError names the failures in one line.
     """
-    import nbformat
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
-
-    from zbench_lib import __version__
-    from zbench_lib.analysis.figures.figures_static import export_notebook_figures, save_static
-    from zbench_lib.sweeps.watching.notebook import NotebookFailed, execute_notebook
+    import shutil
+    import tempfile
     opts = options or ReportOptions(notebooks=notebooks, include_flagged=include_flagged,
                                     parameters=parameters or {}, show_code=show_code,
                                     kernel_name=kernel_name, timeout=timeout)
+    say = progress or (lambda text: None)
     sweep = load_sweep(sweep_dir)
     # What the admissible runs support: a notebook over runs that are all flagged has nothing to say.
     admissible = select_admissible(sweep.results, opts.include_flagged)
@@ -195,16 +238,40 @@ def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, para
             raise ZbenchError(f"{sweep.path}: every run that would be analysed was flagged by a truth check "
                               "(see results' truth_flags); --include-flagged analyses them anyway")
         raise ZbenchError(f"{sweep.path}: no analysis applies (one layout, one disk count, one block size?)")
+    _check_compare(opts.compare)
     params = _parameters(sweep, names, opts)
-    out = sweep.path / "report"
-    out.mkdir(exist_ok=True)
-    (out / LOG_NAME).unlink(missing_ok=True)
+    for name in names:
+        check_notebook_values(name, params[name])
+    final = sweep.path / "report"
+    work = Path(tempfile.mkdtemp(prefix=".report-new-", dir=sweep.path))
+    try:
+        failed = _build(sweep, names, params, opts, work, say)
+        _replace_dir(work, final)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    index = final / "index.html"
+    if failed:
+        raise ZbenchError(f"report written to {index}, but {len(failed)} notebook(s) failed: "
+                          + "; ".join(failed) + f" (tracebacks: {final / LOG_NAME})")
+    return index
+
+
+def _build(sweep: Sweep, names: list[str], params: dict, opts: ReportOptions, out: Path, say) -> list[str]:
+    """Every page of the report into `out`; the notebooks that failed, as 'name: error'."""
+    import nbformat
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    from zbench_lib import __version__
+    from zbench_lib.analysis.figures.figures_static import export_notebook_figures, save_static
+    from zbench_lib.sweeps.watching.notebook import NotebookFailed, execute_notebook
     write_plotlyjs(out)
     sid = sweep_id(sweep)
     meta = dict(sweep_id=sid, synthetic=is_synthetic(sweep), version=__version__, plotlyjs=PLOTLY_JS)
     entries, failed, figures = [], [], []
-    for name in names:
-        executed = out / f"{name}.ipynb"
+    for i, name in enumerate(names, start=1):
+        executed, start = out / f"{name}.ipynb", time.monotonic()
+        say(f"[{i}/{len(names)}] {name}: running")
         try:
             execute_notebook(NOTEBOOK_DIR / f"{name}.ipynb", executed, params[name], log=out / LOG_NAME,
                              name=name, cwd=REPO_ROOT, kernel_name=opts.kernel_name, timeout=opts.timeout)
@@ -212,6 +279,7 @@ def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, para
         except NotebookFailed as exc:
             failed.append(f"{name}: {exc.error}")
             ok = False
+        say(f"[{i}/{len(names)}] {name}: {'done' if ok else 'FAILED'} in {time.monotonic() - start:.0f} s")
         if not executed.exists():
             continue
         notebook_to_html(executed, out / f"{name}.html", meta, opts.show_code)
@@ -220,11 +288,14 @@ def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, para
             figures += export_notebook_figures(nb, out / "figures", opts.figures, prefix=name.replace("analysis-", ""))
         entries.append(dict(title=TITLES.get(name, name), html=f"{name}.html", ipynb=f"{name}.ipynb",
                             failed=not ok, conclusions=_conclusions(nb)))
+    say("index page: the answer, the headline figure, the tables and their exports")
     extras = _index_extras(sweep, out, opts, sid)
     if opts.figures:
         figures = [p for stem, fig in extras["static"]
                    for p in save_static(fig, out / "figures" / stem, opts.figures)] + figures
     env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), autoescape=select_autoescape(["html"]))
+    env.filters["methods_links"] = methods_links
+    write_methods(out)
     page = env.get_template("index.html.j2").render(
         sweep_id=sid, synthetic=meta["synthetic"], question=str(sweep.spec.get("question", "")).strip(),
         surface=sweep.spec.get("surface", "(not declared)"), include_flagged=opts.include_flagged,
@@ -233,12 +304,9 @@ def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, para
         entries=entries, fault_sweep=bool(sweep.spec.get("faults")),
         environment=environment_table(sweep.provenance).itertuples(index=False),
         figures=[p.relative_to(out).as_posix() for p in figures], plotlyjs=PLOTLY_JS, compare=opts.compare,
+        caveat=caveat_line(sweep.results), stamp=zbench_stamp(),
         **{k: v for k, v in extras.items() if k != "static"})
-    index = out / "index.html"
-    index.write_text(page, encoding="utf-8")
+    (out / "index.html").write_text(page, encoding="utf-8")
     if opts.single_file:
         single_file(out, [e["html"] for e in entries])
-    if failed:
-        raise ZbenchError(f"report written to {index}, but {len(failed)} notebook(s) failed: "
-                          + "; ".join(failed) + f" (tracebacks: {out / LOG_NAME})")
-    return index
+    return failed

@@ -27,7 +27,8 @@ from zbench_lib.core.sizes import format_size, parse_size
 from zbench_lib.sweeps.planning.blocks import Run, order_runs, replicate, run_id
 from zbench_lib.sweeps.planning.capacity import check_fits
 from zbench_lib.sweeps.spec.faults import check_faults
-from zbench_lib.sweeps.spec.sweep_spec import BLOCKSIZE, FS_FILE_SHARE, PROPERTIES, ZVOL_SURFACES, SweepSpec, check_grid
+from zbench_lib.sweeps.spec.factors import BLOCKSIZE, PROPERTIES
+from zbench_lib.sweeps.spec.sweep_spec import FS_FILE_SHARE, ZVOL_SURFACES, SweepSpec, check_grid
 from zbench_lib.sweeps.spec.pool import pool_settings
 from zbench_lib.sweeps.spec.warmup import describe_warmup, warmup_estimate
 from zbench_lib.sweeps.spec.raw_cells import RAW, fio_target, raw_cell, raw_factors, raw_settings

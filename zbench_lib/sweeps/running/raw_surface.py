@@ -30,6 +30,7 @@ from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.events import Event
 from zbench_lib.core.sizes import format_size
 from zbench_lib.hosts.node import Node
+from zbench_lib.measure.run_context import Ground, RunContext
 from zbench_lib.sweeps.running.pool_request import PoolRequest, Target
 from zbench_lib.sweeps.running.pool_setup import pool_setup
 from zbench_lib.sweeps.spec.raw_cells import RAW
@@ -83,17 +84,18 @@ def check_region(disks: list, region: int) -> None:
                           f"start: {', '.join(small)}")
 
 
-def raw_context(node: Node, model, disks: list, region: int, fill: dict, readback: dict) -> dict:
-    """What the runs on raw disks record beside fio (see measure.truth: surface raw)."""
+def raw_context(node: Node, model, disks: list, region: int, fill: dict, readback: dict) -> RunContext:
+    """What the runs on raw disks record beside fio (no pool: RunContext.no_pool), in this order
+    (run.json's format: the pool's keys recorded as None, the disks' model last)."""
     blocks = [d["logical_block_size"] for d in disks if d.get("logical_block_size")]
-    return {"surface": "raw", "file_bytes": region * len(disks),
-            # O_DIRECT on a bare disk: no ARC and no page cache between fio and the disk
-            "cache": "cold", "scan_at_start": None, "pool_capacity_pct": None, "pool_fragmentation_pct": None,
-            "compressratio": None, "space": fill, "txg_timeout_s": None,
-            "lab": node.is_lab, "qemu_pid": node.qemu_pid,
-            # the disk's own unit: a read of whole sectors reads no more than fio asked for
-            "block_bytes": max(blocks) if blocks else None,
-            "data_device_count": len(disks), "settings_readback": readback, **model_context(model)}
+    return RunContext.recording(
+        surface=Ground.NO_POOL.value, file_bytes=region * len(disks),
+        # O_DIRECT on a bare disk: no ARC and no page cache between fio and the disk
+        cache="cold", scan_at_start=None, pool_capacity_pct=None, pool_fragmentation_pct=None,
+        compressratio=None, space=fill, txg_timeout_s=None, lab=node.is_lab, qemu_pid=node.qemu_pid,
+        # the disk's own unit: a read of whole sectors reads no more than fio asked for
+        block_bytes=max(blocks) if blocks else None,
+        data_device_count=len(disks), settings_readback=readback, **model_context(model))
 
 
 class NoPool:
@@ -143,5 +145,5 @@ class RawSurface:
         ctx = raw_context(site.node, site.model or site.node.disk_model, list(site.disks), target.size_bytes, fill,
                           site.readback)
         # no pool, no target name: nothing of ZFS to read back after a run
-        yield FioTarget(tuple(devices), ctx["file_bytes"], None, ctx,
+        yield FioTarget(tuple(devices), ctx.file_bytes, None, ctx,
                         meta=dict(pool=None, target=None, target_properties={}, raw_devices=devices))

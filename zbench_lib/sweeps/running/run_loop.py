@@ -92,11 +92,10 @@ def measured_run(site: Site, fio_target: FioTarget, plan, run) -> tuple[list, fl
     path = fio_target.path
     bar = RunBar(run_seconds({"fio": fio}) + 5, f"{run.run_id} {cell['workload']}", site.progress)
     try:
-        # measure's spelling of no pool is "" (the sampler's argument, run.json's "pool")
-        res = measure(site.host, pool=site.pool_name or "", target_path=list(path) if isinstance(path, tuple) else path,
+        res = measure(site.host, pool=site.pool_name, target_path=list(path) if isinstance(path, tuple) else path,
                       devices=list(site.devices), workload=cell["template"], overrides=fio,
                       remote_dir=f"{site.work_dir}/{run.run_id}-{attempt.name}", raw_dir=attempt,
-                      context={**fio_target.context, **declared_data(cell["template"], fio)},
+                      context=fio_target.context.with_recorded(**declared_data(cell["template"], fio)),
                       target_name=fio_target.target_name)
     finally:
         bar.close()

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ContextManager, Protocol
 
+from zbench_lib.measure.run_context import RunContext
+
 if TYPE_CHECKING:
     from zbench_lib.hosts.node import Node
     from zbench_lib.sweeps.running.faults import FaultInjector
@@ -57,7 +59,7 @@ class FioTarget:
     path: str | tuple[str, ...]     # a block device or a file, or the raw disks (fio's filename list)
     size_bytes: int | None          # fio's size (the file, or the raw disks' regions), None: the device's
     target_name: str | None         # the ZFS target whose properties a run reads back (None on raw disks)
-    context: dict                   # the run context: what the truth checks read beside fio's numbers
+    context: RunContext             # the run context: what the truth checks read beside fio's numbers
     meta: dict                      # what meta.json says of the pool and the target
 
 

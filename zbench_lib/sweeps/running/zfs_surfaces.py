@@ -27,6 +27,7 @@ import posixpath
 from zbench_lib.core.crash import crash_point
 from zbench_lib.core.events import Event
 from zbench_lib.hosts.node import Node
+from zbench_lib.measure.run_context import RunContext
 from zbench_lib.sweeps.running.pool_request import PoolRequest, Target
 from zbench_lib.sweeps.running.pool_setup import pool_setup
 from zbench_lib.sweeps.running.run_loop import model_context
@@ -87,22 +88,27 @@ def write_target(site: Site, tinfo: TargetInfo, t: Target) -> tuple[dict, dict |
     return fill, warm_target(site.request.l2arc_warmup, site.store, pool, tinfo, t, caches, fill)
 
 
-def pool_context(node: Node, pool, tinfo: TargetInfo, t: Target, model, fill: dict) -> dict:
-    """What a run on a ZFS target records beside fio: the pool's state, the target's cache and block."""
-    status = pool.status()
+def pool_context(site: Site, tinfo: TargetInfo, t: Target, fill: dict, warm: dict | None) -> RunContext:
+    """What a run on a ZFS target records beside fio: the pool's state, the target's cache and block.
+    The keys are recorded in this order (run.json's format)."""
+    node, request = site.node, site.request
+    status = site.pool.status()
     primarycache = tinfo.properties.get("primarycache", "all")
     txg = node.host.run(["cat", "/sys/module/zfs/parameters/zfs_txg_timeout"], check=False).stdout.strip()
-    ctx = {"file_bytes": t.file_bytes or (t.size_bytes if t.kind == "dataset" else None),
-           "cache": "cold" if primarycache in ("metadata", "none") else "warm",
-           "scan_at_start": status["scan"], "pool_capacity_pct": status["capacity_pct"],
-           "pool_fragmentation_pct": status["fragmentation_pct"],
-           # the target's compression as read back: what the compressible_data check expects of
-           # the declared data (the declaration itself is the run's: run_loop.declared_data)
-           "compressratio": fill.get("compressratio"), "compression": tinfo.properties.get("compression"),
-           "lab": node.is_lab, "qemu_pid": node.qemu_pid, "space": fill,
-           "txg_timeout_s": int(txg) if txg.isdigit() else None,
-           "block_bytes": t.volblocksize_bytes if t.kind == "zvol" else t.recordsize_bytes or 131072}
-    return {**ctx, **model_context(model)}
+    return RunContext.recording(
+        file_bytes=t.file_bytes or (t.size_bytes if t.kind == "dataset" else None),
+        cache="cold" if primarycache in ("metadata", "none") else "warm",
+        scan_at_start=status["scan"], pool_capacity_pct=status["capacity_pct"],
+        pool_fragmentation_pct=status["fragmentation_pct"],
+        # the target's compression as read back: what the compressible_data check expects of
+        # the declared data (the declaration itself is the run's: run_loop.declared_data)
+        compressratio=fill.get("compressratio"), compression=tinfo.properties.get("compression"),
+        lab=node.is_lab, qemu_pid=node.qemu_pid, space=fill,
+        txg_timeout_s=int(txg) if txg.isdigit() else None,
+        block_bytes=t.volblocksize_bytes if t.kind == "zvol" else t.recordsize_bytes or 131072,
+        **model_context(site.model or node.disk_model),
+        data_device_count=request.layout.total_disks, settings_readback=site.readback,
+        l2arc_warmup=warm, fault_study=request.fault_study)
 
 
 class ZvolSurface:
@@ -113,11 +119,8 @@ class ZvolSurface:
     def prepare(self, site: Site, target: Target):
         made = site.pool.create_target(zfs_target(target))
         with self.reach(site, made, target) as (tinfo, (fill, warm)):
-            request = site.request
-            ctx = dict(pool_context(site.node, site.pool, tinfo, target, site.model or site.node.disk_model, fill),
-                       data_device_count=request.layout.total_disks, settings_readback=site.readback,
-                       l2arc_warmup=warm, fault_study=request.fault_study)
-            yield FioTarget(tinfo.path, ctx["file_bytes"], tinfo.full_name, ctx,
+            ctx = pool_context(site, tinfo, target, fill, warm)
+            yield FioTarget(tinfo.path, ctx.file_bytes, tinfo.full_name, ctx,
                             meta=dict(pool=site.pool.name, target=tinfo.full_name, target_properties=tinfo.properties))
 
     @contextlib.contextmanager

@@ -22,12 +22,14 @@ from typing import ClassVar
 
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
+from zbench_lib.sweeps.spec.factors import FACTORS
 from zbench_lib.sweeps.spec.values import fail, mapping, size
 from zbench_lib.zfs.models import RAW
 
-# What a raw sweep can vary: how many disks, their model (lab), whether each region is
-# written first (fill none | whole), and fio's own parameters.
-RAW_FACTORS = ("layout", "disks", "model", "fill", "iodepth", "numjobs", "bs")
+# What a raw sweep can vary (spec.factors: the factors whose surfaces include raw): how many
+# disks, their model (lab), whether each region is written first (fill none | whole), and fio's
+# own parameters.
+RAW_FACTORS = tuple(f.name for f in FACTORS if RAW in f.surfaces)
 _POOL_SHAPE = ("width", "vdevs", "mirror_width", "ashift", "log", "log_mirror", "cache", "special",
                "log_model", "cache_model", "special_model")
 RAW_FILLS = ("none", "whole")

@@ -24,34 +24,22 @@ from pathlib import Path
 from zbench_lib.measure import fio, workloads
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs import families
-from zbench_lib.sweeps.spec.host import zfs_release
 from zbench_lib.sweeps.spec.fleet import check_fleet_spec, parse_hosts
+from zbench_lib.sweeps.spec.factors import BLOCKSIZE, BY_NAME, MAX_BLOCKSIZE, NAMES, PROPERTIES, fill_value
 from zbench_lib.sweeps.spec.faults import parse_faults
-from zbench_lib.sweeps.spec.pool import POOL_SETTING_FACTORS, check_pool_factors, check_pool_setting
+from zbench_lib.sweeps.spec.pool import check_pool_factors
 from zbench_lib.sweeps.spec.raw_cells import RAW, check_layouts, check_raw, check_raw_factors, raw_layout, raw_target
-from zbench_lib.sweeps.spec.values import blocksize, fail, integer, mapping, size, zfs_property
+from zbench_lib.sweeps.spec.values import blocksize, fail, integer, mapping, size
 from zbench_lib.sweeps.spec.values import fio_overrides, name as plain_name
 from zbench_lib.sweeps.spec.values import repetitions as parse_repetitions
 from zbench_lib.sweeps.spec.warmup import parse_warmup
 from zbench_lib.sweeps.spec.yaml_file import load_yaml, read_spec_text
 
-PROPERTIES = ("compression", "sync", "logbias", "primarycache", "secondarycache", "checksum",
-              "copies", "atime", "special_small_blocks")
-DATASET_ONLY = ("atime", "special_small_blocks")
-POOL_FACTORS = ("layout", "disks", "width", "vdevs", "mirror_width", "log", "ashift", "fill", "zfs")
-# compressible_percent: the data the workloads write and the prefill lays down, as fio's
-# buffer_compress_percentage (0: incompressible); what the compressible_data check judges against
-WORKLOAD_FACTORS = ("iodepth", "numjobs", "bs", "compressible_percent")
-# fs (zvol sweeps): none, fio on the zvol itself, or ext4, on a file in ext4 made on the zvol;
-# access (dataset sweeps): local, or nfs, through an NFSv3 mount of the dataset with stable writes
-TARGET_FACTORS = ("fs", "access")
-BLOCKSIZE = {"zvol": "volblocksize", "dataset": "recordsize", "fs-on-zvol": "volblocksize"}
 # fs-on-zvol: a zvol like any other, with a filesystem made on it and fio on a file inside
 ZVOL_SURFACES = ("zvol", "fs-on-zvol")
 SURFACES = (*BLOCKSIZE, RAW)     # raw: fio on the bare disks, no pool (raw_cells)
 FS_FILE_SHARE = 0.75            # of volsize: the file fio uses in a fs-on-zvol (ext4's journal and inode
                                 # tables take up to ~17% of a 128M volume, less of larger ones)
-MAX_BLOCKSIZE = {"volblocksize": 128 * 1024, "recordsize": 1024 ** 2}
 TOP_KEYS = ("name", "question", "surface", "host", "lab", "devices", "extra_devices",
             "allow_signatures", "factors", "target", "workloads", "repetitions", "prefill",
             "order", "reads_first", "seed", "faults", "warmup", "hosts", "host_factor")
@@ -114,34 +102,6 @@ class SweepSpec:
         return self.lab["disk_bytes"] if self.lab is not None else None
 
 
-_CHECKS = {
-    **dict.fromkeys(("disks", "width", "vdevs"), lambda v, p: integer(v, p, 1, 1024)),
-    "iodepth": lambda v, p: integer(v, p, 1, 65536), "numjobs": lambda v, p: integer(v, p, 1, 4096),
-    "compressible_percent": lambda v, p: integer(v, p, 0, 100),
-    "mirror_width": lambda v, p: integer(v, p, 2, 1024), "log": lambda v, p: integer(v, p, 0, 64),
-    "ashift": lambda v, p: integer(v, p, 9, 16), "bs": lambda v, p: blocksize(v, p, 512, 16 * 1024 ** 2),
-    **{k: (lambda k: lambda v, p: blocksize(v, p, 512, MAX_BLOCKSIZE[k]))(k) for k in MAX_BLOCKSIZE},
-    "fill": lambda v, p: fill_value(v, p, allow_none=True),
-    "zfs": lambda v, p: zfs_release(v, p),
-    "access": lambda v, p: v if v in ("local", "nfs") else fail(p, f"expected local or nfs, got {v!r}"),
-    "fs": lambda v, p: v if v in ("none", "ext4") else fail(p, f"expected none or ext4 (xfs needs xfsprogs, which "
-                                                             f"the lab image does not carry), got {v!r}"),
-    # 0 (no small blocks on the special vdev) or a power of two up to 1M (OpenZFS 2.1-2.3)
-    "special_small_blocks": lambda v, p: 0 if v == 0 and not isinstance(v, bool) else blocksize(v, p, 512, 1024 ** 2),
-    **{k: (lambda k: lambda v, p: check_pool_setting(k, v, p))(k) for k in POOL_SETTING_FACTORS},
-}
-
-
-
-def fill_value(fill, path: str, allow_none: bool = False):
-    """'whole', a percentage of the pool like '60%' (0-100], or (as a factor) 'none'."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)%", fill) if isinstance(fill, str) else None
-    if not (fill == "whole" or (allow_none and fill == "none") or (m and 0 < float(m.group(1)) <= 100)):
-        fail(path, f"expected {'none, ' if allow_none else ''}'whole' or a percentage like '60%' (0-100], "
-                   f"got {fill!r}")
-    return fill
-
-
 def _layout_value(v, p: str) -> dict:
     """One value of factors.layout (a family name, or a mapping), checked and normalised."""
     if isinstance(v, str):
@@ -161,14 +121,9 @@ def _layout_value(v, p: str) -> dict:
 
 def _factor(key: str, values, surface: str) -> list:
     path = f"factors.{key}"
-    if key in ("volblocksize", "recordsize") and key != BLOCKSIZE.get(surface):
-        fail(path, f"{key} does not apply to a {surface} sweep (use {BLOCKSIZE[surface]})")
-    if key == "fs" and surface != "zvol":
-        fail(path, "fs (none or ext4 on the zvol) is a factor of a zvol sweep; a fs-on-zvol sweep sets target.fs")
-    if key == "access" and surface != "dataset":
-        fail(path, "access (local or nfs) is a factor of a dataset sweep")
-    if key in DATASET_ONLY and surface in ZVOL_SURFACES:
-        fail(path, f"{key} applies only to datasets, not to a zvol sweep")
+    refused = BY_NAME[key].refuses(surface)       # spec.factors: which sweeps take it
+    if refused:
+        fail(path, refused)
     if not isinstance(values, list) or not values:
         fail(path, f"expected a non-empty list of values, got {values!r}")
     if len(values) > MAX_VALUES:
@@ -179,7 +134,7 @@ def _factor(key: str, values, surface: str) -> list:
         if key == "layout":
             v = _layout_value(v, p)
         else:
-            v = _CHECKS.get(key, lambda v, p: zfs_property(key, v, p))(v, p)
+            v = BY_NAME[key].check(v, p)
         if v in out:
             fail(p, f"duplicate value {values[i]!r}")
         out.append(v)
@@ -187,8 +142,7 @@ def _factor(key: str, values, surface: str) -> list:
 
 
 def _factors(d, surface: str) -> dict:
-    allowed = POOL_FACTORS + POOL_SETTING_FACTORS + ("volblocksize", "recordsize") + PROPERTIES + WORKLOAD_FACTORS \
-        + TARGET_FACTORS
+    allowed = NAMES
     d = check_raw_factors(d, allowed) if surface == RAW else d
     mapping(d, "factors", allowed, ("layout",))
     out = {k: _factor(k, v, surface) for k, v in d.items()}
@@ -240,8 +194,7 @@ def _target(d, surface: str, factors: dict) -> dict:
     if surface == RAW:
         return raw_target(d)
     size_key = "volsize" if surface in ZVOL_SURFACES else "size"
-    allowed = (size_key, BLOCKSIZE[surface]) + tuple(p for p in PROPERTIES
-                                                     if surface == "dataset" or p not in DATASET_ONLY)
+    allowed = (size_key, BLOCKSIZE[surface]) + tuple(p for p in PROPERTIES if surface in BY_NAME[p].surfaces)
     mapping(d, "target", allowed + {"fs-on-zvol": ("fs",), "dataset": ("access",)}.get(surface, ()), (size_key,))
     out = {"kind": "zvol" if surface in ZVOL_SURFACES else surface,
            "size_bytes": size(d[size_key], f"target.{size_key}")}
@@ -251,7 +204,7 @@ def _target(d, surface: str, factors: dict) -> dict:
             fail("target.fs", f"expected ext4 (xfs needs xfsprogs, which the lab image does not carry), got {fs!r}")
         out["fs"] = fs
     if "access" in d:
-        out["access"] = _CHECKS["access"](d["access"], "target.access")
+        out["access"] = BY_NAME["access"].check(d["access"], "target.access")
     for k, v in d.items():
         if k in ("fs", "access"):
             continue
@@ -260,7 +213,7 @@ def _target(d, surface: str, factors: dict) -> dict:
         if k == BLOCKSIZE[surface]:
             out[f"{k}_bytes"] = blocksize(v, f"target.{k}", 512, MAX_BLOCKSIZE[k])
         elif k != size_key:
-            out[k] = _CHECKS.get(k, lambda v, p: zfs_property(k, v, p))(v, f"target.{k}")
+            out[k] = BY_NAME[k].check(v, f"target.{k}")
     return out
 
 

@@ -1,0 +1,41 @@
+"""The factor registry (issue 28, item 4): one record per factor, read by the spec and the raw sweeps.
+
+The spec's messages and the results' columns are pinned elsewhere (test_malformed_inputs,
+test_sweep_spec, test_raw_cells); here: the registry keeps the order the spec always listed its
+factors in, the surfaces each factor always had, and columns the analysis knows.
+"""
+
+from __future__ import annotations
+
+from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS
+from zbench_lib.sweeps.spec import factors
+from zbench_lib.sweeps.spec.raw_cells import RAW_FACTORS
+from zbench_lib.zfs.module_params import PARAMS
+
+# The tuples the factors lived in before the registry (sweep_spec, spec/pool, raw_cells), by hand.
+BEFORE = (("layout", "disks", "width", "vdevs", "mirror_width", "log", "ashift", "fill", "zfs")
+          + ("cache", "special", "log_mirror", "model", "log_model", "cache_model", "special_model", *PARAMS)
+          + ("volblocksize", "recordsize")
+          + ("compression", "sync", "logbias", "primarycache", "secondarycache", "checksum", "copies", "atime",
+             "special_small_blocks")
+          + ("iodepth", "numjobs", "bs", "compressible_percent") + ("fs", "access"))
+
+
+def test_the_registry_lists_the_factors_in_the_order_the_spec_always_gave():
+    assert factors.NAMES == BEFORE
+    assert set(RAW_FACTORS) == {"layout", "disks", "model", "fill", "iodepth", "numjobs", "bs"}
+    assert factors.PROPERTIES == BEFORE[-15:-6]
+
+
+def test_which_sweeps_take_which_factor():
+    take = {s: {f.name for f in factors.FACTORS if f.refuses(s) is None} for s in factors.ALL}
+    assert set(BEFORE) - take["zvol"] == {"recordsize", "access", "atime", "special_small_blocks"}
+    assert set(BEFORE) - take["fs-on-zvol"] == {"recordsize", "access", "atime", "special_small_blocks", "fs"}
+    assert set(BEFORE) - take["dataset"] == {"volblocksize", "fs"}
+    assert take["raw"] == set(RAW_FACTORS)
+    refused = factors.BY_NAME["recordsize"].refuses("zvol")
+    assert refused == "recordsize does not apply to a zvol sweep (use volblocksize)"
+
+
+def test_every_factor_shows_in_a_column_the_analysis_groups_by():
+    assert {f.column for f in factors.FACTORS} <= set(CONFIG_COLUMNS)

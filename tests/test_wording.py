@@ -1,0 +1,110 @@
+"""Sentences said once, numbers printed to what they support (issue 31): the wording rules and the
+answer on the report's first screen. Each test fails on the wording before issue 31."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from zbench_lib import analysis as A
+from zbench_lib.analysis.claims.answer import answer_compare, answer_scaling, latency_tails
+from zbench_lib.analysis.claims.conclusions import conclusions_compare, conclusions_volblocksize
+from zbench_lib.analysis.claims.wording import ci_text, effect_size_ok, p_text, say_once
+
+POOLED = ("not judged: a side pools several configurations (vdevs, width differ); "
+          + "; ".join(["level raidz1: not judged: 0 of 1 runs excluded (a CI needs 2)"] * 6))
+
+
+def _row(**kw):
+    base = dict(factor="layout", level="raidz1", baseline="stripe", unit="pool", n_level=3, n_baseline=3,
+                mean_level=100.0, mean_baseline=130.0, ratio=0.77, ratio_ci_low=0.70, ratio_ci_high=0.85,
+                p=0.0004, holm_p=0.0008, holm_alpha=0.025, adj_ci_low=0.68, adj_ci_high=0.87, significant=True,
+                tost_p=0.9, equivalent=False, margin=0.05, hedges_g=-2.1, verdict="lower", metric="iops",
+                note="", comparison="all other factors equal")
+    base.update(kw)
+    return base
+
+
+def test_a_not_judged_reason_is_said_once_per_cell():
+    text = conclusions_compare(pd.DataFrame([_row(verdict="not judged", ratio=np.nan, note=POOLED)]))[0]
+    assert text.count("0 of 1 runs excluded") == 1 and "(6 cells)" in text
+    assert say_once("a; b; a; a") == "a (3 cells); b"
+
+
+def test_the_answer_says_a_not_judged_reason_once_and_names_the_level_once():
+    cmp = pd.DataFrame([_row(verdict="not judged", ratio=np.nan, note=POOLED)])
+    text = answer_compare(cmp)[0]["text"]
+    assert text.count("0 of 1 runs excluded") == 1 and text.count("level raidz1") == 0
+
+
+def test_hedges_g_from_a_near_zero_spread_is_not_printed():
+    text = conclusions_compare(pd.DataFrame([_row(hedges_g=-326.6)]))[0]
+    assert "-326.6" not in text and "Hedges g not reported" in text
+    assert "Hedges g -2.10" in conclusions_compare(pd.DataFrame([_row()]))[0]
+    assert not effect_size_ok(-46.8, 100.0, 130.0) and effect_size_ok(-2.1, 100.0, 130.0)
+
+
+def test_p_values_are_printed_to_what_three_against_three_pools_support():
+    text = conclusions_compare(pd.DataFrame([_row()]))[0]
+    assert "p < 0.001" not in text and "p < 0.01" in text
+    assert p_text(0.0004, 6, 6) == "< 0.001" and p_text(0.0312, 3, 3) == "0.031"
+
+
+@pytest.mark.parametrize("lo, hi, text", [(174.6, 175.4, "174.6–175.4"), (0.001, 0.09, "0.001–0.090"),
+                                          (0.912, 0.953, "0.91–0.95")])
+def test_an_interval_never_prints_equal_ends_or_a_false_zero(lo, hi, text):
+    digits = 0 if lo > 100 else 2
+    assert ci_text(lo, hi, digits) == f"95% CI {text}"
+
+
+def test_no_block_size_is_better_is_not_said_when_one_was_not_judged():
+    rows = [_row(factor="volblocksize_bytes", level=131072, baseline=16384, verdict="inconclusive", ratio=1.02,
+                 ratio_ci_low=0.9, ratio_ci_high=1.1, holm_p=0.6, layout="mirror", workload="randwrite"),
+            _row(factor="volblocksize_bytes", level=4096, baseline=16384, verdict="not judged", ratio=np.nan,
+                 ratio_ci_low=np.nan, ratio_ci_high=np.nan, note="not judged: 1 admissible run (a CI needs 2)",
+                 layout="mirror", workload="randwrite")]
+    text = " ".join(conclusions_volblocksize(pd.DataFrame(rows)))
+    assert "no block size is significantly better" not in text
+    assert "no judged block size (4K not judged) is significantly better than 16K" in text
+
+
+@pytest.fixture(scope="module")
+def vbs():
+    s = A.load_sweep("data/examples/volblocksize")
+    return s, A.select_admissible(s.results)
+
+
+def test_the_block_size_answer_gives_p99_and_p999_with_intervals(vbs):
+    s, adm = vbs
+    cmp = A.compare_table(adm, "auto", "volblocksize_bytes", 16384, cells=A.cell_status(s.results, s.plan))
+    tails = latency_tails(adm, s.histograms, ["workload", "direction", "layout", "volblocksize_bytes"])
+    answers = {a["subject"]: a["text"] for a in answer_compare(cmp, tails)}
+    assert len(answers) == 6                              # one per workload × layout
+    mirror = answers["randwrite mirror (IOPS)"]
+    assert mirror.startswith("against volblocksize 16K: 4K 11.8x (10.4–13.4) higher; 128K 0.42x (0.40–0.45) lower.")
+    assert "p99: 16K 171 ms (162–180)" in mirror and "p99.9: 16K 244 ms (241–247)" in mirror
+
+
+def test_the_scaling_answer_gives_a_verdict_per_family_with_its_interval():
+    s = A.load_sweep("data/examples/scaling")
+    adm = A.select_admissible(s.results)
+    answers = {a["subject"]: a["text"] for a in
+               answer_scaling(A.scaling_table(adm, "auto", cells=A.cell_status(s.results, s.plan)))}
+    assert set(answers) == {"randread-4k (IOPS)", "randwrite-4k (IOPS)", "seqread (MiB/s)", "seqwrite (MiB/s)"}
+    rr = answers["randread-4k (IOPS)"]
+    assert rr.startswith("linear scaling holds for stripe, mirror; does not hold for raidz1, 2x raidz1, raidz2, "
+                         "raidz3.")
+    assert "stripe (1→8 data disks) 0.93 (0.91–0.95)" in rr
+    assert "not judged for raidz3 (CI reaches outside 0.90–1.10)" in answers["seqread (MiB/s)"]
+
+
+def test_the_depth_answer_groups_the_levels_by_verdict_and_says_a_reason_once():
+    from zbench_lib.analysis.report.compare_factor import auto_baseline
+    s = A.load_sweep("data/examples/iodepth-curve")
+    adm = A.select_admissible(s.results)
+    cmp = A.compare_table(adm, "auto", "iodepth", auto_baseline(adm, "iodepth"), cells=A.cell_status(s.results, s.plan))
+    text = answer_compare(cmp, latency_tails(adm, s.histograms, ["workload", "direction", "iodepth"]),
+                          subject="randread")[0]["text"]
+    assert text.startswith("against iodepth 1: no meaningful difference at iodepth 2, iodepth 4, iodepth 8, "
+                           "iodepth 16, iodepth 32; not judged at iodepth 64 (4 of 5 runs excluded")
+    assert "level 64" not in text and text.count("host_contention") == 1
+    assert "p99: iodepth 1 11.4 ms (9.9–13.2)" in text

@@ -1,0 +1,265 @@
+"""The answer to a sweep's question in a few plain sentences, for the first screen of the report.
+
+One sentence per workload (and per group the comparison holds equal), each clause with its
+number, its 95% interval and its verdict, or "not judged" with the reason said once
+(issue 31). The numbers come from the same tables as the conclusions (`tables.scaling_table`,
+`tables.compare_table`, `tails.cell_tails`); only the wording is shorter.
+
+    answer_scaling(scal)                      efficiency of each family at its largest pool
+    answer_compare(cmp, tails=None)           each level against the baseline, per workload;
+                                              with `tails`, the p99 and p99.9 of each level
+    latency_tails(df, hist, by)               p99 and p99.9 per cell with their intervals: from the
+                                              merged histograms (methods §18), else (runs before
+                                              json+) the mean over units of the runs' own percentile
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from zbench_lib.analysis.claims.conclusions import LINEAR_BAND, efficiency_verdict
+from zbench_lib.analysis.claims.wording import ci_text, num, say_once
+from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS
+from zbench_lib.analysis.stats.stats import summary
+from zbench_lib.analysis.stats.tails import cell_tails
+from zbench_lib.core.sizes import format_size
+
+UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "clat_p99_ns": "p99 latency"}
+
+
+def _level(factor: str, v) -> str:
+    """'4K' for a size, 'iodepth 2' for another number (a bare 2 beside a ratio reads as one), else the level."""
+    if str(factor).endswith("_bytes") and pd.notna(v):
+        return format_size(int(v))
+    return f"{factor} {v}" if isinstance(v, (int, float, np.integer, np.floating)) else str(v)
+
+
+def _group(r, cols) -> str:
+    return " ".join(format_size(int(r[c])) if c.endswith("_bytes") and pd.notna(r[c]) else str(r[c])
+                    for c in cols)
+
+
+def _family_rank(name: str) -> tuple:
+    """stripe, mirror, raidz1, 2x raidz1, raidz2 ...: a family after its layout's single-vdev one."""
+    # The figures' order (plot_base.LAYOUT_ORDER) without importing the figures room: stripe and mirror,
+    # then the parity layouts by name (raidz1 < raidz2 < raidz3).
+    vdevs, _, layout = name.partition("x ") if "x " in name else ("", "", name)
+    first = ("stripe", "mirror")
+    rank = first.index(layout) if layout in first else len(first)
+    return (rank, layout, int(vdevs) if vdevs.isdigit() else 1)
+
+
+def _linear(lo, hi, band: float) -> tuple[str, str]:
+    """The scaling verdict as (holds | does not hold | not judged, why)."""
+    v = efficiency_verdict(lo, hi, band)
+    if v.startswith("close to linear"):
+        return "holds", ""
+    if v.startswith(("below", "far below", "above")):
+        return "does not hold", v.split(":")[0]
+    if v.startswith("too uncertain"):
+        return "not judged", f"CI reaches outside {1 - band:.2f}–{1 + band:.2f}"
+    return "not judged", v.removeprefix("not judged: ")
+
+
+SCALING_NOTE = ("Efficiency: the scaling from a family's smallest pool to its largest over the ideal (1 = linear), "
+                "with its 95% CI across pools; linear scaling holds where the whole interval lies within "
+                "{lo:.2f}–{hi:.2f} (methods §10).")
+
+
+def answer_scaling(scal: pd.DataFrame, band: float = LINEAR_BAND) -> list[dict]:
+    """Per workload: which families scale linearly, then each one's efficiency at its largest judged pool."""
+    if scal is None or scal.empty:
+        return []
+    by = [c for c in scal.columns if c in CONFIG_COLUMNS and c not in LAYOUT_COLUMNS]
+    fam = "family" if "family" in scal else "layout"
+    out = []
+    for key, g in (scal.groupby(by, sort=True, dropna=False) if by else [((), scal)]):
+        key = key if isinstance(key, tuple) else (key,)
+        metric = g["metric"].dropna().iloc[0] if "metric" in g and g["metric"].notna().any() else "iops"
+        verdicts: dict[str, list[str]] = {"holds": [], "does not hold": [], "not judged": []}
+        clauses = []
+        for name, f in sorted(g.groupby(fam, sort=False), key=lambda kv: _family_rank(str(kv[0]))):
+            f = f.sort_values("data_disks")
+            judged = f[f["n"].fillna(0) >= 2]
+            if judged.empty or judged["data_disks"].max() == f["baseline_disks"].iloc[0]:
+                why = say_once(str(f["status"].iloc[-1])) if "status" in f and isinstance(f["status"].iloc[-1], str) \
+                    else "fewer than 2 admissible units at its largest pool"
+                verdicts["not judged"].append(f"{name} ({why})")
+                continue
+            r = judged.iloc[-1]
+            lo, hi = r["efficiency_ci_low"], r["efficiency_ci_high"]
+            state, why = _linear(lo, hi, band)
+            verdicts[state].append(f"{name} ({why})" if why and state == "not judged" else str(name))
+            clauses.append(f"{name} ({int(r['baseline_disks'])}→{int(r['data_disks'])} data disks) "
+                           f"{r['efficiency']:.2f} ({ci_text(lo, hi, digits=2, level='')})"
+                           + (f" {why}" if why and state == "does not hold" else ""))
+        head = "; ".join(f"{state} for {', '.join(names)}" for state, names in verdicts.items() if names)
+        subject = " ".join(str(k) for k in key if pd.notna(k)) or "all runs"
+        out.append(dict(subject=f"{subject} ({UNITS.get(metric, metric)})",
+                        text=f"linear scaling {head}. Efficiency at the largest pool: " + ", ".join(clauses) + "."))
+    return out
+
+
+def _reason(note: str, levels) -> str:
+    """A comparison's not-judged note with each fragment once, and without repeating the level's
+    name or "not judged" (the clause already says both); `levels` are the level's spellings."""
+    parts = []
+    for p in say_once(note).split("; "):
+        p = p.removeprefix("not judged: ")
+        for lv in levels:
+            p = p.removeprefix(f"level {lv}: ")
+        p = p.removeprefix("not judged: ")
+        if p and p not in parts:
+            parts.append(p)
+    return "; ".join(parts)
+
+
+def _verdict(r, level: str = "") -> str:
+    """The verdict in a word or two; what each means is said once, in COMPARE_NOTE."""
+    v = r["verdict"]
+    if v in ("higher", "lower", "inconclusive"):
+        return v
+    if v == "equivalent":
+        return "no meaningful difference"
+    note = r.get("note", "")
+    if isinstance(note, str) and note:
+        return "not judged: " + _reason(note, (level, str(r["level"])))
+    return f"not judged: {int(r['n_level'])} vs {int(r['n_baseline'])} admissible units (a CI needs 2 a side)"
+
+
+COMPARE_NOTE = ("Each ratio is a level's mean over the baseline's, with its 95% CI across pools (or runs, where one "
+                "pool was measured); higher or lower: significant after Holm correction within the workload; no "
+                "meaningful difference: equivalent within ±{margin:.0%} (TOST); inconclusive: neither is shown "
+                "(methods §1–§4). Latencies in ms with their 95% CI.")
+
+
+def _digits(lo, hi) -> int:
+    """Two decimals for ratios below 10, one up to 100, none beyond: 0.94–1.01, 10.5–13.4, 112–140."""
+    top = max(abs(lo), abs(hi)) if np.isfinite(lo) and np.isfinite(hi) else 1.0
+    return 2 if top < 10 else 1 if top < 100 else 0
+
+
+LEAD_LEVELS = 4     # levels from which a sentence groups them by verdict before giving the numbers
+PERCENTILES = {"p99": ("clat_p99_ns", 0.99), "p99.9": ("clat_p99_9_ns", 0.999)}
+
+
+def latency_tails(df: pd.DataFrame, hist: pd.DataFrame | None, by: list) -> pd.DataFrame:
+    """p99 and p99.9 per cell of `by`: `value_ms`, `ci_low_ms`, `ci_high_ms`, `status`, `source`.
+
+    From the merged histograms where the store has them (`tails.cell_tails`); a cell without
+    (runs recorded before json+) takes the mean over its units of the runs' own fio
+    percentile with its 95% CI (`stats.summary`), and `source` says which it is.
+    """
+    rows = []
+    merged = cell_tails(df, hist, by=by, quantiles=tuple(q for _, q in PERCENTILES.values())) \
+        if hist is not None and len(hist) and len(df) else pd.DataFrame()
+    for pct, (col, _) in PERCENTILES.items():
+        own = summary(df, col, by) if col in df and df[col].notna().any() else pd.DataFrame(columns=by)
+        for _, r in own.iterrows():
+            key = {c: r[c] for c in by}
+            t = merged[(merged["percentile"] == pct) & np.logical_and.reduce(
+                [merged[c] == v for c, v in key.items()])] if len(merged) else merged
+            if len(t) and t.iloc[0]["status"] == "judged":
+                t = t.iloc[0]
+                rows.append({**key, "percentile": pct, "value_ms": t["value_ns"] / 1e6,
+                             "ci_low_ms": t["ci_low_ns"] / 1e6, "ci_high_ms": t["ci_high_ns"] / 1e6,
+                             "status": "judged", "source": "merged histograms"})
+                continue
+            judged = r["n"] >= 2 and np.isfinite(r["ci95_low"])
+            rows.append({**key, "percentile": pct, "value_ms": r["mean"] / 1e6, "ci_low_ms": r["ci95_low"] / 1e6,
+                         "ci_high_ms": r["ci95_high"] / 1e6, "source": "mean of the runs' own percentile",
+                         "status": "judged" if judged else f"{int(r['n'])} unit with the percentile (a CI needs 2)"})
+    return pd.DataFrame(rows, columns=by + ["percentile", "value_ms", "ci_low_ms", "ci_high_ms", "status",
+                                            "source"])
+
+
+def _tails_sentence(tails, key: dict, factor: str, levels: list) -> str:
+    """'p99: 16K 171 ms (162–180), 4K 11.1 ms (9.85–12.5); p99.9: ...' over the levels, where judged; a
+    reason said once for the levels whose percentile is not judged."""
+    if tails is None or tails.empty:
+        return ""
+    m = pd.Series(True, index=tails.index)
+    for c, v in key.items():
+        if c in tails:
+            m &= tails[c] == v
+    parts = []
+    for pct in PERCENTILES:
+        values, unjudged = [], {}
+        for lv in levels:
+            t = tails[m & (tails["percentile"] == pct) & (tails[factor] == lv)]
+            if t.empty:
+                continue
+            t = t.iloc[0]
+            if t["status"] == "judged":
+                values.append(f"{_level(factor, lv)} {num(t['value_ms'])} ms "
+                              f"({ci_text(t['ci_low_ms'], t['ci_high_ms'], level='')})")
+            else:
+                unjudged.setdefault(str(t["status"]), []).append(_level(factor, lv))
+        values += [f"{', '.join(lvs)} not judged ({why})" for why, lvs in unjudged.items()]
+        if values:
+            parts.append(f"{pct}: " + ", ".join(values))
+    return "; ".join(parts)
+
+
+def _tail_source(tails) -> str:
+    if tails is None or tails.empty:
+        return ""
+    own = (tails["source"] != "merged histograms").any()
+    return (" Latency percentiles: the mean over pools of each run's own fio percentile (these runs kept no "
+            "histogram to merge, methods §18)." if own else
+            " Latency percentiles: read from the runs' merged histograms (methods §18).")
+
+
+def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject: str = "all runs") -> list[dict]:
+    """Per workload (and held-equal group): each level against the baseline (ratio, 95% CI, verdict), then,
+    with `tails` (`latency_tails` over the same cells), the p99 and p99.9 of every level."""
+    if cmp is None or cmp.empty:
+        return []
+    factor = str(cmp["factor"].iloc[0])
+    fixed = {"factor", "level", "baseline", "n_level", "n_baseline", "mean_level", "mean_baseline"}
+    by = [c for c in cmp.columns if c in CONFIG_COLUMNS and c not in fixed]
+    out = []
+    for key, g in (cmp.groupby(by, sort=False, dropna=False) if by else [((), cmp)]):
+        key = dict(zip(by, key if isinstance(key, tuple) else (key,)))
+        metric = g["metric"].dropna().iloc[0] if "metric" in g and g["metric"].notna().any() else "iops"
+        base = g["baseline"].iloc[0]
+        clauses, lead = [], {}
+        many = len(g) >= LEAD_LEVELS          # many levels: the verdicts first, grouped, then the numbers
+        for _, r in g.iterrows():
+            lv = _level(factor, r["level"])
+            if r["verdict"] == "not judged" or not np.isfinite(r.get("ratio", np.nan)):
+                if many:
+                    lead.setdefault(_verdict(r, lv), []).append(lv)
+                else:
+                    clauses.append(f"{lv}: {_verdict(r, lv)}")
+                continue
+            lo, hi = r["ratio_ci_low"], r["ratio_ci_high"]
+            lead.setdefault(_verdict(r, lv), []).append(lv)
+            clauses.append(f"{lv} {_ratio(r['ratio'], lo, hi)}x ({ci_text(lo, hi, _digits(lo, hi), level='')})"
+                           + ("" if many else f" {_verdict(r, lv)}"))
+        if many:
+            grouped = [f"{v.split(': ')[0]} at {', '.join(lvs)}" + (f" ({v.split(': ', 1)[1]})" if ": " in v else "")
+                       for v, lvs in lead.items()]
+            clauses = ["; ".join(grouped) + ". Ratios: " + ", ".join(clauses)]
+        tail = _tails_sentence(tails, key, factor, [base] + list(g["level"]))
+        who = _group(pd.Series(key), by) or subject
+        out.append(dict(subject=f"{who} ({UNITS.get(metric, metric)})",
+                        text=f"against {_against(factor, base)}: " + "; ".join(clauses)
+                        + "." + (f" Latency {tail}." if tail else "")))
+    if out:
+        out[-1]["text"] += _tail_source(tails)
+    return out
+
+
+def _against(factor: str, base) -> str:
+    """'volblocksize 16K', 'iodepth 1', 'layout stripe': the baseline with its factor's name."""
+    lv = _level(factor, base)
+    return lv if lv.startswith(f"{factor} ") else f"{factor.removesuffix('_bytes')} {lv}"
+
+
+def _ratio(v, lo, hi) -> str:
+    """The ratio with as many decimals as its interval needs."""
+    text = ci_text(lo, hi, _digits(lo, hi), level="")
+    decimals = len(text.split("–")[0].partition(".")[2])
+    return f"{v:.{decimals}f}"
