@@ -1,23 +1,35 @@
-"""A sweep on a fleet of two labs (issue 29), with real OpenZFS.
+"""A sweep on a fleet of two labs (issue 29), with real OpenZFS: one sweep, four behaviours.
 
-The module boots its own two small labs once (not the session's lab) and gives them to each sweep
-by name (ZBENCH_LABS); every sweep runs in a child process, as `zbench sweep` does, so it can be
-killed. Four things are shown: rows on both hosts, blocks whole on one host, and nothing left on
-the labs (with a second controller refused by the on-host lock while the first runs); a worker
-killed mid-pool (its pool given to the next free host, nothing left on its lab, every run once);
-the controller killed and resumed (only what was missing runs).
+The fleet is the session's lab (tests/conftest.py) and a second lab of the same shape, booted
+for this module alongside it (fingerprints equal: one fleet). One sweep runs in a child process,
+as `zbench sweep` runs it; while it runs, a second controller is started through the CLI (the
+on-host lock refuses it in one line) and the Dask worker of the second lab is killed at its
+first run (its pool goes to the other host). The tests then read what the sweep left:
+- every planned run has exactly one row, naming the host that ran it; which lab that was is
+  read from the run's own raw record (the QEMU pid its context names, the test's own labs' pids);
+- a host never ran two runs at once (the store's event timestamps), and the two hosts ran at once;
+- the second controller was refused in one line naming the sweep that holds the host;
+- the lost pool was discarded on its host, re-run on the other, and no pool was left on either lab.
 
-Kept short: 2 tiny disks per lab, 3 s windows, 2 runs per cell, 4 pools in 2 blocks.
+Kept short for `make test`'s budget: one booted lab (the session's is reused), one-disk pools of a
+32M zvol, 2 s windows, one run per pool, four pool replicates (whole blocks to each host, and one
+left for the host that lost its pool whatever the two hosts' pace). About 3-4 min of lab time.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
+import queue
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -25,149 +37,263 @@ import pytest
 import yaml
 
 from zbench_lib.core.events import Event
+from zbench_lib.hosts import lab_image
 from zbench_lib.hosts.lab import Lab, LabConfig
 from zbench_lib.zfs.pools import find_leftovers
 
 pytestmark = pytest.mark.lab
-
-MiB = 1024 ** 2
-NAMES = ("fleet-a", "fleet-b")
-LAB = dict(disks=2, disk_bytes=512 * MiB, model="custom:iops=400,bw=100M", extra_disks=0, memory_mib=2048)
-SPEC = {"name": "fleetlab", "question": "Do two labs share one sweep's blocks?", "surface": "zvol", "host": "lab",
-        "lab": {"disks": 2, "disk_size": "512M", "model": "custom:iops=400,bw=100M", "count": 2},
-        "factors": {"layout": ["stripe", "mirror"], "disks": [2], "volblocksize": ["16k"]},
-        "target": {"volsize": "64M", "compression": "off", "primarycache": "metadata"},
+ROOT = Path(__file__).resolve().parent.parent
+SECOND_LAB = "pytest-fleet"
+SWEEP_ID = "fleet"
+REPLICATES = 4
+SPEC = {"name": "fleetlab", "question": "Does a fleet of two labs run every pool once, one pool a host?",
+        "surface": "zvol", "host": "lab",
+        # the session lab's shape (tests/conftest.py); the pools use one of its disks
+        "lab": {"disks": 1, "disk_size": "1G", "model": "custom:iops=400,bw=100M", "count": 2},
+        "factors": {"layout": ["stripe"], "disks": [1], "volblocksize": ["16k"]},
+        "target": {"volsize": "32M", "compression": "off", "primarycache": "metadata"},
         "workloads": [{"name": "randread", "template": "randread",
-                       "overrides": {"runtime_s": 3, "ramp_time_s": 1, "iodepth": 4, "numjobs": 1}}],
-        "repetitions": {"fixed": 2, "pool_replicates": 2}, "seed": 7}
+                       "overrides": {"runtime_s": 2, "ramp_time_s": 1, "bs": "16k", "iodepth": 4, "numjobs": 1}}],
+        # one run a cell and no replacement: exactly the planned runs, whatever a busy machine flags
+        "repetitions": {"fixed": 1, "max_attempts": 1, "pool_replicates": REPLICATES}, "seed": 7}
+
+
+@contextlib.contextmanager
+def _lab_in_thread(cfg: LabConfig):
+    """A lab booting in a thread of its own while the caller does something else; yields a function
+    that waits for it. The thread holds the lab until the block ends: a lab's QEMU is sent SIGTERM
+    when the thread that started it ends (PR_SET_PDEATHSIG is per thread)."""
+    booted: queue.Queue = queue.Queue()
+    release = threading.Event()
+
+    def hold() -> None:
+        try:
+            with Lab(cfg) as lab:
+                booted.put(lab)
+                release.wait()
+        except BaseException as exc:            # the boot's failure, raised in the caller's thread
+            booted.put(exc)
+
+    thread = threading.Thread(target=hold, name=f"lab {cfg.name}", daemon=True)
+    thread.start()
+
+    def wait() -> Lab:
+        got = booted.get(timeout=cfg.boot_timeout_s + 300)
+        if isinstance(got, BaseException):
+            raise got
+        return got
+    try:
+        yield wait
+    finally:
+        release.set()
+        thread.join(timeout=120)
 
 
 @pytest.fixture(scope="module")
-def labs():
+def fleet_labs(request, session_lab_config):
+    """(lab1, lab2): the session's lab and a second one of its shape, booted at the same time."""
     if os.environ.get("ZBENCH_SKIP_LAB"):
         pytest.skip("ZBENCH_SKIP_LAB is set")
-    with Lab(LabConfig(**LAB, name=NAMES[0])) as a, Lab(LabConfig(**LAB, name=NAMES[1])) as b:
-        yield a, b
+    if lab_image.cached_image(session_lab_config.zfs) is None:
+        request.getfixturevalue("lab")          # the first boot builds the image: never two builds at once
+    with _lab_in_thread(dataclasses.replace(session_lab_config, name=SECOND_LAB)) as second:
+        first = request.getfixturevalue("lab")  # booted now, beside the second, unless a module did before
+        yield first, second()
 
 
-@pytest.fixture
-def spec(tmp_path):
-    path = tmp_path / "fleetlab.yaml"
-    path.write_text(yaml.safe_dump(SPEC, sort_keys=False))
-    return path
+@dataclass(frozen=True)
+class FleetRun:
+    """What the module's sweep left, and what the test did to it."""
+    sweep: Path
+    events: tuple[dict, ...]
+    rows: pd.DataFrame
+    planned: frozenset[str]                     # plan.json's run ids
+    measured_on: dict                           # run id -> the lab whose QEMU its raw record names
+    killed_host: str
+    controller_pid: int
+    refusal: subprocess.CompletedProcess        # the second controller's
+    refused_out: Path                           # where the second controller was told to write
+    leftovers: dict                             # lab name -> zbench pools on it after the sweep
 
 
-def _start(spec, out, sweep_id="", resume=""):
-    env = dict(os.environ, ZBENCH_LABS=",".join(NAMES))
-    env.pop("ZBENCH_CRASH_AT", None)
-    code = ("import sys\nfrom zbench_lib.sweeps.running.executor import run_sweep\n"
-            "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id=sys.argv[3] or None, resume_dir=sys.argv[4] or None,"
-            " progress=False))\n")
-    return subprocess.Popen([sys.executable, "-c", code, str(spec), str(out), sweep_id, resume], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _events(sweep: Path, strict: bool = False) -> list[dict]:
+    path = sweep / "events.jsonl"
+    out = []
+    for line in path.read_text().splitlines() if path.exists() else ():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            if strict:
+                raise
+            # the line being written
+    return out
 
 
-def _finish(proc, timeout=900):
-    out, err = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, err[-3000:]
-    return out, err
-
-
-def _events(sweep: Path) -> list[dict]:
-    return [json.loads(line) for line in (sweep / "events.jsonl").read_text().splitlines() if line.strip()]
-
-
-def _wait_for(predicate, timeout=600, what=""):
+def _wait_for(predicate, proc: subprocess.Popen, log: Path, what: str, timeout: float = 600):
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while not (found := predicate()):
+        assert proc.poll() is None, f"the sweep ended (exit {proc.returncode}) before {what}:\n" \
+                                    f"{log.read_text()[-3000:]}"
         assert time.monotonic() < deadline, f"waited {timeout} s for {what}"
         time.sleep(0.5)
+    return found
 
 
-def _no_pools_left(labs):
-    for lab in labs:
-        assert find_leftovers(lab.host) == [], f"pools left on {lab.cfg.name}"
+def _worker_mid_run(staging: Path, host: str) -> int | None:
+    """The pid of the Dask worker running a pool on `host` once a run of it started, else None."""
+    for d in sorted(staging.iterdir()) if staging.is_dir() else ():
+        try:
+            staged_host = (d / "HOST").read_text().split()[0]
+            staged = (d / "events.jsonl").read_text()
+        except (OSError, IndexError):
+            continue                            # being made, or already committed and removed
+        if staged_host == host and f'"{Event.RUN_STARTED.value}"' in staged:
+            return int(d.name.rsplit("-", 1)[1])    # staging.new_execution: the worker's pid comes last
+    return None
 
 
-def _planned(sweep: Path) -> set[str]:
-    return {r["run_id"] for r in json.loads((sweep / "plan.json").read_text())["runs"]}
+def _measured_on(sweep: Path, labs) -> dict:
+    """run id -> lab1 or lab2, by the QEMU pid in the context of the run's complete attempt."""
+    names = {lab.proc.pid: f"lab{i}" for i, lab in enumerate(labs, 1)}     # ZBENCH_LABS' order
+    out = {}
+    for complete in (sweep / "raw").glob("*/attempt-*/COMPLETE"):
+        context = json.loads((complete.parent / "run.json").read_text())["context"]
+        out[complete.parent.parent.name] = names.get(context["qemu_pid"], f"QEMU pid {context['qemu_pid']}")
+    return out
 
 
-def test_a_two_lab_fleet_runs_whole_blocks_on_both_and_refuses_a_second_controller(labs, spec, tmp_path):
-    out = tmp_path / "sweeps"
-    first = _start(spec, out, "one")
-    sweep = out / "one"
-    _wait_for(lambda: (sweep / "events.jsonl").exists()
-              and any(e["event"] == Event.POOL_CREATED for e in _events(sweep)), what="a pool")
-    t0 = time.monotonic()
-    second = _start(spec, out, "two")
-    _, err = second.communicate(timeout=300)
-    assert second.returncode != 0 and not (out / "two").exists()
-    assert "is busy: zbench sweep one from" in err and "holds /run/zbench.lock" in err, err[-2000:]
-    assert time.monotonic() - t0 < 240             # refused at open, before any pool (a loaded machine: slow ssh)
-    _finish(first)
-    df = pd.read_parquet(sweep / "results.parquet")
-    assert set(df["host"]) == {"lab1", "lab2"}
-    assert set(df["run_id"]) >= _planned(sweep)        # (the rule may add a run to replace an excluded one)
-    events = _events(sweep)
-    by_block: dict = {}
-    for e in (e for e in events if e["event"] == Event.POOL_DISPATCHED):
-        by_block.setdefault(e["block"], set()).add(e["host"])
-    assert sorted(len(h) for h in by_block.values()) == [1, 1], by_block
-    assert {e["host"] for e in events if e["event"] == Event.HOST_FINGERPRINT} == {"lab1", "lab2"}
-    _no_pools_left(labs)
+@contextlib.contextmanager
+def _reaped(proc: subprocess.Popen):
+    """`proc`, killed on the way out if a failed check left it running."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
-def test_a_worker_killed_mid_pool_gives_its_pool_to_the_next_free_host(labs, spec, tmp_path):
-    out = tmp_path / "sweeps"
-    proc = _start(spec, out, "kill")
-    staging = out / ".kill.staging"
-
-    def lab1_running():
-        if not staging.is_dir():
-            return False
-        for d in staging.iterdir():
-            host = (d / "HOST").read_text().split()[0] if (d / "HOST").exists() else ""
-            staged = (d / "events.jsonl").read_text() if (d / "events.jsonl").exists() else ""
-            if host == "lab1" and '"run started"' in staged:
-                return d
-        return False
-
-    _wait_for(lab1_running, what="a run on lab1")
-    pid = int(lab1_running().name.rsplit("-", 1)[1])          # the worker's pid names its staging directory
-    os.kill(pid, signal.SIGKILL)
-    _finish(proc)
-    sweep = out / "kill"
-    events = _events(sweep)
-    (lost,) = [e for e in events if e["event"] == Event.POOL_LOST]
-    assert lost["host"] == "lab1" and lost["requeued"] and "KilledWorker" in lost["reason"]
-    assert any(e["event"] == Event.RUN_DISCARDED and e.get("host") == "lab1" for e in events)
-    again = [e for e in events if e["event"] == Event.POOL_DISPATCHED and e["pool_id"] == lost["pool_id"]]
-    assert [e["host"] for e in again] == ["lab1", "lab2"]          # re-queued on the other host
-    returned = [e for e in events if e["event"] == Event.POOL_RETURNED]
-    assert sorted(e["pool_id"] for e in returned) == sorted({e["pool_id"] for e in returned})   # each pool once
-    df = pd.read_parquet(sweep / "results.parquet")
-    assert set(df["run_id"]) >= _planned(sweep)        # (the rule may add a run to replace an excluded one)
-    assert df.groupby("run_id").size().max() <= 2               # one attempt per run (a read and a write row at most)
-    _no_pools_left(labs)
+def _cli_sweep(spec: Path, out: Path, labs: str) -> subprocess.Popen:
+    """`zbench sweep SPEC` on the labs named, as a user starts it (its one-line errors on stderr)."""
+    env = dict(os.environ, ZBENCH_LABS=labs)
+    env.pop("ZBENCH_CRASH_AT", None)
+    return subprocess.Popen([sys.executable, "-m", "zbench_lib.cli", "sweep", str(spec), "--out", str(out),
+                             "--no-progress"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
 
 
-def test_a_killed_controller_resumes_with_only_what_is_missing(labs, spec, tmp_path):
-    out = tmp_path / "sweeps"
-    proc = _start(spec, out, "ctl")
-    sweep = out / "ctl"
-    _wait_for(lambda: (sweep / "events.jsonl").exists()
-              and sum(e["event"] == Event.RUN_COMPLETED for e in _events(sweep)) >= 3, what="3 runs")
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    before = {e["run_id"] for e in _events(sweep) if e["event"] == Event.RUN_COMPLETED}
-    time.sleep(25)              # the killed controller's Dask workers close when they lose their scheduler
-    _finish(_start(spec, out, resume=str(sweep)))
-    events = _events(sweep)
-    resumed_at = max(i for i, e in enumerate(events) if e["event"] == Event.RESUMED)
-    after = [e["run_id"] for e in events[resumed_at:] if e["event"] == Event.RUN_COMPLETED]
-    assert not set(after) & before, "a run complete before the kill ran again"
-    assert set(after) | before >= _planned(sweep)
-    df = pd.read_parquet(sweep / "results.parquet")
-    assert set(df["run_id"]) >= _planned(sweep) and set(df["host"]) <= {"lab1", "lab2"}
-    _no_pools_left(labs)
+@pytest.fixture(scope="module")
+def fleet(fleet_labs, start_sweep, tmp_path_factory) -> FleetRun:
+    """The module's one sweep, with a second controller started and lab2's worker killed while it runs."""
+    tmp = tmp_path_factory.mktemp("fleet")
+    spec, out, log, refused_out = tmp / "fleetlab.yaml", tmp / "sweeps", tmp / "controller.log", tmp / "second"
+    spec.write_text(yaml.safe_dump(SPEC, sort_keys=False))
+    labs = ",".join(lab.cfg.name for lab in fleet_labs)         # lab1: the session's, lab2: the second
+    sweep = out / SWEEP_ID
+    with _reaped(start_sweep(spec, out, SWEEP_ID, log, ZBENCH_LABS=labs)) as controller:
+        # The store is made once every host is locked: the second controller starts then, its whole
+        # start-up (CLI, notebook kernel, probing the labs) well inside the first one's pools.
+        _wait_for(lambda: any(e["event"] == Event.STARTED for e in _events(sweep)), controller, log, "the store")
+        with _reaped(_cli_sweep(spec, refused_out, labs)) as second:
+            worker = _wait_for(lambda: _worker_mid_run(out / f".{SWEEP_ID}.staging", "lab2"), controller, log,
+                               "a run on lab2")
+            os.kill(worker, signal.SIGKILL)
+            refusal_out, refusal_err = second.communicate(timeout=600)
+        controller.wait(timeout=900)
+    assert controller.returncode == 0, log.read_text()[-5000:]
+    return FleetRun(sweep=sweep, events=tuple(_events(sweep, strict=True)),
+                    rows=pd.read_parquet(sweep / "results.parquet"),
+                    planned=frozenset(r["run_id"] for r in json.loads((sweep / "plan.json").read_text())["runs"]),
+                    measured_on=_measured_on(sweep, fleet_labs), killed_host="lab2", controller_pid=controller.pid,
+                    refusal=subprocess.CompletedProcess(second.args, second.returncode, refusal_out, refusal_err),
+                    refused_out=refused_out,
+                    leftovers={f"lab{i}": find_leftovers(lab.host) for i, lab in enumerate(fleet_labs, 1)})
+
+
+def _run_spans(events) -> dict:
+    """host -> its runs' (start, end) timestamps, sorted: an attempt from "run started" to "run completed",
+    or to "run discarded" (its worker killed); the host from its "run judged" or "run discarded".
+    The timestamps are fixed-width UTC text: they sort as they compare."""
+    start, end, host = {}, {}, {}
+    for e in events:
+        key = (e.get("run_id"), e.get("attempt"))
+        if e["event"] == Event.RUN_STARTED:
+            start[key] = e["ts"]
+        elif e["event"] in (Event.RUN_COMPLETED, Event.RUN_DISCARDED):
+            end[key] = e["ts"]
+        if e["event"] in (Event.RUN_JUDGED, Event.RUN_DISCARDED):
+            host[key] = e["host"]
+    assert set(start) == set(end) == set(host), "an attempt without its end or its host"
+    return _by_host((host[k], start[k], end[k]) for k in start)
+
+
+def _pool_spans(events) -> dict:
+    """host -> the (start, end) timestamps of the pools it held, sorted: from "pool dispatched" to
+    "pool returned" or "pool lost"."""
+    held, spans = {}, []
+    for e in events:
+        if e["event"] == Event.POOL_DISPATCHED:
+            held[e["pool_id"]] = (e["host"], e["ts"])
+        elif e["event"] in (Event.POOL_RETURNED, Event.POOL_LOST) and e["pool_id"] in held:
+            host, since = held.pop(e["pool_id"])
+            spans.append((host, since, e["ts"]))
+    assert not held, f"pools dispatched and never back: {sorted(held)}"
+    return _by_host(spans)
+
+
+def _by_host(spans) -> dict:
+    out: dict = {}
+    for host, start, end in spans:
+        out.setdefault(host, []).append((start, end))
+    return {host: sorted(s) for host, s in out.items()}
+
+
+def _disjoint(spans: list) -> bool:
+    return all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+
+
+def test_every_planned_run_has_one_row_naming_the_host_that_ran_it(fleet):
+    assert len(fleet.planned) == REPLICATES                 # 1 configuration x 4 pool replicates x 1 run
+    rows = fleet.rows
+    assert sorted(rows["run_id"]) == sorted(fleet.planned)  # each planned run, once (randread: one row)
+    assert dict(zip(rows["run_id"], rows["host"])) == fleet.measured_on
+    assert set(rows["host"]) == {"lab1", "lab2"}
+
+
+def test_a_host_never_ran_two_runs_at_once_and_the_two_hosts_ran_together(fleet):
+    runs = _run_spans(fleet.events)
+    assert set(runs) == {"lab1", "lab2"}
+    assert sum(len(s) for s in runs.values()) == REPLICATES + 1          # the planned runs and the cut-off one
+    for host, spans in runs.items():
+        assert _disjoint(spans), f"{host} ran two runs at once: {spans}"
+    pools = _pool_spans(fleet.events)
+    for host, spans in pools.items():
+        assert _disjoint(spans), f"{host} held two pools at once: {spans}"
+    assert any(a[0] < b[1] and b[0] < a[1] for a in pools["lab1"] for b in pools["lab2"]), \
+        "the two hosts never held a pool at the same time"
+
+
+def test_a_second_controller_is_refused_by_the_on_host_lock_in_one_line(fleet):
+    res = fleet.refusal
+    assert res.returncode != 0
+    lines = res.stderr.strip().splitlines()
+    assert not any(line.startswith("Traceback") for line in lines), res.stderr[-3000:]
+    assert re.fullmatch(rf"zbench: .*lab:\S+ is busy: zbench sweep {SWEEP_ID} from \S+ pid {fleet.controller_pid} "
+                        r"token [0-9a-f]+ holds /run/zbench\.lock \(one sweep at a time on a host\).*", lines[-1]), \
+        res.stderr[-3000:]
+    assert not [p for p in fleet.refused_out.iterdir() if p.is_dir()]   # refused before any store was made
+
+
+def test_a_host_lost_mid_pool_sends_its_pool_to_the_other_host(fleet):
+    (lost,) = [e for e in fleet.events if e["event"] == Event.POOL_LOST]
+    assert lost["host"] == fleet.killed_host and lost["requeued"] and "KilledWorker" in lost["reason"]
+    dispatched = [e["host"] for e in fleet.events if e["event"] == Event.POOL_DISPATCHED
+                  and e["pool_id"] == lost["pool_id"]]
+    assert dispatched == ["lab2", "lab1"]
+    (discarded,) = [e for e in fleet.events if e["event"] == Event.RUN_DISCARDED]
+    assert discarded["host"] == "lab2" and discarded["run_id"] in fleet.planned
+    assert lost["discarded_runs"] == [discarded["run_id"]]
+    # its run was measured again, on the other lab, once
+    assert list(fleet.rows.loc[fleet.rows["run_id"] == discarded["run_id"], "host"]) == ["lab1"]
+    assert fleet.measured_on[discarded["run_id"]] == "lab1"
+    assert fleet.leftovers == {"lab1": [], "lab2": []}
