@@ -1,9 +1,10 @@
 """A sweep on a fleet of hosts (issue 29), without a lab: the fleet's checks (fingerprints, one
 machine under two names, mixed releases, the labs' memory), block-to-host assignment, the on-host
-lock, the staging store and its commit, and the dispatch on REAL Dask workers (a SpecCluster of
-two Nanny workers on this machine) with a trivial picklable task: resources keep one pool per
-host, a worker killed mid-pool gives its pool to the next free host and its cut-off attempt is
-discarded. No result is ever produced without a lab: tests/test_fleet_lab.py runs real pools.
+lock (a real controller process killed: its worker ends, and what it started on the host is stopped
+before the lock goes), the staging store and its commit, and the dispatch on REAL Dask workers (a
+SpecCluster of two Nanny workers on this machine) with a trivial picklable task: resources keep one
+pool per host, a worker killed mid-pool gives its pool to the next free host and its cut-off
+attempt is discarded. No result is ever produced without a lab: tests/test_fleet_lab.py runs real pools.
 
 The malformed fleet specs are in tests/test_malformed_inputs.py.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,13 +26,13 @@ import cloudpickle
 import pytest
 import yaml
 
-from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.errors import CommandError, ConfigError
 from zbench_lib.core.events import Event
 from zbench_lib.hosts import host_lock
 from zbench_lib.hosts.base import LocalHost
 from zbench_lib.hosts.fleet import LAB, Fingerprint, HostEntry, check_fleet, check_lab_count, \
     meminfo_available_mib, read_fingerprint
-from zbench_lib.hosts.host_lock import HostBusy, HostLock, owned_by
+from zbench_lib.hosts.host_lock import HostBusy, HostLock, LockOwner, check_free, gate, owned_by
 from zbench_lib.sweeps.planning.plan import expand
 from zbench_lib.sweeps.running.pool_request import pool_requests
 from zbench_lib.sweeps.running.fleet import Dispatcher, fleet_client
@@ -161,36 +163,156 @@ def lock_path(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_a_second_holder_is_refused_in_one_line_naming_the_first(lock_path):
+A, B = LockOwner("sweep A from ctl1", "a1"), LockOwner("sweep B", "b2")
+
+
+def test_a_second_holder_is_refused_in_one_line_naming_the_first_and_the_host_by_both_names(lock_path):
     host = LocalHost()
-    with HostLock(host, "sweep A from ctl1"):
-        assert owned_by(host, "sweep A from ctl1")
-        with pytest.raises(HostBusy, match=r"^local is busy: sweep A from ctl1 holds .*zbench\.lock "
-                                           r"\(one sweep at a time on a host\)$"):
-            HostLock(host, "sweep B").acquire()
-    with HostLock(host, "sweep B"):                  # released on the way out
-        assert owned_by(host, "sweep B")
+    with HostLock(host, A, "lab1 (local)"):
+        assert owned_by(host, A) and not owned_by(host, B)
+        with pytest.raises(HostBusy, match=r"^lab1 \(local\) is busy: sweep A from ctl1 token a1 holds "
+                                           r".*zbench\.lock \(one sweep at a time on a host\)$"):
+            HostLock(host, B, "lab1 (local)").acquire()
+        with pytest.raises(HostBusy, match=r"^lab1 \(local\) is busy: sweep A"):
+            check_free(host, "lab1 (local)")
+    check_free(host)
+    with HostLock(host, B):                  # released on the way out
+        assert owned_by(host, B) and not owned_by(host, A)
 
 
-def test_the_lock_goes_with_its_holder_when_the_holder_is_killed(lock_path):
+def _processes_with(token: str) -> list[int]:
+    """Pids of the processes whose environment carries the session token (what the holder stops)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"{host_lock.TAG_ENV}={token}".encode() in environ.read_bytes().split(b"\0"):
+                found.append(int(environ.parent.name))
+        except OSError:
+            continue                        # gone, or not ours to read
+    return found
+
+
+def _tagged(pid: int, token: str, timeout: float = 10) -> bool:
+    """Does `pid` carry the token once it has exec'd its command (just started, it has not yet)?"""
+    deadline = time.monotonic() + timeout
+    while pid not in _processes_with(token):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _ended(pid: int) -> bool:
+    """Gone, or a zombie waiting for its reaper (its work ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _free_once_stopped(owner: LockOwner, timeout: float = 30) -> float:
+    """Seconds until the lock is free; asserts that nothing of the session ran by then."""
+    start = time.monotonic()
+    while True:
+        try:
+            check_free(LocalHost())
+            break
+        except HostBusy as exc:
+            # its owner while it holds it (then what it is doing), "another process" as it lets go
+            assert re.search(rf"{owner.text}|another process", str(exc)), str(exc)
+            assert time.monotonic() - start < timeout, "the lock outlived its holder"
+            time.sleep(0.2)
+    assert _processes_with(owner.token) == [], "the lock was let go while its session still ran on the host"
+    return time.monotonic() - start
+
+
+def test_a_killed_holder_stops_its_sessions_commands_on_the_host_before_its_lock_goes(lock_path):
+    doomed = LockOwner("doomed", "d00d")
     code = ("import sys, time\nfrom zbench_lib.hosts import host_lock\nfrom zbench_lib.hosts.base import LocalHost\n"
             f"host_lock.LOCK_PATH = {str(lock_path / 'zbench.lock')!r}\n"
             f"host_lock.OWNER_PATH = {str(lock_path / 'zbench.lock.owner')!r}\n"
-            "host_lock.HostLock(LocalHost(), 'doomed').acquire()\nprint('ok', flush=True)\ntime.sleep(60)\n")
+            "owner = host_lock.LockOwner('doomed', 'd00d')\nhost = LocalHost()\n"
+            "host_lock.HostLock(host, owner).acquire()\nhost.prefix = host_lock.gate(owner)\n"
+            "print(host.popen(['sleep', '300']).pid, flush=True)\ntime.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "ok"
-    with pytest.raises(HostBusy, match="doomed holds"):
-        HostLock(LocalHost(), "next").acquire()
+    sleeper = int(proc.stdout.readline())
+    with pytest.raises(HostBusy, match="doomed token d00d holds"):
+        HostLock(LocalHost(), B).acquire()
+    assert _tagged(sleeper, "d00d"), "the session's command does not carry its token"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with HostLock(LocalHost(), "next"):
-                break
-        except HostBusy:
-            assert time.monotonic() < deadline, "the lock outlived its holder"
+    _free_once_stopped(doomed)
+    assert _ended(sleeper)
+    late = LocalHost()                  # a worker of the dead controller, at its next step
+    late.prefix = gate(doomed)
+    with pytest.raises(CommandError, match=r"(?s)exit 125.*its sweep no longer holds this host"):
+        late.run(["true"])
+    assert not owned_by(late, doomed)
+
+
+CONTROLLER = """
+import sys, time
+from pathlib import Path
+from zbench_lib.hosts import host_lock
+from zbench_lib.hosts.base import LocalHost
+from zbench_lib.hosts.fleet import LAB, HostEntry
+from zbench_lib.sweeps.running.fleet import fleet_client
+
+
+def pool(owner, lock_dir, pids):
+    # a pool's remote step that outlives a dead controller unless something stops it
+    import os
+    from zbench_lib.hosts import host_lock
+    from zbench_lib.hosts.base import LocalHost
+    host_lock.LOCK_PATH = f"{lock_dir}/zbench.lock"         # the gate's marker is beside it
+    host = LocalHost()
+    host.prefix = host_lock.gate(owner)
+    step = host.popen(["sleep", "300"])
+    Path(pids).write_text(f"{os.getpid()} {step.pid}")
+    step.wait()
+
+
+if __name__ == "__main__":
+    lock_dir, pids = sys.argv[1], sys.argv[2]
+    host_lock.LOCK_PATH, host_lock.OWNER_PATH = f"{lock_dir}/zbench.lock", f"{lock_dir}/zbench.lock.owner"
+    owner = host_lock.LockOwner("zbench sweep killed", "c0ffee")
+    host_lock.HostLock(LocalHost(), owner).acquire()
+    entries = (HostEntry("h1", LAB, "lab-h1"),)
+    with fleet_client(entries, None, lambda m: None) as client:
+        future = client.submit(pool, owner, lock_dir, pids, resources={entries[0].resource: 1}, pure=False)
+        time.sleep(600)
+"""
+
+
+def test_a_killed_controller_leaves_no_worker_and_nothing_of_its_pool_running(lock_path, tmp_path):
+    """A real controller (Dask workers on this machine, the host's lock held, a pool's step running
+    through the gate) is SIGKILLed: its worker ends, and the step it started on the host is stopped
+    before the host's lock goes."""
+    script, pids = tmp_path / "controller.py", tmp_path / "pids"
+    script.write_text(CONTROLLER)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    with open(tmp_path / "controller.log", "w") as log:
+        controller = subprocess.Popen([sys.executable, str(script), str(lock_path), str(pids)], env=env,
+                                      stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        while not (pids.exists() and len(pids.read_text().split()) == 2):
+            assert controller.poll() is None, (tmp_path / "controller.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the pool never started"
             time.sleep(0.2)
+        worker, step = map(int, pids.read_text().split())
+        assert _tagged(step, "c0ffee")
+        controller.send_signal(signal.SIGKILL)
+        controller.wait()
+        _free_once_stopped(LockOwner("zbench sweep killed", "c0ffee"))
+        deadline = time.monotonic() + 30
+        while not (_ended(worker) and _ended(step)):
+            assert time.monotonic() < deadline, f"worker {worker} or its step {step} outlived the controller"
+            time.sleep(0.2)
+    finally:
+        if controller.poll() is None:
+            controller.kill()
+            controller.wait()
 
 
 # -- staging and commit ------------------------------------------------------------------------------
@@ -298,7 +420,7 @@ def _dispatch(client, tmp_path, kill: str | None = None):
     if kill:
         (tmp_path / "sweeps" / "KILL").write_text(kill)
     log = []
-    done = Dispatcher(c, OpenFleet(entries, (), ()), plan, store, staging, "owner", log.append,
+    done = Dispatcher(c, OpenFleet(entries, (), ()), plan, store, staging, A, log.append,
                       task=_trivial).run(pool_requests(plan))
     held = [json.loads(line) for line in (tmp_path / "sweeps" / "held.jsonl").read_text().splitlines()]
     events = store.events()

@@ -574,11 +574,12 @@ def test_a_spec_near_the_byte_limit_is_refused_quickly(text):
 
 # -- a fleet's refusals that need the machines (issue 29): probed before anything is created ---------
 def _open(text: str, tmp_path):
+    from zbench_lib.hosts.host_lock import LockOwner
     from zbench_lib.sweeps.running.fleet_open import open_fleet
     spec = parse_spec(text, name="malformed")
     start = time.monotonic()
     with pytest.raises(ConfigError) as info:
-        with open_fleet(spec, "test", log=lambda m: None):
+        with open_fleet(spec, LockOwner("test", "0"), log=lambda m: None):
             pass
     assert time.monotonic() - start < 60
     message = str(info.value)

@@ -32,6 +32,7 @@ from pathlib import Path
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.events import Event
 from zbench_lib.hosts.fleet import HostEntry
+from zbench_lib.hosts.host_lock import LockOwner
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.sweeps.planning.plan import Plan, expand
 from zbench_lib.sweeps.running.pool_request import PoolRequest, pool_requests
@@ -56,7 +57,7 @@ def run_fleet_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep
     spec = load_spec(spec_path)
     plan = expand(spec)
     sweep_id = Path(resume_dir).name if resume_dir else (sweep_id or new_sweep_id(spec.name))
-    owner = f"zbench sweep {sweep_id} from {platform.node()} pid {os.getpid()} token {secrets.token_hex(4)}"
+    owner = LockOwner(f"zbench sweep {sweep_id} from {platform.node()} pid {os.getpid()}", secrets.token_hex(4))
     with open_fleet(spec, owner, log) as fleet:
         if resume_dir:
             store = Store.resume(resume_dir, spec.text, plan, parse_run=parse_results)
@@ -153,7 +154,7 @@ def _dashboard() -> str | None:
 class Dispatcher:
     """Free hosts take pools from a HostQueue; staged work is committed as it arrives."""
 
-    def __init__(self, client, fleet: OpenFleet, plan: Plan, store: Store, staging: Path, owner: str, log,
+    def __init__(self, client, fleet: OpenFleet, plan: Plan, store: Store, staging: Path, owner: LockOwner, log,
                  task=run_pool_job):
         self.client, self.fleet, self.plan, self.store = client, fleet, plan, store
         self.staging, self.owner, self.log = staging, owner, log

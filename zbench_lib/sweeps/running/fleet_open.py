@@ -22,7 +22,7 @@ from pathlib import Path
 from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
 from zbench_lib.hosts.fleet import LAB, Fingerprint, HostEntry, check_fleet, check_lab_count, \
     meminfo_available_mib, open_node, read_fingerprint
-from zbench_lib.hosts.host_lock import HostLock
+from zbench_lib.hosts.host_lock import HostLock, LockOwner, gate
 from zbench_lib.hosts.lab import Lab
 from zbench_lib.hosts.lab_state import read_state
 from zbench_lib.hosts.node import Node
@@ -89,9 +89,15 @@ def _probe(spec, e: HostEntry, stack: contextlib.ExitStack) -> tuple[Node, Finge
     raise AssertionError("unreachable")
 
 
+def label(entry: HostEntry, node: Node) -> str:
+    """What a message calls a fleet's host: its name in the fleet, and the host's own ("lab1 (lab:x)")."""
+    return entry.name if entry.name == node.host.name else f"{entry.name} ({node.host.name})"
+
+
 @contextlib.contextmanager
-def open_fleet(spec, owner: str, log=print):
-    """The spec's hosts, opened, checked and locked for this session (see the module's text)."""
+def open_fleet(spec, owner: LockOwner, log=print):
+    """The spec's hosts, opened, checked and locked for this session (see the module's text); from
+    the lock on, the controller's commands on a host pass its gate (`hosts.host_lock`)."""
     with contextlib.ExitStack() as stack:
         if spec.host == "lab":
             entries = lab_entries(spec, stack, log)
@@ -103,6 +109,7 @@ def open_fleet(spec, owner: str, log=print):
             nodes.append(node)
             prints.append(fp)
         check_fleet(list(zip([e.name for e in entries], prints)), host_factor=spec.host_factor)
-        for node in nodes:
-            stack.enter_context(HostLock(node.host, owner))
+        for e, node in zip(entries, nodes):
+            stack.enter_context(HostLock(node.host, owner, label(e, node)))
+            node.host.prefix = gate(owner)
         yield OpenFleet(tuple(entries), tuple(nodes), tuple(prints))

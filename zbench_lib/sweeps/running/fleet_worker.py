@@ -3,11 +3,13 @@
 `PoolJob` is the unit dispatched: frozen and picklable, it holds the pool request, the plan cut
 down to that pool, what the store already holds for its cells (their completed runs' outcomes,
 so a requeued or resumed pool continues where it stopped) and the events the worker's code reads
-(this host's, and these cells'), how to reach the host (`hosts.fleet.HostEntry`) and the token of
-the controller's lock on it. `run_pool_job` opens the host's node, checks that this controller
-still holds the host (a worker of a controller that was killed and replaced must not go on),
-reclaims this sweep's leftovers there, rebuilds the pool's schedule and runs the pool against a
-staging store (`running.staging`) that the controller commits.
+(this host's, and these cells'), how to reach the host (`hosts.fleet.HostEntry`) and the
+controller's lock on it (`hosts.host_lock.LockOwner`). `run_pool_job` opens the host's node, checks
+that this controller still holds the host, runs every later command through the lock's gate (a
+worker whose controller died, or lost the host, must not go on: the host refuses its commands and
+the lock's holder stops what it had started), reclaims this sweep's leftovers there, rebuilds the
+pool's schedule and runs the pool against a staging store (`running.staging`) that the controller
+commits.
 
 The repetition rule decides per cell, and every run of a cell is in its pool replicate, so
 deciding per pool is deciding as a single host would (Stein's second stage included); only
@@ -21,7 +23,7 @@ import time
 from dataclasses import dataclass
 
 from zbench_lib.hosts.fleet import HostEntry, open_node
-from zbench_lib.hosts.host_lock import HostBusy, holder, owned_by
+from zbench_lib.hosts.host_lock import HostBusy, LockOwner, gate, holder, owned_by
 from zbench_lib.sweeps.running.faults import FaultInjector
 from zbench_lib.sweeps.planning.plan import Plan
 from zbench_lib.sweeps.running.pool_request import PoolRequest
@@ -42,7 +44,7 @@ class PoolJob:
     completed: tuple[str, ...]          # run ids complete in the store
     known_events: tuple                 # the store's events the worker reads (this host's, these cells')
     staging_root: str
-    owner: str                          # the controller's lock token on the host (hosts.host_lock)
+    owner: LockOwner                    # the controller's lock on the host (hosts.host_lock)
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,11 @@ def run_pool_job(job: PoolJob) -> PoolDone:
     spec, request = job.plan.spec, job.request
     with open_node(job.entry) as node:
         if not owned_by(node.host, job.owner):
-            raise HostBusy(f"{job.entry.name}: this sweep no longer holds the host ({holder(node.host)} does)")
+            raise HostBusy(f"{job.entry.name} ({node.host.name}): this sweep no longer holds the host "
+                           f"({holder(node.host)} does)")
+        # Every later command only while the controller holds the host: one whose controller died
+        # (a worker of a joined cluster goes on) is refused on the host, and what it runs is stopped there.
+        node.host.prefix = gate(job.owner)
         store = new_execution(job.staging_root, request.pool_id, job.entry.name, job.known_events)
         reclaim_own_leftovers(store, node.host, _quiet)
         restore_unfinished(store, node.host, _quiet)
