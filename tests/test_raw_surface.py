@@ -46,6 +46,7 @@ class Proc:
             return ""
 
     stdout = stderr = _Out()
+    stdin = None
 
     def wait(self, timeout=None):
         return 0
