@@ -315,6 +315,70 @@ def test_a_killed_controller_leaves_no_worker_and_nothing_of_its_pool_running(lo
             controller.wait()
 
 
+# -- the CLI's checks of a fleet, before anything is created ---------------------------------------
+def _box_spec(tmp_path, *ports: int) -> Path:
+    """SPEC on boxes at 127.0.0.1:<port>, written as a file."""
+    spec = {k: v for k, v in SPEC.items() if k not in ("host", "lab")}
+    spec["hosts"] = [{"host": f"ssh://root@127.0.0.1:{port}", "name": f"b{i}", "devices": ["/dev/zb-a", "/dev/zb-b"]}
+                     for i, port in enumerate(ports, 1)]
+    path = tmp_path / "boxes.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def _closed_port() -> int:
+    """A port of this machine where nothing listens (bound, then let go)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cli_sweep(argv, capsys) -> tuple[int, str, list[str]]:
+    """`zbench ARGV` in this process: its exit code, standard output and standard error's lines."""
+    from zbench_lib.cli import main
+    rc = main(argv)
+    said = capsys.readouterr()
+    return rc, said.out, said.err.strip().splitlines()
+
+
+def test_the_cli_refuses_an_unreachable_fleet_in_one_line_before_anything_is_created(tmp_path, monkeypatch,
+                                                                                    capsys):
+    from zbench_lib.sweeps.running import fleet_open
+    monkeypatch.setattr(fleet_open, "PROBE_WAIT_S", 0.1)        # ssh's refusal is tried again, not waited for
+    config = tmp_path / "ssh_config"
+    config.write_text("")                                       # no ssh config of the user's in the way
+    monkeypatch.setenv("ZBENCH_SSH_CONFIG", str(config))
+    port = _closed_port()
+    out = tmp_path / "sweeps"
+    rc, _, err = _cli_sweep(["sweep", str(_box_spec(tmp_path, port, _closed_port())), "--out", str(out)], capsys)
+    assert rc != 0 and len(err) == 1, err
+    assert err[0].startswith(f"zbench: host b1 (ssh://root@127.0.0.1:{port}) is unreachable: "), err
+    assert not out.exists()
+
+
+def test_the_cli_refuses_a_locked_fleet_host_in_one_line_naming_its_holder(tmp_path, monkeypatch, capsys, lock_path):
+    """A resume (or a second controller) started while a host's lock is held, by a controller or by the
+    holder of a killed one still stopping what it left there: one line, and nothing written."""
+    from zbench_lib.hosts.node import Node
+    from zbench_lib.sweeps.running import fleet_open
+
+    def reached(spec, entry, stack):          # each box is this machine, and answers as a distinct one
+        return Node(LocalHost(), entry.data_devices, (), owned=False), _fp(boot_id=entry.name)
+    monkeypatch.setattr(fleet_open, "_probe", reached)
+    out = tmp_path / "sweeps"
+    spec = _box_spec(tmp_path, 2201, 2202)
+    with HostLock(LocalHost(), A):
+        rc, _, err = _cli_sweep(["sweep", str(spec), "--out", str(out)], capsys)
+    assert rc != 0 and len(err) == 1, err
+    assert re.fullmatch(r"zbench: b1 \(local\) is busy: sweep A from ctl1 token a1 holds \S+/zbench\.lock "
+                        r"\(one sweep at a time on a host\)", err[0]), err
+    assert not out.exists()
+    rc, said, _ = _cli_sweep(["sweep", str(spec), "--out", str(out), "--dry-run"], capsys)   # free: what was found
+    assert rc == 0 and not out.exists()
+    assert "host b2 (local): reachable, checked, not locked; 2 CPUs, 2 GiB, OpenZFS 2.3.2-1~bpo12+1" in said
+
+
 # -- staging and commit ------------------------------------------------------------------------------
 def _store(tmp_path, plan=None):
     plan = plan or _plan()

@@ -93,8 +93,13 @@ def cmd_sweep(args):
     if args.dry_run:
         print(plan.describe())
         print(bytes_written_note(spec))
-    if spec.host != "lab" and spec.host_count == 1:   # a real host is checked before anything is created
-                                                       # (a fleet's boxes: each, as the fleet opens)
+    # Real hosts are checked before anything is created: a refusal is one line, and --out stays as it was.
+    if spec.host_count > 1:      # a fleet: each host reached, checked and not locked, one fleet together
+        from zbench_lib.sweeps.running.fleet_open import preflight_fleet
+        found = preflight_fleet(spec)
+        if args.dry_run:
+            print("\n".join(found))
+    elif spec.host != "lab":
         from zbench_lib.sweeps.running.doctor import preflight_spec
         findings = preflight_spec(spec)
         if args.dry_run:

@@ -8,7 +8,9 @@ dies with the thread that started it), after the controller's memory was found t
 `ZBENCH_LABS=name,name` names running labs to use instead (the tests', `zbench lab up`'s).
 Boxes are checked as a single host's are (`doctor.preflight`: reachable, root, OpenZFS, fio,
 their devices free), then fingerprinted and compared (`hosts.fleet.check_fleet`). Every refusal
-is one ConfigError line, before anything is created.
+is one ConfigError line, before anything is created: `zbench sweep` runs the same checks, and looks
+at each host's lock, before it writes anything (`preflight_fleet`), then the sweep's notebook opens
+the fleet, the check that holds, as it takes the locks.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
 from zbench_lib.hosts.fleet import LAB, Fingerprint, HostEntry, check_fleet, check_lab_count, \
     meminfo_available_mib, open_node, read_fingerprint
-from zbench_lib.hosts.host_lock import HostLock, LockOwner, gate
+from zbench_lib.hosts.host_lock import HostLock, LockOwner, check_free, gate
 from zbench_lib.hosts.lab import Lab
 from zbench_lib.hosts.lab_state import read_state
 from zbench_lib.hosts.node import Node
@@ -40,8 +42,8 @@ class OpenFleet:
     fingerprints: tuple[Fingerprint, ...]
 
 
-def lab_entries(spec, stack: contextlib.ExitStack, log) -> list[HostEntry]:
-    """The spec's labs: the running ones ZBENCH_LABS names, or `lab.count` booted now."""
+def named_labs(spec) -> list[HostEntry] | None:
+    """The running labs ZBENCH_LABS names for the spec, checked; None when it names none."""
     named = [n for n in os.environ.get(LABS_ENV, "").split(",") if n]
     if named:
         if len(named) < spec.lab_count:
@@ -54,8 +56,21 @@ def lab_entries(spec, stack: contextlib.ExitStack, log) -> list[HostEntry]:
                 raise ConfigError(f"lab {name!r} has {len(state['data_disks'])} data disks, "
                                   f"the spec needs {spec.lab['disks']}")
         return [HostEntry(f"lab{i}", LAB, name) for i, name in enumerate(named[:spec.lab_count], 1)]
-    base = lab_config(spec)
-    check_lab_count(spec.lab_count, base.memory_mib, meminfo_available_mib(Path("/proc/meminfo").read_text()))
+    return None
+
+
+def _labs_fit(spec) -> None:
+    """The controller's memory holds the `lab.count` labs the sweep would boot (one ConfigError line)."""
+    check_lab_count(spec.lab_count, lab_config(spec).memory_mib,
+                    meminfo_available_mib(Path("/proc/meminfo").read_text()))
+
+
+def lab_entries(spec, stack: contextlib.ExitStack, log) -> list[HostEntry]:
+    """The spec's labs: the running ones ZBENCH_LABS names, or `lab.count` booted now."""
+    named = named_labs(spec)
+    if named is not None:
+        return named
+    _labs_fit(spec)
     entries = []
     for i in range(1, spec.lab_count + 1):
         cfg = lab_config(spec)
@@ -94,6 +109,34 @@ def label(entry: HostEntry, node: Node) -> str:
     return entry.name if entry.name == node.host.name else f"{entry.name} ({node.host.name})"
 
 
+def _probe_fleet(spec, entries: list[HostEntry], stack: contextlib.ExitStack) -> tuple[list, list]:
+    """(nodes, fingerprints) of `entries`, opened on `stack`, each checked, and together one fleet."""
+    nodes, prints = [], []
+    for e in entries:
+        node, fp = _probe(spec, e, stack)
+        nodes.append(node)
+        prints.append(fp)
+    check_fleet(list(zip([e.name for e in entries], prints)), host_factor=spec.host_factor)
+    return nodes, prints
+
+
+def preflight_fleet(spec) -> list[str]:
+    """`zbench sweep`'s checks of a fleet, before anything is created: each host reached and checked,
+    their fingerprints one fleet, each host's lock free (one ConfigError or HostBusy line otherwise);
+    what it found, a line a host. Labs the sweep will boot are not there yet: their memory is checked.
+    `open_fleet` checks again as it takes the locks: that is the check that holds."""
+    entries = list(spec.hosts) if spec.host != "lab" else named_labs(spec)
+    if entries is None:
+        _labs_fit(spec)
+        return [f"{spec.lab_count} labs to boot: this machine's memory holds them"]
+    with contextlib.ExitStack() as stack:
+        nodes, prints = _probe_fleet(spec, entries, stack)
+        for e, node in zip(entries, nodes):
+            check_free(node.host, label(e, node))
+        return [f"host {label(e, node)}: reachable, checked, not locked; {fp.cpus} CPUs, {fp.memory_gib} GiB, "
+                f"OpenZFS {fp.openzfs}" for e, node, fp in zip(entries, nodes, prints)]
+
+
 @contextlib.contextmanager
 def open_fleet(spec, owner: LockOwner, log=print):
     """The spec's hosts, opened, checked and locked for this session (see the module's text); from
@@ -103,12 +146,7 @@ def open_fleet(spec, owner: LockOwner, log=print):
             entries = lab_entries(spec, stack, log)
         else:
             entries = list(spec.hosts)
-        nodes, prints = [], []
-        for e in entries:
-            node, fp = _probe(spec, e, stack)
-            nodes.append(node)
-            prints.append(fp)
-        check_fleet(list(zip([e.name for e in entries], prints)), host_factor=spec.host_factor)
+        nodes, prints = _probe_fleet(spec, entries, stack)
         for e, node in zip(entries, nodes):
             stack.enter_context(HostLock(node.host, owner, label(e, node)))
             node.host.prefix = gate(owner)
