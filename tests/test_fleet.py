@@ -11,6 +11,7 @@ The malformed fleet specs are in tests/test_malformed_inputs.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -252,67 +253,104 @@ def test_a_killed_holder_stops_its_sessions_commands_on_the_host_before_its_lock
 
 CONTROLLER = """
 import sys, time
-from pathlib import Path
 from zbench_lib.hosts import host_lock
 from zbench_lib.hosts.base import LocalHost
 from zbench_lib.hosts.fleet import LAB, HostEntry
 from zbench_lib.sweeps.running.fleet import fleet_client
 
 
-def pool(owner, lock_dir, pids):
-    # a pool's remote step that outlives a dead controller unless something stops it
+def pool(owner, lock_dir, report):
+    # a pool's remote step that outlives a dead controller unless something stops it, then its next step
     import os
+    from pathlib import Path
+    from zbench_lib.core.errors import CommandError
     from zbench_lib.hosts import host_lock
     from zbench_lib.hosts.base import LocalHost
-    host_lock.LOCK_PATH = f"{lock_dir}/zbench.lock"         # the gate's marker is beside it
-    host = LocalHost()
-    host.prefix = host_lock.gate(owner)
-    step = host.popen(["sleep", "300"])
-    Path(pids).write_text(f"{os.getpid()} {step.pid}")
-    step.wait()
+    was, host_lock.LOCK_PATH = host_lock.LOCK_PATH, f"{lock_dir}/zbench.lock"   # the gate's marker is beside it
+    try:
+        host = LocalHost()
+        host.prefix = host_lock.gate(owner)
+        step = host.popen(["sleep", "300"])
+        Path(report).write_text(f"{os.getpid()} {step.pid}\\n")
+        step.wait()
+        try:
+            host.run(["true"])
+            outcome = "ran"
+        except CommandError as exc:
+            outcome = f"refused {exc.returncode}"
+        with open(report, "a") as f:
+            f.write(outcome + "\\n")
+    finally:
+        host_lock.LOCK_PATH = was
 
 
 if __name__ == "__main__":
-    lock_dir, pids = sys.argv[1], sys.argv[2]
+    lock_dir, report, scheduler = sys.argv[1], sys.argv[2], sys.argv[3] or None
     host_lock.LOCK_PATH, host_lock.OWNER_PATH = f"{lock_dir}/zbench.lock", f"{lock_dir}/zbench.lock.owner"
     owner = host_lock.LockOwner("zbench sweep killed", "c0ffee")
     host_lock.HostLock(LocalHost(), owner).acquire()
     entries = (HostEntry("h1", LAB, "lab-h1"),)
-    with fleet_client(entries, None, lambda m: None) as client:
-        future = client.submit(pool, owner, lock_dir, pids, resources={entries[0].resource: 1}, pure=False)
+    with fleet_client(entries, scheduler, lambda m: None) as client:
+        future = client.submit(pool, owner, lock_dir, report, resources={entries[0].resource: 1}, pure=False)
         time.sleep(600)
 """
+KILLED = LockOwner("zbench sweep killed", "c0ffee")
 
 
-def test_a_killed_controller_leaves_no_worker_and_nothing_of_its_pool_running(lock_path, tmp_path):
-    """A real controller (Dask workers on this machine, the host's lock held, a pool's step running
-    through the gate) is SIGKILLed: its worker ends, and the step it started on the host is stopped
-    before the host's lock goes."""
-    script, pids = tmp_path / "controller.py", tmp_path / "pids"
+@contextlib.contextmanager
+def _controller(tmp_path, lock_path, scheduler: str = ""):
+    """A controller process (the host's lock held, one pool's step started through its gate on a Dask
+    worker: its own, or one of the cluster at `scheduler`); yields (it, worker pid, step pid, report)."""
+    script, report = tmp_path / "controller.py", tmp_path / "report"
     script.write_text(CONTROLLER)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     with open(tmp_path / "controller.log", "w") as log:
-        controller = subprocess.Popen([sys.executable, str(script), str(lock_path), str(pids)], env=env,
-                                      stdout=log, stderr=subprocess.STDOUT)
+        controller = subprocess.Popen([sys.executable, str(script), str(lock_path), str(report), scheduler],
+                                      env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 180
-        while not (pids.exists() and len(pids.read_text().split()) == 2):
+        while not (report.exists() and report.read_text().endswith("\n")):
             assert controller.poll() is None, (tmp_path / "controller.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "the pool never started"
             time.sleep(0.2)
-        worker, step = map(int, pids.read_text().split())
-        assert _tagged(step, "c0ffee")
-        controller.send_signal(signal.SIGKILL)
-        controller.wait()
-        _free_once_stopped(LockOwner("zbench sweep killed", "c0ffee"))
-        deadline = time.monotonic() + 30
-        while not (_ended(worker) and _ended(step)):
-            assert time.monotonic() < deadline, f"worker {worker} or its step {step} outlived the controller"
-            time.sleep(0.2)
+        worker, step = map(int, report.read_text().split())
+        assert _tagged(step, KILLED.token)
+        yield controller, worker, step, report
     finally:
         if controller.poll() is None:
             controller.kill()
             controller.wait()
+
+
+def _until(predicate, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+def test_a_killed_controller_leaves_no_worker_and_nothing_of_its_pool_running(lock_path, tmp_path):
+    """A real controller (its Dask worker on this machine, the host's lock held, a pool's step running
+    through the gate) is SIGKILLed: its worker ends, and the step it started on the host is stopped
+    before the host's lock goes."""
+    with _controller(tmp_path, lock_path) as (controller, worker, step, _):
+        controller.send_signal(signal.SIGKILL)
+        controller.wait()
+        _free_once_stopped(KILLED)
+        _until(lambda: _ended(worker) and _ended(step), f"worker {worker} or its step {step} outlived the controller")
+
+
+def test_a_joined_clusters_worker_goes_on_after_its_controller_died_and_the_host_refuses_it(client, lock_path,
+                                                                                           tmp_path):
+    """With `--scheduler` the worker is not the controller's to end: killed, the controller's running
+    step is stopped on the host, and the worker's next step is refused there (its pool goes no further)."""
+    c, _ = client
+    with _controller(tmp_path, lock_path, c.scheduler.address) as (controller, worker, step, report):
+        controller.send_signal(signal.SIGKILL)
+        controller.wait()
+        _free_once_stopped(KILLED)
+        _until(lambda: len(report.read_text().splitlines()) == 2, "the worker's pool never ended")
+        assert report.read_text().splitlines()[1] == "refused 125" and _ended(step) and not _ended(worker)
 
 
 # -- the CLI's checks of a fleet, before anything is created ---------------------------------------
