@@ -211,8 +211,8 @@ def _ended(pid: int) -> bool:
         return True
 
 
-def _free_once_stopped(owner: LockOwner, timeout: float = 30) -> float:
-    """Seconds until the lock is free; asserts that nothing of the session ran by then."""
+def _free_once_stopped(owner: LockOwner, timeout: float = 30) -> None:
+    """Wait until the lock is free, and assert that nothing of `owner`'s session runs by then."""
     start = time.monotonic()
     while True:
         try:
@@ -224,7 +224,6 @@ def _free_once_stopped(owner: LockOwner, timeout: float = 30) -> float:
             assert time.monotonic() - start < timeout, "the lock outlived its holder"
             time.sleep(0.2)
     assert _processes_with(owner.token) == [], "the lock was let go while its session still ran on the host"
-    return time.monotonic() - start
 
 
 def test_a_killed_holder_stops_its_sessions_commands_on_the_host_before_its_lock_goes(lock_path):

@@ -52,7 +52,7 @@ class Host:
     def _command(self, argv: list[str], prefixed: bool) -> list[str]:
         return self._wrap([*self.prefix, *argv] if prefixed else argv)
 
-    def run(self, argv, *, timeout: float = 600, check: bool = True,  # noqa: PLR0913 (a command's options)
+    def run(self, argv, *, timeout: float = 600, check: bool = True,
             input: str | bytes | None = None, stop_with: list | None = None, prefixed: bool = True) -> Result:
         """Run `argv` on the host; raise CommandError on failure when `check`.
 
