@@ -250,6 +250,37 @@ def test_a_killed_holder_stops_its_sessions_commands_on_the_host_before_its_lock
     assert not owned_by(late, doomed)
 
 
+def test_a_holder_killed_on_the_host_leaves_nothing_the_next_holder_would_share_the_host_with(lock_path):
+    """A holder killed on the host itself cannot stop its session: the lock goes at once, its marker and
+    its session's commands stay. The next holder clears both before it says it holds the lock."""
+    lost, host = LockOwner("killed on the host", "dead"), LocalHost()
+    orphan = HostLock(host, lost)
+    orphan.acquire()
+    host.prefix = gate(lost)
+    sleeper = host.popen(["sleep", "300"]).pid
+    assert _tagged(sleeper, lost.token)
+    os.kill(int((lock_path / "zbench.lock.owner").read_text().split()[-1]), signal.SIGKILL)   # the holder's sh
+    orphan.release()                # its `cat` kept the lock's descriptor: it goes when the input ends
+    _until(_free, "the lock outlived its killed holder")
+    assert _processes_with(lost.token) == [sleeper] and Path(host_lock.live_path(lost.token)).exists()
+    try:
+        with HostLock(LocalHost(), B):
+            assert _ended(sleeper) and not Path(host_lock.live_path(lost.token)).exists()
+            with pytest.raises(CommandError, match=r"(?s)exit 125.*its sweep no longer holds this host"):
+                host.run(["true"])
+    finally:
+        if not _ended(sleeper):             # a failed check leaves nothing running
+            os.kill(sleeper, signal.SIGKILL)
+
+
+def _free() -> bool:
+    try:
+        check_free(LocalHost())
+    except HostBusy:
+        return False
+    return True
+
+
 CONTROLLER = """
 import sys, time
 from zbench_lib.hosts import host_lock

@@ -16,7 +16,9 @@ that marker is there, with the session's token in its environment (`TAG_ENV`), i
 children. When the holder's input ends it removes the marker (no command of the session starts
 after that), stops every process carrying the token until none is left, and only then lets the
 lock go: until then a new controller is refused in one line naming the one whose work is being
-stopped. What the session leaves (its pool) is reclaimed by the next run of the sweep.
+stopped. What the session leaves (its pool) is reclaimed by the next run of the sweep. A holder
+killed on the host itself cannot do that: so a new holder, before it says it holds the lock, removes
+every other marker and stops every tagged process (none belongs to a session holding the lock).
 
 Who holds the lock is written beside it (`OWNER_PATH`, the holder's pid under it) by the holder
 itself, before it says "held", and removed before it exits. /run is a tmpfs: a reboot frees all.
@@ -37,21 +39,28 @@ BUSY_EXIT = 75                 # flock -E: "the lock is held", told apart from s
 GATE_EXIT = 125                # a command of a session that no longer holds its host, never run
 STOPPING = "stopping what its sweep left running"
 
-# The holder, run by flock while it holds the lock: $1 owner, $2 owner file, $3 marker, $4 token.
-# TERM first, KILL from the 10th round: a process in the kernel (a zpool command) is waited for.
+# The holder, run by flock while it holds the lock: $1 owner, $2 owner file, $3 marker, $4 tag, $5 what
+# it says while it stops the session. Before it says "held" it clears what no holder of the lock owns:
+# markers and tagged processes of a session whose holder was killed on the host (it could not stop them).
+# Stopping: TERM first, KILL from the 10th round; a process in the kernel (a zpool command) is waited for.
 _HOLDER = r"""
 owner=$1 file=$2 live=$3 tag=$4
+stop() {
+    n=0
+    while pids=$(grep -lzx "$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3) && [ -n "$pids" ]; do
+        n=$((n + 1))
+        if [ "$n" -lt 10 ]; then kill -TERM $pids 2>/dev/null; else kill -KILL $pids 2>/dev/null; fi
+        sleep 1
+    done
+}
+rm -f -- "${live%-*}"-*
+stop "${tag%%=*}=.*"
 printf '%s\n%s\n' "$owner" "$$" > "$file" && : > "$live" || exit 1
 echo held
 cat >/dev/null
 rm -f "$live"
 printf '%s (%s)\n%s\n' "$owner" "$5" "$$" > "$file"
-n=0
-while pids=$(grep -lzxF "$tag" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3) && [ -n "$pids" ]; do
-    n=$((n + 1))
-    if [ "$n" -lt 10 ]; then kill -TERM $pids 2>/dev/null; else kill -KILL $pids 2>/dev/null; fi
-    sleep 1
-done
+stop "$tag"
 rm -f "$file"
 """
 # The gate: $1 the marker; the command after it.
@@ -82,7 +91,7 @@ class HostBusy(ZbenchError):
 
 def live_path(token: str) -> str:
     """The marker that exists while the session of `token` holds the host."""
-    return f"{LOCK_PATH}.{token}"
+    return f"{LOCK_PATH}.live-{token}"
 
 
 def gate(owner: LockOwner) -> tuple[str, ...]:
