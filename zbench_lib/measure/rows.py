@@ -110,7 +110,8 @@ def parse_results(attempt_dir: Path, meta: dict) -> list[dict]:
              "disk_model_bw": ctx.disk_model_bw, "cache_declared": ctx.cache,
              "pool_id": meta.get("pool_id"), "pool_replicate": meta.get("pool_replicate", 1),
              **(ctx.settings_readback or {}),     # module parameters and disk models as read back
-             **l2arc_warmup_columns(ctx.l2arc_warmup)}   # only after a warm-up (a cache device)
+             **l2arc_warmup_columns(ctx.l2arc_warmup),   # only after a warm-up (a cache device)
+             **({"host": meta["host"]} if meta.get("host") else {})}   # a fleet's: the host that ran it
     for k in ("used_bytes", "logicalused_bytes", "referenced_bytes", "compressratio",
               "pool_capacity_pct", "pool_fragmentation_pct"):
         extra[k] = ctx.space.get(k)

@@ -214,7 +214,12 @@ def cell_status(results: pd.DataFrame, plan: pd.DataFrame | None = None,
     counts = ["runs", "excluded", "pools", "pools_ok", "replacements"] + names + described
     out = cells.drop(columns=[c for c in counts if c in cells]).merge(agg, on=key + ["direction"], how="left")
     out[counts] = out[counts].fillna(0).astype(int)
-    return _with_extensions(_judge(out, names, described, include_flagged), results, key + run)
+    out = _with_extensions(_judge(out, names, described, include_flagged), results, key + run)
+    if "host" in results and results["host"].notna().any():      # a fleet's sweep: which host ran the cell
+        ran = results.dropna(subset=["host"]).groupby(key + ["direction"])["host"].agg(
+            lambda h: ", ".join(sorted(set(h)))).rename("hosts").reset_index()
+        out = out.merge(ran, on=key + ["direction"], how="left")
+    return out
 
 
 def _with_extensions(out: pd.DataFrame, results: pd.DataFrame, key: list) -> pd.DataFrame:

@@ -25,7 +25,7 @@ from zbench_lib.measure import fio, workloads
 from zbench_lib.measure.until_steady import MAX_WINDOWS, MIN_WINDOWS, UntilSteady
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs import families
-from zbench_lib.sweeps.spec.host import parse_host
+from zbench_lib.sweeps.spec.fleet import check_fleet_spec, parse_hosts
 from zbench_lib.sweeps.spec.factors import BLOCKSIZE, BY_NAME, MAX_BLOCKSIZE, NAMES, PROPERTIES, fill_value
 from zbench_lib.sweeps.spec.faults import parse_faults
 from zbench_lib.sweeps.spec.pool import check_pool_factors
@@ -43,7 +43,7 @@ FS_FILE_SHARE = 0.75            # of volsize: the file fio uses in a fs-on-zvol 
                                 # tables take up to ~17% of a 128M volume, less of larger ones)
 TOP_KEYS = ("name", "question", "surface", "host", "lab", "devices", "extra_devices",
             "allow_signatures", "factors", "target", "workloads", "repetitions", "prefill",
-            "order", "reads_first", "seed", "faults", "warmup")
+            "order", "reads_first", "seed", "faults", "warmup", "hosts", "host_factor")
 # Stated limits on the size of a study, checked from the factor lengths before anything is
 # expanded (planning takes a few ms per cell, a run a minute or more).
 MAX_CELLS = 2_000               # factor combinations x workloads x pool replicates
@@ -83,6 +83,14 @@ class SweepSpec:
     text: str = ""
     faults: dict | None = None      # spec.faults: a disk pulled or slowed mid-run (lab only)
     warmup: dict | None = None      # spec.warmup: an L2ARC warm-up before a cached target's runs
+    hosts: tuple = ()               # spec.fleet: the boxes of a hosts: list (hosts.fleet.HostEntry)
+    lab_count: int = 1              # labs on the controller (lab.count)
+    host_factor: bool = False       # the hosts may differ: host is a declared factor
+
+    @property
+    def host_count(self) -> int:
+        """How many hosts the sweep runs on (1: exactly as before fleets)."""
+        return len(self.hosts) or (self.lab_count if self.host == "lab" else 1)
 
     @property
     def available_disks(self) -> tuple[int, int]:
@@ -244,7 +252,8 @@ def _prefill(d) -> dict:
 def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     """Validate a sweep spec given as YAML text; ``name`` is used when the spec has none."""
     d = load_yaml(text)
-    mapping(d, "spec", TOP_KEYS, ("question", "surface", "host", "factors", "target", "workloads"))
+    where = () if isinstance(d, dict) and "hosts" in d else ("host",)     # a fleet names its hosts in hosts:
+    mapping(d, "spec", TOP_KEYS, ("question", "surface", *where, "factors", "target", "workloads"))
     name = plain_name(d.get("name", name), "name")
     q = d["question"]
     if not isinstance(q, str) or len(re.findall(r"\w+", q)) < 3:
@@ -252,7 +261,7 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     surface = d["surface"]
     if not isinstance(surface, str) or surface not in SURFACES:
         fail("surface", f"expected 'zvol', 'dataset', 'fs-on-zvol' or 'raw', got {surface!r}")
-    host, lab, devices, extra, sigs = parse_host(d)
+    host, lab, devices, extra, sigs, hosts, lab_count, host_factor = parse_hosts(d)
     factors = _factors(d["factors"], surface)
     repetitions = parse_repetitions(d.get("repetitions"))
     check_grid(factors, d["workloads"], repetitions)
@@ -280,13 +289,16 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     workloads = _workloads(d["workloads"], target, factors, d.get("faults"))
     warmup = parse_warmup(d.get("warmup"), factors=factors, target=target, surface=surface, prefill=prefill,
                           workloads=workloads, reads_first=reads_first)
-    return SweepSpec(name=name, question=q.strip(), surface=surface, host=host, lab=lab, devices=devices,
+    spec = SweepSpec(name=name, question=q.strip(), surface=surface, host=host, lab=lab, devices=devices,
                      extra_devices=extra, allow_signatures=sigs, factors=factors, target=target,
                      workloads=workloads, warmup=warmup,
                      repetitions=repetitions, prefill=prefill,
                      order=order.replace("randomized", "randomised"), reads_first=reads_first,
                      seed=integer(d.get("seed", 0), "seed", 0, 2 ** 32 - 1), text=text,
-                     faults=parse_faults(d.get("faults"), host))
+                     faults=parse_faults(d.get("faults"), host), hosts=hosts, lab_count=lab_count,
+                     host_factor=host_factor)
+    check_fleet_spec(spec)
+    return spec
 
 
 def load_spec(path) -> SweepSpec:
