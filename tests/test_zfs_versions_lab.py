@@ -8,6 +8,7 @@ notebook puts the releases side by side.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -30,9 +31,17 @@ def test_one_sweep_runs_on_openzfs_2_1_and_2_3_with_the_same_columns(lab, lab_ho
     df = pd.read_parquet(sweep_dir / "results.parquet")
     assert sorted(df["zfs"].unique()) == ["2.1", "2.3"]
     assert df.groupby("zfs")["run_id"].nunique().to_dict() == {"2.1": 4, "2.3": 4}
-    # The same columns from both releases: none filled on one and empty on the other.
+    # The same columns from both releases: none filled on one and empty on the other, except a
+    # latency tail its runs' I/O count could not support, blanked by rule and said so in every
+    # row's tail_not_judged (methods §18): a busy machine's slower runs may fall under p99.9's
+    # 10,000 I/Os on one release only.
     filled = {z: set(g.columns[g.notna().any()]) for z, g in df.groupby("zfs")}
-    assert filled["2.1"] == filled["2.3"], filled["2.1"] ^ filled["2.3"]
+    for z, g in df.groupby("zfs"):
+        for col in set().union(*filled.values()) - filled[z]:
+            tail = re.fullmatch(r"c?lat_(p\d+(?:_\d+)?)_ns", col)
+            assert tail, f"{col} is filled on one release only ({z} has none)"
+            said = f"{tail.group(1).replace('_', '.')} needs"
+            assert g["tail_not_judged"].str.contains(said, regex=False).all(), (z, col, list(g["tail_not_judged"]))
     assert (df["iops"] > 0).all()
     events = [json.loads(line) for line in (sweep_dir / "events.jsonl").read_text().splitlines()]
     releases = {e["release"]: e["version"] for e in events if e["event"] == "openzfs release"}
