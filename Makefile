@@ -49,7 +49,7 @@ NBVAL := notebooks/analysis-scaling.ipynb notebooks/analysis-volblocksize.ipynb 
 # Seconds: ruff's rules and limits ([tool.ruff] in pyproject.toml: line length, pyflakes, each
 # function's complexity, arguments, branches, statements) and the layer contract ([tool.importlinter]).
 lint: venv
-	$(BIN)/ruff check zbench_lib tests benchmarks scripts
+	$(BIN)/ruff check zbench_lib zbench tests benchmarks scripts
 	$(BIN)/lint-imports
 
 # The whole suite, after the lint (first: it fails in seconds, before an image is built);

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -22,10 +23,16 @@ LAB_TEST_CONFIG = dict(disks=8, disk_bytes=1 * GiB, model="custom:iops=400,bw=10
 
 
 @pytest.fixture(scope="session")
-def lab():
+def session_lab_config() -> LabConfig:
+    """The session lab's shape, without booting it (a second lab of this shape is interchangeable with it)."""
+    return LabConfig(**LAB_TEST_CONFIG)
+
+
+@pytest.fixture(scope="session")
+def lab(session_lab_config):
     if os.environ.get("ZBENCH_SKIP_LAB"):
         pytest.skip("ZBENCH_SKIP_LAB is set")
-    with Lab(LabConfig(**LAB_TEST_CONFIG)) as running:
+    with Lab(session_lab_config) as running:
         yield running
 
 
@@ -64,16 +71,24 @@ def ext4_disk(lab, lab_host):
     lab_host.run(["wipefs", "-a", "-q", disk], check=False)
 
 
+# `run_sweep` in a child process, as `zbench sweep` runs it: a test can kill it, or run another beside it.
+_SWEEP_CHILD = ("import sys\nfrom zbench_lib.sweeps.running.executor import run_sweep\n"
+                "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id=sys.argv[3], progress=False))\n")
+
+
+def _sweep_child(spec, out_root, sweep_id: str, **env) -> tuple[list[str], dict]:
+    """The argv and environment of a child sweep; `env`: the labs it uses (ZBENCH_LAB, ZBENCH_LABS)."""
+    environ = dict(os.environ, **env)
+    environ.pop("ZBENCH_CRASH_AT", None)         # a crash point is the test's own, never inherited
+    return [sys.executable, "-c", _SWEEP_CHILD, str(spec), str(out_root), sweep_id], environ
+
+
 @pytest.fixture
 def sweep_on_lab(lab):
     """Run a spec with `run_sweep` in a child process on the session's lab; the CompletedProcess."""
     def run(spec, out_root, sweep_id, timeout=1500):
-        env = dict(os.environ, ZBENCH_LAB=LAB_TEST_CONFIG["name"])
-        env.pop("ZBENCH_CRASH_AT", None)
-        code = ("import sys\nfrom zbench_lib.sweeps.running.executor import run_sweep\n"
-                "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id=sys.argv[3], progress=False))\n")
-        return subprocess.run([sys.executable, "-c", code, str(spec), str(out_root), sweep_id], env=env,
-                              capture_output=True, text=True, timeout=timeout)
+        argv, env = _sweep_child(spec, out_root, sweep_id, ZBENCH_LAB=LAB_TEST_CONFIG["name"])
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
     return run
 
 
@@ -94,3 +109,14 @@ def pdflatex():
     if os.environ.get("ZBENCH_TEST_TOOLS") == "installed":
         pytest.fail(why)
     pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def start_sweep():
+    """Start `run_sweep` of a spec in a child process, its output to `log`; the Popen, left running.
+    A file, not a pipe: a sweep's Dask workers write to it too, and a pipe nobody reads fills."""
+    def start(spec, out_root, sweep_id: str, log: Path, **env) -> subprocess.Popen:
+        argv, environ = _sweep_child(spec, out_root, sweep_id, **env)
+        with open(log, "w") as out:
+            return subprocess.Popen(argv, env=environ, stdout=out, stderr=subprocess.STDOUT, text=True)
+    return start

@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LINT = Path(sys.executable).with_name("lint-imports")
 RUFF = Path(sys.executable).with_name("ruff")
-CHECKED = ("zbench_lib", "tests", "benchmarks", "scripts")     # what `make lint` checks
+CHECKED = ("zbench_lib", "zbench", "tests", "benchmarks", "scripts")     # what `make lint` checks
 LIMITS = ("C901", "PLR0912", "PLR0913", "PLR0915")             # the function-level limits
 
 
@@ -49,10 +49,12 @@ def test_the_package_keeps_its_layer_contract():
     ("analysis/data/flags.py", "from zbench_lib.analysis.stats import ratio", "Analysis' rooms"),
     # figures and claims sit side by side and never import each other (caveats imports no room)
     ("analysis/figures/plot_base.py", "from zbench_lib.analysis.claims import caveats", "Analysis' rooms"),
+    # the public API (zbench) sits beside cli, above every layer: a layer importing it goes upward
+    ("analysis/stats/ratio.py", "import zbench", "Layers"),
 ])
 def test_a_planted_violation_breaks_the_contract(tmp_path, module, line, broken):
-    shutil.copytree(ROOT / "zbench_lib", tmp_path / "zbench_lib",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("zbench_lib", "zbench"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     with open(tmp_path / "zbench_lib" / module, "a") as fh:
         fh.write(f"\n{line}  # planted by the test\n")

@@ -7,6 +7,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -465,3 +466,45 @@ def test_snap_after_script_is_posix_sh():
     assert text.startswith("#!/bin/sh") and "[[" not in text and "USR1" in sampler_script()
     if shutil.which("dash"):
         subprocess.run(["dash", "-n"], input=text, text=True, check=True)
+
+
+STARTER = """
+import sys, time
+from zbench_lib.hosts.base import LocalHost
+from zbench_lib.measure.counters import sampler_argv
+import subprocess
+# as runner.measure starts it: in a session of its own (it outlives this process), its input a pipe
+proc = LocalHost().popen(sampler_argv(sys.argv[1], sys.argv[2], 1, sys.argv[3], tied=True), stdin=subprocess.PIPE)
+print(proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@needs_linux
+def test_a_tied_sampler_stops_when_the_process_that_started_it_is_killed(tmp_path):
+    """A worker killed mid-run leaves no sampler looping on its host (nor its zpool iostat)."""
+    script = tmp_path / "sampler.sh"
+    script.write_text(sampler_script())
+    # a `zpool iostat` that never ends by itself, and says who it is
+    zpool = fake_zpool(tmp_path, f"echo $$ > {tmp_path}/zpool.pid\nexec sleep 600\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent),
+               PATH=f"{zpool}:{os.environ['PATH']}")
+    out = tmp_path / "out"
+    starter = subprocess.Popen([sys.executable, "-c", STARTER, str(script), str(out), "tank"], env=env,
+                               stdout=subprocess.PIPE, text=True)
+    sampler = int(starter.stdout.readline())
+    wait_for_blocks(out, 2, 10)
+    iostat = int((tmp_path / "zpool.pid").read_text())
+    assert alive(sampler) and alive(iostat)
+    starter.kill()
+    starter.wait()
+    try:
+        deadline = time.monotonic() + 10
+        while alive(sampler) or alive(iostat):
+            assert time.monotonic() < deadline, "the sampler or its zpool iostat outlived their starter"
+            time.sleep(0.1)
+    finally:
+        for pid in (sampler, iostat):       # a failed check leaves nothing running
+            if alive(pid):
+                os.kill(pid, 15)
+    assert not (out / ".zpool.fifo").exists()                  # it stopped as on TERM, cleaning up

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import subprocess
 import sys
 import time
@@ -61,6 +62,14 @@ def variant(changes: dict) -> str:
 
 def real(**changes) -> str:
     return variant({**REAL, **changes})
+
+
+BOX = {"host": "ssh://root@bench1", "devices": ["/dev/sdb", "/dev/sdc", "/dev/sdd"]}
+
+
+def fleet(*boxes) -> str:
+    """BASE on a fleet of boxes (a hosts: list instead of host:)."""
+    return variant({"host": DELETE, "lab": DELETE, "hosts": [copy.deepcopy(b) for b in boxes]})   # no YAML aliases
 
 
 def over(key: str, value) -> str:
@@ -399,6 +408,42 @@ CASES = [
                                                                     "recordsize": ["128k"]},
                                   "target": {"size": "1000M"}}),
      r"target\.size: the 1 target\(s\) of pool p01 need 0\.98 GiB \(files of the target size, plus metadata\)"),
+] + [
+    # A fleet (issue 29): what the text alone can tell is refused at load; what needs the machines
+    # (unreachable, one machine under two names, fingerprints, memory) is in tests/test_fleet.py.
+    ("fleet-host-twice", fleet(BOX, {**BOX, "host": "ssh://admin@Bench1"}),
+     r"hosts\[1\]\.host: ssh://admin@Bench1 is listed twice \(hosts\[0\] is the same machine\)"),
+    ("fleet-host-twice-port", fleet({**BOX, "host": "ssh://root@bench1:22"}, BOX),
+     r"hosts\[1\]\.host: .* listed twice"),
+    ("fleet-same-name", fleet({**BOX, "name": "b"}, {**BOX, "host": "ssh://root@bench2", "name": "b"}),
+     r"hosts\[1\]\.name: two hosts are named 'b'"),
+    ("fleet-overlapping-devices", fleet(BOX, {**BOX, "host": "ssh://root@bench2", "extra_devices": ["/dev/sdc"]}),
+     r"hosts\[1\]\.devices: /dev/sdc listed more than once on bench2 .* overlap"),
+    ("fleet-device-twice", fleet(BOX, {**BOX, "host": "ssh://root@bench2", "devices": ["/dev/sdb", "/dev/sdb",
+                                                                                        "/dev/sdc"]}),
+     r"hosts\[1\]\.devices: /dev/sdb listed more than once"),
+    ("fleet-unequal-disks", fleet(BOX, {**BOX, "host": "ssh://root@bench2", "devices": ["/dev/sdb", "/dev/sdc"]}),
+     r"hosts\[1\]\.devices: bench2 offers 2 data and 0 extra devices, bench1 3 and 0"),
+    ("fleet-lab-host", fleet(BOX, {"host": "lab", "devices": ["/dev/sdb"]}),
+     r"hosts\[1\]\.host: a fleet's hosts are ssh://"),
+    ("fleet-bad-destination", fleet(BOX, {**BOX, "host": "ssh://-oProxyCommand=x"}), r"host: expected 'ssh://"),
+    ("fleet-host-beside-list", variant({"hosts": [BOX], "lab": DELETE}), r"host: give each box's host"),
+    ("fleet-empty", variant({"hosts": [], "host": DELETE, "lab": DELETE}), r"hosts: expected a non-empty list"),
+    ("fleet-item-not-mapping", fleet("ssh://root@bench1"), r"hosts\[0\]: expected a mapping"),
+    ("fleet-item-no-devices", fleet({"host": "ssh://root@bench1"}), r"hosts\[0\]: missing required key 'devices'"),
+    ("fleet-item-unknown-key", fleet({**BOX, "disks": 3}), r"hosts\[0\]: unknown key\(s\) 'disks'"),
+    ("fleet-bad-name", fleet({**BOX, "name": "a b"}), r"hosts\[0\]\.name: "),
+    ("fleet-lab-count-zero", variant({"lab.count": 0}), r"lab\.count: must be at least 1"),
+    ("fleet-lab-count-huge", variant({"lab.count": 99}), r"lab\.count: must be at most 16"),
+    ("fleet-lab-count-text", variant({"lab.count": "two"}), r"lab\.count: expected an integer"),
+    ("fleet-host-factor-alone", variant({"host_factor": True}), r"host_factor: applies to a fleet"),
+    ("fleet-host-factor-text", variant({"host_factor": "yes"}), r"host_factor: expected true or false"),
+    ("fleet-zfs-factor", variant({"lab.count": 2, "factors.zfs": ["2.1", "2.3"]}),
+     r"factors\.zfs: a fleet of labs with the OpenZFS release as a factor is not supported"),
+    ("fleet-faults", variant({"lab.count": 2, "lab.disks": 3, "factors": {"layout": ["mirror"], "disks": [3]},
+                              "faults": {"kind": "remove", "disk": 1, "after_s": 1}}),
+     r"faults: a fault study runs on one host"),
+    ("no-host-at-all", variant({"host": DELETE, "lab": DELETE}), r"spec: missing required key 'host'"),
 ]
 
 
@@ -477,7 +522,8 @@ CLI_CASES = [
     ("device-space", real(devices=["/dev/sd b"]).encode(), "devices[0]: device path '/dev/sd b'"),
     ("runtime-inf", over("runtime_s", float("inf")).encode(), "runtime_s: must be a finite number"),
     ("huge-grid", variant(HUGE_GRID).encode(), "factors: the grid has up to 20,000 cells"),
-    ("overfull-pool", CASES[-4][1].encode(), "holds about 0.79 GiB usable"),
+    ("overfull-pool", next(c[1] for c in CASES if c[0] == "targets-overfill-raidz1").encode(),
+     "holds about 0.79 GiB usable"),
 ]
 
 
@@ -524,3 +570,41 @@ def test_long_values_give_a_short_message(key, value):
 def test_a_spec_near_the_byte_limit_is_refused_quickly(text):
     assert len(text.encode()) <= 1024 * 1024
     _refused(text)
+
+
+# -- a fleet's refusals that need the machines (issue 29): probed before anything is created ---------
+def _open(text: str, tmp_path):
+    from zbench_lib.hosts.host_lock import LockOwner
+    from zbench_lib.sweeps.running.fleet_open import open_fleet
+    spec = parse_spec(text, name="malformed")
+    start = time.monotonic()
+    with pytest.raises(ConfigError) as info:
+        with open_fleet(spec, LockOwner("test", "0"), log=lambda m: None):
+            pass
+    assert time.monotonic() - start < 60
+    message = str(info.value)
+    assert "\n" not in message, message
+    return message
+
+
+def test_an_unreachable_host_is_refused_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))                  # no ssh config of the user's in the way
+    text = fleet({**BOX, "host": "ssh://root@127.0.0.1:1", "name": "gone"}, {**BOX, "host": "ssh://root@bench2"})
+    assert re.match(r"host gone \(ssh://root@127\.0\.0\.1:1\) is unreachable: ", _open(text, tmp_path))
+
+
+def test_one_machine_under_two_names_is_refused_from_its_probed_identity():
+    from zbench_lib.hosts.base import LocalHost
+    from zbench_lib.hosts.fleet import check_fleet, read_fingerprint
+    probed = [(n, read_fingerprint(LocalHost(), ())) for n in ("bench1", "bench1-alias")]
+    with pytest.raises(ConfigError, match=r"^hosts: bench1 and bench1-alias are the same machine \(machine-id "):
+        check_fleet(probed)
+
+
+def test_a_lab_count_the_memory_cannot_hold_is_refused_before_any_lab_boots(tmp_path, monkeypatch):
+    monkeypatch.delenv("ZBENCH_LABS", raising=False)
+    monkeypatch.setenv("ZBENCH_CACHE", str(tmp_path / "cache"))
+    message = _open(variant({"lab.count": 16}), tmp_path)
+    assert re.match(r"lab\.count: 16 labs need 43008 MiB \(16 x \(2048 MiB guest \+ 512 MiB QEMU\) \+ 2048 MiB for "
+                    r"the controller\) but this machine has \d+ MiB available: at most \d+ fit", message), message
+    assert not (tmp_path / "cache" / "labs").exists() or not any((tmp_path / "cache" / "labs").iterdir())

@@ -18,7 +18,7 @@ from zbench_lib.hosts.node import Node
 from zbench_lib.measure import truth
 from zbench_lib.measure.device_health import device_lost
 from zbench_lib.measure.runner import _devices_present
-from zbench_lib.sweeps.running import executor
+from zbench_lib.sweeps.running import pool_run
 from zbench_lib.sweeps.running.executor import _run_pool, _schedule
 from zbench_lib.sweeps.running.faults import FaultInjector
 from zbench_lib.sweeps.planning.plan import expand
@@ -46,6 +46,7 @@ class Proc:
             return ""
 
     stdout = stderr = _Out()
+    stdin = None
 
     def wait(self, timeout=None):
         return 0
@@ -203,7 +204,7 @@ def _setup(tmp_path, monkeypatch, fail=False):
         store.complete_attempt(run.run_id, attempt, {**plan.run_meta(run), **fio_target.meta})
         return _parse(attempt, {}), 3.0
 
-    monkeypatch.setattr(executor, "measured_run", fake_run)
+    monkeypatch.setattr(pool_run, "measured_run", fake_run)
     return plan, store, sched, calls
 
 

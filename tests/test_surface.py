@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from zbench_lib.hosts.node import Node
-from zbench_lib.sweeps.running import executor, zfs_surfaces
+from zbench_lib.sweeps.running import pool_run, zfs_surfaces
 from zbench_lib.sweeps.running.executor import _run_pool, _schedule
 from zbench_lib.sweeps.running.faults import FaultInjector
 from zbench_lib.sweeps.planning.plan import expand
@@ -181,7 +181,7 @@ def zpool_loop(tmp_path, monkeypatch):
         return [{"direction": "read", "iops": 1.0, "flagged": False, "truth_flags": ""}], 2.0
 
     monkeypatch.setattr(zfs_surfaces, "prefill", prefill)
-    monkeypatch.setattr(executor, "measured_run", measured_run)
+    monkeypatch.setattr(pool_run, "measured_run", measured_run)
     store = None
 
     def run(spec: str):

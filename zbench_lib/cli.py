@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -92,13 +93,23 @@ def cmd_sweep(args):
     if args.dry_run:
         print(plan.describe())
         print(bytes_written_note(spec))
-    if spec.host != "lab":                     # a real host is checked before anything is created
+    # Real hosts are checked before anything is created: a refusal is one line, and --out stays as it was.
+    if spec.host_count > 1:      # a fleet: each host reached, checked and not locked, one fleet together
+        from zbench_lib.sweeps.running.fleet_open import preflight_fleet
+        found = preflight_fleet(spec)
+        if args.dry_run:
+            print("\n".join(found))
+    elif spec.host != "lab":
         from zbench_lib.sweeps.running.doctor import preflight_spec
         findings = preflight_spec(spec)
         if args.dry_run:
             print(f"host {spec.host}:\n" + "\n".join("  " + f.line() for f in findings))
     if args.dry_run:
         return 0
+    if args.scheduler:
+        # The sweep runs in a notebook's kernel, which inherits this process's environment.
+        from zbench_lib.sweeps.running.fleet import SCHEDULER_ENV
+        os.environ[SCHEDULER_ENV] = args.scheduler
     args.log_hint = Path(args.out) / "zbench-sweep-error.log"
     run_sweep_notebook(args.spec, plan, args.out, resume_dir=args.resume or "", progress=not args.no_progress)
     return 0
@@ -145,6 +156,20 @@ def cmd_table(args):
         print(args.out)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def cmd_catalog(args):
+    import pandas as pd
+    from zbench_lib.analysis.data.catalog import catalog, query, sweep_dirs
+    roots = args.dirs or None
+    t = query(args.sql, sweep_dirs(roots)) if args.sql else catalog(roots)
+    if args.format == "csv":
+        sys.stdout.write(t.to_csv(index=False))
+    else:
+        shown = t.drop(columns=["question"], errors="ignore") if args.format == "table" else t
+        with pd.option_context("display.width", 200, "display.max_columns", None, "display.max_colwidth", 40):
+            print(shown.to_string(index=False) if len(shown) else "no sweeps")
     return 0
 
 
@@ -225,9 +250,19 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 (one statement p
     sw.add_argument("--out", default="data/sweeps", help="where sweep directories go")
     sw.add_argument("--resume", help="complete an interrupted sweep directory")
     sw.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    sw.add_argument("--scheduler", metavar="ADDRESS",
+                    help="a fleet spec: join this Dask scheduler (one worker per host, each with resource "
+                         "host-NAME=1) instead of starting workers on this machine")
     sw.add_argument("--no-progress", action="store_true",
                     help="no progress view (the notebook's output is passed through as it comes)")
     sw.set_defaults(func=cmd_sweep)
+    cat = sub.add_parser("catalog", help="list the sweeps under directories (DuckDB over their parquet files)")
+    cat.add_argument("dirs", nargs="*", help="directories holding sweeps (default: data/examples data/sweeps)")
+    cat.add_argument("--sql", help="a DuckDB query over the view `results` (every row of every sweep, "
+                                   "with sweep_dir), printed instead of the list")
+    cat.add_argument("--format", default="table", choices=["table", "wide", "csv"],
+                     help="table (default), wide (with each sweep's question) or csv")
+    cat.set_defaults(func=cmd_catalog)
     rp = sub.add_parser("report", help="render the HTML report of a sweep directory",
                         description="Run the analysis notebooks on a sweep and write <sweep>/report/index.html.")
     rp.add_argument("sweep_dir", help="sweep directory (spec.yaml, provenance.json, results.parquet)")

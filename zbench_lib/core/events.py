@@ -44,10 +44,20 @@ class Event(str, Enum):
     LEFTOVERS_FOUND = "leftovers found"
     # executor, this sweep's own crash leftovers (named by its pool creating events) destroyed: pools
     LEFTOVERS_REMOVED = "leftovers removed"
-    # executor, at a session's end: wall_s, measure_s, measure_share
+    # executor, at a session's end: wall_s, measure_s, measure_share (a fleet's: per host, and hosts)
     TIMING = "timing"
     # Store.finish, the sweep done: completed and the caller's fields (the executor: rows)
     FINISHED = "finished"
+
+    # -- a fleet (sweeps/running/fleet.py; every event a host's worker staged carries its `host` too) --
+    # each host at a session's start: host, kind, address and hosts.fleet.Fingerprint's fields
+    HOST_FINGERPRINT = "host fingerprint"
+    # a pool replicate sent to a host's worker: pool_id, host, block, dispatch (1 first, 2 after a loss...)
+    POOL_DISPATCHED = "pool dispatched"
+    # the worker returned it, its staged work committed: pool_id, host, wall_s, measure_s
+    POOL_RETURNED = "pool returned"
+    # its host was lost mid-pool (worker killed, ssh gone): pool_id, host, reason, requeued, discarded_runs
+    POOL_LOST = "pool lost"
 
     # -- runs and attempts (sweeps/store/store.py, sweeps/running/run_loop.py) -------------------------
     # Store.begin_attempt, the attempt directory made: run_id, attempt
@@ -57,6 +67,10 @@ class Event(str, Enum):
     # run_loop.measured_run, the rows derived: run_id, attempt, invalidating_flags, described_flags
     # (before flag kinds, issue 27: truth_flags)
     RUN_JUDGED = "run judged"
+    # run_loop.measured_run, a window of a run measured until steady (until_steady) judged not steady
+    # or not judged, its files filed under windows/<window>/ and another window next: run_id, attempt,
+    # window, max_windows, not_steady, slope_pct, reason, t_start, t_end
+    RUN_EXTENDED = "run extended"
     # Store.discard_incomplete on resume, an attempt without COMPLETE: run_id, attempt, path, reason
     RUN_DISCARDED = "run discarded"
     # Store.set_aside_invalid, a COMPLETE attempt whose files do not parse: run_id, attempt, path, reason

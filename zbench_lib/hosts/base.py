@@ -42,12 +42,18 @@ class Host:
     """Base class: run argument lists, copy files in and out."""
 
     name = "host"
+    # Put before every command (inside sudo): a fleet's session runs its commands through its lock's
+    # gate (hosts.host_lock.gate), so none starts once the session has lost the host.
+    prefix: tuple[str, ...] = ()
 
     def _wrap(self, argv: list[str]) -> list[str]:
         raise NotImplementedError
 
+    def _command(self, argv: list[str], prefixed: bool) -> list[str]:
+        return self._wrap([*self.prefix, *argv] if prefixed else argv)
+
     def run(self, argv, *, timeout: float = 600, check: bool = True,
-            input: str | bytes | None = None, stop_with: list | None = None) -> Result:
+            input: str | bytes | None = None, stop_with: list | None = None, prefixed: bool = True) -> Result:
         """Run `argv` on the host; raise CommandError on failure when `check`.
 
         A signal that unwinds the caller (Ctrl-C, or SIGTERM turned into SystemExit) while
@@ -57,6 +63,7 @@ class Host:
         timeout and said on the terminal, before the signal goes on. A long load (fio) gives
         `stop_with`, a command that stops it on the host: that is run until the load has
         ended there (see stop_on_host), rather than waiting out a measurement window.
+        `prefixed=False` runs it without the host's `prefix` (the lock's own commands).
         """
         argv = [str(a) for a in argv]
         if not argv:
@@ -66,7 +73,7 @@ class Host:
         try:
             # Its own session: a Ctrl-C at the terminal reaches zbench, which decides, and
             # never kills the ssh client (and so abandons the remote command) behind its back.
-            proc = subprocess.Popen(self._wrap(argv),
+            proc = subprocess.Popen(self._command(argv, prefixed),
                                     stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text,
                                     start_new_session=True)
@@ -116,11 +123,12 @@ class Host:
                 proc.kill()
                 proc.wait()
 
-    def popen(self, argv, **kwargs) -> subprocess.Popen:
+    def popen(self, argv, *, prefixed: bool = True, **kwargs) -> subprocess.Popen:
         """Start `argv` on the host and return at once (for streamed progress)."""
         # Its own session, as in run(): the caller stops it, a terminal's Ctrl-C does not.
         kwargs.setdefault("start_new_session", True)
-        return subprocess.Popen(self._wrap([str(a) for a in argv]), stdin=subprocess.DEVNULL,
+        kwargs.setdefault("stdin", subprocess.DEVNULL)      # a holder of a lock on the host gives PIPE
+        return subprocess.Popen(self._command([str(a) for a in argv], prefixed),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
     def put(self, local: str | os.PathLike, remote: str) -> None:

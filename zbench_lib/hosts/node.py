@@ -63,10 +63,11 @@ class Node:
     disk_model: DiskModel | None = None      # the data disks' envelope (a lab's), None on real disks
     control: DeviceControl | None = None
     provenance: dict | None = None           # what the opener adds to the host's (a booted lab's config)
+    alias: str | None = None                 # its name in a fleet (hosts.fleet.HostEntry.name)
 
     @property
     def name(self) -> str:
-        return self.host.name
+        return self.alias or self.host.name
 
     @property
     def capabilities(self) -> frozenset[str]:

@@ -19,6 +19,7 @@ from zbench_lib.measure.host_load import summarize as summarize_host_load
 from zbench_lib.measure.run_context import RunContext, RunFacts
 from zbench_lib.measure.run_summary import fio_timeseries, iops_series, summarize_counters
 from zbench_lib.measure.truth import flag_columns, truth_checks
+from zbench_lib.measure.until_steady import window_columns
 from zbench_lib.measure.window import exit_lag, run_window
 from zbench_lib.zfs.l2arc_warmup import result_columns as l2arc_warmup_columns
 
@@ -109,8 +110,11 @@ def parse_results(attempt_dir: Path, meta: dict) -> list[dict]:
              "disk_model_bw": ctx.disk_model_bw, "cache_declared": ctx.cache,
              "pool_id": meta.get("pool_id"), "pool_replicate": meta.get("pool_replicate", 1),
              **(ctx.settings_readback or {}),     # module parameters and disk models as read back
-             **l2arc_warmup_columns(ctx.l2arc_warmup)}   # only after a warm-up (a cache device)
+             **l2arc_warmup_columns(ctx.l2arc_warmup),   # only after a warm-up (a cache device)
+             **({"host": meta["host"]} if meta.get("host") else {})}   # a fleet's: the host that ran it
     for k in ("used_bytes", "logicalused_bytes", "referenced_bytes", "compressratio",
               "pool_capacity_pct", "pool_fragmentation_pct"):
         extra[k] = ctx.space.get(k)
-    return [{**r, **extra} for r in rows]
+    # A run measured until steady: how many windows, which one the figures come from, the first's
+    # figures (only where its workload declared until_steady, so other sweeps' rows are as they were).
+    return window_columns(attempt_dir, meta, [{**r, **extra} for r in rows])

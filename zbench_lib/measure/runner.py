@@ -2,14 +2,16 @@
 
 The sampler runs on the host under test (so one clock serves fio, the pool,
 the devices and the CPU), is shipped as a file and stopped by pkill on its
-unique path; fio runs through a shipped wrapper that has it snapshot as fio exits
-(docs/methods.md §7.1). Everything fetched is kept as it came (raw), then summarised.
+unique path (and stops by itself if this process dies mid-run); fio runs through
+a shipped wrapper that has it snapshot as fio exits (docs/methods.md §7.1).
+Everything fetched is kept as it came (raw), then summarised.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,7 +90,9 @@ def measure(host: Host, *, pool: str | None, target_path: str | list[str], devic
     host.write_text(f"{remote_dir}/sampler.sh", sampler_script())
     # beside the sampler, not in fio's directory (whose files are fetched as the raw record)
     host.write_text(f"{remote_dir}/snap_after.sh", snap_after_script())
-    sampler = host.popen(sampler_argv(f"{remote_dir}/sampler.sh", counters, sample_interval_s, pool or ""))
+    # Tied to this process by its input: if this process is killed mid-run, the sampler stops by itself.
+    sampler = host.popen(sampler_argv(f"{remote_dir}/sampler.sh", counters, sample_interval_s, pool or "", tied=True),
+                         stdin=subprocess.PIPE)
     load = HostLoadSampler(context.qemu_pid, sample_interval_s) if context.qemu_pid else None
     try:
         # Every layer needs a sample before the window opens. A ramp of three intervals gives
@@ -115,11 +119,7 @@ def measure(host: Host, *, pool: str | None, target_path: str | list[str], devic
         # (t1, taken after fio exited, is past fio's own end stamp: no need to read it first)
         _wait_for_samples_past(host, counters, t1, pool, sample_interval_s)
     finally:
-        host.run(["pkill", "-TERM", "-f", f"{remote_dir}/sampler.sh"], check=False)
-        try:
-            sampler.wait(30)
-        except Exception:
-            sampler.kill()
+        _stop_sampler(host, remote_dir, sampler)
     # fio's outputs and the counters in one archive and one copy, after the sampler stopped
     fetch_tree(host, remote_dir, ["fio", "counters"], raw_dir, exclude=("fio/job.fio",))
     fio_run = collect(proc, raw_dir / "fio", fetched=True)
@@ -140,6 +140,17 @@ def measure(host: Host, *, pool: str | None, target_path: str | list[str], devic
               "workload": workload, "context": context.to_record()}
     (raw_dir / "run.json").write_text(json.dumps(record, indent=1, default=str))
     return RunResult(raw_dir, (t_start, t_end), context)
+
+
+def _stop_sampler(host: Host, remote_dir: str, sampler) -> None:
+    """TERM the sampler by its unique path, end its input (what stops it if the pkill could not), wait."""
+    host.run(["pkill", "-TERM", "-f", f"{remote_dir}/sampler.sh"], check=False)
+    if sampler.stdin:
+        sampler.stdin.close()
+    try:
+        sampler.wait(30)
+    except Exception:
+        sampler.kill()
 
 
 _SNAPSHOT_STAMP = re.compile(rf"^{re.escape(MARK)} (\S+)", re.M)          # the sampler's snapshot blocks

@@ -214,7 +214,40 @@ def cell_status(results: pd.DataFrame, plan: pd.DataFrame | None = None,
     counts = ["runs", "excluded", "pools", "pools_ok", "replacements"] + names + described
     out = cells.drop(columns=[c for c in counts if c in cells]).merge(agg, on=key + ["direction"], how="left")
     out[counts] = out[counts].fillna(0).astype(int)
-    return _judge(out, names, described, include_flagged)
+    out = _with_extensions(_judge(out, names, described, include_flagged), results, key + run)
+    if "host" in results and results["host"].notna().any():      # a fleet's sweep: which host ran the cell
+        ran = results.dropna(subset=["host"]).groupby(key + ["direction"])["host"].agg(
+            lambda h: ", ".join(sorted(set(h)))).rename("hosts").reset_index()
+        out = out.merge(ran, on=key + ["direction"], how="left")
+    return out
+
+
+def _with_extensions(out: pd.DataFrame, results: pd.DataFrame, key: list) -> pd.DataFrame:
+    """`extended` per cell x direction where runs were measured until steady (methods §12.1):
+    "3 of 5 runs in 2-4 windows (at most 5)", also said at the end of the status; "" elsewhere.
+    Only where the results have `windows`: other sweeps' tables are as they were."""
+    if "windows" not in results or out.empty:
+        return out
+    by = [k for k in key if k != "run_id" and k in out] + ["direction"]
+    per_run = results.assign(_w=pd.to_numeric(results["windows"], errors="coerce"),
+                             _m=pd.to_numeric(results.get("windows_max", results["windows"]), errors="coerce"))
+    per_run = per_run.groupby(key + ["direction"], dropna=False)[["_w", "_m"]].max().reset_index()
+    text = per_run.groupby(by, dropna=False).apply(_extension_text, include_groups=False).rename("extended")
+    out = out.merge(text.reset_index(), on=by, how="left")
+    out["extended"] = out["extended"].fillna("")
+    out["status"] += [f", runs measured until steady: {t}" if t else "" for t in out["extended"]]
+    return out
+
+
+def _extension_text(g: pd.DataFrame) -> str:
+    """'3 of 5 runs in 2-4 windows (at most 5)' of a cell's runs (`_w` windows, `_m` their maximum)."""
+    w = g["_w"].dropna()
+    hit = w[w > 1]
+    if hit.empty:
+        return ""
+    span = f"{int(hit.min())}" if hit.min() == hit.max() else f"{int(hit.min())}-{int(hit.max())}"
+    return f"{len(hit)} of {len(w)} runs in {span} windows (at most {int(g['_m'].max())})"
+
 
 
 def _judge(out: pd.DataFrame, names: list, described: list, include_flagged: bool) -> pd.DataFrame:

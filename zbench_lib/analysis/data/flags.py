@@ -22,8 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from zbench_lib.measure.fio_parse import COLUMNS as FIO_COLUMNS
 from zbench_lib.measure.judging import DESCRIBES, INVALIDATES
 from zbench_lib.measure.truth import TRUTH_CHECKS, kind_of
+from zbench_lib.measure.until_steady import FIRST_WINDOW_METRICS
 
 FLAG_MEANINGS = {c.column: c.meaning for c in TRUTH_CHECKS}
 _TRUE, _FALSE = ("true", "1", "1.0", "yes"), ("false", "0", "0.0", "no")
@@ -224,7 +226,9 @@ def select_admissible(df: pd.DataFrame, include_flagged: bool = False, replaceme
     return df[keep].copy()
 
 
-SENSITIVITY_KEYS = ("flagged", "replacements", "described")    # Alternative.key, in the order lines name them
+SENSITIVITY_KEYS = ("flagged", "replacements", "described", "windows")   # Alternative.key, in the order lines name them
+# fio's figures of a run (not its ids or settings): what a first window replaces, or leaves unknown
+_FIO_FIGURES = FIO_COLUMNS[FIO_COLUMNS.index("iops"):FIO_COLUMNS.index("sys_cpu_pct") + 1]
 
 
 @dataclass(frozen=True)
@@ -262,4 +266,31 @@ def sensitivity_alternatives(df: pd.DataFrame, all_runs: pd.DataFrame) -> list[A
     described = described_mask(df)
     if described.any():
         out.append(Alternative("described", "runs with describing flags left out", df[~described], df[described]))
-    return out
+    return out + first_windows(df)
+
+
+def extended_mask(df: pd.DataFrame) -> pd.Series:
+    """True for runs measured until steady that took more than one window (`windows`; absent: none)."""
+    if "windows" not in df:
+        return pd.Series(False, index=df.index)
+    return pd.to_numeric(df["windows"], errors="coerce").fillna(1).gt(1)
+
+
+def first_windows(df: pd.DataFrame) -> list[Alternative]:
+    """The estimate from each extended run's first window instead of its last (methods §12.1).
+
+    Measuring until a window is judged steady conditions the result on the steady test: this
+    alternative shows what the estimate would have been without that selection. A fio figure
+    with no first-window column (`first_window_<m>`, measure/until_steady.py) is unknown (NaN)
+    for an extended run here, never its last window's value passed off as the first's.
+    """
+    extended = extended_mask(df)
+    if not extended.any():
+        return []
+    runs = df.copy()
+    for col in (c for c in _FIO_FIGURES if c in runs):
+        first = runs[f"first_window_{col}"] if col in FIRST_WINDOW_METRICS and f"first_window_{col}" in runs \
+            else pd.Series(np.nan, index=runs.index)
+        runs[col] = runs[col].where(~extended, first)
+    return [Alternative("windows", "first windows instead of the last (runs extended until steady)",
+                        runs, df[extended])]

@@ -53,14 +53,22 @@ def estimates(spec, cells: list, pools: list, targets: list, warm: dict) -> dict
     prefill = sum(t["prefill_bytes"] for t in targets)
     per_run = sum(c["run_s"] for c in cells)
     written = sum(c["write_bytes_per_run"] for c in cells)
+    # a run extended until steady may measure up to max_windows windows: only the maxima count them
+    per_run_max = sum(c["run_s"] * _windows(c) for c in cells)
+    written_max = sum(c["write_bytes_per_run"] * _windows(c) for c in cells)
     return {"runs": lo * len(cells), "runs_max": hi * len(cells),
             "attempts_max": spec.repetitions["max_attempts"] * len(cells),
             "pool_replicates": spec.repetitions["pool_replicates"], "pools_created": len(pools),
-            "wall_s": round(fixed + lo * per_run, 1), "wall_max_s": round(fixed + hi * per_run, 1),
+            "wall_s": round(fixed + lo * per_run, 1), "wall_max_s": round(fixed + hi * per_run_max, 1),
             # every run excluded and replaced up to max_attempts (a flagged write doubles its cell)
-            "wall_attempts_max_s": round(fixed + max(hi, spec.repetitions["max_attempts"]) * per_run, 1),
+            "wall_attempts_max_s": round(fixed + max(hi, spec.repetitions["max_attempts"]) * per_run_max, 1),
             "measure_s": lo * sum(c["runtime_s"] for c in cells), "prefill_bytes": prefill,
-            "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written, **warm,
+            "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written_max, **warm,
             "assumptions": {"boot_s": BOOT_S, "pool_create_s": POOL_CREATE_S, "target_create_s": TARGET_CREATE_S,
                             "run_overhead_s": RUN_OVERHEAD_S, "disk_write_bw_iops": disk_rates(spec),
                             **({"lab_write_ceiling": LAB_WRITE_CEILING} if spec.lab else {})}}
+
+
+def _windows(cell: dict) -> int:
+    """The most windows a run of `cell` measures: its until_steady maximum, else one."""
+    return int((cell.get("until_steady") or {}).get("max_windows", 1))

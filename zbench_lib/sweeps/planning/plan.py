@@ -137,7 +137,7 @@ class Plan:
                  f"{hms(e['wall_attempts_max_s'])} if every run were excluded and replaced",
                  f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
                  f"(up to {e['bytes_written_max'] / GiB:.2f} GiB), prefill {e['prefill_bytes'] / GiB:.2f} GiB",
-                 f"order: {order}; seed {s.seed}"] + describe_warmup(s, e)
+                 f"order: {order}; seed {s.seed}"] + describe_warmup(s, e) + _describe_until_steady(s)
         if s.faults and s.faults.get("resilver"):
             n = len(self.pools) * (2 if s.faults.get("resilver_load") else 1)
             lines.append(f"plus {n} timed resilvers, not in the estimate (their time is what is measured; "
@@ -158,6 +158,13 @@ class Plan:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
+
+
+def _describe_until_steady(spec: SweepSpec) -> list[str]:
+    """A line per workload whose runs are extended until steady (methods §12.1)."""
+    return [f"{w.name}: each run measures further windows until one is steady, at most "
+            f"{w.until_steady.max_windows} (its result is its last window; the estimate's maximum counts them all)"
+            for w in spec.workloads if w.until_steady]
 
 
 def _target_spec(spec: SweepSpec, f: dict, layout: Layout) -> dict:
@@ -226,7 +233,9 @@ def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> 
     rate = layout.data_disks * min(rates[0], rates[1] * factors["bs_bytes"])
     return {"workload": w.name, "template": w.template, "reads_only": w.reads_only, "factors": factors,
             "fio": params, "runtime_s": merged["runtime_s"], "run_s": measured + RUN_OVERHEAD_S,
-            "write_bytes_per_run": int(share * rate * measured)}
+            "write_bytes_per_run": int(share * rate * measured),
+            # only where declared: plan.json of every other spec stays as it was (a resume compares it)
+            **({"until_steady": w.until_steady.to_record()} if w.until_steady else {})}
 
 
 def run_seconds(cell: dict) -> float:

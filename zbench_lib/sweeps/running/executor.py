@@ -17,23 +17,19 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from zbench_lib.measure import provenance
-from zbench_lib.core.crash import crash_point
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.events import Event
 from zbench_lib.sweeps.running.doctor import preflight_spec
 from zbench_lib.hosts.node import Node
 from zbench_lib.sweeps.running.sweep_host import check_release, open_host
 from zbench_lib.sweeps.running.faults import FaultInjector
-from zbench_lib.sweeps.running.pool_request import PoolRequest, pool_requests
+from zbench_lib.sweeps.running.pool_request import pool_requests
 from zbench_lib.sweeps.running.pool_setup import restore_unfinished
-from zbench_lib.sweeps.running.surface import FioTarget, Site
-from zbench_lib.sweeps.running.surfaces import ground_of, surface_of
 from zbench_lib.sweeps.planning.plan import Plan, expand
-from zbench_lib.sweeps.running.run_loop import flush as _flush, measured_run, run_target
-from zbench_lib.sweeps.planning.repetitions import RepetitionRule
-from zbench_lib.sweeps.planning.schedule import Schedule, outcomes_from_raw
-from zbench_lib.zfs.pools import find_leftovers, live_pools, remove_leftovers
+from zbench_lib.sweeps.running.run_loop import flush as _flush, run_target  # noqa: F401 (run_target: the tests' seam)
+from zbench_lib.sweeps.running.fleet import run_fleet_sweep
+from zbench_lib.sweeps.running.pool_run import record_environment as _record_environment, run_pool as _run_pool
+from zbench_lib.sweeps.running.pool_run import finish_sweep, schedule_from_store as _schedule
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.sweeps.store.store import Store
 from zbench_lib.sweeps.spec.sweep_spec import SweepSpec, load_spec
@@ -43,13 +39,18 @@ def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=No
     """Run (or resume) the sweep of `spec_path`; returns the sweep directory.
 
     `host` may be an already-open `hosts.node.Node`, e.g. the test session's lab; otherwise
-    the spec's host is opened.
+    the spec's host is opened. A spec of several hosts runs on a fleet (`running.fleet`; an existing
+    Dask scheduler's address, if any, in ZBENCH_DASK_SCHEDULER: `zbench sweep --scheduler`).
     """
     spec = load_spec(spec_path)
     plan = expand(spec)
     if dry_run:
         log(plan.describe())
         return None
+    if spec.host_count > 1:
+        if host is not None:
+            raise ConfigError("a fleet spec opens its own hosts; no host can be given")
+        return run_fleet_sweep(spec_path, out_root, resume_dir=resume_dir, sweep_id=sweep_id, log=log)
     if spec.host != "lab" and host is None:
         preflight_spec(spec)            # a real host: reachable, root, OpenZFS, fio, devices free
     if resume_dir:
@@ -59,10 +60,7 @@ def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=No
     log(f"sweep {store.sweep_id}: {len(plan.runs)} planned runs -> {store.path}")
     try:
         _execute(spec, plan, store, progress, log, host)
-        crash_point("results")
-        df = store.rebuild_results(parse_results)
-        store.finish(rows=len(df))
-        log(f"results: {len(df)} rows in {store.path / 'results.parquet'}")
+        finish_sweep(store, log)
     finally:
         store.close()
     return store.path
@@ -104,65 +102,3 @@ def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log,
                  measure_share=round(measure_s / wall, 3) if wall else None)
     log(f"wall {wall:.0f} s, inside fio measurement windows {measure_s:.0f} s "
         f"({100 * measure_s / wall:.0f}%)")
-
-
-def _schedule(plan: Plan, store: Store, parse_run) -> Schedule:
-    """What is left to run, from the plan and the raw record (every completed attempt and its rows)."""
-    attempts = store.completed_attempts()
-    return Schedule(plan, RepetitionRule.from_spec(plan.spec), outcomes_from_raw(attempts, plan, parse_run),
-                    known_events=store.events(), seed=plan.spec.seed, completed=[a[0] for a in attempts])
-
-
-def _reclaim_own_leftovers(store: Store, host, log) -> None:
-    """Destroy pools an interrupted session of this sweep left (named in its events)."""
-    ours = {e.get("pool") for e in store.events() if e.get("event") == Event.POOL_CREATING}
-    mine = [p for p in find_leftovers(host) if p in ours and p not in live_pools(host)]
-    if mine:
-        log(f"removing pools an interrupted run of this sweep left: {', '.join(mine)}")
-        remove_leftovers(host, mine)
-        store.record(Event.LEFTOVERS_REMOVED, pools=mine)
-
-
-def _record_environment(store: Store, node: Node, log) -> None:
-    host = node.host
-    _reclaim_own_leftovers(store, host, log)
-    leftovers = find_leftovers(host)
-    if leftovers:
-        log(f"note: zbench pools left from an earlier crash on {host.name}: {leftovers} "
-            "(remove them with `zbench pools cleanup`)")
-        store.record(Event.LEFTOVERS_FOUND, pools=leftovers)
-    prov = provenance.collect(host, devices_list=list(node.data_devices + node.extra_devices),
-                              extra=node.provenance)
-    store.record(Event.PROVENANCE, **{k: v for k, v in prov.items() if not k.startswith("zfs_param")})
-    # One environment record per session: a resumed sweep may run on a new lab boot.
-    _write_json(store.path / f"host-provenance-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json", prov)
-
-
-def _run_pool(request: PoolRequest, node: Node, store: Store, sched: Schedule, faults: FaultInjector,
-              progress: bool, overall) -> float:
-    """Make the ground of one pool replicate (a zpool, or no pool: raw disks), run every target of it
-    that has work on its surface, take it down; seconds measured."""
-    ground = ground_of(request)
-    measure_s, load_on = 0.0, None              # load_on: where a resilver's load runs, a target of this pool
-    with ground.open(request, node, store, progress) as site:
-        for t in [t for t in request.targets if sched.has_work(t.target_id)]:   # the plan's (shuffled) order
-            with surface_of(t).prepare(site, t) as fio_target:
-                load_on = {"path": fio_target.path, "size_bytes": fio_target.size_bytes}
-                measure_s += run_target(store, sched, t.target_id, _runner(site, fio_target, faults, sched.plan),
-                                        overall)
-        ground.before_teardown(site, faults, load_on)
-    return measure_s
-
-
-def _runner(site: Site, fio_target: FioTarget, faults: FaultInjector, plan: Plan):
-    """run_target's `run_one`: a measured run, a fault injected into it where the spec declares one."""
-    def run_one(run):
-        with faults.during(site.request.pool_id, site.pool_name, run.run_id, list(site.devices)):
-            return measured_run(site, fio_target, plan, run)
-    return run_one
-
-
-def _write_json(path: Path, data: dict) -> None:
-    import json
-    from zbench_lib.sweeps.store.store import atomic_write
-    atomic_write(path, json.dumps(data, indent=1, default=str).encode(), exclusive=True)

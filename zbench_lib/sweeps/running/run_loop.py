@@ -2,8 +2,9 @@
 
 ``measured_run`` begins an attempt, runs fio with its counters (``measure.runner.measure``),
 completes the attempt with its meta.json, derives the run's rows from raw exactly as a
-resume would, and records the verdict; ``run_target`` runs a target's queue to its end,
-the repetition rule queueing more runs as it decides.
+resume would, and records the verdict (a workload declared ``until_steady`` measures windows
+until one is steady, ``measure.until_steady``, each extension an event); ``run_target`` runs a
+target's queue to its end, the repetition rule queueing more runs as it decides.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.measure import workloads
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.runner import measure
+from zbench_lib.measure.until_steady import UntilSteady, measure_windows
 from zbench_lib.sweeps.planning.plan import run_seconds
 from zbench_lib.sweeps.running.surface import FioTarget, Site
 
@@ -79,10 +81,33 @@ def measured_run(site: Site, fio_target: FioTarget, plan, run) -> tuple[list, fl
     """One attempt of `run` on what a surface prepared (``surface.FioTarget``) on `site`: (rows, seconds measured).
 
     With no pool (raw disks) there is no zpool iostat or pool health, and with no target name no
-    ZFS property to read back; `fio_target.meta` adds what meta.json says of the pool and target."""
+    ZFS property to read back; `fio_target.meta` adds what meta.json says of the pool and target.
+    A workload declared ``until_steady`` measures further windows while the steady-state test says
+    not steady (``measure.until_steady``): the attempt's result is its last window."""
     cell = plan.cell(run.cell_id)
     store = site.store
     attempt = store.begin_attempt(run.run_id)
+    window = _window_measurer(site, fio_target, cell, run, attempt)
+    until = UntilSteady.from_record(cell.get("until_steady"))
+    windows = None if until is None else measure_windows(window, attempt, until, _extension_recorder(
+        store, run.run_id, attempt, until))
+    res = window(1) if windows is None else windows.result
+    crash_point("run")
+    full = plan.run_meta(run)
+    full.update(fio_target.meta, window=list(res.window))
+    if windows is not None:
+        full["until_steady"] = windows.to_record()      # every window's verdict: why the run went on
+    store.complete_attempt(run.run_id, attempt, full)
+    # The rule sees the run as the raw record gives it, exactly as a resume would.
+    rows = parse_results(attempt, {**full, "run_id": run.run_id})
+    # The event names each flag raised by its kind: an invalidating one excludes the run, a describing one does not.
+    store.record(Event.RUN_JUDGED, run_id=run.run_id, attempt=_number(attempt),
+                 invalidating_flags=_names(rows, "truth_flags"), described_flags=_names(rows, "described_flags"))
+    return rows, (res.window[1] - res.window[0]) if windows is None else windows.seconds
+
+
+def _window_measurer(site: Site, fio_target: FioTarget, cell: dict, run, attempt):
+    """`measure_window(k)`: fio and its counters once, into the attempt's top level (window k of a run)."""
     fio = dict(cell.get("fio") or {})
     for k in ("iodepth", "numjobs"):
         if k in cell["factors"]:
@@ -90,25 +115,34 @@ def measured_run(site: Site, fio_target: FioTarget, plan, run) -> tuple[list, fl
     if fio_target.size_bytes:
         fio.setdefault("size", fio_target.size_bytes)     # a file, or the raw disks' regions: the size prefilled
     path = fio_target.path
-    bar = RunBar(run_seconds({"fio": fio}) + 5, f"{run.run_id} {cell['workload']}", site.progress)
-    try:
-        res = measure(site.host, pool=site.pool_name, target_path=list(path) if isinstance(path, tuple) else path,
-                      devices=list(site.devices), workload=cell["template"], overrides=fio,
-                      remote_dir=f"{site.work_dir}/{run.run_id}-{attempt.name}", raw_dir=attempt,
-                      context=fio_target.context.with_recorded(**declared_data(cell["template"], fio)),
-                      target_name=fio_target.target_name)
-    finally:
-        bar.close()
-    crash_point("run")
-    full = plan.run_meta(run)
-    full.update(fio_target.meta, window=list(res.window))
-    store.complete_attempt(run.run_id, attempt, full)
-    # The rule sees the run as the raw record gives it, exactly as a resume would.
-    rows = parse_results(attempt, {**full, "run_id": run.run_id})
-    # The event names each flag raised by its kind: an invalidating one excludes the run, a describing one does not.
-    store.record(Event.RUN_JUDGED, run_id=run.run_id, attempt=int(attempt.name.rsplit("-", 1)[-1]),
-                 invalidating_flags=_names(rows, "truth_flags"), described_flags=_names(rows, "described_flags"))
-    return rows, res.window[1] - res.window[0]
+    context = fio_target.context.with_recorded(**declared_data(cell["template"], fio))
+
+    def measure_window(k: int):
+        # each window its own host directory: fio's outputs of one window are never fetched with another's
+        remote = f"{site.work_dir}/{run.run_id}-{attempt.name}" + (f"-w{k}" if k > 1 else "")
+        bar = RunBar(run_seconds({"fio": fio}) + 5, f"{run.run_id} {cell['workload']}" + (f" w{k}" if k > 1 else ""),
+                     site.progress)
+        try:
+            return measure(site.host, pool=site.pool_name, target_path=list(path) if isinstance(path, tuple) else path,
+                           devices=list(site.devices), workload=cell["template"], overrides=fio, remote_dir=remote,
+                           raw_dir=attempt, context=context, target_name=fio_target.target_name)
+        finally:
+            bar.close()
+    return measure_window
+
+
+def _extension_recorder(store, run_id: str, attempt, until: UntilSteady):
+    """`on_extend` for `measure_windows`: each window followed by another is an event, so the record
+    says why the run went on, window by window."""
+    def record(verdict) -> None:
+        store.record(Event.RUN_EXTENDED, run_id=run_id, attempt=_number(attempt), max_windows=until.max_windows,
+                     **verdict.to_record())
+    return record
+
+
+def _number(attempt) -> int:
+    """An attempt directory's number: attempt-3 -> 3."""
+    return int(attempt.name.rsplit("-", 1)[-1])
 
 
 def declared_data(template: str, fio: dict) -> dict:

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zbench_lib.measure import fio, workloads
+from zbench_lib.measure.until_steady import MAX_WINDOWS, MIN_WINDOWS, UntilSteady
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs import families
-from zbench_lib.sweeps.spec.host import parse_host
+from zbench_lib.sweeps.spec.fleet import check_fleet_spec, parse_hosts
 from zbench_lib.sweeps.spec.factors import BLOCKSIZE, BY_NAME, MAX_BLOCKSIZE, NAMES, PROPERTIES, fill_value
 from zbench_lib.sweeps.spec.faults import parse_faults
 from zbench_lib.sweeps.spec.pool import check_pool_factors
@@ -42,7 +43,7 @@ FS_FILE_SHARE = 0.75            # of volsize: the file fio uses in a fs-on-zvol 
                                 # tables take up to ~17% of a 128M volume, less of larger ones)
 TOP_KEYS = ("name", "question", "surface", "host", "lab", "devices", "extra_devices",
             "allow_signatures", "factors", "target", "workloads", "repetitions", "prefill",
-            "order", "reads_first", "seed", "faults", "warmup")
+            "order", "reads_first", "seed", "faults", "warmup", "hosts", "host_factor")
 # Stated limits on the size of a study, checked from the factor lengths before anything is
 # expanded (planning takes a few ms per cell, a run a minute or more).
 MAX_CELLS = 2_000               # factor combinations x workloads x pool replicates
@@ -55,6 +56,7 @@ class WorkloadSpec:
     name: str                 # label in results, unique within the sweep
     template: str             # a registered workload's name (measure/workloads/)
     overrides: dict = field(default_factory=dict)
+    until_steady: UntilSteady | None = None     # runs extended until steady (SNIA-style), or plain runs
 
     kind = property(lambda self: workloads.get(self.template), doc="The registered Workload it runs.")
     reads_only = property(lambda self: self.kind.reads_only, doc="Never writes its target.")
@@ -81,6 +83,14 @@ class SweepSpec:
     text: str = ""
     faults: dict | None = None      # spec.faults: a disk pulled or slowed mid-run (lab only)
     warmup: dict | None = None      # spec.warmup: an L2ARC warm-up before a cached target's runs
+    hosts: tuple = ()               # spec.fleet: the boxes of a hosts: list (hosts.fleet.HostEntry)
+    lab_count: int = 1              # labs on the controller (lab.count)
+    host_factor: bool = False       # the hosts may differ: host is a declared factor
+
+    @property
+    def host_count(self) -> int:
+        """How many hosts the sweep runs on (1: exactly as before fleets)."""
+        return len(self.hosts) or (self.lab_count if self.host == "lab" else 1)
 
     @property
     def available_disks(self) -> tuple[int, int]:
@@ -148,7 +158,28 @@ def _factors(d, surface: str) -> dict:
     return out
 
 
-def _workloads(items, target: dict, factors: dict) -> tuple:
+def _until_steady(v, p: str, template: str, faults) -> UntilSteady | None:
+    """A workload's `until_steady: {max_windows: M}` (methods §12.1), or None where it declares none."""
+    if v is None:
+        return None
+    mapping(v, p, ("max_windows",), ("max_windows",))
+    n = v["max_windows"]
+    if isinstance(n, bool) or not isinstance(n, int) or not MIN_WINDOWS <= n <= MAX_WINDOWS:
+        fail(f"{p}.max_windows", f"expected an integer {MIN_WINDOWS}..{MAX_WINDOWS} (1 window is a plain run; "
+                                 f"SNIA PTS allows {MAX_WINDOWS} rounds to reach steady state), got {n!r}")
+    if workloads.get(template).reads_only:
+        # Steady state is a write's question: writes change what the disks hold (allocation,
+        # fragmentation, the SSD's free blocks) and the rate follows. Reads change only the caches,
+        # so more read windows measure a warmer cache: another question (warmup:, cache: warm).
+        fail(p, f"{template} only reads: its windows do not precondition the target, they only warm the "
+                "caches; declare until_steady on a workload that writes")
+    if faults:
+        fail(p, "a fault study times its fault into a run's first window; further windows would measure "
+                "another pool (degraded, resilvering): leave until_steady out of a fault study")
+    return UntilSteady(n)
+
+
+def _workloads(items, target: dict, factors: dict, faults=None) -> tuple:
     if not isinstance(items, list) or not items:
         fail("workloads", f"expected a non-empty list of workloads, got {items!r}")
     if len(items) > MAX_VALUES:
@@ -158,7 +189,7 @@ def _workloads(items, target: dict, factors: dict) -> tuple:
         p = f"workloads[{i}]"
         if isinstance(w, str):
             w = {"name": w}
-        mapping(w, p, ("name", "template", "overrides"), ("name",))
+        mapping(w, p, ("name", "template", "overrides", "until_steady"), ("name",))
         name, template = w["name"], w.get("template", w["name"])
         plain_name(name, f"{p}.name")
         if workloads.find(template) is None:
@@ -178,7 +209,8 @@ def _workloads(items, target: dict, factors: dict) -> tuple:
             fio.build_job(template, filename="/dev/zvol/check/target", size=target["size_bytes"], **overrides)
         except ConfigError as e:
             fail(f"{p}.overrides", str(e))
-        out.append(WorkloadSpec(name, template, dict(overrides)))
+        out.append(WorkloadSpec(name, template, dict(overrides),
+                                _until_steady(w.get("until_steady"), f"{p}.until_steady", template, faults)))
     return tuple(out)
 
 
@@ -220,7 +252,8 @@ def _prefill(d) -> dict:
 def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     """Validate a sweep spec given as YAML text; ``name`` is used when the spec has none."""
     d = load_yaml(text)
-    mapping(d, "spec", TOP_KEYS, ("question", "surface", "host", "factors", "target", "workloads"))
+    where = () if isinstance(d, dict) and "hosts" in d else ("host",)     # a fleet names its hosts in hosts:
+    mapping(d, "spec", TOP_KEYS, ("question", "surface", *where, "factors", "target", "workloads"))
     name = plain_name(d.get("name", name), "name")
     q = d["question"]
     if not isinstance(q, str) or len(re.findall(r"\w+", q)) < 3:
@@ -228,7 +261,7 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     surface = d["surface"]
     if not isinstance(surface, str) or surface not in SURFACES:
         fail("surface", f"expected 'zvol', 'dataset', 'fs-on-zvol' or 'raw', got {surface!r}")
-    host, lab, devices, extra, sigs = parse_host(d)
+    host, lab, devices, extra, sigs, hosts, lab_count, host_factor = parse_hosts(d)
     factors = _factors(d["factors"], surface)
     repetitions = parse_repetitions(d.get("repetitions"))
     check_grid(factors, d["workloads"], repetitions)
@@ -253,16 +286,19 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     if "fill" in factors and prefill["policy"] == "none":
         fail("factors.fill", "a fill factor needs prefill.policy once-per-target "
                              "(its 'none' value is the no-prefill level)")
-    workloads = _workloads(d["workloads"], target, factors)
+    workloads = _workloads(d["workloads"], target, factors, d.get("faults"))
     warmup = parse_warmup(d.get("warmup"), factors=factors, target=target, surface=surface, prefill=prefill,
                           workloads=workloads, reads_first=reads_first)
-    return SweepSpec(name=name, question=q.strip(), surface=surface, host=host, lab=lab, devices=devices,
+    spec = SweepSpec(name=name, question=q.strip(), surface=surface, host=host, lab=lab, devices=devices,
                      extra_devices=extra, allow_signatures=sigs, factors=factors, target=target,
                      workloads=workloads, warmup=warmup,
                      repetitions=repetitions, prefill=prefill,
                      order=order.replace("randomized", "randomised"), reads_first=reads_first,
                      seed=integer(d.get("seed", 0), "seed", 0, 2 ** 32 - 1), text=text,
-                     faults=parse_faults(d.get("faults"), host))
+                     faults=parse_faults(d.get("faults"), host), hosts=hosts, lab_count=lab_count,
+                     host_factor=host_factor)
+    check_fleet_spec(spec)
+    return spec
 
 
 def load_spec(path) -> SweepSpec:

@@ -172,7 +172,8 @@ def run_sweep_notebook(spec: str, plan, out_root: str = "data/sweeps", *, resume
     target = Path(resume_dir) if resume_dir else out / sweep_id
     executing = target.parent / f".{target.name}.executing.ipynb"
     params = {"spec": str(Path(spec).resolve()), "out_root": str(out.resolve()), "sweep_id": sweep_id,
-              "resume_dir": str(resume_dir), "progress": False, "live": False}
+              "resume_dir": str(resume_dir), "progress": False, "live": False,
+              "measure": True}      # the notebook measures only when told (a Run All in JupyterLab shows the plan)
     log = target.parent / f".{target.name}.error.log"     # moved into the sweep directory if it exists
     with forward_to_kernel() as interrupted:
         try:

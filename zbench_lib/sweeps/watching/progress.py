@@ -70,6 +70,7 @@ class SweepProgress:
     session_start: float | None = None                 # first run started in this session
     session_done: int = 0
     last_done_at: float | None = None
+    hosts: dict = field(default_factory=dict)          # a fleet's: host -> its current pool (or idle, lost)
 
     @classmethod
     def from_plan(cls, plan, iops_of=None) -> "SweepProgress":
@@ -112,6 +113,10 @@ class SweepProgress:
             self.current_is_cell = False
         elif kind == Event.RUNS_ADDED:                # the repetition rule queued runs beyond the plan
             self.planned += len(ev.get("run_ids") or ())
+        elif kind in (Event.POOL_DISPATCHED, Event.POOL_RETURNED, Event.POOL_LOST):
+            pool = ev.get("pool_id", "")
+            self.hosts[ev.get("host", "?")] = {Event.POOL_DISPATCHED: pool, Event.POOL_RETURNED: "idle"}.get(
+                kind, f"lost {pool}")
         elif kind == Event.FINISHED:
             self.finished = True
             self.current = ""
@@ -129,7 +134,9 @@ class SweepProgress:
     def postfix(self, now: float | None = None) -> str:
         eta = self.eta_s(now)
         now_doing = f"cell {self.current}" if self.current_is_cell else self.current
-        bits = [now_doing if self.current else ("finished" if self.finished else "starting")]
+        if self.hosts:              # a fleet: each host's pool (its cells interleave with the others')
+            now_doing = " ".join(f"{h}:{p}" for h, p in sorted(self.hosts.items()))
+        bits = [now_doing if self.current or self.hosts else ("finished" if self.finished else "starting")]
         if eta is not None and not self.finished:
             bits.append("ETA " + time.strftime("%H:%M:%S" if eta >= 3600 else "%M:%S", time.gmtime(eta)))
         if self.last_iops is not None:

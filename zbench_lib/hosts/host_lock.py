@@ -1,0 +1,176 @@
+"""One sweep at a time on a machine: an flock held on the machine itself, and nothing of a
+sweep left running there once it lets the lock go.
+
+The Dask scheduler already keeps two pools of one fleet off one host; this lock keeps off
+everything it does not see: a second controller of the same sweep, a colleague's sweep from
+another machine. `flock -n` on `LOCK_PATH` runs on the host and holds the lock while its child
+(the holder, `_HOLDER`) reads its standard input, which is a pipe from the controller through
+ssh: when the controller closes it, or dies (killed, its machine lost), the pipe ends.
+
+A dead controller's Dask workers, or the commands they had started on the host, may still be
+running its pool there: Dask's local workers die with their controller, but not what they
+started over ssh, and a worker of a cluster joined with `--scheduler` goes on by itself. So the
+session is fenced on the host itself. While the lock is held its holder keeps a marker file
+(`live_path`); every command of the session's hosts goes through `gate`, which runs it only while
+that marker is there, with the session's token in its environment (`TAG_ENV`), inherited by its
+children. When the holder's input ends it removes the marker (no command of the session starts
+after that), stops every process carrying the token until none is left, and only then lets the
+lock go: until then a new controller is refused in one line naming the one whose work is being
+stopped. What the session leaves (its pool) is reclaimed by the next run of the sweep. A holder
+killed on the host itself cannot do that: so a new holder, before it says it holds the lock, removes
+every other marker and stops every tagged process (none belongs to a session holding the lock).
+
+Who holds the lock is written beside it (`OWNER_PATH`, the holder's pid under it) by the holder
+itself, before it says "held", and removed before it exits. /run is a tmpfs: a reboot frees all.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+
+from zbench_lib.core.errors import ZbenchError
+from zbench_lib.hosts.base import Host
+
+LOCK_PATH = "/run/zbench.lock"
+OWNER_PATH = "/run/zbench.lock.owner"
+TAG_ENV = "ZBENCH_SESSION"
+BUSY_EXIT = 75                 # flock -E: "the lock is held", told apart from ssh's own failures
+GATE_EXIT = 125                # a command of a session that no longer holds its host, never run
+STOPPING = "stopping what its sweep left running"
+
+# The holder, run by flock while it holds the lock: $1 owner, $2 owner file, $3 marker, $4 tag, $5 what
+# it says while it stops the session. Before it says "held" it clears what no holder of the lock owns:
+# markers and tagged processes of a session whose holder was killed on the host (it could not stop them).
+# Stopping: TERM first, KILL from the 10th round; a process in the kernel (a zpool command) is waited for.
+_HOLDER = r"""
+owner=$1 file=$2 live=$3 tag=$4
+stop() {
+    n=0
+    while pids=$(grep -lzx "$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3) && [ -n "$pids" ]; do
+        n=$((n + 1))
+        if [ "$n" -lt 10 ]; then kill -TERM $pids 2>/dev/null; else kill -KILL $pids 2>/dev/null; fi
+        sleep 1
+    done
+}
+rm -f -- "${live%-*}"-*
+stop "${tag%%=*}=.*"
+printf '%s\n%s\n' "$owner" "$$" > "$file" && : > "$live" || exit 1
+echo held
+cat >/dev/null
+rm -f "$live"
+printf '%s (%s)\n%s\n' "$owner" "$5" "$$" > "$file"
+stop "$tag"
+rm -f "$file"
+"""
+# The gate: $1 the marker; the command after it.
+_GATE = (r'[ -e "$1" ] || { echo "zbench: its sweep no longer holds this host (its controller stopped)" >&2; '
+         rf'exit {GATE_EXIT}; }}; shift; exec "$@"')
+# Prints the owner while its holder lives, nothing otherwise (a file a killed holder left names no one).
+_OWNER = r'{ read -r who; read -r pid; } < "$1" 2>/dev/null && kill -0 "$pid" 2>/dev/null && printf "%s\n" "$who"'
+
+
+@dataclass(frozen=True)
+class LockOwner:
+    """Who holds a host's lock: what a refusal says of it, and the hex token its session's commands carry."""
+    who: str                        # e.g. "zbench sweep s1 from ctl1 pid 42"
+    token: str                      # hex: it names a file and is matched in processes' environments
+
+    def __post_init__(self):
+        if not self.token or any(c not in "0123456789abcdef" for c in self.token):
+            raise ValueError(f"a lock token is lowercase hex, got {self.token!r}")
+
+    @property
+    def text(self) -> str:
+        return f"{self.who} token {self.token}"
+
+
+class HostBusy(ZbenchError):
+    """Another sweep holds the host's lock."""
+
+
+def live_path(token: str) -> str:
+    """The marker that exists while the session of `token` holds the host."""
+    return f"{LOCK_PATH}.live-{token}"
+
+
+def gate(owner: LockOwner) -> tuple[str, ...]:
+    """The prefix of every command of `owner`'s session on a host (`Host.prefix`): run only while
+    the session holds the host, tagged with its token (see the module's text)."""
+    return ("env", f"{TAG_ENV}={owner.token}", "sh", "-c", _GATE, "zbench-gate", live_path(owner.token))
+
+
+class HostLock:
+    """`with HostLock(host, owner):` holds the host's lock, or raises HostBusy naming its holder.
+    `label` is what a refusal calls the host (a fleet's name for it beside its address)."""
+
+    def __init__(self, host: Host, owner: LockOwner, label: str | None = None):
+        self.host, self.owner, self.label = host, owner, label or host.name
+        self._proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> HostLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def acquire(self) -> None:
+        # The holder must not carry the token it stops: started without the host's prefix.
+        holder_argv = ["flock", "-n", "-E", str(BUSY_EXIT), LOCK_PATH, "sh", "-c", _HOLDER, "zbench-lock",
+                       self.owner.text, OWNER_PATH, live_path(self.owner.token), f"{TAG_ENV}={self.owner.token}",
+                       STOPPING]
+        proc = self.host.popen(holder_argv, stdin=subprocess.PIPE, prefixed=False)
+        # One line: "held" once the lock is ours; nothing (the pipe closed) when flock gave up.
+        if proc.stdout.readline().strip() != "held":
+            code = proc.wait(timeout=60)
+            err = proc.stderr.read().strip()
+            if code == BUSY_EXIT:
+                raise busy(self.host, self.label)
+            raise ZbenchError(f"{self.label}: could not take {LOCK_PATH} (exit {code}): {err[-300:]}")
+        self._proc = proc
+
+    def release(self, timeout: float = 120) -> None:
+        """Let the lock go, once the holder has stopped what the session left on the host."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        proc.stdin.close()            # the holder's input ends: it stops the session's leftovers and exits
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()               # the host then frees the lock when it has stopped them
+            proc.wait()
+
+    @property
+    def held(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+
+def busy(host: Host, label: str) -> HostBusy:
+    """The one-line refusal of a host whose lock another holds."""
+    return HostBusy(f"{label} is busy: {holder(host)} holds {LOCK_PATH} (one sweep at a time on a host)")
+
+
+def check_free(host: Host, label: str | None = None) -> None:
+    """HostBusy when the host's lock is held now (the lock is taken and let go at once, nothing else)."""
+    res = host.run(["flock", "-n", "-E", str(BUSY_EXIT), LOCK_PATH, "true"], check=False, timeout=60,
+                   prefixed=False)
+    if res.returncode == BUSY_EXIT:
+        raise busy(host, label or host.name)
+    if not res.ok:
+        raise ZbenchError(f"{label or host.name}: could not look at {LOCK_PATH} (exit {res.returncode}): "
+                          f"{res.stderr.strip()[-300:]}")
+
+
+def holder(host: Host) -> str:
+    """Who holds the lock, as its holder wrote it (with what it is doing while it stops a session)."""
+    res = host.run(["cat", OWNER_PATH], check=False, timeout=60, prefixed=False)
+    return res.stdout.split("\n", 1)[0].strip() or "another process"
+
+
+def owned_by(host: Host, owner: LockOwner) -> bool:
+    """Does `owner` hold the host's lock now, its holder alive and not stopping? (A worker of a
+    controller that lost the host must not go on.)"""
+    res = host.run(["sh", "-c", _OWNER, "zbench-owner", OWNER_PATH], check=False, timeout=60, prefixed=False)
+    return res.stdout.strip() == owner.text
