@@ -284,3 +284,14 @@ def test_the_registry_gives_the_columns_in_their_order():
     assert list(cols) == COLUMNS
     assert (cols["steady_samples"], cols["write_amplification_high"], cols["quiet_layers"]) == (0, False, "fio")
     assert [c.rank for c in truth.TRUTH_CHECKS] == sorted(c.rank for c in truth.TRUTH_CHECKS)
+
+
+def test_a_comparison_whose_every_run_was_excluded_is_not_judged_not_a_crash():
+    # the demo beside a helper's unit tests: host contention excluded most runs, so no planned
+    # comparison was judged; compare_table raised KeyError 'ratio' and the notebook failed
+    df = _blocks({r: "host_contention" for r in range(1, 6)})
+    ok = A.select_admissible(df)
+    st = A.cell_status(df)
+    cmp = A.compare_table(ok, "iops", "volblocksize_bytes", 16 * K, all_runs=df, cells=st)
+    assert len(cmp) == 1 and cmp.iloc[0]["verdict"].startswith("not judged")
+    assert cmp[["ratio", "ratio_ci_low", "ratio_ci_high", "holm_p"]].isna().all().all()

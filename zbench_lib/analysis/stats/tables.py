@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from zbench_lib.analysis.stats.compare import adjust, compare
+from zbench_lib.analysis.stats.compare import COLUMNS, adjust, compare
 from zbench_lib.analysis.data.coverage import planned_comparisons
 from zbench_lib.analysis.data.flags import sensitivity_alternatives
 from zbench_lib.analysis.stats.stats import scaling
@@ -179,6 +179,9 @@ def compare_table(df, metric: str, factor: str, baseline, by=None, margin: float
                                   lambda w, t: metric if metric != "auto" else workload_metric(w, t))
     if out.empty:
         return pd.DataFrame()
+    # Every planned comparison not judged (e.g. a busy host excluded the runs): the statistics'
+    # columns are there, empty, so the figures and sentences say "not judged" instead of failing.
+    out = out.reindex(columns=list(dict.fromkeys([*out.columns, *COLUMNS])))
     if all_runs is not None:
         out = _sensitivity(out, df, all_runs, metric, factor, baseline, by, alpha, family, margin, unit)
     return out.reset_index(drop=True)
