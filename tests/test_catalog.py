@@ -77,6 +77,11 @@ def test_a_sweep_on_another_release_is_refused_then_compared_along_zfs(tmp_path)
     assert sweep_dirs(tmp_path) == [old]
     with pytest.raises(ConfigError, match=r"differ in zfs \(volblocksize-zfs21: 2.1; volblocksize: 2.3\)"):
         A.load_sweeps(dirs)
+    # The same line whichever path sorts first (the clone's place on disk decides it in CI).
+    first = tmp_path / "a-first" / "volblocksize"
+    shutil.copytree(EXAMPLES / "volblocksize", first, ignore=shutil.ignore_patterns("raw.tar.xz", "*.ipynb"))
+    with pytest.raises(ConfigError, match=r"differ in zfs \(volblocksize-zfs21: 2.1; volblocksize: 2.3\)"):
+        A.load_sweeps([first, old])
     s = A.load_sweeps(dirs, compare="zfs")
     assert set(s.cells["zfs"]) == {"2.1", "2.3"} and "zfs" in s.by
     assert set(s.environments["zfs"]) == {"2.1", "2.3"}

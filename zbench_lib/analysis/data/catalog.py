@@ -168,7 +168,9 @@ def check_comparable(envs: list[Environment], compare=(), allow_mixed: bool = Fa
     for key in ENVIRONMENT:
         values = {getattr(e, key) for e in envs}
         if key not in chosen and len(values) > 1:
-            shown = "; ".join(f"{Path(e.sweep_dir).name}: {getattr(e, key)}" for e in envs)
+            # Sorted by value, then name: the line reads the same whatever order the sweeps were found in.
+            pairs = sorted((str(getattr(e, key)), Path(e.sweep_dir).name) for e in envs)
+            shown = "; ".join(f"{name}: {value}" for value, name in pairs)
             raise ConfigError(f"these sweeps differ in {key} ({shown}), which was not chosen for comparison: "
                               f"pass compare=[{key!r}] to compare along it, or allow_mixed=True")
 
