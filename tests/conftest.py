@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -28,11 +31,109 @@ def session_lab_config() -> LabConfig:
     return LabConfig(**LAB_TEST_CONFIG)
 
 
+@contextlib.contextmanager
+def lab_in_thread(cfg: LabConfig):
+    """A lab booting in a thread of its own while the caller does something else; yields a function
+    that waits for it. The thread holds the lab until the block ends: a lab's QEMU is sent SIGTERM
+    when the thread that started it ends (PR_SET_PDEATHSIG is per thread)."""
+    booted: queue.Queue = queue.Queue()
+    release = threading.Event()
+
+    def hold() -> None:
+        try:
+            with Lab(cfg) as lab:
+                booted.put(lab)
+                release.wait()
+        except BaseException as exc:            # the boot's failure, raised in the caller's thread
+            booted.put(exc)
+
+    thread = threading.Thread(target=hold, name=f"lab {cfg.name}", daemon=True)
+    thread.start()
+    got: list = []
+
+    def wait() -> Lab:
+        if not got:
+            got.append(booted.get(timeout=cfg.boot_timeout_s + 300))
+        if isinstance(got[0], BaseException):
+            raise got[0]
+        return got[0]
+    try:
+        yield wait
+    finally:
+        release.set()
+        thread.join(timeout=120)
+
+
+class _Booting:
+    """Labs booting in threads while the unit tests run (the lab tests run after them): the
+    session's, and the first lab module's own. A boot is a minute or more of TCG on one core;
+    beside the unit tests it adds nothing to make test's time. One lab of a module's own, not
+    all: a lab that waits idle beside a measuring one counts against it (host_load's
+    OTHER_QEMUS_MAX)."""
+
+    def __init__(self):
+        self._labs: dict[str, tuple[LabConfig, object, contextlib.ExitStack]] = {}
+
+    def start(self, cfg: LabConfig) -> None:
+        stack = contextlib.ExitStack()
+        self._labs[cfg.name] = (cfg, stack.enter_context(lab_in_thread(cfg)), stack)
+
+    @contextlib.contextmanager
+    def lab(self, cfg: LabConfig):
+        """The lab of `cfg`: the one booting for it if any, else one booted now; down at the end."""
+        booting = self._labs.pop(cfg.name, None)
+        if booting is None or booting[0] != cfg:
+            with Lab(cfg) as lab:
+                yield lab
+            return
+        _, wait, stack = booting
+        with stack:
+            yield wait()
+
+    def close(self) -> None:
+        while self._labs:
+            self._labs.popitem()[1][2].close()
+
+
+_BOOTING = _Booting()
+
+
+def own_lab(cfg: LabConfig):
+    """A lab module's own lab (mark the module `pytest.mark.boots(cfg)` so it may boot early)."""
+    return _BOOTING.lab(cfg)
+
+
+def pytest_collection_modifyitems(config, items):
+    # Unit tests first, then the lab modules that boot a lab of their own (their labs are down
+    # before the rest run), then the other lab tests; the order within each is kept.
+    def phase(item) -> int:
+        if item.get_closest_marker("lab") is None:
+            return 0
+        return 1 if item.get_closest_marker("boots") else 2
+    items.sort(key=phase)
+
+
+def pytest_collection_finish(session):
+    if session.config.option.collectonly or os.environ.get("ZBENCH_SKIP_LAB"):
+        return
+    from zbench_lib.hosts.lab_image import cached_image
+    session_lab = any("lab" in getattr(i, "fixturenames", ()) for i in session.items)
+    wanted = [LabConfig(**LAB_TEST_CONFIG)] if session_lab else []
+    wanted += [m.args[0] for i in session.items for m in i.iter_markers("boots")][:1]
+    for cfg in wanted:
+        if cached_image(cfg.zfs) is not None:      # the first boot builds the image: in the fixture, in the open
+            _BOOTING.start(cfg)
+
+
+def pytest_sessionfinish(session):
+    _BOOTING.close()
+
+
 @pytest.fixture(scope="session")
 def lab(session_lab_config):
     if os.environ.get("ZBENCH_SKIP_LAB"):
         pytest.skip("ZBENCH_SKIP_LAB is set")
-    with Lab(session_lab_config) as running:
+    with _BOOTING.lab(session_lab_config) as running:
         yield running
 
 

@@ -11,21 +11,22 @@ import json
 
 import pytest
 
-from zbench_lib.hosts.lab import Lab, LabConfig
+from conftest import own_lab
+from zbench_lib.hosts.lab import LabConfig
 from zbench_lib.hosts.lab_state import is_lab_nbdkit
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.zfs.pools import Pool
 
-pytestmark = pytest.mark.lab
 GiB = 1024 ** 3
 REV_MS = 60_000 / 7200          # one turn of the 7200 rpm model
+MECH_LAB = LabConfig(disks=2, disk_bytes=1 * GiB, model="mech:hdd-7200", extra_disks=1,
+                     extra_disk_bytes=1 * GiB, extra_model="hdd", name="pytest-mech")
+pytestmark = [pytest.mark.lab, pytest.mark.boots(MECH_LAB)]
 
 
 @pytest.fixture(scope="module")
 def mech_lab():
-    cfg = LabConfig(disks=2, disk_bytes=1 * GiB, model="mech:hdd-7200", extra_disks=1,
-                    extra_disk_bytes=1 * GiB, extra_model="hdd", name="pytest-mech")
-    with Lab(cfg) as lab:
+    with own_lab(MECH_LAB) as lab:
         yield lab
 
 

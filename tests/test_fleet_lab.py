@@ -20,15 +20,12 @@ left for the host that lost its pool whatever the two hosts' pace). About 3-4 mi
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
-import queue
 import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,14 +34,15 @@ import pandas as pd
 import pytest
 import yaml
 
+from conftest import LAB_TEST_CONFIG, own_lab
 from zbench_lib.core.events import Event
-from zbench_lib.hosts import lab_image
-from zbench_lib.hosts.lab import Lab, LabConfig
+from zbench_lib.hosts.lab import LabConfig
 from zbench_lib.zfs.pools import find_leftovers
 
-pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parent.parent
 SECOND_LAB = "pytest-fleet"
+FLEET_LAB = LabConfig(**dict(LAB_TEST_CONFIG, name=SECOND_LAB))     # the session lab's shape
+pytestmark = [pytest.mark.lab, pytest.mark.boots(FLEET_LAB)]
 SWEEP_ID = "fleet"
 REPLICATES = 4
 SPEC = {"name": "fleetlab", "question": "Does a fleet of two labs run every pool once, one pool a host?",
@@ -59,47 +57,11 @@ SPEC = {"name": "fleetlab", "question": "Does a fleet of two labs run every pool
         "repetitions": {"fixed": 1, "max_attempts": 1, "pool_replicates": REPLICATES}, "seed": 7}
 
 
-@contextlib.contextmanager
-def _lab_in_thread(cfg: LabConfig):
-    """A lab booting in a thread of its own while the caller does something else; yields a function
-    that waits for it. The thread holds the lab until the block ends: a lab's QEMU is sent SIGTERM
-    when the thread that started it ends (PR_SET_PDEATHSIG is per thread)."""
-    booted: queue.Queue = queue.Queue()
-    release = threading.Event()
-
-    def hold() -> None:
-        try:
-            with Lab(cfg) as lab:
-                booted.put(lab)
-                release.wait()
-        except BaseException as exc:            # the boot's failure, raised in the caller's thread
-            booted.put(exc)
-
-    thread = threading.Thread(target=hold, name=f"lab {cfg.name}", daemon=True)
-    thread.start()
-
-    def wait() -> Lab:
-        got = booted.get(timeout=cfg.boot_timeout_s + 300)
-        if isinstance(got, BaseException):
-            raise got
-        return got
-    try:
-        yield wait
-    finally:
-        release.set()
-        thread.join(timeout=120)
-
-
 @pytest.fixture(scope="module")
-def fleet_labs(request, session_lab_config):
-    """(lab1, lab2): the session's lab and a second one of its shape, booted at the same time."""
-    if os.environ.get("ZBENCH_SKIP_LAB"):
-        pytest.skip("ZBENCH_SKIP_LAB is set")
-    if lab_image.cached_image(session_lab_config.zfs) is None:
-        request.getfixturevalue("lab")          # the first boot builds the image: never two builds at once
-    with _lab_in_thread(dataclasses.replace(session_lab_config, name=SECOND_LAB)) as second:
-        first = request.getfixturevalue("lab")  # booted now, beside the second, unless a module did before
-        yield first, second()
+def fleet_labs(lab):
+    """(lab1, lab2): the session's lab and a second one of its shape."""
+    with own_lab(FLEET_LAB) as second:
+        yield lab, second
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ counters' sources), kept small so CI stays within its budget.
 import pytest
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.hosts.lab import Lab, LabConfig
+from conftest import own_lab
+from zbench_lib.hosts.lab import LabConfig
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.zfs.pools import Pool, find_leftovers
 from zbench_lib.zfs.prefill import prefill
@@ -19,15 +20,15 @@ from zbench_lib.zfs.targets import Dataset, Zvol
 from zbench_lib.zfs.version import openzfs_version
 from zbench_lib.measure.run_context import RunContext
 
-pytestmark = pytest.mark.lab
 MiB = 1024 ** 2
+LAB21 = LabConfig(disks=4, disk_bytes=512 * MiB, model="custom:iops=400,bw=100M", extra_disks=4,
+                  extra_disk_bytes=256 * MiB, name="pytest-zfs21", zfs="2.1")
+pytestmark = [pytest.mark.lab, pytest.mark.boots(LAB21)]
 
 
 @pytest.fixture(scope="module")
 def lab21():
-    cfg = LabConfig(disks=4, disk_bytes=512 * MiB, model="custom:iops=400,bw=100M", extra_disks=4,
-                    extra_disk_bytes=256 * MiB, name="pytest-zfs21", zfs="2.1")
-    with Lab(cfg) as lab:
+    with own_lab(LAB21) as lab:
         yield lab
 
 
