@@ -97,6 +97,8 @@ def test_a_disk_pulled_mid_run_is_flagged_and_the_sweep_goes_on(lab, lab_host, t
 
 
 def test_a_disk_slowed_to_a_crawl_is_flagged_slow_and_its_speed_restored(lab, lab_host, tmp_path):
+    dirty_max = "/sys/module/zfs/parameters/zfs_dirty_data_max"
+    dirty_before = lab_host.read_text(dirty_max).strip()
     sweep_dir = _sweep("fault-slow.yaml", tmp_path)
     df = pd.read_parquet(sweep_dir / "results.parquet")
     rows = df[df["direction"] == "write"].set_index("run_id")
@@ -106,4 +108,6 @@ def test_a_disk_slowed_to_a_crawl_is_flagged_slow_and_its_speed_restored(lab, la
     others = rows.drop(index=faulted)
     assert (others["flag_slow_device"] == False).all(), others["flag_slow_device"].to_dict()  # noqa: E712
     assert [e["kind"] for e in _events(sweep_dir, "fault undone")] == ["slow"]
+    # the spec's dirty-data cap (a shorter drain through the crawl) is put back for later tests
+    assert lab_host.read_text(dirty_max).strip() == dirty_before
     assert find_leftovers(lab_host) == []
