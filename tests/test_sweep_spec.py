@@ -247,18 +247,21 @@ PLANNED = {
     "templates/sweeps/compression.yaml": (6, 0, 1, 3, 18, "041c03c22a0c507e"),
     "templates/sweeps/disk-models.yaml": (8, 0, 4, 4, 24, "76ebf9614963d6d4"),
     "templates/sweeps/draid.yaml": (12, 0, 6, 6, 36, "b8dcf702ceb2ae8f"),
-    "tests/specs/draid.yaml": (2, 0, 2, 2, 2, "f7c646f0a8e2aabe"),
     # the bare disks beside the zvol and the ext4 file (raw cells at fs none only), 40 s windows
     "templates/sweeps/baselines.yaml": (18, 3, 4, 6, 54, "a9d4c1dfe232c4f8"),
     "tests/specs/fs-on-zvol.yaml": (2, 0, 1, 2, 2, "eda76ed93d410257"),
     "tests/specs/raw.yaml": (2, 0, 2, 2, 2, "7f596a6009105513"),
+    # draid.yaml x fs-on-zvol.yaml (make test budget): each layout with fs none and ext4, 128M zvols; the
+    # ids are sha1s of those cells' factors as before, with fs, the ext4 file and the volsize added
+    "tests/specs/pool-factors-zvol.yaml": (4, 0, 2, 4, 4, "4a1ed4410ad8f8d6"),
+    # pool-settings.yaml x nfs.yaml: each pool (special 0, 1) with access local and nfs, sync standard
+    "tests/specs/pool-factors-dataset.yaml": (4, 0, 2, 4, 4, "feb8804853474070"),
     "templates/sweeps/nfs-datastore.yaml": (6, 0, 2, 6, 18, "6ef51dadb0fc104e"),
     "tests/specs/nfs.yaml": (2, 0, 1, 2, 2, "7f084f50ba4345e2"),
     "templates/sweeps/fill.yaml": (12, 0, 6, 6, 36, "8cb3565fdd1c8ed1"),
     # randread at iodepth 1 (buffered reads, for the declared L2ARC warm-up): new cell ids for it
     "templates/sweeps/slog-l2arc-special.yaml": (16, 0, 8, 8, 48, "707f56b8c0cb50f2"),
     "templates/sweeps/tunables.yaml": (6, 0, 6, 6, 18, "a8c1710a7fb9471e"),
-    "tests/specs/pool-settings.yaml": (2, 0, 2, 2, 2, "de30c3562af7808e"),
     "tests/specs/l2arc-warmup.yaml": (2, 0, 2, 2, 2, "470d0e0430e4c61b"),
     "templates/sweeps/iodepth-curve.yaml": (7, 0, 1, 1, 35, "60ef1cb52f9f331f"),
     "templates/sweeps/recordsize.yaml": (24, 0, 2, 6, 120, "b98dcd9afbb7f899"),
