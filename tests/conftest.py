@@ -153,13 +153,16 @@ def _reclaim_leftover_pools(request):
     if request.node.get_closest_marker("lab") is None or "lab" not in request.fixturenames:
         yield
         return
-    lab = request.getfixturevalue("lab")
+    _reclaim_leftovers(request.getfixturevalue("lab"), request.node.name)
+    yield
+
+
+def _reclaim_leftovers(lab, before: str) -> None:
     # Pools of live fixtures (a module's shared pool) are not leftovers.
     owned = live_pools(lab.host)
     reclaimed = remove_leftovers(lab.host, [p for p in find_leftovers(lab.host) if p not in owned])
     if reclaimed:
-        print(f"\nreclaimed leftover pools before {request.node.name}: {reclaimed}")
-    yield
+        print(f"\nreclaimed leftover pools before {before}: {reclaimed}")
 
 
 @pytest.fixture
@@ -184,12 +187,27 @@ def _sweep_child(spec, out_root, sweep_id: str, **env) -> tuple[list[str], dict]
     return [sys.executable, "-c", _SWEEP_CHILD, str(spec), str(out_root), sweep_id], environ
 
 
+def _sweep_on_session_lab(spec, out_root, sweep_id, timeout=1500) -> subprocess.CompletedProcess:
+    argv, env = _sweep_child(spec, out_root, sweep_id, ZBENCH_LAB=LAB_TEST_CONFIG["name"])
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+
+
 @pytest.fixture
 def sweep_on_lab(lab):
     """Run a spec with `run_sweep` in a child process on the session's lab; the CompletedProcess."""
+    return _sweep_on_session_lab
+
+
+@pytest.fixture(scope="session")
+def shared_sweep_on_lab(lab):
+    """`sweep_on_lab` for a module-scoped fixture: one sweep whose runs several tests read (each
+    sweep pays a fixed start: a child python, provenance, the environment record).
+
+    A module-scoped fixture is set up before the autouse reclaim of the test that first asks for
+    it, so an earlier test's leftover pools are reclaimed here first, as that reclaim would."""
     def run(spec, out_root, sweep_id, timeout=1500):
-        argv, env = _sweep_child(spec, out_root, sweep_id, ZBENCH_LAB=LAB_TEST_CONFIG["name"])
-        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+        _reclaim_leftovers(lab, f"sweep {sweep_id}")
+        return _sweep_on_session_lab(spec, out_root, sweep_id, timeout)
     return run
 
 

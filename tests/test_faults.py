@@ -19,7 +19,9 @@ from zbench_lib.measure.run_context import RunFacts
 SPECS = Path(__file__).parent / "specs"
 FAULT = (SPECS / "fault.yaml").read_text()
 LOAD = "resilver_load: {name: randread, overrides: {bs: 16k, iodepth: 4, numjobs: 1}}"
-assert LOAD in FAULT
+LAYOUTS = "layout: [{family: mirror, width: 2}, {family: raidz1, width: 3}]"
+assert LOAD in FAULT and LAYOUTS in FAULT
+STRIPE_AND_MIRROR = "layout: [{family: stripe, width: 2}, {family: mirror, width: 2}]"
 
 
 @pytest.mark.parametrize("old,new,message", [
@@ -54,7 +56,7 @@ def test_malformed_faults_are_refused_at_load(old, new, message):
 def test_a_layout_that_cannot_lose_a_disk_is_refused_at_plan_time():
     with pytest.raises(ConfigError, match=r"faults.kind: pool 2-disk stripe.*cannot lose a disk|"
                                           r"faults.kind: pool .*stripe.* cannot lose a disk"):
-        expand(parse_spec(FAULT.replace("layout: [mirror, raidz1]", "layout: [stripe, mirror]")))
+        expand(parse_spec(FAULT.replace(LAYOUTS, STRIPE_AND_MIRROR)))
     with pytest.raises(ConfigError, match="faults.disk: pool .* has 2 data disks, not 3"):
         expand(parse_spec(FAULT.replace("disk: 2,", "disk: 3,")))
     with pytest.raises(ConfigError, match=r"faults.resilver: pool 1x raidz1\(3\) leaves no lab data disk .*disks: 4"):
@@ -62,7 +64,7 @@ def test_a_layout_that_cannot_lose_a_disk_is_refused_at_plan_time():
     with pytest.raises(ConfigError, match="faults.after_s: 9 s is not inside the shortest run"):
         expand(parse_spec(FAULT.replace("after_s: 3", "after_s: 9")))
     # slow works on any layout, a stripe included
-    plan = expand(parse_spec(FAULT.replace("layout: [mirror, raidz1]", "layout: [stripe, mirror]")
+    plan = expand(parse_spec(FAULT.replace(LAYOUTS, STRIPE_AND_MIRROR)
                              .replace("kind: remove, disk: 2, after_s: 3, resilver: true,",
                                       "kind: slow, disk: 2, after_s: 3,").replace(LOAD, "")))
     assert plan.spec.faults == {"kind": "slow", "disk": 2, "after_s": 3.0, "resilver": False,
