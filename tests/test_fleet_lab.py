@@ -27,7 +27,6 @@ import queue
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -41,6 +40,8 @@ from zbench_lib.core.events import Event
 from zbench_lib.hosts import lab_image
 from zbench_lib.hosts.lab import Lab, LabConfig
 from zbench_lib.zfs.pools import find_leftovers
+
+from conftest import sweep_child
 
 pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,11 +177,8 @@ def _reaped(proc: subprocess.Popen):
 
 def _cli_sweep(spec: Path, out: Path, labs: str) -> subprocess.Popen:
     """`zbench sweep SPEC` on the labs named, as a user starts it (its one-line errors on stderr)."""
-    env = dict(os.environ, ZBENCH_LABS=labs)
-    env.pop("ZBENCH_CRASH_AT", None)
-    return subprocess.Popen([sys.executable, "-m", "zbench_lib.cli", "sweep", str(spec), "--out", str(out),
-                             "--no-progress"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    argv, env = sweep_child(spec, out, cli=True, ZBENCH_LABS=labs)
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.fixture(scope="module")
