@@ -177,24 +177,40 @@ def ext4_disk(lab, lab_host):
 
 # `run_sweep` in a child process, as `zbench sweep` runs it: a test can kill it, or run another beside it.
 _SWEEP_CHILD = ("import sys\nfrom zbench_lib.sweeps.running.executor import run_sweep\n"
-                "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id=sys.argv[3], progress=False))\n")
+                "print(run_sweep(sys.argv[1], sys.argv[2], sweep_id=sys.argv[3] or None, "
+                "resume_dir=sys.argv[4] or None, progress=False))\n")
 
 
-def _sweep_child(spec, out_root, sweep_id: str, **env) -> tuple[list[str], dict]:
-    """The argv and environment of a child sweep; `env`: the labs it uses (ZBENCH_LAB, ZBENCH_LABS)."""
+def sweep_child(spec, out_root, sweep_id: str = "", *, resume=None, crash_at: str | None = None,
+                cli: bool = False, **env) -> tuple[list[str], dict]:
+    """The argv and environment of a child sweep: the one way the tests launch one.
+
+    `resume`: the sweep directory it completes; `crash_at`: the crash point (core.crash) where it
+    SIGKILLs itself; `cli`: `zbench sweep` itself (no sweep id), which turns a signal into exit
+    128 + n as for a user; `env`: the labs it uses (ZBENCH_LAB, ZBENCH_LABS).
+    """
     environ = dict(os.environ, **env)
     environ.pop("ZBENCH_CRASH_AT", None)         # a crash point is the test's own, never inherited
-    return [sys.executable, "-c", _SWEEP_CHILD, str(spec), str(out_root), sweep_id], environ
+    if crash_at:
+        environ["ZBENCH_CRASH_AT"] = crash_at
+    if cli:
+        assert not sweep_id, "`zbench sweep` names its sweep itself"
+        return [sys.executable, "-m", "zbench_lib.cli", "sweep", str(spec), "--out", str(out_root), "--no-progress",
+                *(["--resume", str(resume)] if resume else [])], environ
+    return [sys.executable, "-c", _SWEEP_CHILD, str(spec), str(out_root), sweep_id, str(resume or "")], environ
 
 
-def _sweep_on_session_lab(spec, out_root, sweep_id, timeout=1500) -> subprocess.CompletedProcess:
-    argv, env = _sweep_child(spec, out_root, sweep_id, ZBENCH_LAB=LAB_TEST_CONFIG["name"])
+def _sweep_on_session_lab(spec, out_root, sweep_id="", *, resume=None, crash_at=None,
+                          timeout=1500) -> subprocess.CompletedProcess:
+    argv, env = sweep_child(spec, out_root, sweep_id, resume=resume, crash_at=crash_at,
+                            ZBENCH_LAB=LAB_TEST_CONFIG["name"])
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture
 def sweep_on_lab(lab):
-    """Run a spec with `run_sweep` in a child process on the session's lab; the CompletedProcess."""
+    """Run a spec with `run_sweep` in a child process on the session's lab (`resume`, `crash_at`:
+    as `sweep_child`); the CompletedProcess."""
     return _sweep_on_session_lab
 
 
@@ -207,7 +223,7 @@ def shared_sweep_on_lab(lab):
     it, so an earlier test's leftover pools are reclaimed here first, as that reclaim would."""
     def run(spec, out_root, sweep_id, timeout=1500):
         _reclaim_leftovers(lab, f"sweep {sweep_id}")
-        return _sweep_on_session_lab(spec, out_root, sweep_id, timeout)
+        return _sweep_on_session_lab(spec, out_root, sweep_id, timeout=timeout)
     return run
 
 
@@ -235,7 +251,7 @@ def start_sweep():
     """Start `run_sweep` of a spec in a child process, its output to `log`; the Popen, left running.
     A file, not a pipe: a sweep's Dask workers write to it too, and a pipe nobody reads fills."""
     def start(spec, out_root, sweep_id: str, log: Path, **env) -> subprocess.Popen:
-        argv, environ = _sweep_child(spec, out_root, sweep_id, **env)
+        argv, environ = sweep_child(spec, out_root, sweep_id, **env)
         with open(log, "w") as out:
             return subprocess.Popen(argv, env=environ, stdout=out, stderr=subprocess.STDOUT, text=True)
     return start

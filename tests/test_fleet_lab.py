@@ -25,7 +25,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import LAB_TEST_CONFIG, own_lab
+from conftest import LAB_TEST_CONFIG, own_lab, sweep_child
 from zbench_lib.core.events import Event
 from zbench_lib.hosts.lab import LabConfig
 from zbench_lib.zfs.pools import find_leftovers
@@ -138,11 +137,8 @@ def _reaped(proc: subprocess.Popen):
 
 def _cli_sweep(spec: Path, out: Path, labs: str) -> subprocess.Popen:
     """`zbench sweep SPEC` on the labs named, as a user starts it (its one-line errors on stderr)."""
-    env = dict(os.environ, ZBENCH_LABS=labs)
-    env.pop("ZBENCH_CRASH_AT", None)
-    return subprocess.Popen([sys.executable, "-m", "zbench_lib.cli", "sweep", str(spec), "--out", str(out),
-                             "--no-progress"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    argv, env = sweep_child(spec, out, cli=True, ZBENCH_LABS=labs)
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -33,6 +32,8 @@ import psutil
 import pytest
 
 from zbench_lib.zfs.pools import find_leftovers
+
+from conftest import LAB_TEST_CONFIG, sweep_child
 
 pytestmark = pytest.mark.lab
 SPEC = Path(__file__).parent / "specs" / "kill.yaml"
@@ -77,10 +78,8 @@ def _events(sweep_dir: Path | None) -> list[dict]:
 
 
 def _launch(out_root: Path, sweep_dir: Path | None) -> subprocess.Popen:
-    argv = [sys.executable, "-m", "zbench_lib.cli", "sweep", str(SPEC), "--out", str(out_root),
-            "--no-progress"] + (["--resume", str(sweep_dir)] if sweep_dir else [])
-    env = dict(os.environ, ZBENCH_LAB="pytest")
-    env.pop("ZBENCH_CRASH_AT", None)
+    """`zbench sweep` itself: the CLI turns the signals into its exit status, as for a user."""
+    argv, env = sweep_child(SPEC, out_root, resume=sweep_dir, cli=True, ZBENCH_LAB=LAB_TEST_CONFIG["name"])
     return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zbench_lib.zfs.pools import find_leftovers, remove_leftovers
+from zbench_lib.zfs.pools import find_leftovers
 
 pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,45 +23,47 @@ def _digests(sweep_dir: Path) -> dict:
             for p in (sweep_dir / "raw").rglob("*") if p.is_file()}
 
 
-def _run(out_root, resume=None, crash_at=None, sweep_id=None):
-    env = dict(os.environ, ZBENCH_LAB="pytest")
-    env.pop("ZBENCH_CRASH_AT", None)
-    if crash_at:
-        env["ZBENCH_CRASH_AT"] = crash_at
-    code = ("import sys\nfrom zbench_lib.sweeps.running.executor import run_sweep\n"
-            "run_sweep(sys.argv[1], sys.argv[2], resume_dir=sys.argv[3] or None, "
-            "sweep_id=sys.argv[4] or None, progress=False)\n")
-    return subprocess.run([sys.executable, "-c", code, str(SPECS / "resume.yaml"), str(out_root),
-                           str(resume or ""), sweep_id or ""], env=env, capture_output=True,
-                          text=True, timeout=900)
+def _events(sweep_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (sweep_dir / "events.jsonl").read_text().splitlines()]
 
 
-def test_killed_sweep_resumes_to_exactly_the_planned_rows(lab, lab_host, tmp_path):
-    sweep_dir = tmp_path / "resume-test"
-    first = _run(tmp_path, crash_at="pool-create", sweep_id="resume-test")
+def test_killed_sweep_resumes_to_exactly_the_planned_rows(lab, lab_host, sweep_on_lab, tmp_path):
+    """SIGKILLed at the two crash points a signal from outside cannot aim at (test_kill_resume_lab
+    kills `zbench sweep` at startup, pool creation, prefill, mid-run and teardown): after a run's
+    raw files are written but before its COMPLETE marker, and after every run is complete but
+    before results.parquet is built; then resumed to exactly the planned rows."""
+    spec, sweep_dir = SPECS / "resume.yaml", tmp_path / "resume-test"
+    first = sweep_on_lab(spec, tmp_path, sweep_dir.name, crash_at="run")
     assert first.returncode == -9, first.stderr[-2000:]
-    history = {}
-    for point in ("prefill", "run", "run", "results"):
-        # A crash leaves its pool behind: it is reported, and removed because we ask.
-        assert find_leftovers(lab_host), f"no leftover pool after a crash at {point}"
-        remove_leftovers(lab_host)
-        before = _digests(sweep_dir)
-        res = _run(tmp_path, resume=sweep_dir, crash_at=point)
-        assert res.returncode == -9, (point, res.stderr[-2000:])
-        after = _digests(sweep_dir)
-        assert all(after.get(k) == v for k, v in before.items()), f"raw files changed ({point})"
-        history[point] = len(after)
-    remove_leftovers(lab_host)
-    final = _run(tmp_path, resume=sweep_dir)
+    (cut,) = list((sweep_dir / "raw").glob("*/attempt-1"))
+    assert (cut / "fio" / "fio.json").is_file() and not (cut / "COMPLETE").exists()   # measured, not complete
+    left = find_leftovers(lab_host)
+    assert left, "no leftover pool after a crash mid-run"          # a crash leaves its pool behind: it is reported
+
+    before = _digests(sweep_dir)
+    second = sweep_on_lab(spec, tmp_path, resume=sweep_dir, crash_at="results")
+    assert second.returncode == -9, second.stderr[-2000:]
+    after = _digests(sweep_dir)
+    assert all(after.get(k) == v for k, v in before.items()), "raw files changed (results)"
+    events = _events(sweep_dir)
+    # ... and removed by the resume, which knows it as its own
+    assert sorted(p for e in events if e["event"] == "leftovers removed" for p in e["pools"]) == sorted(left)
+    assert [(e["run_id"], e["attempt"]) for e in events if e["event"] == "run discarded"] == \
+        [(cut.parent.name, 1)]                      # the run cut off mid-way is redone, not counted
+    assert not (sweep_dir / "results.parquet").exists() and find_leftovers(lab_host) == []
+
+    final = sweep_on_lab(spec, tmp_path, resume=sweep_dir)       # nothing left to run: the rows from raw alone
     assert final.returncode == 0, final.stderr[-3000:]
+    assert _digests(sweep_dir) == after, "raw files changed (final resume)"
     df = pd.read_parquet(sweep_dir / "results.parquet")
     plan = json.loads((sweep_dir / "plan.json").read_text())
     assert len(plan["runs"]) == 4
     assert sorted(df["run_id"]) == sorted(r["run_id"] for r in plan["runs"])   # one row each
     assert not df.duplicated(["run_id", "direction"]).any()
-    events = [json.loads(l)["event"] for l in (sweep_dir / "events.jsonl").read_text().splitlines()]
-    assert events.count("run discarded") >= 2          # runs cut off mid-way were redone
-    assert events[-1] == "finished"
+    assert (df.loc[df["run_id"] == cut.parent.name, "attempt"] == 2).all()
+    events = _events(sweep_dir)
+    assert [e["event"] for e in events].count("run discarded") == 1
+    assert events[-1]["event"] == "finished"
     assert find_leftovers(lab_host) == []
 
 

@@ -262,7 +262,7 @@ PLANNED = {
     # randread at iodepth 1 (buffered reads, for the declared L2ARC warm-up): new cell ids for it
     "templates/sweeps/slog-l2arc-special.yaml": (16, 0, 8, 8, 48, "707f56b8c0cb50f2"),
     "templates/sweeps/tunables.yaml": (6, 0, 6, 6, 18, "a8c1710a7fb9471e"),
-    "tests/specs/l2arc-warmup.yaml": (2, 0, 2, 2, 2, "470d0e0430e4c61b"),
+    "tests/specs/l2arc-warmup.yaml": (2, 0, 2, 2, 2, "24641ca8e144f42e"),
     "templates/sweeps/iodepth-curve.yaml": (7, 0, 1, 1, 35, "60ef1cb52f9f331f"),
     "templates/sweeps/recordsize.yaml": (24, 0, 2, 6, 120, "b98dcd9afbb7f899"),
     "templates/sweeps/resilver.yaml": (6, 0, 6, 6, 12, "3c3ac176dc4c22db"),
@@ -275,7 +275,7 @@ PLANNED = {
     "tests/specs/resume.yaml": (2, 0, 1, 1, 4, "7f5934bac2ed493b"),
     "tests/specs/tiny.yaml": (2, 0, 2, 2, 4, "bde0b59468b13503"),
     # a write workload extended until steady (methods §12.1): not a factor, its runs planned as any
-    "tests/specs/until-steady.yaml": (1, 0, 1, 1, 2, "2c5cee826a2d76dd"),
+    "tests/specs/until-steady.yaml": (1, 0, 1, 1, 1, "d9fafe8a08c6e30f"),
     "tests/specs/zfs-versions.yaml": (4, 0, 2, 2, 8, "b98272f06783dede"),
     "data/examples/scaling/spec.yaml": (300, 44, 75, 75, 300, "e7d25a7b4c01a88e"),
     "data/examples/iodepth-curve/spec.yaml": (7, 0, 1, 1, 35, "60ef1cb52f9f331f"),
