@@ -128,7 +128,7 @@ def test_ext4_on_a_zvol_beside_the_zvol_itself(lab_host, zvol_sweep):
     df = pd.read_parquet(zvol_sweep / "results.parquet").set_index("fs")
     # in each of the two pools, fio on the zvol and on ext4 made on a twin zvol
     assert sorted(df.index) == ["ext4", "ext4", "none", "none"] and (df["iops"] > 0).all()
-    assert (df.loc[["ext4"], "file_size_bytes"] == 96 * 1024 ** 2).all()       # 75% of the 128M zvol
+    assert (df.loc[["ext4"], "file_size_bytes"] == 48 * 1024 ** 2).all()       # 75% of the 64M zvol
     made = [e for e in _events(zvol_sweep) if e["event"] == "filesystem made"]
     assert len(made) == 2 and all(e["fs"] == "ext4" and e["fs_block_size"] == 4096 for e in made), made
     jobs = _jobs(zvol_sweep, "fs")

@@ -251,9 +251,9 @@ PLANNED = {
     "templates/sweeps/baselines.yaml": (18, 3, 4, 6, 54, "a9d4c1dfe232c4f8"),
     "tests/specs/fs-on-zvol.yaml": (2, 0, 1, 2, 2, "eda76ed93d410257"),
     "tests/specs/raw.yaml": (2, 0, 2, 2, 2, "7f596a6009105513"),
-    # draid.yaml x fs-on-zvol.yaml (make test budget): each layout with fs none and ext4, 128M zvols; the
+    # draid.yaml x fs-on-zvol.yaml (make test budget): each layout with fs none and ext4, 64M zvols; the
     # ids are sha1s of those cells' factors as before, with fs, the ext4 file and the volsize added
-    "tests/specs/pool-factors-zvol.yaml": (4, 0, 2, 4, 4, "4a1ed4410ad8f8d6"),
+    "tests/specs/pool-factors-zvol.yaml": (4, 0, 2, 4, 4, "667f20ccfe90ebc2"),
     # pool-settings.yaml x nfs.yaml: each pool (special 0, 1) with access local and nfs, sync standard
     "tests/specs/pool-factors-dataset.yaml": (4, 0, 2, 4, 4, "feb8804853474070"),
     "templates/sweeps/nfs-datastore.yaml": (6, 0, 2, 6, 18, "6ef51dadb0fc104e"),
