@@ -8,10 +8,13 @@ the remote shell.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+import posixpath
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from dataclasses import dataclass
@@ -148,6 +151,33 @@ class Host:
         finally:
             os.unlink(fh.name)
 
+    def write_files(self, remote_dir: str, files: dict[str, str], dirs: tuple[str, ...] = (),
+                    timeout: float = 120) -> None:
+        """Make `remote_dir` (with its missing parents, as mkdir -p), the subdirectories `dirs` and
+        the text files `files` (path relative to `remote_dir` -> text) in one command: a tar
+        stream on the standard input of `tar -x` on the host.
+
+        Not a mkdir and one copy per file: each was a round trip, and a lab's emulated guest
+        takes 0.3-0.6 s to start any process. The archive names no directory above
+        `remote_dir` (tar makes missing ones and leaves existing ones as they are); files are
+        0644 and directories 0755, owned by whoever runs the command (--no-same-owner).
+        """
+        base = _checked_remote_dir(remote_dir)
+        buf = io.BytesIO()
+        now = time.time()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tf:
+            for rel in dirs:
+                info = tarfile.TarInfo(_member(base, rel))
+                info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, now
+                tf.addfile(info)
+            for rel, text in files.items():
+                data = text.encode()
+                info = tarfile.TarInfo(_member(base, rel))
+                info.size, info.mode, info.mtime = len(data), 0o644, now
+                tf.addfile(info, io.BytesIO(data))
+        # the members are remote_dir's path without its leading '/', extracted from '/'
+        self.run(["tar", "-x", "--no-same-owner", "-C", "/", "-f", "-"], input=buf.getvalue(), timeout=timeout)
+
     def close(self) -> None:
         """Release connections; the default host holds none."""
 
@@ -170,6 +200,25 @@ class LocalHost(Host):
     def get(self, remote, local):
         Path(local).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(remote, local)
+
+
+def _checked_remote_dir(remote_dir: str) -> str:
+    """`remote_dir` without its leading '/' (a tar member's prefix); ConfigError unless it is an
+    absolute, normal path below '/' (no '.', '..' or empty component)."""
+    parts = remote_dir.rstrip("/").split("/")
+    if not remote_dir.startswith("/") or len(parts) < 2 or any(p in ("", ".", "..") for p in parts[1:]):
+        raise ConfigError(f"remote directory must be an absolute, normal path below /: {remote_dir!r}")
+    return "/".join(parts[1:])
+
+
+def _member(base: str, rel: str) -> str:
+    """The tar member name of `rel` (relative, normal) under `base`."""
+    if rel == ".":
+        return base
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or any(c in rel for c in "\n\0"):
+        raise ConfigError(f"file name must be a relative, normal path: {rel!r}")
+    return posixpath.join(base, rel)
 
 
 def _text(data) -> str:

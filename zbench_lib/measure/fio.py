@@ -221,17 +221,19 @@ class FioProcess:
 
 
 def execute_fio(host: Host, job_text: str, remote_dir: str, timeout: float | None = None,
-                wrapper: tuple | list = ()) -> FioProcess:
+                wrapper: tuple | list = (), shipped: bool = False) -> FioProcess:
     """Ship `job_text` to `remote_dir` on `host` and run fio there; nothing is fetched yet.
 
     `wrapper` is an argument-list prefix that runs fio's own on the host and exits with its
     status (measure.runner's counters.snap_after_argv: the sampler's snapshot at fio's exit).
+    `shipped`: the caller already wrote `job_text` to `remote_dir`/job.fio (measure.runner
+    ships it with the run's other files, in one command).
     """
     jobs = job_sections(job_text) or ["?"]
     timeout = estimate_timeout(job_text) if timeout is None else timeout
     remote_dir = remote_dir.rstrip("/") or "/"
-    host.run(["mkdir", "-p", remote_dir], timeout=60)
-    host.write_text(f"{remote_dir}/job.fio", job_text)
+    if not shipped:
+        host.write_files(remote_dir, {"job.fio": job_text}, timeout=60)     # the directory too, in one command
     # Run inside remote_dir so the relative log prefix lands there; env -C avoids a shell.
     # json+ is json plus each latency histogram's bins: the cell's tails are read from the
     # merged bins of its runs (fio_hist, docs/methods.md §18), never from averaged percentiles.

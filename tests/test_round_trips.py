@@ -1,0 +1,98 @@
+"""Round trips of one measured run: each command on a lab host costs 0.3-0.6 s (a process started
+in an emulated guest), so `runner.measure` sends as few as it can without changing what it records.
+
+The run itself is real (fio on a file of this machine through LocalHost, no pool); a LocalHost
+that counts its commands says how many went to the host and which.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.hosts.base import LocalHost
+from zbench_lib.measure.run_context import RunContext
+from zbench_lib.measure.runner import measure
+
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+MiB = 1024 ** 2
+
+
+class CountingHost(LocalHost):
+    """This machine, every command it is given kept (argv) in order; puts and popens too."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, ...]] = []
+
+    def run(self, argv, **kwargs):
+        self.calls.append(tuple(str(a) for a in argv))
+        return super().run(argv, **kwargs)
+
+    def popen(self, argv, **kwargs):
+        self.calls.append(("popen", *map(str, argv)))
+        return super().popen(argv, **kwargs)
+
+    def put(self, local, remote):
+        self.calls.append(("put", str(remote)))
+        return super().put(local, remote)
+
+    def get(self, remote, local):
+        self.calls.append(("get", str(remote)))
+        return super().get(remote, local)
+
+    def programs(self) -> list[str]:
+        return [c[0] for c in self.calls]
+
+
+def _measure(tmp_path, host, devices=()):
+    target = tmp_path / "target"
+    with open(target, "wb") as fh:
+        fh.truncate(8 * MiB)
+    raw = tmp_path / "raw"
+    res = measure(host, pool=None, target_path=str(target), devices=list(devices), workload="randread",
+                  overrides={"runtime_s": 1, "ramp_time_s": 0, "size": 8 * MiB, "bs": "4k", "iodepth": 1,
+                             "ioengine": "psync", "direct": 0},
+                  remote_dir=str(tmp_path / "work"), raw_dir=raw,
+                  context=RunContext.from_record({"surface": "raw"}))
+    return res, json.loads((raw / "run.json").read_text())
+
+
+@needs_fio
+def test_the_run_ships_its_directories_scripts_and_job_in_one_command(tmp_path):
+    host = CountingHost()
+    _measure(tmp_path, host)
+    progs = host.programs()
+    assert "mkdir" not in progs and "put" not in progs
+    assert [c for c in host.calls if c[0] == "tar" and "-x" in c] == [("tar", "-x", "--no-same-owner", "-C", "/",
+                                                                        "-f", "-")]
+    work = tmp_path / "work"
+    assert sorted(p.name for p in work.iterdir()) >= ["counters", "fio", "sampler.sh", "snap_after.sh"]
+    assert (work / "fio" / "job.fio").read_text() == (tmp_path / "raw" / "fio" / "job.fio").read_text()
+    # fetched as before: fio's files and the counters, never the job file from the host
+    assert (tmp_path / "raw" / "fio" / "fio.json").exists() and (tmp_path / "raw" / "counters" / "stat.txt").exists()
+
+
+def test_write_files_makes_the_directory_and_its_files(tmp_path):
+    dest = tmp_path / "a" / "b"
+    LocalHost().write_files(str(dest), {"x.sh": "one\n", "sub/y.txt": "two\n"}, dirs=("empty",))
+    assert (dest / "x.sh").read_text() == "one\n" and (dest / "sub" / "y.txt").read_text() == "two\n"
+    assert (dest / "empty").is_dir() and oct((dest / "x.sh").stat().st_mode & 0o777) == "0o644"
+    LocalHost().write_files(str(dest), {"x.sh": "again\n"})        # an existing file is replaced
+    assert (dest / "x.sh").read_text() == "again\n"
+
+
+@pytest.mark.parametrize("remote, files", [
+    ("relative/dir", {"x": ""}),
+    ("/", {"x": ""}),
+    ("/tmp/../etc", {"x": ""}),
+    ("/tmp//x", {"x": ""}),
+    ("/tmp/ok", {"../x": ""}),
+    ("/tmp/ok", {"/etc/x": ""}),
+    ("/tmp/ok", {"a/./b": ""}),
+])
+def test_write_files_refuses_paths_outside_its_directory(remote, files):
+    with pytest.raises(ConfigError):
+        LocalHost().write_files(remote, files)
