@@ -96,3 +96,15 @@ def test_write_files_makes_the_directory_and_its_files(tmp_path):
 def test_write_files_refuses_paths_outside_its_directory(remote, files):
     with pytest.raises(ConfigError):
         LocalHost().write_files(remote, files)
+
+
+@needs_fio
+def test_t1_is_the_hosts_clock_after_fio_exited_read_by_its_wrapper(tmp_path):
+    """One `date` per run (t0, before fio): t1 comes from the wrapper fio runs in, read after fio
+    exited, so it is past fio's own exit stamp, as a separate `date` after the command was."""
+    host = CountingHost()
+    _measure(tmp_path, host)
+    assert host.programs().count("date") == 1
+    rec = json.loads((tmp_path / "raw" / "run.json").read_text())
+    fio_exit = json.loads((tmp_path / "raw" / "fio" / "fio.json").read_text())["timestamp_ms"] / 1000
+    assert rec["t0"] < fio_exit <= rec["t1"] and rec["t_end"] <= rec["t1"]

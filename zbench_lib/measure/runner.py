@@ -13,10 +13,11 @@ import json
 import re
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from zbench_lib.measure.counters import MARK, sampler_argv, sampler_script, snap_after_argv, snap_after_script
+from zbench_lib.measure.counters import (MARK, sampler_argv, sampler_script, snap_after_argv, snap_after_script,
+                                         snap_after_t1)
 from zbench_lib.measure.fio import build_job, collect, execute_fio, fetch_tree
 from zbench_lib.measure.fio_parse import parse_fio_json
 from zbench_lib.measure import workloads
@@ -113,7 +114,12 @@ def measure(host: Host, *, pool: str | None, target_path: str | list[str], devic
             if load:
                 raw_dir.mkdir(parents=True, exist_ok=True)
                 load.write(raw_dir / "controller.json")
-        t1 = _host_time(host)
+        # the host's clock after fio exited, as the wrapper read it (no round trip of its own);
+        # a separate read only if its line is missing
+        t1, fio_stdout = snap_after_t1(proc.result.stdout)
+        proc.result = replace(proc.result, stdout=fio_stdout)
+        if t1 is None:
+            t1 = _host_time(host)
         # a disk lost mid-run shows here (device_lost): in the pool's health, or (raw disks, no pool) in theirs
         health = _pool_health(host, pool) if pool else _devices_present(host, devices)
         # and one after it ends: a window whose last second no layer sampled would be under-counted
