@@ -7,13 +7,16 @@ that counts its commands says how many went to the host and which.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
+import subprocess
 
 import pytest
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.hosts.base import LocalHost
+from zbench_lib.hosts.base import LocalHost, Result
+from zbench_lib.measure import runner
 from zbench_lib.measure.run_context import RunContext
 from zbench_lib.measure.runner import measure
 
@@ -108,3 +111,73 @@ def test_t1_is_the_hosts_clock_after_fio_exited_read_by_its_wrapper(tmp_path):
     rec = json.loads((tmp_path / "raw" / "run.json").read_text())
     fio_exit = json.loads((tmp_path / "raw" / "fio" / "fio.json").read_text())["timestamp_ms"] / 1000
     assert rec["t0"] < fio_exit <= rec["t1"] and rec["t_end"] <= rec["t1"]
+
+
+@needs_fio
+def test_the_sampler_stops_at_the_end_of_its_input_without_a_pkill(tmp_path):
+    host = CountingHost()
+    _measure(tmp_path, host)
+    assert "pkill" not in host.programs()
+    sampler = tmp_path / "work" / "sampler.sh"
+    # stopped as on TERM (its cleanup ran: no fifo left) and no process of it is left
+    assert not (tmp_path / "work" / "counters" / ".zpool.fifo").exists()
+    assert subprocess.run(["pgrep", "-f", str(sampler)], capture_output=True).returncode == 1
+
+
+class _Sampler:
+    """A started sampler as measure holds it: its input, and whether it has ended (a test double of
+    subprocess.Popen: only the calls are counted)."""
+
+    def __init__(self, ends_on_input: bool, ended: bool = False):
+        self.stdin = io.StringIO()
+        self.ends_on_input, self.ended, self.waits = ends_on_input, ended, []
+
+    def poll(self):
+        return 0 if self.ended else None
+
+    def wait(self, timeout):
+        self.waits.append(timeout)
+        if self.stdin.closed and self.ends_on_input or self.ended:
+            self.ended = True
+            return 0
+        raise subprocess.TimeoutExpired("sampler", timeout)
+
+    def kill(self):
+        self.ended = True
+
+
+class _PkillHost(CountingHost):
+    name = "pkill-test"
+
+    def run(self, argv, **kwargs):
+        self.calls.append(tuple(argv))
+        if argv[0] == "pkill":
+            self.pkilled.ended = True
+        return Result(tuple(argv), 0, "", "", 0.0)
+
+
+def test_a_sampler_that_outlives_its_input_is_pkilled_and_then_pkilled_first(monkeypatch):
+    monkeypatch.setattr(runner, "_PKILL_FIRST", set())
+    monkeypatch.setattr(runner, "INPUT_STOP_S", 0.01)
+    host = _PkillHost()
+    host.pkilled = stuck = _Sampler(ends_on_input=False)
+    runner._stop_sampler(host, "/w/run", stuck)
+    assert host.calls == [("pkill", "-TERM", "-f", "/w/run/sampler.sh")] and stuck.stdin.closed and stuck.ended
+    # on that host from then on the pkill goes first, as before, and no time is spent on the input alone
+    host.calls.clear()
+    host.pkilled = later = _Sampler(ends_on_input=False)
+    runner._stop_sampler(host, "/w/run2", later)
+    assert host.calls == [("pkill", "-TERM", "-f", "/w/run2/sampler.sh")] and later.waits == [30]
+
+
+def test_a_sampler_whose_local_end_is_gone_is_pkilled(monkeypatch):
+    """Its ssh client ended early (a dropped connection): the host may still run it."""
+    monkeypatch.setattr(runner, "_PKILL_FIRST", set())
+    host = _PkillHost()
+    host.pkilled = gone = _Sampler(ends_on_input=True, ended=True)
+    runner._stop_sampler(host, "/w/run", gone)
+    assert host.calls == [("pkill", "-TERM", "-f", "/w/run/sampler.sh")]
+    host.calls.clear()
+    host.pkilled = fine = _Sampler(ends_on_input=True)
+    runner._stop_sampler(host, "/w/run", fine)                # ends on its input: no pkill
+    assert host.calls == [] and fine.ended and runner._PKILL_FIRST == set()

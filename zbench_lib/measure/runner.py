@@ -1,8 +1,9 @@
 """One measured run: fio plus layered counters on one clock, and truth checks.
 
 The sampler runs on the host under test (so one clock serves fio, the pool,
-the devices and the CPU), is shipped as a file and stopped by pkill on its
-unique path (and stops by itself if this process dies mid-run); fio runs through
+the devices and the CPU), is shipped as a file and stopped by the end of its input,
+a pipe from this process (so it stops by itself if this process dies mid-run; pkill on
+its unique path if it does not); fio runs through
 a shipped wrapper that has it snapshot as fio exits (docs/methods.md §7.1).
 Everything fetched is kept as it came (raw), then summarised.
 """
@@ -149,11 +150,30 @@ def measure(host: Host, *, pool: str | None, target_path: str | list[str], devic
     return RunResult(raw_dir, (t_start, t_end), context)
 
 
+# How long a tied sampler has to end once its input has (it stops as on TERM, within a second).
+INPUT_STOP_S = 5.0
+# Hosts where one outlived that: there, every later sampler is TERMed by pkill first, as before.
+_PKILL_FIRST: set[str] = set()
+
+
 def _stop_sampler(host: Host, remote_dir: str, sampler) -> None:
-    """TERM the sampler by its unique path, end its input (what stops it if the pkill could not), wait."""
-    host.run(["pkill", "-TERM", "-f", f"{remote_dir}/sampler.sh"], check=False)
+    """End the sampler's input and see it end: tied, it stops as on TERM, and the pkill on its unique
+    path that did this before cost every run a round trip. The pkill is still sent if the sampler has
+    not ended within INPUT_STOP_S (and from then on first, on that host), if it had no piped input, or
+    if its local end was gone already (its host side may not know yet). Then wait, or kill."""
+    pkill = ["pkill", "-TERM", "-f", f"{remote_dir}/sampler.sh"]
+    first = host.name in _PKILL_FIRST or sampler.stdin is None or sampler.poll() is not None
+    if first:
+        host.run(pkill, check=False)
     if sampler.stdin:
         sampler.stdin.close()
+    if not first:
+        try:
+            sampler.wait(INPUT_STOP_S)
+            return
+        except subprocess.TimeoutExpired:
+            _PKILL_FIRST.add(host.name)
+            host.run(pkill, check=False)
     try:
         sampler.wait(30)
     except Exception:
