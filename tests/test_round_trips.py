@@ -14,9 +14,10 @@ import subprocess
 
 import pytest
 
-from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.errors import CommandError, ConfigError
 from zbench_lib.hosts.base import LocalHost, Result
 from zbench_lib.measure import runner
+from zbench_lib.measure.fio import fetch_tree
 from zbench_lib.measure.run_context import RunContext
 from zbench_lib.measure.runner import measure
 
@@ -181,3 +182,33 @@ def test_a_sampler_whose_local_end_is_gone_is_pkilled(monkeypatch):
     host.pkilled = fine = _Sampler(ends_on_input=True)
     runner._stop_sampler(host, "/w/run", fine)                # ends on its input: no pkill
     assert host.calls == [] and fine.ended and runner._PKILL_FIRST == set()
+
+
+@needs_fio
+def test_the_raw_record_comes_back_in_one_command(tmp_path):
+    """fio's files and the counters stream back as one archive on tar's output: no archive written
+    on the host and copied after it."""
+    host = CountingHost()
+    _measure(tmp_path, host)
+    assert "get" not in host.programs()
+    assert [c[:5] for c in host.calls if c[0] == "tar" and "-x" not in c] == [
+        ("tar", "-C", str(tmp_path / "work"), "-cf", "-")]
+    assert not list(tmp_path.glob("*.fetch.tar")) and not list((tmp_path / "raw").rglob("*.tar"))
+
+
+def test_fetch_tree_brings_back_every_byte_and_leaves_out_the_excluded(tmp_path):
+    remote = tmp_path / "remote"
+    (remote / "fio").mkdir(parents=True)
+    (remote / "counters").mkdir()
+    blob = bytes(range(256)) * 4099
+    (remote / "fio" / "fio.json").write_bytes(blob)
+    (remote / "fio" / "job.fio").write_text("[x]\n")
+    (remote / "counters" / "stat.txt").write_text("@@ 1 2\ncpu 1\n")
+    (remote / "other").write_text("not asked for\n")
+    fetch_tree(LocalHost(), str(remote), ["fio", "counters"], tmp_path / "local", exclude=("fio/job.fio",))
+    local = tmp_path / "local"
+    assert (local / "fio" / "fio.json").read_bytes() == blob
+    assert sorted(str(p.relative_to(local)) for p in local.rglob("*")) == [
+        "counters", "counters/stat.txt", "fio", "fio/fio.json"]
+    with pytest.raises(CommandError):
+        fetch_tree(LocalHost(), str(remote), ["missing"], tmp_path / "local2")

@@ -56,7 +56,8 @@ class Host:
         return self._wrap([*self.prefix, *argv] if prefixed else argv)
 
     def run(self, argv, *, timeout: float = 600, check: bool = True,
-            input: str | bytes | None = None, stop_with: list | None = None, prefixed: bool = True) -> Result:
+            input: str | bytes | None = None, stop_with: list | None = None, prefixed: bool = True,
+            binary_stdout: bool = False) -> Result:
         """Run `argv` on the host; raise CommandError on failure when `check`.
 
         A signal that unwinds the caller (Ctrl-C, or SIGTERM turned into SystemExit) while
@@ -67,11 +68,14 @@ class Host:
         `stop_with`, a command that stops it on the host: that is run until the load has
         ended there (see stop_on_host), rather than waiting out a measurement window.
         `prefixed=False` runs it without the host's `prefix` (the lock's own commands).
+        `binary_stdout=True` keeps the standard output as bytes (an archive streamed back).
         """
         argv = [str(a) for a in argv]
         if not argv:
             raise ConfigError("empty command")
-        text = not isinstance(input, bytes)
+        text = not isinstance(input, bytes) and not binary_stdout
+        if binary_stdout and isinstance(input, str):
+            input = input.encode()
         start = time.monotonic()
         try:
             # Its own session: a Ctrl-C at the terminal reaches zbench, which decides, and
@@ -97,10 +101,10 @@ class Host:
             else:
                 _wait_after_interrupt(proc, max(5.0, timeout - (time.monotonic() - start)), self.name, argv)
             raise
-        out, err = _text(out), _text(err)
+        out, err = (out or b"") if binary_stdout else _text(out), _text(err)
         res = Result(tuple(argv), proc.returncode, out, err, time.monotonic() - start)
         if check and proc.returncode != 0:
-            raise CommandError(self.name, argv, proc.returncode, err, out)
+            raise CommandError(self.name, argv, proc.returncode, err, _text(out))
         return res
 
     def stop_on_host(self, proc: subprocess.Popen, stop_with: list, argv=None, budget_s: float = STOP_BUDGET_S) -> None:

@@ -8,6 +8,7 @@ before rendering so that a bad sweep fails before anything touches a disk.
 
 from __future__ import annotations
 
+import io
 import os
 import tarfile
 import re
@@ -191,22 +192,18 @@ class FioRun:
 
 
 def fetch_tree(host: Host, remote_dir: str, parts: list[str], local: Path, exclude=("job.fio",)) -> None:
-    """`parts` of `remote_dir` (files or directories) as one archive: one command and one copy.
+    """`parts` of `remote_dir` (files or directories) as one archive, streamed back on the standard
+    output of the one command that makes it.
 
     Not one copy per file: a run of two jobs writes ten logs, and each copy cost a lab run
-    about half a second. Uncompressed: gzip on an emulated CPU cost more than the bytes it saved.
+    about half a second (so did the copy of an archive written on the host). Uncompressed: gzip
+    on an emulated CPU cost more than the bytes it saved.
     """
-    remote_tar = remote_dir.rstrip("/") + ".fetch.tar"
-    host.run(["tar", "-C", remote_dir, "-cf", remote_tar, *[f"--exclude={x}" for x in exclude], *parts],
-             timeout=300)
+    res = host.run(["tar", "-C", remote_dir, "-cf", "-", *[f"--exclude={x}" for x in exclude], *parts],
+                   timeout=300, binary_stdout=True)
     local.mkdir(parents=True, exist_ok=True)
-    local_tar = local / ".fetch.tar"
-    host.get(remote_tar, local_tar)
-    try:
-        with tarfile.open(local_tar) as tf:
-            tf.extractall(local, filter="data")
-    finally:
-        local_tar.unlink(missing_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(res.stdout)) as tf:
+        tf.extractall(local, filter="data")
 
 
 @dataclass
