@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import subprocess
 
@@ -51,7 +52,7 @@ class CountingHost(LocalHost):
         return [c[0] for c in self.calls]
 
 
-def _measure(tmp_path, host, devices=()):
+def _measure(tmp_path, host, devices=(), target_name=None):
     target = tmp_path / "target"
     with open(target, "wb") as fh:
         fh.truncate(8 * MiB)
@@ -60,7 +61,7 @@ def _measure(tmp_path, host, devices=()):
                   overrides={"runtime_s": 1, "ramp_time_s": 0, "size": 8 * MiB, "bs": "4k", "iodepth": 1,
                              "ioengine": "psync", "direct": 0},
                   remote_dir=str(tmp_path / "work"), raw_dir=raw,
-                  context=RunContext.from_record({"surface": "raw"}))
+                  context=RunContext.from_record({"surface": "raw"}), target_name=target_name)
     return res, json.loads((raw / "run.json").read_text())
 
 
@@ -212,3 +213,56 @@ def test_fetch_tree_brings_back_every_byte_and_leaves_out_the_excluded(tmp_path)
         "counters", "counters/stat.txt", "fio", "fio/fio.json"]
     with pytest.raises(CommandError):
         fetch_tree(LocalHost(), str(remote), ["missing"], tmp_path / "local2")
+
+
+def _fake_zfs(tmp_path, monkeypatch, body: str) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "zfs").write_text("#!/bin/sh\n" + body)
+    (bin_dir / "zfs").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+def test_the_targets_ratio_and_the_kernel_names_are_read_in_one_command(tmp_path, monkeypatch):
+    """compressratio/block and readlink of the devices, at the end of a run: one command, the same
+    answers as each read alone."""
+    _fake_zfs(tmp_path, monkeypatch, 'echo "$@" > "$0.args"; printf "compressratio\\t1.52x\\n'
+                                     'volblocksize\\t16384\\nrecordsize\\t-\\n"\n')
+    (tmp_path / "by-id").mkdir()
+    devices = []
+    for name, real in (("disk-a", "/dev/null"), ("disk-b", "/dev/zero")):
+        (tmp_path / "by-id" / name).symlink_to(real)
+        devices.append(str(tmp_path / "by-id" / name))
+    host = CountingHost()
+    fused = runner._readback_after(host, "tank/v", devices)
+    assert fused == (1.52, 16384, ["null", "zero"]) and len(host.calls) == 1
+    assert (tmp_path / "bin" / "zfs.args").read_text().split() == [
+        "get", "-Hp", "-o", "property,value", "compressratio,volblocksize,recordsize", "tank/v"]
+    assert fused == (*runner._ratio_and_block(host, "tank/v"), runner.kernel_names(host, devices))
+    # no devices: the zfs get alone, and no kernel names read
+    host.calls.clear()
+    assert runner._readback_after(host, "tank/v", []) == (1.52, 16384, None) and len(host.calls) == 1
+
+
+def test_a_failing_readback_fails_as_each_read_alone_did(tmp_path, monkeypatch):
+    _fake_zfs(tmp_path, monkeypatch, 'echo "cannot open \'$6\': dataset does not exist" >&2; exit 1\n')
+    host = CountingHost()
+    with pytest.raises(CommandError) as exc:
+        runner._readback_after(host, "tank/gone", ["/dev/null"])
+    assert exc.value.argv[:2] == ["zfs", "get"] and "does not exist" in str(exc.value)
+    assert [c[0] for c in host.calls] == ["sh", "zfs"]
+
+
+@needs_fio
+def test_a_runs_commands_on_its_host(tmp_path, monkeypatch):
+    """Every command one measured run sends its host, the sampler's polls aside (they wait on it):
+    its files out, the sampler started, t0, fio, the devices' health, the raw record back, and the
+    target's read-back with the devices' kernel names: 6 besides the sampler's start. It was 14:
+    two mkdirs and three copies, a second date, a pkill, an archive's copy and a readlink apart."""
+    _fake_zfs(tmp_path, monkeypatch, 'printf "compressratio\\t1.00x\\nvolblocksize\\t-\\nrecordsize\\t131072\\n"\n')
+    (tmp_path / "disk-a").symlink_to("/dev/null")
+    host = CountingHost()
+    _measure(tmp_path, host, devices=[str(tmp_path / "disk-a")], target_name="tank/ds")
+    assert [p for p in host.programs() if p != "tail"] == ["tar", "popen", "date", "env", "stat", "tar", "sh"]
+    rec = json.loads((tmp_path / "raw" / "run.json").read_text())
+    assert rec["kernel_devices"] == ["null"] and rec["context"]["compressratio"] == 1.0
