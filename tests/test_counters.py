@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from zbench_lib.measure.counters import (parse_sampler_dir, sampler_argv, sampler_script, snap_after_argv,
-                                         snap_after_script, split_snapshots)
+                                         snap_after_script, snap_after_t1, split_snapshots)
 from zbench_lib.measure.procstats import cpu_percent, diskstats_rates, parse_cpu_stat, parse_diskstats
 from zbench_lib.zfs.zfsstats import arc_delta, parse_kstat, parse_txgs, parse_zpool_iostat
 from zbench_lib.core.errors import ZbenchError
@@ -427,11 +427,15 @@ def test_snap_after_runs_the_command_then_signals_its_sampler(tmp_path):
     wrapper.write_text(snap_after_script())
     try:
         command = ["sh", "-c", "sleep 0.2; echo out; echo err >&2; exit 3"]
+        started = time.time()
         res = subprocess.run([*snap_after_argv(str(wrapper), str(out)), *command],
                              capture_output=True, text=True, timeout=10)
         ended = time.time()
-        # the command's status and output, as if it had run alone
-        assert (res.returncode, res.stdout, res.stderr) == (3, "out\n", "err\n")
+        # the command's status and output, as if it had run alone, then the host's clock after it
+        # exited (measure's t1) as the last line
+        t1, stdout = snap_after_t1(res.stdout)
+        assert (res.returncode, stdout, res.stderr) == (3, "out\n", "err\n")
+        assert res.stdout.splitlines()[-1].startswith("zbench-t1 ") and started + 0.2 <= t1 <= ended
         stamps = wait_for_blocks(out, 2, 5)
         assert len(stamps) == 2 and ended - 0.25 < stamps[1] < ended + 1.0, (stamps, ended)
     finally:
@@ -459,6 +463,13 @@ def test_snap_after_signals_no_process_but_its_sampler(tmp_path):
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_snap_after_t1_reads_the_wrappers_last_line_and_leaves_the_rest():
+    assert snap_after_t1("zbench-t1 1700000000.123456789\n") == (1700000000.123456789, "")
+    assert snap_after_t1("fio said\nzbench-t1 12.5\n") == (12.5, "fio said\n")
+    assert snap_after_t1("fio said\n") == (None, "fio said\n")         # no line: t1 is read apart
+    assert snap_after_t1("zbench-t1 \n") == (None, "zbench-t1 \n")     # date failed
 
 
 def test_snap_after_script_is_posix_sh():

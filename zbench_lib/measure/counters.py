@@ -11,7 +11,7 @@ source (no ZFS, no pool) is skipped, never fatal. SIGUSR1 makes it take a snapsh
 
 `snap_after_script()` is the shipped wrapper that runs a command (fio) and then sends the
 sampler that SIGUSR1 on the host itself, so the interval that straddles fio's end is
-milliseconds long (docs/methods.md §7.1).
+milliseconds long (docs/methods.md §7.1); it then prints the host's clock (`snap_after_t1`).
 
 `parse_sampler_dir()` reads such a directory back with the pure parsers of
 procstats and zfsstats (re-exported here) into long tables with columns
@@ -21,6 +21,7 @@ t_s (epoch seconds at the end of the interval), layer, device, metric, value.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -118,6 +119,8 @@ _SNAP_AFTER = r"""#!/bin/sh
 # Sent from the host itself, no SSH round-trip between fio's exit and the snapshot: the
 # sample interval that straddles the end of fio's window is then milliseconds long, and
 # its bytes (all from before the end) are not spread over seconds after it.
+# Then the host's clock, after the command exited, as the last line of its standard output:
+# "zbench-t1 <epoch seconds>" (measure's t1, without a round trip of its own).
 dir=$1
 shift
 "$@"
@@ -129,6 +132,8 @@ case $pid in
     ''|*[!0-9]*) ;;
     *) grep -qaF -- "$dir" "/proc/$pid/cmdline" 2>/dev/null && kill -USR1 "$pid" 2>/dev/null ;;
 esac
+printf 'zbench-t1 '
+date +%s.%N
 exit "$rc"
 """
 
@@ -149,6 +154,19 @@ def snap_after_argv(script_path: str, outdir: str) -> list[str]:
     as the sampler was given it, absolute: the wrapper runs in fio's directory and checks the
     sampler's command line for it."""
     return ["sh", script_path, outdir]
+
+
+_T1_LINE = re.compile(r"^zbench-t1 (\d+(?:\.\d+)?)\n?", re.M)
+
+
+def snap_after_t1(stdout: str) -> tuple[float | None, str]:
+    """(The host clock the wrapper read after its command exited, or None; the command's own
+    standard output without the wrapper's line)."""
+    found = list(_T1_LINE.finditer(stdout))
+    if not found:
+        return None, stdout
+    last = found[-1]
+    return float(last.group(1)), stdout[:last.start()] + stdout[last.end():]
 
 
 def sampler_argv(script_path: str, outdir: str, interval_s: float = 1, pool: str = "",

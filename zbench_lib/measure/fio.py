@@ -8,6 +8,7 @@ before rendering so that a bad sweep fails before anything touches a disk.
 
 from __future__ import annotations
 
+import io
 import os
 import tarfile
 import re
@@ -191,22 +192,18 @@ class FioRun:
 
 
 def fetch_tree(host: Host, remote_dir: str, parts: list[str], local: Path, exclude=("job.fio",)) -> None:
-    """`parts` of `remote_dir` (files or directories) as one archive: one command and one copy.
+    """`parts` of `remote_dir` (files or directories) as one archive, streamed back on the standard
+    output of the one command that makes it.
 
     Not one copy per file: a run of two jobs writes ten logs, and each copy cost a lab run
-    about half a second. Uncompressed: gzip on an emulated CPU cost more than the bytes it saved.
+    about half a second (so did the copy of an archive written on the host). Uncompressed: gzip
+    on an emulated CPU cost more than the bytes it saved.
     """
-    remote_tar = remote_dir.rstrip("/") + ".fetch.tar"
-    host.run(["tar", "-C", remote_dir, "-cf", remote_tar, *[f"--exclude={x}" for x in exclude], *parts],
-             timeout=300)
+    res = host.run(["tar", "-C", remote_dir, "-cf", "-", *[f"--exclude={x}" for x in exclude], *parts],
+                   timeout=300, binary_stdout=True)
     local.mkdir(parents=True, exist_ok=True)
-    local_tar = local / ".fetch.tar"
-    host.get(remote_tar, local_tar)
-    try:
-        with tarfile.open(local_tar) as tf:
-            tf.extractall(local, filter="data")
-    finally:
-        local_tar.unlink(missing_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(res.stdout)) as tf:
+        tf.extractall(local, filter="data")
 
 
 @dataclass
@@ -221,17 +218,19 @@ class FioProcess:
 
 
 def execute_fio(host: Host, job_text: str, remote_dir: str, timeout: float | None = None,
-                wrapper: tuple | list = ()) -> FioProcess:
+                wrapper: tuple | list = (), shipped: bool = False) -> FioProcess:
     """Ship `job_text` to `remote_dir` on `host` and run fio there; nothing is fetched yet.
 
     `wrapper` is an argument-list prefix that runs fio's own on the host and exits with its
     status (measure.runner's counters.snap_after_argv: the sampler's snapshot at fio's exit).
+    `shipped`: the caller already wrote `job_text` to `remote_dir`/job.fio (measure.runner
+    ships it with the run's other files, in one command).
     """
     jobs = job_sections(job_text) or ["?"]
     timeout = estimate_timeout(job_text) if timeout is None else timeout
     remote_dir = remote_dir.rstrip("/") or "/"
-    host.run(["mkdir", "-p", remote_dir], timeout=60)
-    host.write_text(f"{remote_dir}/job.fio", job_text)
+    if not shipped:
+        host.write_files(remote_dir, {"job.fio": job_text}, timeout=60)     # the directory too, in one command
     # Run inside remote_dir so the relative log prefix lands there; env -C avoids a shell.
     # json+ is json plus each latency histogram's bins: the cell's tails are read from the
     # merged bins of its runs (fio_hist, docs/methods.md §18), never from averaged percentiles.

@@ -1,8 +1,9 @@
 """One measured run: fio plus layered counters on one clock, and truth checks.
 
 The sampler runs on the host under test (so one clock serves fio, the pool,
-the devices and the CPU), is shipped as a file and stopped by pkill on its
-unique path (and stops by itself if this process dies mid-run); fio runs through
+the devices and the CPU), is shipped as a file and stopped by the end of its input,
+a pipe from this process (so it stops by itself if this process dies mid-run; pkill on
+its unique path if it does not); fio runs through
 a shipped wrapper that has it snapshot as fio exits (docs/methods.md §7.1).
 Everything fetched is kept as it came (raw), then summarised.
 """
@@ -13,10 +14,11 @@ import json
 import re
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from zbench_lib.measure.counters import MARK, sampler_argv, sampler_script, snap_after_argv, snap_after_script
+from zbench_lib.measure.counters import (MARK, sampler_argv, sampler_script, snap_after_argv, snap_after_script,
+                                         snap_after_t1)
 from zbench_lib.measure.fio import build_job, collect, execute_fio, fetch_tree
 from zbench_lib.measure.fio_parse import parse_fio_json
 from zbench_lib.measure import workloads
@@ -58,8 +60,11 @@ def kernel_names(host: Host, devices: list[str]) -> list[str]:
     """/dev/disk/by-id/... -> vdb etc. (files have no kernel name and are skipped)."""
     if not devices:
         return []
-    reals = host.run(["readlink", "-f", *devices]).stdout.split("\n")   # one call for all of them
-    return [r.rsplit("/", 1)[1] for r in reals if r.startswith("/dev/")]
+    return _kernel_names(host.run(["readlink", "-f", *devices]).stdout)   # one call for all of them
+
+
+def _kernel_names(readlink_stdout: str) -> list[str]:
+    return [r.rsplit("/", 1)[1] for r in readlink_stdout.split("\n") if r.startswith("/dev/")]
 
 
 def _host_time(host: Host) -> float:
@@ -86,10 +91,11 @@ def measure(host: Host, *, pool: str | None, target_path: str | list[str], devic
     job = build_job(workload, **params)
     ramp = float(params.get("ramp_time_s", build_defaults(workload).get("ramp_time_s", 0)) or 0)
     counters = f"{remote_dir}/counters"
-    host.run(["mkdir", "-p", counters])
-    host.write_text(f"{remote_dir}/sampler.sh", sampler_script())
-    # beside the sampler, not in fio's directory (whose files are fetched as the raw record)
-    host.write_text(f"{remote_dir}/snap_after.sh", snap_after_script())
+    # The run's directories, scripts and job file in one command (each of a mkdir and three copies
+    # was a round trip, 0.3-0.6 s to a lab). The wrapper lies beside the sampler, not in fio's
+    # directory (whose files are fetched as the raw record).
+    host.write_files(remote_dir, {"sampler.sh": sampler_script(), "snap_after.sh": snap_after_script(),
+                                  "fio/job.fio": job}, dirs=("counters",))
     # Tied to this process by its input: if this process is killed mid-run, the sampler stops by itself.
     sampler = host.popen(sampler_argv(f"{remote_dir}/sampler.sh", counters, sample_interval_s, pool or "", tied=True),
                          stdin=subprocess.PIPE)
@@ -107,12 +113,17 @@ def measure(host: Host, *, pool: str | None, target_path: str | list[str], devic
             # window's end is then milliseconds long, not up to a stretched sampler loop's
             # seconds, over which its bytes would be spread as if read after the end (issue 34).
             proc = execute_fio(host, job, f"{remote_dir}/fio",
-                               wrapper=snap_after_argv(f"{remote_dir}/snap_after.sh", counters))
+                               wrapper=snap_after_argv(f"{remote_dir}/snap_after.sh", counters), shipped=True)
         finally:
             if load:
                 raw_dir.mkdir(parents=True, exist_ok=True)
                 load.write(raw_dir / "controller.json")
-        t1 = _host_time(host)
+        # the host's clock after fio exited, as the wrapper read it (no round trip of its own);
+        # a separate read only if its line is missing
+        t1, fio_stdout = snap_after_t1(proc.result.stdout)
+        proc.result = replace(proc.result, stdout=fio_stdout)
+        if t1 is None:
+            t1 = _host_time(host)
         # a disk lost mid-run shows here (device_lost): in the pool's health, or (raw disks, no pool) in theirs
         health = _pool_health(host, pool) if pool else _devices_present(host, devices)
         # and one after it ends: a window whose last second no layer sampled would be under-counted
@@ -128,25 +139,47 @@ def measure(host: Host, *, pool: str | None, target_path: str | list[str], devic
     # written zvol can keep fio alive long after its last I/O (measure/window.py).
     t_start, t_end = run_window(t0, fio_run.data, rows, ramp, fallback=(t0, t1))
     context = context.with_recorded(**health)
+    kernel_devices = None
     if target_name:
         # What the data just written compresses to is what the check must judge.
-        ratio, block = _ratio_and_block(host, target_name)
+        ratio, block, kernel_devices = _readback_after(host, target_name, devices)
         context = context.with_recorded(compressratio=ratio)
         if context.block_bytes is None:
             context = context.with_recorded(block_bytes=block)
+    if kernel_devices is None:
+        kernel_devices = kernel_names(host, devices)
     # run.json's spelling of no pool is "" (the shipped raw records and the sampler's argument)
     record = {"t0": t0, "t1": t1, "t_start": t_start, "t_end": t_end, "ramp_s": ramp,
-              "pool": pool or "", "devices": devices, "kernel_devices": kernel_names(host, devices),
+              "pool": pool or "", "devices": devices, "kernel_devices": kernel_devices,
               "workload": workload, "context": context.to_record()}
     (raw_dir / "run.json").write_text(json.dumps(record, indent=1, default=str))
     return RunResult(raw_dir, (t_start, t_end), context)
 
 
+# How long a tied sampler has to end once its input has (it stops as on TERM, within a second).
+INPUT_STOP_S = 5.0
+# Hosts where one outlived that: there, every later sampler is TERMed by pkill first, as before.
+_PKILL_FIRST: set[str] = set()
+
+
 def _stop_sampler(host: Host, remote_dir: str, sampler) -> None:
-    """TERM the sampler by its unique path, end its input (what stops it if the pkill could not), wait."""
-    host.run(["pkill", "-TERM", "-f", f"{remote_dir}/sampler.sh"], check=False)
+    """End the sampler's input and see it end: tied, it stops as on TERM, and the pkill on its unique
+    path that did this before cost every run a round trip. The pkill is still sent if the sampler has
+    not ended within INPUT_STOP_S (and from then on first, on that host), if it had no piped input, or
+    if its local end was gone already (its host side may not know yet). Then wait, or kill."""
+    pkill = ["pkill", "-TERM", "-f", f"{remote_dir}/sampler.sh"]
+    first = host.name in _PKILL_FIRST or sampler.stdin is None or sampler.poll() is not None
+    if first:
+        host.run(pkill, check=False)
     if sampler.stdin:
         sampler.stdin.close()
+    if not first:
+        try:
+            sampler.wait(INPUT_STOP_S)
+            return
+        except subprocess.TimeoutExpired:
+            _PKILL_FIRST.add(host.name)
+            host.run(pkill, check=False)
     try:
         sampler.wait(30)
     except Exception:
@@ -206,11 +239,32 @@ def _devices_present(host: Host, devices: list[str]) -> dict:
     return {"raw_devices_after": {"devices": list(devices), "missing": [d for d in devices if d not in present]}}
 
 
+_RATIO_BLOCK = ["zfs", "get", "-Hp", "-o", "property,value", "compressratio,volblocksize,recordsize"]
+_READLINK_MARK = "zbench-readlink"
+# Both read-backs at the end of a run in one command, each with the arguments it has alone.
+_READBACK_AFTER = (f'{" ".join(_RATIO_BLOCK)} "$1" || exit; shift; echo {_READLINK_MARK}; '
+                   'exec readlink -f "$@"')
+
+
+def _readback_after(host: Host, target_name: str, devices: list[str]) -> tuple[float, int | None, list[str] | None]:
+    """`_ratio_and_block` and, with `devices`, their `kernel_names` (None without), in one command
+    (a round trip less per run). If that command fails, each is read alone, as they were, to fail
+    (or not) as it did."""
+    if devices:
+        res = host.run(["sh", "-c", _READBACK_AFTER, "zbench-readback", target_name, *devices], check=False)
+        props_text, mark, reals = res.stdout.partition(f"{_READLINK_MARK}\n")
+        if res.ok and mark:
+            return (*_parse_ratio_and_block(props_text), _kernel_names(reals))
+    return (*_ratio_and_block(host, target_name), kernel_names(host, devices) if devices else None)
+
+
 def _ratio_and_block(host: Host, target_name: str) -> tuple[float, int | None]:
     """compressratio, and volblocksize of a zvol or recordsize of a dataset (read_amplification's block)."""
-    res = host.run(["zfs", "get", "-Hp", "-o", "property,value", "compressratio,volblocksize,recordsize",
-                    target_name])
-    props = dict(line.split("\t", 1) for line in res.stdout.strip().splitlines())
+    return _parse_ratio_and_block(host.run([*_RATIO_BLOCK, target_name]).stdout)
+
+
+def _parse_ratio_and_block(text: str) -> tuple[float, int | None]:
+    props = dict(line.split("\t", 1) for line in text.strip().splitlines())
     block = next((int(props[k]) for k in ("volblocksize", "recordsize") if props.get(k, "").isdigit()), None)
     return float(props["compressratio"].rstrip("x")), block
 
