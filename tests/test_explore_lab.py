@@ -58,19 +58,23 @@ def test_the_five_line_what_if_runs_in_a_notebook_on_the_lab(lab, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     plain, rich = _texts(nbformat.read(str(tmp_path / "out.ipynb"), as_version=4))
     assert "1x raidz2(6), 16K volblocksize, randwrite 4K" in plain and "on hdd" in plain
-    assert re.search(r"IOPS: [\d,.]+ \(95% CI [\d,.]+-[\d,.]+, n = 2 runs of one pool", plain), plain
-    assert re.search(r"truth checks: \d+ runs, \d+ excluded, \d+ described", plain), plain
     assert "<details><summary>truth checks" in rich and "Beside the models" in rich       # folded in JupyterLab
     assert "application/vnd.plotly.v1+json" in rich                                      # r.plot()
     store = plain.split("STORE ")[1].split()[0]
     df = pd.read_parquet(f"{store}/results.parquet")
+    runs, admitted = df["run_id"].nunique(), A.select_admissible(df)["run_id"].nunique()
+    assert f"truth checks: {runs} runs, {runs - admitted} excluded" in plain, plain
+    if admitted >= 2:
+        assert re.search(r"IOPS: [\d,.]+ \(95% CI [\d,.]+-[\d,.]+, n = 2 runs of one pool", plain), plain
+    else:
+        # A busy machine (host contention) may exclude runs until the cell's attempts are spent:
+        # the summary then gives no interval, and says why, instead of a number it cannot support.
+        assert re.search(r"IOPS: (n/a|[\d,.]+) \(95% CI n/a-n/a", plain) and "raised: " in plain, plain
     # rows: at least the 2 planned runs, more only where a check excluded one and it was replaced
     assert df["run_id"].nunique() >= 2 and set(df["layout"]) == {"raidz2"} and set(df["width"]) == {6}
     assert set(df["volblocksize_bytes"]) == {16384} and set(df["bs_bytes"]) == {4096}
     assert set(df["disk_model"]) == {"hdd"} and (df["iops"] > 0).all()
     assert {"flag_cache_served", "flag_not_steady", "flag_emulation_bound"} <= set(df)   # the truth checks ran
-    admissible = A.select_admissible(df)
-    assert len(admissible) >= 2 or "excluded" in plain
     # the statistics the summary printed are the analysis's own
     s = A.truth_summary(df).set_index("flag")
     assert s.loc["flagged", "runs"] == df["run_id"].nunique()
