@@ -147,34 +147,40 @@ def test_a_sync_log_study_gets_bars_with_intervals(tmp_path):
     assert frame.loc[frame["trace"] == 0, "ylo"].notna().all()                  # the static redraw's intervals
 
 
-def depth_cell_figure(sweep, df):
-    """The figure the compare notebook's depth cell shows for a sweep whose factor is iodepth (its own source,
-    run on the given runs)."""
+def notebook_figures(name, params, monkeypatch, stop="conclusions"):
+    """The figures an analysis notebook shows, its own cells run here (with `params` over its defaults) up to the
+    cell tagged `stop`, and the scope they leave."""
     import nbformat
 
-    from zbench_lib import analysis as A
-    nb = nbformat.read("notebooks/analysis-compare.ipynb", as_version=4)
-    imports = next(c.source for c in nb.cells if c.cell_type == "code" and "report_figures import" in c.source)
-    cell = next(c for c in nb.cells if c.cell_type == "code" and "iodepth" in c.source and "show(" in c.source)
+    from zbench_lib.analysis.report import notebook_display, notebook_sections
     shown = []
-    scope = {"SWEEP_DIR": sweep.path, "other_sweep_dir": "", "display": lambda *a, **k: None}
-    exec(imports, scope)                                           # noqa: S102 (the repository's own notebook)
-    scope.update(A=A, sweep=sweep, df=df, FACTOR="iodepth", cmp=df.iloc[:0], static_figures=False,
-                 show=lambda fig, *a, **k: shown.append(fig))
-    exec(cell.source, scope)                                       # noqa: S102
-    assert len(shown) == 1
-    return shown[0]
+    for module in (notebook_display, notebook_sections):
+        monkeypatch.setattr(module, "show", lambda fig, *a, **k: shown.append(fig))
+    monkeypatch.setattr(notebook_sections, "trust_hint", lambda: None)
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: None)
+    scope: dict = {}
+    for cell in nbformat.read(f"notebooks/{name}.ipynb", as_version=4).cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.cell_type != "code" or stop in tags:
+            continue
+        exec(cell.source, scope)                                   # noqa: S102 (the repository's own notebook)
+        if "parameters" in tags:
+            scope.update(params)
+    return shown, scope
 
 
-def test_the_depth_headline_is_the_compare_pages_iops_p99_curve():
+def test_the_depth_headline_is_the_compare_pages_iops_p99_curve(monkeypatch):
     """Issue 31, items 1 and 7: a depth study's headline is the IOPS-p99 curve with both axes labelled, and the
-    compare notebook draws it with the same builder (it drew its own, with ±1 SD where the index gave 95% CIs)."""
+    compare notebook draws it with the same builder (it drew its own, with ±1 SD where the index gave 95% CIs);
+    issue 32, item 3: the notebook opens with it, first figure, and does not draw it a second time."""
     from zbench_lib import analysis as A
     from zbench_lib.analysis.report.headline import study_headline
     s = A.load_sweep("data/examples/iodepth-curve")
     adm = A.select_admissible(s.results)
     head = study_headline(s, adm)["figure"]
-    page = depth_cell_figure(s, adm)
+    shown, scope = notebook_figures("analysis-compare", {"sweep_dir": "data/examples/iodepth-curve"}, monkeypatch)
+    page = shown[0]
+    assert scope["head"]["kind"] == "depth" and [f.layout.title.text for f in shown].count(head.layout.title.text) == 1
     assert head.layout.xaxis.title.text == "IOPS (mean)" and head.layout.yaxis.title.text.startswith("p99")
     assert "95% CI" in head.layout.title.text and page.layout.title.text == head.layout.title.text
     for a, b in zip(head.data, page.data, strict=True):

@@ -51,7 +51,7 @@ def test_exactly_one_parameters_cell_with_documented_lines(path):
         assert "layout" in names and "run" in names
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p not in ANALYSIS], ids=lambda p: p.stem)
 def test_next_cell_validates(path):
     nb = nbformat.read(str(path), as_version=4)
     nxt = nb.cells[_tagged(nb, "parameters")[0] + 1]
@@ -59,6 +59,19 @@ def test_next_cell_validates(path):
     for m in _params(nb):
         if m["type"] == "bool" or m["name"] in ("sweep_dir", "metric", "margin"):
             assert m["name"] in nxt.source, f"{path.name}: {m['name']} is not validated"
+
+
+@pytest.mark.parametrize("path", ANALYSIS, ids=lambda p: p.stem)
+def test_an_analysis_notebook_validates_its_parameters_in_one_library_call(path):
+    """Issue 32, item 3: the cell after `parameters` is one call, the check `zbench report --param` runs too,
+    and that check knows every parameter the notebook declares."""
+    from zbench_lib.analysis.report.notebook_params import NOTEBOOK_PARAMETERS
+    nb = nbformat.read(str(path), as_version=4)
+    nxt = nb.cells[_tagged(nb, "parameters")[0] + 1]
+    assert _tagged(nb, "validate") == [_tagged(nb, "parameters")[0] + 1]
+    code = [ln for ln in nxt.source.splitlines() if ln.strip() and not ln.startswith(("from ", "import ", "#"))]
+    assert len(code) == 1 and code[0].startswith(f'P = A.check_parameters("{path.stem}", globals())'), code
+    assert NOTEBOOK_PARAMETERS[path.stem] == tuple(m["name"] for m in _params(nb))
 
 
 @pytest.mark.parametrize("path", ANALYSIS, ids=lambda p: p.stem)

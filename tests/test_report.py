@@ -224,7 +224,7 @@ def test_failing_notebook_still_renders_and_raises_one_line(tmp_path, monkeypatc
                       parameters={"analysis-scaling": {"metric": "nonsense"}})
     assert "\n" not in str(info.value) and "report-errors.log" in str(info.value)
     assert (sweep / "report" / "analysis-scaling.html").exists()
-    assert "ValueError" in (sweep / "report" / "report-errors.log").read_text()
+    assert "ConfigError" in (sweep / "report" / "report-errors.log").read_text()
 
 
 def test_report_of_a_missing_sweep(tmp_path, capsys):

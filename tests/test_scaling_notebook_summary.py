@@ -1,6 +1,8 @@
 """Issue 31, item 7: the scaling notebook's "Summary per configuration" averaged different pool shapes
 with the same data disks (raidz1 1x3 at 133 IOPS with 2x2 at 392 as "n 6, mean 263, CoV 0.54")."""
 
+from types import SimpleNamespace
+
 import nbformat
 import pandas as pd
 
@@ -12,7 +14,7 @@ def test_the_summary_cell_never_pools_two_pool_shapes():
     cell = next(c for c in nb.cells if c.cell_type == "code" and "summ = summary(" in c.source)
     df = A.select_admissible(A.load_sweep("data/examples/scaling").results)
     shown = []
-    scope = {"A": A, "df": df, "metric": "iops", "display": shown.append}
+    scope = {"A": A, "df": df, "P": SimpleNamespace(metric="iops"), "compact": lambda t, how, title: shown.append(t)}
     exec(cell.source, scope)                          # noqa: S102 (the repository's own notebook cell)
     summ = scope["summ"]
     assert {"vdevs", "width"} <= set(summ.columns)

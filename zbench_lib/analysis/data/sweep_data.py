@@ -127,6 +127,17 @@ def load_sweep(path) -> Sweep:
     return Sweep(p, spec or {}, prov or {}, df, load_plan(p, ids[0] if len(ids) == 1 else None), hist)
 
 
+def join_sweeps(sweeps: list[Sweep]) -> Sweep:
+    """Sweeps read as one (the compare notebook's two): the first's directory, spec and provenance, every
+    sweep's runs and planned cells, each row keeping its `sweep_id`. Their histograms are left out: run ids
+    name a configuration and a repetition, so two sweeps' bins could merge under one id."""
+    if len(sweeps) == 1:
+        return sweeps[0]
+    plans = [s.plan for s in sweeps if s.plan is not None and len(s.plan)]
+    return sweeps[0]._replace(results=pd.concat([s.results for s in sweeps], ignore_index=True),
+                              plan=pd.concat(plans, ignore_index=True) if plans else sweeps[0].plan, histograms=None)
+
+
 def replacement_runs(events: list[dict]) -> set[str]:
     """Run ids the repetition rule added to replace excluded runs ("runs added", why "replace ...").
 

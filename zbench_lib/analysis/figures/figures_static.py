@@ -285,19 +285,34 @@ def save_static(fig: go.Figure, stem, formats=FORMATS, dpi: int = 150) -> list[P
     return paths
 
 
-def static_png(fig: go.Figure, dpi: int = 96, colors: int = 256) -> bytes:
-    """The figure drawn by `static_figure` as a PNG of at most `colors` palette colours.
+# JupyterLab's plotly extension draws a figure's PNG at its own size until the pointer enters it, cropping
+# what is wider than the output column: about 960 px beside the file browser on a 1,400-px screen.
+MAX_PNG_WIDTH = 920
+
+
+def _png(figure, dpi: float) -> bytes:
+    raw = io.BytesIO()
+    figure.savefig(raw, format="png", dpi=dpi, bbox_inches="tight")
+    return raw.getvalue()
+
+
+def static_png(fig: go.Figure, dpi: int = 96, colors: int = 256, max_width: int = MAX_PNG_WIDTH) -> bytes:
+    """The figure drawn by `static_figure` as a PNG of at most `colors` palette colours and `max_width` pixels.
 
     `show` puts it beside the plotly JSON of each figure a notebook displays, so a viewer
     that runs no JavaScript (a code host's notebook preview) still shows the chart; a
-    palette keeps it near 15-45 KB. Pillow (matplotlib's own PNG writer) reduces it and
-    writes no metadata, so the same figure gives the same bytes and re-stored notebooks
-    do not churn.
+    palette keeps it near 15-45 KB. A wider drawing (a headline of four panels) is drawn again
+    at a lower resolution rather than resampled, so its text stays sharp. Pillow (matplotlib's
+    own PNG writer) reduces it and writes no metadata, so the same figure gives the same bytes
+    and re-stored notebooks do not churn.
     """
     from PIL import Image
-    raw = io.BytesIO()
-    static_figure(fig).savefig(raw, format="png", dpi=dpi, bbox_inches="tight")
-    img = Image.open(io.BytesIO(raw.getvalue())).convert("RGB").quantize(colors, method=Image.Quantize.MEDIANCUT)
+    figure = static_figure(fig)
+    raw = _png(figure, dpi)
+    width = Image.open(io.BytesIO(raw)).size[0]
+    if width > max_width:               # a tight bounding box scales with the resolution
+        raw = _png(figure, dpi * max_width / width)
+    img = Image.open(io.BytesIO(raw)).convert("RGB").quantize(colors, method=Image.Quantize.MEDIANCUT)
     out = io.BytesIO()
     img.save(out, format="png", optimize=True)
     return out.getvalue()

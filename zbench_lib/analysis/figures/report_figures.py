@@ -257,10 +257,11 @@ def ratio_figure(cmp: pd.DataFrame, metric: str, margin: float | None = None) ->
 
 
 def _series_named(frame: pd.DataFrame, series: str | None, others: list[str]) -> pd.DataFrame:
-    """`frame` with `_series`: the series' value and each other varying column, as one line's name."""
+    """`frame` with `_series`: the series' value and each other varying column as a reader says it ("128K",
+    not "volblocksize bytes 131072"), as one line's name."""
     label = frame[series].astype(str) if series else pd.Series("", index=frame.index)
     for c in others:
-        label = label + " " + c.replace("_", " ") + " " + frame[c].astype(str)
+        label = label + " " + frame[c].map(lambda v, c=c: setting_text(c, v))
     return frame.assign(_series=label.str.strip())
 
 
@@ -280,14 +281,17 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
     percentiles are drawn, and only where the text judges them.
     """
     panel = [c for c in ("workload", "direction") if c in df]
+    # A column each level fixes (a mirror's width along layout) would name lines of one point each: not a line
     others = [c for c in varying_columns(df, exclude=tuple(panel) + (factor,) + ((series,) if series else ()))
-              if c not in LAYOUT_COLUMNS or series != "layout"]
+              if (c not in LAYOUT_COLUMNS or series != "layout") and df.groupby(factor)[c].nunique().max() > 1]
     if others:          # a line per configuration, never a point pooling several (disk counts, widths, ...)
         # the tails get the same line names, or none are drawn: a level's several configurations
         # would otherwise share one latency point
         named = tails is not None and all(c in tails for c in others + ([series] if series else []))
         tails = _series_named(tails, series, others) if named else None
-        df, series = _series_named(df, series, others), "_series"
+        # lines in the order of their values (4K, 16K, 128K), not of their names' text
+        df = _series_named(df, series, others).sort_values([*([series] if series else []), *others], kind="stable")
+        series = "_series"
     keys = panel + ([series] if series else []) + [factor]
     panels = [p if isinstance(p, tuple) else (p,) for p in df.groupby(panel, sort=True).groups] if panel else [()]
     with_tails = tails is not None and len(tails) and (tails["status"] == "judged").any()
@@ -308,7 +312,7 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
         m = panel_metric(key[0] if key else "", metric)
         label, scale = metric_label(m)
         s = summary(d, m, keys)
-        for name in sorted(names, key=lambda v: _rank(str(v))):
+        for name in sorted(names, key=lambda v: _rank(str(v))[0]):      # layouts in order, the rest as they came
             g = s[s[series] == name] if series else s
             g = g.assign(_x=g[factor].map(lambda v: _level_text(factor, v))).set_index(factor).reindex(
                 [v for v in levels if v in set(g[factor])]).reset_index()

@@ -5,14 +5,19 @@ below (the questions users ask most first; queue depth, a setting of the workloa
 baseline is ZFS's default where the factor has one (sync=standard, fs none, access local), the
 bare disks where a sweep has them (layout raw), else the first level (layouts in their usual
 order, numbers smallest first).
+
+    comparison_choice(df, factor, baseline)   the compare notebook's factor and baseline ("auto" or named)
+    block_choice(df, baseline)                the block-size notebook's column and baseline (16K, else the largest)
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from zbench_lib.analysis.data.sweep_data import MODULE_PARAM_COLUMNS, parse_level, varying_columns
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER
-from zbench_lib.analysis.data.sweep_data import MODULE_PARAM_COLUMNS
+from zbench_lib.analysis.stats.tables import block_column
+from zbench_lib.core.errors import ConfigError
 
 COMPARE_ORDER = ("zfs", "layout", "sync", "log", "log_mirror", "cache", "special", "special_small_blocks",
                  "model", "log_model", "cache_model", "special_model", "fs", "access", "fill", "logbias",
@@ -65,3 +70,34 @@ def level_order(df: pd.DataFrame, factor: str) -> list:
     it in the order above (sync standard, always, disabled; no log device, then one)."""
     base = auto_baseline(df, factor)
     return [base] + sorted((v for v in _levels(df, factor) if v != base), key=_level_key)
+
+
+def comparison_choice(df: pd.DataFrame, factor: str = "auto", baseline: str = "auto") -> tuple[str, object]:
+    """The factor a comparison takes and its baseline level: as named, else `auto_factor` (the sweeps themselves,
+    `sweep_id`, when the rows hold two) and `auto_baseline` (the first sweep's id along sweep_id)."""
+    two_sweeps = "sweep_id" in df and df["sweep_id"].nunique() > 1
+    chosen = factor if factor != "auto" else "sweep_id" if two_sweeps else auto_factor(df) or "layout"
+    if chosen not in df or df[chosen].nunique() < 2:
+        raise ConfigError(f"factor {chosen!r} takes fewer than two values in these results; "
+                          f"columns that vary: {varying_columns(df)}")
+    if baseline != "auto":
+        return chosen, parse_level(df, chosen, baseline)
+    if chosen == "sweep_id":
+        return chosen, pd.unique(df["sweep_id"])[0]
+    return chosen, auto_baseline(df, chosen)
+
+
+BLOCK_BASELINE = 16384      # the block size others are compared with where a sweep has it: OpenZFS's default
+
+
+def block_choice(df: pd.DataFrame, baseline: str = "auto") -> tuple[str, int]:
+    """The block-size column a sweep varies (volblocksize, else recordsize) and its baseline: as named, else
+    16K where the sweep has it, else the largest size."""
+    block = block_column(df)
+    if block not in df or df[block].nunique() < 2:
+        raise ConfigError("these results do not vary volblocksize or recordsize: use analysis-scaling or "
+                          "analysis-compare for this sweep")
+    if baseline != "auto":
+        return block, parse_level(df, block, baseline)
+    levels = sorted(df[block].dropna().unique())
+    return block, int(BLOCK_BASELINE if BLOCK_BASELINE in levels else levels[-1])

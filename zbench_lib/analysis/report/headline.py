@@ -6,9 +6,10 @@ sweep IOPS and p99 / p99.9 per size; a sync or log-device sweep a bar per config
 interval; a queue-depth sweep the IOPS-p99 curve with both axes labelled; any other factor (release,
 numjobs, ...) its judged metric and tails per level, each level against the baseline. The sentences
 come from `claims.answer`, the figures from `figures.report_figures`; this module picks which, in
-one place: STUDY_TYPES.
+one place: STUDY_TYPES. The analysis notebooks open with the same answer and figure, each asking for its
+own study (a `Focus`: the scaling study, or the factor and baseline the notebook compares).
 
-    study_headline(sweep, adm, include_flagged)   {kind, answers, figure, note}
+    study_headline(sweep, adm, include_flagged, focus=Focus())   {kind, answers, figure, note}
 """
 
 from __future__ import annotations
@@ -25,21 +26,38 @@ from zbench_lib.analysis.data.coverage import cell_status
 from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, Sweep
 from zbench_lib.analysis.figures.report_figures import (plot_configurations, plot_depth_curve, plot_iops_vs_drives,
                                                         plot_levels)
-from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor, level_order
+from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor, block_choice, level_order
 from zbench_lib.analysis.stats.tables import block_column, compare_table, comparison_by, scaling_table
 
 MARGIN = 0.05               # compare_table's default equivalence margin, named in the note
-BLOCK_BASELINE = 16384      # the block-size notebook's default baseline, where the sweep has it
 # A study of durability: what sync writes cost, and what a separate log device (SLOG) gives back.
 SYNC_LOG_FACTORS = ("sync", "log", "log_mirror", "logbias")
 
 
 @dataclass(frozen=True)
+class Focus:
+    """What a headline answers: the study type `kind` (None: the first of STUDY_TYPES that applies), or the
+    `factor` compared and its `baseline` level (None: the study type's own choice), within `margin`."""
+    kind: str | None = None
+    factor: str | None = None
+    baseline: object = None
+    margin: float = MARGIN
+
+
+@dataclass(frozen=True)
 class Study:
-    """What a headline is built from: the sweep, its admissible runs, and the status of its planned cells."""
+    """What a headline is built from: the sweep, its admissible runs, the status of its planned cells, and
+    what it is asked about."""
     sweep: Sweep
     adm: pd.DataFrame
     cells: pd.DataFrame
+    focus: Focus = Focus()
+
+    def chosen(self, factor: str) -> tuple[str, object]:
+        """The factor and baseline compared: the focus's where it names them, else `factor` and its auto baseline."""
+        factor = self.focus.factor or factor
+        base = self.focus.baseline
+        return factor, auto_baseline(self.adm, factor) if base is None else base
 
 
 @dataclass(frozen=True)
@@ -68,7 +86,7 @@ def _comparison(study: Study, factor: str, baseline, also=()) -> tuple[list[dict
     held-equal columns, those `also` names and the factor), and the columns the comparison holds equal."""
     adm = study.adm
     held, _ = comparison_by(adm, factor)
-    cmp = compare_table(adm, "auto", factor, baseline, cells=study.cells)
+    cmp = compare_table(adm, "auto", factor, baseline, margin=study.focus.margin, cells=study.cells)
     by = list(dict.fromkeys([c for c in ("workload", "direction") if c in adm] + held + list(also) + [factor]))
     tails = latency_tails(adm, study.sweep.histograms, by)
     workloads = adm["workload"].dropna().unique() if "workload" in adm else []
@@ -89,9 +107,8 @@ def _scaling(study: Study) -> dict:
 
 
 def _block_study(study: Study) -> dict:
-    block = _block(study.adm)
-    levels = sorted(study.adm[block].dropna().unique())
-    return _levels_study(study, block, BLOCK_BASELINE if BLOCK_BASELINE in levels else levels[-1])
+    block, base = block_choice(study.adm)        # 16K where the sweep has it, not auto_baseline's smallest
+    return _levels_study(study, block, base if study.focus.baseline is None else study.focus.baseline)
 
 
 def _is_sync_log(adm: pd.DataFrame) -> bool:
@@ -100,8 +117,7 @@ def _is_sync_log(adm: pd.DataFrame) -> bool:
 
 def _sync_log(study: Study) -> dict:
     """Bars, not lines: sync=standard/always and a SLOG or none are settings side by side, not a scale."""
-    factor = auto_factor(study.adm)
-    baseline = auto_baseline(study.adm, factor)
+    factor, baseline = study.chosen(auto_factor(study.adm))
     answers, tails, _ = _comparison(study, factor, baseline)
     return dict(answers=answers, figure=plot_configurations(study.adm, factor, level_order(study.adm, factor),
                                                             tails))
@@ -115,13 +131,12 @@ def _depth(study: Study) -> dict:
     """The IOPS-p99 curve, the compare page's own (one builder, one interval): how far depth raises IOPS
     and what each step costs in p99 latency, read off one chart."""
     hue = "layout" if "layout" in study.adm else "workload"       # the line's name, varying or not
-    answers, tails, _ = _comparison(study, "iodepth", auto_baseline(study.adm, "iodepth"), also=(hue,))
+    answers, tails, _ = _comparison(study, *study.chosen("iodepth"), also=(hue,))
     return dict(answers=answers, figure=plot_depth_curve(study.adm, tails, hue=hue))
 
 
 def _factor_study(study: Study) -> dict:
-    factor = auto_factor(study.adm)
-    return _levels_study(study, factor, auto_baseline(study.adm, factor))
+    return _levels_study(study, *study.chosen(auto_factor(study.adm)))
 
 
 # The first type whose `applies` holds names the study: scaling where a layout's disk count varies,
@@ -136,17 +151,35 @@ STUDY_TYPES = (
 )
 
 
-def study_headline(sweep: Sweep, adm: pd.DataFrame, include_flagged: bool = False) -> dict:
+def _kind_of_factor(adm: pd.DataFrame, factor: str) -> str:
+    """The study type a comparison along `factor` makes: block size, sync or log device, queue depth (where the
+    runs have p99), else a factor's levels."""
+    if factor == block_column(adm):
+        return "block"
+    if factor in SYNC_LOG_FACTORS:
+        return "sync-log"
+    return "depth" if factor == "iodepth" and "clat_p99_ns" in adm else "factor"
+
+
+def _study_type(adm: pd.DataFrame, focus: Focus) -> StudyType | None:
+    """The focus's study type (a named factor makes its own), else the first of STUDY_TYPES that applies."""
+    if focus.factor:          # the caller checked that the factor varies: no `applies` of an auto factor
+        kind = _kind_of_factor(adm, focus.factor)
+        return next(t for t in STUDY_TYPES if t.kind == kind)
+    return next((t for t in STUDY_TYPES if (focus.kind in (None, t.kind)) and t.applies(adm)), None)
+
+
+def study_headline(sweep: Sweep, adm: pd.DataFrame, include_flagged: bool = False, focus: Focus = Focus()) -> dict:
     """The answer sentences and headline figure of the study the admissible runs `adm` make (the first of
-    STUDY_TYPES that applies), whichever notebooks the report runs.
+    STUDY_TYPES that applies, or the one `focus` asks for), whichever notebooks the report runs.
 
     `kind` is the study type's (scaling, block, sync-log, depth, factor) or none; `figure` a plotly figure or None.
     """
-    out = dict(kind="none", answers=[], figure=None, note=COMPARE_NOTE.format(margin=MARGIN))
+    out = dict(kind="none", answers=[], figure=None, note=COMPARE_NOTE.format(margin=focus.margin))
     if adm.empty:
         return out
-    study_type = next((t for t in STUDY_TYPES if t.applies(adm)), None)
+    study_type = _study_type(adm, focus)
     if study_type is None:
         return out
-    study = Study(sweep, adm, cell_status(sweep.results, sweep.plan, include_flagged))
+    study = Study(sweep, adm, cell_status(sweep.results, sweep.plan, include_flagged), focus)
     return {**out, "kind": study_type.kind, **study_type.build(study)}

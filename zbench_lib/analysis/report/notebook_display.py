@@ -1,12 +1,13 @@
-"""What the analysis notebooks display: figures, the sweep header, captions, readable tables.
+"""What the analysis notebooks display: figures, captions, readable tables, the hint for static figures.
 
-`header_markdown(sweep)` is every notebook's first output; it also remembers the sweep
-(and any sweep compared with it) so that `show(fig)` can caption each figure with the
-sweep id and the fio parameters of the workloads it shows, and it makes DataFrames
-display readably (`table_format`). Figures reference plotly.js instead of embedding
-it: JupyterLab draws them from their plotly JSON, report pages load the one shared
-plotly.min.js of the report directory; each figure also carries a small PNG (its static
-redraw) for viewers that run no JavaScript.
+`remember(sweep)` (called by `notebook_sections.answer_first`, a notebook's first output) keeps
+the sweep so that `show(fig)` can caption each figure with the sweep id and the fio parameters of
+the workloads it shows, and it makes DataFrames display readably (`table_format`). Figures
+reference plotly.js instead of embedding it: JupyterLab draws them from their plotly JSON, report
+pages load the one shared plotly.min.js of the report directory; each figure also carries a small
+PNG (its static redraw) for viewers that run no JavaScript, and which JupyterLab's plotly extension
+shows until the pointer enters the figure: `trust_hint()` says so in one line that only an
+untrusted notebook (or a static preview) shows.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from zbench_lib.core.sizes import format_size
 from zbench_lib.analysis.report.stamp import caveat_line, zbench_stamp
 
 _figure_ids = itertools.count()
-_SWEEPS: list[Sweep] = []            # sweeps named by header_markdown, first the analysed one
+_SWEEPS: list[Sweep] = []            # the sweeps `remember` keeps, first the analysed one
 
 
 def is_synthetic(sweep: Sweep) -> bool:
@@ -37,24 +38,18 @@ def is_synthetic(sweep: Sweep) -> bool:
 
 
 def sweep_id(sweep: Sweep) -> str:
+    """The sweep's id; sweeps read as one (`sweep_data.join_sweeps`) are 'a vs b'."""
     df = sweep.results
-    return str(df["sweep_id"].iloc[0]) if "sweep_id" in df and len(df) else sweep.spec.get("name", sweep.path.name)
+    if "sweep_id" in df and len(df):
+        return " vs ".join(str(i) for i in pd.unique(df["sweep_id"].dropna()))
+    return sweep.spec.get("name", sweep.path.name)
 
 
-def header_markdown(sweep: Sweep) -> str:
-    """The question, the surface and the size of the sweep, as Markdown (and remember the sweep)."""
+def remember(sweep: Sweep) -> None:
+    """Keep `sweep` for the figures' captions, and make DataFrames display readably."""
     if all(s.path != sweep.path for s in _SWEEPS):
         _SWEEPS.append(sweep)
     use_readable_tables()
-    df, spec = sweep.results, sweep.spec
-    runs = df["run_id"].nunique() if "run_id" in df else len(df)
-    text = (f"**Sweep** `{sweep_id(sweep)}`  \n"
-            f"**Question:** {str(spec.get('question', '(no question written)')).strip()}  \n"
-            f"**Surface:** {spec.get('surface', '(not declared)')} · {runs} runs, {len(df)} result rows")
-    if is_synthetic(sweep):
-        text = ("**SYNTHETIC DATA: made up to test the analysis mechanics, not measured. "
-                "Nothing below is a result.**\n\n" + text)
-    return text
 
 
 def _span(values, size=False) -> str:
@@ -131,3 +126,22 @@ def show(fig: go.Figure, caption: str | None = None) -> None:
     except ConfigError:
         pass
     display(bundle, raw=True)
+
+
+TRUST_HINT = "The figures are static pictures here: in JupyterLab, point at one to make it interactive (zoom, values)."
+TRUST_HINT_TAG = "trust-hint"       # the output's metadata {"zbench": TRUST_HINT_TAG}: the report drops it
+# Where the notebook is untrusted (JupyterLab sanitises its HTML: no script runs) or read where nothing runs (a code
+# host's preview), each figure is its PNG: a code host keeps it; JupyterLab's plotly extension shows it until the
+# pointer enters the figure, then draws the interactive chart (it does so trusted or not: trust makes no figure
+# interactive, so the hint does not ask for it). Where scripts run (a trusted or freshly run notebook, VS Code),
+# the script hides the hint's output area (in JupyterLab; elsewhere the element holding the hint).
+_HINT_HTML = ('<p style="margin:0;color:#555;font-style:italic">{text}</p><script>(function (s) {{ '
+              'var box = s.closest(".jp-OutputArea-child") || s.parentNode; box.style.display = "none"; }})'
+              '(document.currentScript);</script>')
+
+
+def trust_hint() -> None:
+    """One line, before a notebook's first figure, that only a notebook showing static figures shows."""
+    from IPython.display import display
+    display({"text/html": _HINT_HTML.format(text=TRUST_HINT), "text/plain": TRUST_HINT}, raw=True,
+            metadata={"zbench": TRUST_HINT_TAG})

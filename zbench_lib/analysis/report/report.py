@@ -33,7 +33,9 @@ from zbench_lib.analysis.report.headline import study_headline
 from zbench_lib.analysis.report.methods_page import methods_links, write_methods
 from zbench_lib.analysis.report.notebook_display import figure_caption, is_synthetic, sweep_id
 from zbench_lib.analysis.report.pub_tables import export_table, summary_table, write_tables
-from zbench_lib.analysis.report.report_assets import PLOTLY_JS, prepare_notebook, single_file, write_plotlyjs
+from zbench_lib.analysis.report.notebook_params import check_parameters
+from zbench_lib.analysis.report.report_assets import (PLOTLY_JS, conclusions_text, prepare_notebook, single_file,
+                                                      write_plotlyjs)
 from zbench_lib.analysis.report.resilver import resilver_section, resilver_table
 from zbench_lib.analysis.report.stamp import caveat_line, zbench_stamp
 from zbench_lib.core.errors import ConfigError, ZbenchError
@@ -99,7 +101,7 @@ def parse_param(text: str) -> tuple[str, str, object]:
 def _conclusions(nb) -> list[str]:
     for cell in nb.cells:
         if "conclusions" in cell.get("metadata", {}).get("tags", []):
-            text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stdout")
+            text = conclusions_text(cell.get("outputs", []))
             return [line[2:] if line.startswith("- ") else line for line in text.splitlines() if line.strip()]
     return []
 
@@ -175,23 +177,18 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
 
 
 def check_notebook_values(name: str, params: dict) -> None:
-    """Run a notebook's own validation cell (tagged `validate`) on its parameters, in this process.
+    """Check a notebook's parameters (its own defaults, overridden by `params`) as its validation cell does,
+    in this process: `notebook_params.check_parameters`, the one call that cell makes.
 
     A bad --param value was found by the kernel after minutes of work, once the good report was gone
-    (issue 31); the notebook's own rules are applied before anything runs, so the two cannot differ.
+    (issue 31); the same call refuses it before anything runs, with the kernel's one-line message.
     """
     import nbformat
     nb = nbformat.read(str(NOTEBOOK_DIR / f"{name}.ipynb"), as_version=4)
-    cells = {t: c for c in nb.cells for t in c.get("metadata", {}).get("tags", []) if t in ("parameters", "validate")}
-    if "validate" not in cells:
-        return
+    cell = next(c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", []))
     scope: dict = {}
-    exec(compile(cells["parameters"].source, f"{name}:parameters", "exec"), scope)   # noqa: S102 (the repository's own notebook)
-    scope.update(params)
-    try:
-        exec(compile(cells["validate"].source, f"{name}:validate", "exec"), scope)   # noqa: S102 (likewise)
-    except ValueError as exc:
-        raise ConfigError(f"{name}: {exc}") from None
+    exec(compile(cell.source, f"{name}:parameters", "exec"), scope)   # noqa: S102 (the repository's own notebook)
+    check_parameters(name, {**scope, **params})
 
 
 def _check_compare(path) -> None:

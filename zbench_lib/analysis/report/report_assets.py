@@ -3,7 +3,9 @@
     write_plotlyjs(out_dir)          report/plotly.min.js, the one copy every page references
     strip_embedded_plotlyjs(html)    drop a bundle a figure embedded itself (fig.show(), old outputs)
     prepare_notebook(nb)             outputs the report pages need: figures calling the shared
-                                     plotly.js, the conclusions cell as an HTML list
+                                     plotly.js, the conclusions cell as an HTML list, no hint
+                                     that the figures are static (a page's are interactive)
+    conclusions_text(outputs)        the conclusions cell's "- " lines (its Markdown's plain text)
     single_file(out_dir, pages)      report.html: the index and every page in one self-contained file
     dir_size(path)                   bytes under a directory
 """
@@ -15,6 +17,8 @@ import html
 import json
 import re
 from pathlib import Path
+
+from zbench_lib.analysis.report.notebook_display import TRUST_HINT_TAG
 
 PLOTLY_JS = "plotly.min.js"
 _EMBEDDED = re.compile(r"(<script[^>]*>\s*window\.PlotlyConfig\s*=[^<]*</script>\s*)?"
@@ -69,13 +73,28 @@ def prepare_notebook(nb):
             elif PLOTLY_MIME in data:             # a figure shown without text/html: draw it from its JSON
                 fig = pio.from_json(json.dumps(data[PLOTLY_MIME]), skip_invalid=True)
                 data["text/html"] = fig.to_html(full_html=False, include_plotlyjs=False)
+        if "outputs" in cell:
+            outputs = cell["outputs"] = [o for o in outputs if o.get("metadata", {}).get("zbench") != TRUST_HINT_TAG]
         if "conclusions" in cell.get("metadata", {}).get("tags", []):
-            text = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
+            text = conclusions_text(outputs)
             if text.strip():
-                rest = [o for o in outputs if o.get("output_type") != "stream"]
+                rest = [o for o in outputs if o.get("output_type") != "stream" and not _is_markdown(o)]
                 cell["outputs"] = [dict(output_type="display_data", metadata={},
                                         data={"text/html": _conclusions_html(text), "text/plain": text})] + rest
     return nb
+
+
+def _is_markdown(out) -> bool:
+    """A Markdown output (with its plain text): what the conclusions cell displays."""
+    return "text/markdown" in out.get("data", {})
+
+
+def conclusions_text(outputs) -> str:
+    """The conclusions cell's sentences as "- " lines: the plain text of its Markdown, or (a notebook executed
+    before they were Markdown) what it printed."""
+    printed = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
+    plain = ["".join(o["data"].get("text/plain", "")) for o in outputs if _is_markdown(o)]
+    return "\n".join(plain) if plain else printed
 
 
 def dir_size(path) -> int:

@@ -4,14 +4,20 @@
                             p-values as 0.012 or <0.001, counts with thousands separators,
                             True/False/empty as yes/no/not judged; no index; long tables cut
     readable(df)            the same formats as a pandas Styler (for .to_latex() and friends)
+    compact_html(df, how)   a wide table in a few one-line columns (`Compact`): value and interval in one
+                            cell, long texts as numbered notes folded under the table
     use_readable_tables()   make every DataFrame a notebook displays render this way
-                            (called by `header_markdown`, so every analysis notebook has it)
+                            (called by `notebook_display.remember`, so every analysis notebook has it)
+
+Styles are inline attributes, never a <style> block: JupyterLab strips <style> from the outputs of an
+untrusted notebook (every stored notebook opened from disk), and a table must read the same there.
 """
 
 from __future__ import annotations
 
 import html
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 from pandas.io.formats.style import Styler
@@ -22,6 +28,8 @@ from zbench_lib.core.sizes import format_size
 _P_COLUMNS = {"p", "holm_p", "tost_p", "mannwhitney_p", "p_welch", "p_adj"}
 _BLOCK_SIZES = {"bs_bytes", "volblocksize_bytes", "recordsize_bytes", "volsize_bytes"}
 MAX_ROWS = 60
+SHORT = 24            # characters a cell holds on one line: a longer text may wrap, a shorter one never does
+_NOWRAP = "white-space:nowrap"
 
 
 def _missing(v) -> bool:
@@ -105,11 +113,98 @@ def readable_html(df: pd.DataFrame, max_rows: int = MAX_ROWS) -> str:
     head = "".join(f"<th{a}>{html.escape(h)}</th>" for (_, h, _), a in zip(cols, align))
     rows = []
     for values in shown.itertuples(index=False):
-        cells = "".join(f"<td{a}>{html.escape(f(v))}</td>" for (_, _, f), a, v in zip(cols, align, values))
+        cells = "".join(_td(f(v), not n) for (_, _, f), n, v in zip(cols, numeric, values))
         rows.append(f"<tr>{cells}</tr>")
-    note = f"<p><em>… {more} more rows not shown ({len(df)} in all)</em></p>" if more > 0 else ""
+    return _table(head, rows, more, len(df))
+
+
+def _td(text: str, left: bool) -> str:
+    """A cell; a short one never wraps ("randread-4k" broken at its hyphen made rows three lines tall)."""
+    styles = (["text-align:left"] if left else []) + ([_NOWRAP] if len(text) <= SHORT else [])
+    attr = f' style="{";".join(styles)}"' if styles else ""
+    return f"<td{attr}>{html.escape(text)}</td>"
+
+
+def _table(head: str, rows: list[str], more: int, total: int) -> str:
+    note = f"<p><em>… {more} more rows not shown ({total} in all)</em></p>" if more > 0 else ""
     return (f'<div style="overflow-x:auto"><table class="zbench-table"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>{note}')
+
+
+@dataclass(frozen=True)
+class Compact:
+    """How a wide table reads in a notebook: `columns` in order (those absent are skipped); each of `intervals`,
+    (value, low, high), one column "0.978 (0.944–1.01)"; the long texts of `notes` numbered under the table,
+    folded, each row pointing at its note (with a single notes column, by the text's lead: "judged ¹")."""
+    columns: tuple[str, ...]
+    intervals: tuple[tuple[str, str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def _interval_texts(df: pd.DataFrame, value: str, low: str, high: str) -> tuple[str, list[str]]:
+    """The header and cells of a value with its interval, in the value's unit."""
+    header, f = column_format(value, df[value])
+    _, f_end = column_format(low, df[low])
+    cells = [f(v) + (f" ({f_end(lo)}–{f_end(hi)})" if not (_missing(lo) or _missing(hi)) else "")
+             for v, lo, hi in zip(df[value], df[low], df[high])]
+    return f"{header} (95% CI)", cells
+
+
+def _lead(text: str) -> str:
+    """'judged' of 'judged: 3 of 3 pools ...': the word a status starts with, if short."""
+    head, colon, _ = text.partition(":")
+    return head if colon and len(head) <= 12 else ""
+
+
+def _note_cells(df: pd.DataFrame, notes: tuple[str, ...]) -> tuple[list[str], list[tuple[str, int]]]:
+    """Each row's note cell (its numbers, and with one notes column the text's lead) and the numbered notes,
+    each with the rows it is on: a text shared by many rows ("too small: smallest achievable p ...") is one note."""
+    present = [c for c in notes if c in df]
+    numbered: dict[str, list[int]] = {}            # text -> [number, rows]
+    cells = []
+    for _, r in df[present].iterrows():
+        marks, lead = [], ""
+        for c in present:
+            text = "" if _missing(r[c]) else str(r[c]).strip()
+            if not text:
+                continue
+            entry = numbered.setdefault(text if len(present) == 1 else f"{c}: {text}", [len(numbered) + 1, 0])
+            entry[1] += 1
+            marks.append(str(entry[0]))
+            lead = _lead(text) if len(present) == 1 else ""
+        cells.append(" ".join(p for p in (html.escape(lead), f"<sup>{','.join(marks)}</sup>" if marks else "") if p))
+    return cells, [(text, rows) for text, (_, rows) in numbered.items()]
+
+
+def _notes_html(notes: list[tuple[str, int]], names: tuple[str, ...]) -> str:
+    if not notes:
+        return ""
+    items = "".join(f"<li>{html.escape(t)}" + (f" <em>({n} rows)</em>" if n > 1 else "") + "</li>"
+                    for t, n in notes)
+    return (f"<details><summary>{len(notes)} note{'s' if len(notes) > 1 else ''} "
+            f"({', '.join(names)})</summary><ol>{items}</ol></details>")
+
+
+def compact_html(df: pd.DataFrame, how: Compact, max_rows: int = MAX_ROWS) -> str:
+    """`df` as `how` says (see Compact): one-line rows, numbers right-aligned, words left, no index."""
+    df = _prepared(df)
+    more = len(df) - max_rows
+    df = df.head(max_rows) if more > 0 else df
+    spans = {v: (lo, hi) for v, lo, hi in how.intervals if {v, lo, hi} <= set(df.columns)}
+    columns = []                                   # (header, cells, numeric)
+    for c in (c for c in how.columns if c in df):
+        header, cells = _interval_texts(df, c, *spans[c]) if c in spans else \
+            (column_format(c, df[c])[0], [column_format(c, df[c])[1](v) for v in df[c]])
+        columns.append((header, [html.escape(t) for t in cells], df[c].dtype.kind in "fiu"))
+    cells, notes = _note_cells(df, how.notes)
+    if any(cells):
+        columns.append(("note" if len(how.notes) > 1 else how.notes[0], cells, False))
+    left = ' style="text-align:left"'
+    # words in a heading may wrap ("disk equivalents per vdev" on two lines): the rows stay one line each
+    head = "".join(f'<th{"" if n else left}>{html.escape(h.replace("_", " "))}</th>' for h, _, n in columns)
+    rows = ["<tr>" + "".join(f'<td style="{"" if n else "text-align:left;"}{_NOWRAP}">{cs[i]}</td>'
+                             for _, cs, n in columns) + "</tr>" for i in range(len(df))]
+    return _table(head, rows, more, len(df) + max(more, 0)) + _notes_html(notes, how.notes)
 
 
 def use_readable_tables() -> bool:
