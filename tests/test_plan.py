@@ -209,3 +209,11 @@ def test_a_parity_layout_prefills_at_the_labs_parity_ceiling():
     p = expand(spec(**{"lab.disks": 6, "factors": {"layout": ["raidz2"], "disks": [6]}}))
     (t,) = p.targets
     assert t["prefill_s"] == round(t["prefill_bytes"] / LAB_WRITE_CEILING["parity"], 1)
+
+
+def test_describe_says_when_a_write_window_is_too_short_for_the_steady_check():
+    text = expand(spec()).describe()         # 10 s windows
+    assert "randwrite: its windows of 10 s are short for the steady-state check" in text
+    assert "randread: its windows" not in text       # reads are judged per second, not on the lab's write noise
+    long = {"name": "randwrite", "overrides": {"runtime_s": 300, "ramp_time_s": 2}}
+    assert "steady-state check" not in expand(spec(workloads=[long])).describe()

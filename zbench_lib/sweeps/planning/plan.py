@@ -15,11 +15,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from zbench_lib.measure import fio
+from zbench_lib.measure.steady import WRITE_WINDOW_10PCT_S
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.zfs import families
 from zbench_lib.zfs.layouts import Layout
@@ -137,7 +139,8 @@ class Plan:
                  f"{hms(e['wall_attempts_max_s'])} if every run were excluded and replaced",
                  f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
                  f"(up to {e['bytes_written_max'] / GiB:.2f} GiB), prefill {e['prefill_bytes'] / GiB:.2f} GiB",
-                 f"order: {order}; seed {s.seed}"] + describe_warmup(s, e) + _describe_until_steady(s)
+                 f"order: {order}; seed {s.seed}"] + describe_warmup(s, e) + _describe_until_steady(s) \
+            + _describe_steady_power(self.cells)
         if s.faults and s.faults.get("resilver"):
             n = len(self.pools) * (2 if s.faults.get("resilver_load") else 1)
             lines.append(f"plus {n} timed resilvers, not in the estimate (their time is what is measured; "
@@ -165,6 +168,18 @@ def _describe_until_steady(spec: SweepSpec) -> list[str]:
     return [f"{w.name}: each run measures further windows until one is steady, at most "
             f"{w.until_steady.max_windows} (its result is its last window; the estimate's maximum counts them all)"
             for w in spec.workloads if w.until_steady]
+
+
+def _describe_steady_power(cells: list) -> list[str]:
+    """A line per writing workload whose window is too short for the steady-state test to see a 10%
+    drift 80% of the time at the lab's write noise (methods §12; raw disks have no TXG bursts)."""
+    short: dict = {}
+    for c in cells:
+        if not c["reads_only"] and c["factors"]["layout"] != RAW and c["runtime_s"] < WRITE_WINDOW_10PCT_S:
+            short[c["workload"]] = min(c["runtime_s"], short.get(c["workload"], math.inf))
+    return [f"{w}: its windows of {t:g} s are short for the steady-state check: a 10% drift of a write is seen "
+            f"under 80% of the time at the lab's noise ({WRITE_WINDOW_10PCT_S:g} s at best; methods §12)"
+            for w, t in short.items()]
 
 
 def _target_spec(spec: SweepSpec, f: dict, layout: Layout) -> dict:
