@@ -32,20 +32,26 @@ def session_lab_config() -> LabConfig:
 
 
 @contextlib.contextmanager
-def lab_in_thread(cfg: LabConfig):
+def lab_in_thread(cfg: LabConfig, after: threading.Event | None = None):
     """A lab booting in a thread of its own while the caller does something else; yields a function
-    that waits for it. The thread holds the lab until the block ends: a lab's QEMU is sent SIGTERM
-    when the thread that started it ends (PR_SET_PDEATHSIG is per thread)."""
+    that waits for it, whose `up` event is set once the boot ended (up, or failed). The thread holds
+    the lab until the block ends: a lab's QEMU is sent SIGTERM when the thread that started it ends
+    (PR_SET_PDEATHSIG is per thread). `after`: another lab's `up`, waited for before this one boots
+    (one boot after another: a boot is a core of TCG)."""
     booted: queue.Queue = queue.Queue()
-    release = threading.Event()
+    release, up = threading.Event(), threading.Event()
 
     def hold() -> None:
         try:
-            with Lab(cfg) as lab:
-                booted.put(lab)
-                release.wait()
+            if after is None or _waited(after, release):
+                with Lab(cfg) as lab:
+                    booted.put(lab)
+                    up.set()
+                    release.wait()
         except BaseException as exc:            # the boot's failure, raised in the caller's thread
             booted.put(exc)
+        finally:
+            up.set()
 
     thread = threading.Thread(target=hold, name=f"lab {cfg.name}", daemon=True)
     thread.start()
@@ -53,10 +59,13 @@ def lab_in_thread(cfg: LabConfig):
 
     def wait() -> Lab:
         if not got:
+            if after is not None:               # its boot starts once the one before it ended
+                after.wait(timeout=cfg.boot_timeout_s + 300)
             got.append(booted.get(timeout=cfg.boot_timeout_s + 300))
         if isinstance(got[0], BaseException):
             raise got[0]
         return got[0]
+    wait.up = up
     try:
         yield wait
     finally:
@@ -64,19 +73,30 @@ def lab_in_thread(cfg: LabConfig):
         thread.join(timeout=120)
 
 
+def _waited(after: threading.Event, release: threading.Event) -> bool:
+    """True once `after` is set; False if `release` came first (the session ended: boot nothing)."""
+    while not after.wait(1):
+        if release.is_set():
+            return False
+    return not release.is_set()
+
+
 class _Booting:
     """Labs booting in threads while the unit tests run (the lab tests run after them): the
-    session's, and the first lab module's own. A boot is a minute or more of TCG on one core;
-    beside the unit tests it adds nothing to make test's time. One lab of a module's own, not
-    all: a lab that waits idle beside a measuring one counts against it (host_load's
-    OTHER_QEMUS_MAX)."""
+    session's, and module labs (`_early_module_labs`). A boot is a minute or more of TCG on one
+    core; beside the unit tests it adds nothing to make test's time. Not every module's lab: a
+    lab that waits idle beside a measuring one counts against it (host_load's OTHER_QEMUS_MAX),
+    so only labs that wait beside modules marked `idle_labs_ok` boot early, and the first other."""
 
     def __init__(self):
         self._labs: dict[str, tuple[LabConfig, object, contextlib.ExitStack]] = {}
 
-    def start(self, cfg: LabConfig) -> None:
+    def start(self, cfg: LabConfig, after: threading.Event | None = None) -> threading.Event:
+        """Boot `cfg` in a thread (once `after` is set, if given); the event set once it is up."""
         stack = contextlib.ExitStack()
-        self._labs[cfg.name] = (cfg, stack.enter_context(lab_in_thread(cfg)), stack)
+        wait = stack.enter_context(lab_in_thread(cfg, after))
+        self._labs[cfg.name] = (cfg, wait, stack)
+        return wait.up
 
     @contextlib.contextmanager
     def lab(self, cfg: LabConfig):
@@ -99,18 +119,42 @@ _BOOTING = _Booting()
 
 
 def own_lab(cfg: LabConfig):
-    """A lab module's own lab (mark the module `pytest.mark.boots(cfg)` so it may boot early)."""
+    """A lab module's own lab (mark the module `pytest.mark.boots(cfg)` so it may boot early, and
+    `pytest.mark.boots(cfg, idle_labs_ok=True)` if no check of it minds other labs idle beside it:
+    it runs first, with the labs of the modules after it already up)."""
     return _BOOTING.lab(cfg)
 
 
+def _phase(item) -> int:
+    """Unit tests first, then the lab modules that boot a lab of their own (their labs are down
+    before the rest run): those whose checks hold beside idle labs, then the others; then the
+    other lab tests."""
+    if item.get_closest_marker("lab") is None:
+        return 0
+    boots = item.get_closest_marker("boots")
+    if boots is None:
+        return 3
+    return 1 if boots.kwargs.get("idle_labs_ok") else 2
+
+
 def pytest_collection_modifyitems(config, items):
-    # Unit tests first, then the lab modules that boot a lab of their own (their labs are down
-    # before the rest run), then the other lab tests; the order within each is kept.
-    def phase(item) -> int:
-        if item.get_closest_marker("lab") is None:
-            return 0
-        return 1 if item.get_closest_marker("boots") else 2
-    items.sort(key=phase)
+    items.sort(key=_phase)          # the order within each phase is kept
+
+
+def _early_module_labs(items) -> list[LabConfig]:
+    """The module labs to boot before the lab tests, in the order their modules run: the first
+    module's; with unit tests to boot beside, also the next ones while every module before them
+    is marked idle_labs_ok (the first not so marked is the last: its lab must not wait beside
+    a module whose checks mind idle labs)."""
+    labs: list[LabConfig] = []
+    for item in items:
+        boots = item.get_closest_marker("boots")
+        if boots is None or boots.args[0] in labs:
+            continue
+        labs.append(boots.args[0])
+        if not boots.kwargs.get("idle_labs_ok"):
+            break
+    return labs if any(_phase(i) == 0 for i in items) else labs[:1]
 
 
 def pytest_collection_finish(session):
@@ -118,11 +162,12 @@ def pytest_collection_finish(session):
         return
     from zbench_lib.hosts.lab_image import cached_image
     session_lab = any("lab" in getattr(i, "fixturenames", ()) for i in session.items)
-    wanted = [LabConfig(**LAB_TEST_CONFIG)] if session_lab else []
-    wanted += [m.args[0] for i in session.items for m in i.iter_markers("boots")][:1]
-    for cfg in wanted:
+    if session_lab and cached_image(LabConfig(**LAB_TEST_CONFIG).zfs) is not None:
+        _BOOTING.start(LabConfig(**LAB_TEST_CONFIG))
+    before = None       # the session's lab and the first module lab boot together, the others one by one
+    for cfg in _early_module_labs(session.items):
         if cached_image(cfg.zfs) is not None:      # the first boot builds the image: in the fixture, in the open
-            _BOOTING.start(cfg)
+            before = _BOOTING.start(cfg, before)
 
 
 def pytest_sessionfinish(session):

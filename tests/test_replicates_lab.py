@@ -8,13 +8,14 @@ import pytest
 
 from zbench_lib import analysis as A
 from zbench_lib.analysis.stats.stats import summary
+from zbench_lib.hosts.lab_config import serial_of
 from zbench_lib.zfs.pools import find_leftovers
 
 pytestmark = pytest.mark.lab
 SPEC = Path(__file__).parent / "specs" / "replicates.yaml"
 
 
-def test_two_pool_replicates_are_created_anew_and_analysed_at_pool_level(lab_host, sweep_on_lab, tmp_path):
+def test_two_pool_replicates_are_created_anew_and_analysed_at_pool_level(lab, lab_host, sweep_on_lab, tmp_path):
     res = sweep_on_lab(SPEC, tmp_path, "replicates")
     assert res.returncode == 0, res.stderr[-3000:]
     sweep_dir = tmp_path / "replicates"
@@ -35,4 +36,9 @@ def test_two_pool_replicates_are_created_anew_and_analysed_at_pool_level(lab_hos
     assert not s["conditional_on_pool"].any()
     cmp = A.compare_table(df, "iops", "layout", "stripe")
     assert (cmp["unit"] == "pool").all()
+    # the environment record names each of the lab's disks by its own serial (one readlink for all)
+    (prov,) = [json.loads(p.read_text()) for p in sweep_dir.glob("host-provenance-*.json")]
+    assert "devices_error" not in prov, prov["devices_error"]
+    assert all(serial_of(d) in prov[f"device[{d}]"].split() for d in lab.data_disks + lab.extra_disks), \
+        {k: v for k, v in prov.items() if k.startswith("device[")}
     assert find_leftovers(lab_host) == []

@@ -23,7 +23,9 @@ from zbench_lib.measure.run_context import RunContext
 MiB = 1024 ** 2
 LAB21 = LabConfig(disks=4, disk_bytes=512 * MiB, model="custom:iops=400,bw=100M", extra_disks=4,
                   extra_disk_bytes=256 * MiB, name="pytest-zfs21", zfs="2.1")
-pytestmark = [pytest.mark.lab, pytest.mark.boots(LAB21)]
+# idle_labs_ok: pools, properties, refusals and one run's counter layers; no check here is a
+# host-contention or a speed bound, so the labs of the modules after it may wait up beside it.
+pytestmark = [pytest.mark.lab, pytest.mark.boots(LAB21, idle_labs_ok=True)]
 
 
 @pytest.fixture(scope="module")
