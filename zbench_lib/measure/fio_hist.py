@@ -28,10 +28,14 @@ import math
 from fractions import Fraction
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from zbench_lib.measure.fio_parse import DIRECTIONS, PERCENTILES, load_fio_json
+
+if TYPE_CHECKING:  # imported where used: spec validation reaches this module and needs no pandas
+    import pandas as pd
 
 PLAT_BITS = 6                       # fio stat.h FIO_IO_U_PLAT_BITS
 PLAT_VAL = 1 << PLAT_BITS           # FIO_IO_U_PLAT_VAL: bins per power of two
@@ -185,6 +189,8 @@ def judge_run_tails(rows: list[dict], data: dict | None = None) -> list[dict]:
 def judge_tail_frame(df: pd.DataFrame) -> pd.DataFrame:
     """`judge_run_tails` on a results table (one built before the rule): a copy with the
     percentiles blanked and `tail_not_judged`. Sync percentiles are judged on total_ios there."""
+    import pandas as pd
+
     cols = [c for c in (*_CLAT, *_LAT, *_SYNC, "total_ios", "jobname", "groupid") if c in df]
     judged = pd.DataFrame(judge_run_tails(df[cols].to_dict("records")), index=df.index)
     out = df.copy()

@@ -11,10 +11,12 @@ import json
 import math
 import re
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from zbench_lib.core.errors import ZbenchError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DIRECTIONS = ("read", "write", "trim")
 PERCENTILES = {"50.000000": "p50", "90.000000": "p90", "95.000000": "p95",
@@ -131,6 +133,8 @@ def parse_fio_log(text: str) -> pd.DataFrame:
     fio 3.x writes `time, value, ddir, bs[, offset][, prio]`; bw is in KiB/s and
     latencies in ns. With log_avg_msec the bs column is 0 (averaged windows).
     """
+    import pandas as pd  # here: the CLI imports this module to validate specs, which needs no pandas
+
     records = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(",")]
@@ -145,6 +149,8 @@ def parse_fio_logs_dir(path) -> pd.DataFrame:
 
     Columns: prefix, metric (iops, bw, lat, clat, slat), job, t_ms, value, direction, bs.
     """
+    import pandas as pd
+
     frames = []
     for file in sorted(Path(path).glob("*.log")):
         m = _LOG_NAME.match(file.name)

@@ -6,10 +6,13 @@ entry point, and the raw disks (no pool, no family) their IOPS envelope.
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs import families
+
+if TYPE_CHECKING:  # imported where used: spec validation reads this module and needs no pandas
+    import pandas as pd
 
 KiB = 1024
 DEFAULT_VOLBLOCKSIZES = tuple(k * KiB for k in (4, 8, 16, 32, 64, 128))
@@ -82,6 +85,8 @@ def space_table(configs, ashift: int = 12, volblocksizes=DEFAULT_VOLBLOCKSIZES) 
             rows.append(dict(layout=layout, width=width, ashift=ashift, volblocksize_bytes=vbs,
                              parity=p, allocated_bytes=round(vbs / eff), efficiency=eff,
                              charged_bytes=zfs_charged_bytes(vbs, layout, width, ashift)))
+    import pandas as pd
+
     return pd.DataFrame(rows)
 
 

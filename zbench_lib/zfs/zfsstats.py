@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import re
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from zbench_lib.core.errors import ZbenchError
+
+if TYPE_CHECKING:  # imported where used: spec validation reads parse_kstat and needs no pandas
+    import pandas as pd
 
 # ARC counters turned into per-second rates; everything else named here is a gauge.
 ARC_COUNTERS = [
@@ -87,6 +89,8 @@ def parse_txgs(text: str) -> pd.DataFrame:
         if len(parts) != len(TXG_COLUMNS) or not parts[0].isdigit():
             continue
         rows.append([int(parts[0]), int(parts[1]), parts[2], *(int(p) for p in parts[3:])])
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=TXG_COLUMNS)
 
 
@@ -144,4 +148,6 @@ def parse_zpool_iostat(text: str, pool: str | None = None) -> pd.DataFrame:
         row = dict(sample=sample, t_s=t_s, name=name, kind=kind, parent=parent, section=section,
                    **base, **{c: lat.get(c, math.nan) for c in ZPOOL_LATENCY})
         rows.append(row)
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=ZPOOL_COLUMNS)

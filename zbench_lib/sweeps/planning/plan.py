@@ -18,10 +18,9 @@ import json
 import math
 from dataclasses import dataclass, field
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from zbench_lib.measure import fio
-from zbench_lib.measure.steady import WRITE_WINDOW_10PCT_S
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.zfs import families
 from zbench_lib.zfs.layouts import Layout
@@ -37,6 +36,9 @@ from zbench_lib.sweeps.spec.raw_cells import RAW, fio_target, raw_cell, raw_fact
 from zbench_lib.sweeps.planning.estimate import (RUN_OVERHEAD_S, disk_rates as _disk_rates, estimates,
                                                  prefill_seconds)
 from zbench_lib.zfs.targets import Dataset, Zvol
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MiB, GiB = 1024 ** 2, 1024 ** 3
 
@@ -108,6 +110,8 @@ class Plan:
 
     def summary(self) -> pd.DataFrame:
         """One row per cell: ids, factors, planned and maximum runs, estimated time and bytes."""
+        import pandas as pd  # here, not at the top: a dry-run's refusal should not load pandas (~100 MB)
+
         r = self.spec.repetitions
         rows = [{"cell_id": c["cell_id"], "pool_id": c["pool_id"], "target_id": c["target_id"],
                  "pool_replicate": c["pool_replicate"], **c["factors"], "runs_planned": r["pilot"],
@@ -173,6 +177,9 @@ def _describe_until_steady(spec: SweepSpec) -> list[str]:
 def _describe_steady_power(cells: list) -> list[str]:
     """A line per writing workload whose window is too short for the steady-state test to see a 10%
     drift 80% of the time at the lab's write noise (methods §12; raw disks have no TXG bursts)."""
+    # Here, not at the top: steady loads scipy.stats (~100 MB, a second), which expand() does not need.
+    from zbench_lib.measure.steady import WRITE_WINDOW_10PCT_S
+
     short: dict = {}
     for c in cells:
         if not c["reads_only"] and c["factors"]["layout"] != RAW and c["runtime_s"] < WRITE_WINDOW_10PCT_S:
