@@ -108,3 +108,20 @@ def test_the_depth_answer_groups_the_levels_by_verdict_and_says_a_reason_once():
                            "iodepth 16, iodepth 32; not judged at iodepth 64 (4 of 5 runs excluded")
     assert "level 64" not in text and text.count("host_contention") == 1
     assert "p99: iodepth 1 11.4 ms (9.9–13.2)" in text
+
+
+def test_a_tail_the_merged_histograms_cannot_support_is_not_judged_never_a_mean_of_run_percentiles():
+    # Two runs of 3,000 I/Os each, with histograms: 6,000 merged I/Os support a p99 (1,000 needed) but not a
+    # p99.9 (10,000 needed). Each run's own fio p99.9 (5 and 7 ms) is there, as a pre-rule table would have it.
+    rows = pd.DataFrame({"workload": "w", "direction": "read", "run_id": ["a", "b"], "attempt": 1,
+                         "total_ios": 3000, "clat_p99_ns": [2e6, 2e6], "clat_p99_9_ns": [5e6, 7e6],
+                         "tail_not_judged": ""})
+    hist = pd.DataFrame({"run_id": ["a", "a", "b", "b"], "attempt": 1, "direction": "read",
+                         "bin_ns": [1000, 2_000_000, 1000, 2_000_000], "count": [2940, 60, 2940, 60]})
+    t = latency_tails(rows, hist, ["workload", "direction"]).set_index("percentile")
+    assert t.loc["p99.9", "status"] == "not judged: 6000 I/Os, a p99.9 needs 10000"
+    assert np.isnan(t.loc["p99.9", "value_ms"]) and t.loc["p99.9", "source"] == "merged histograms"
+    assert t.loc["p99", "status"] == "judged"
+    # the same runs without histograms (recorded before json+): the labelled mean of their own percentiles
+    own = latency_tails(rows, hist.iloc[:0], ["workload", "direction"]).set_index("percentile")
+    assert own.loc["p99.9", "value_ms"] == 6.0 and own.loc["p99.9", "source"] == "mean of the runs' own percentile"

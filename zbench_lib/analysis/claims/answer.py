@@ -24,6 +24,7 @@ from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS, 
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.core.sizes import format_size
+from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 
 UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "clat_p99_ns": "p99 latency"}
 
@@ -145,12 +146,22 @@ LEAD_LEVELS = 4     # levels from which a sentence groups them by verdict before
 PERCENTILES = {"p99": ("clat_p99_ns", 0.99), "p99.9": ("clat_p99_9_ns", 0.999)}
 
 
+def _merged_tail(t) -> dict:
+    """A cell's percentile from its merged histograms: its value and interval where judged, else
+    no number and cell_tails' reason (too few I/Os for the percentile)."""
+    judged = t["status"] == "judged"
+    ms = (lambda c: t[c] / 1e6) if judged else (lambda c: np.nan)
+    return {"value_ms": ms("value_ns"), "ci_low_ms": ms("ci_low_ns"), "ci_high_ms": ms("ci_high_ns"),
+            "status": t["status"], "source": "merged histograms"}
+
+
 def latency_tails(df: pd.DataFrame, hist: pd.DataFrame | None, by: list) -> pd.DataFrame:
     """p99 and p99.9 per cell of `by`: `value_ms`, `ci_low_ms`, `ci_high_ms`, `status`, `source`.
 
-    From the merged histograms where the store has them (`tails.cell_tails`); a cell without
-    (runs recorded before json+) takes the mean over its units of the runs' own fio
-    percentile with its 95% CI (`stats.summary`), and `source` says which it is.
+    From the merged histograms where the store has them (`tails.cell_tails`), "not judged" with its
+    reason where the merged I/Os cannot support the percentile (never a number made otherwise). Only
+    a cell with no histogram at all (runs recorded before json+) takes the mean over its units of
+    the runs' own fio percentile with its 95% CI (`stats.summary`), and `source` says which it is.
     """
     rows = []
     merged = cell_tails(df, hist, by=by, quantiles=tuple(q for _, q in PERCENTILES.values())) \
@@ -161,11 +172,8 @@ def latency_tails(df: pd.DataFrame, hist: pd.DataFrame | None, by: list) -> pd.D
             key = {c: r[c] for c in by}
             t = merged[(merged["percentile"] == pct) & np.logical_and.reduce(
                 [merged[c] == v for c, v in key.items()])] if len(merged) else merged
-            if len(t) and t.iloc[0]["status"] == "judged":
-                t = t.iloc[0]
-                rows.append({**key, "percentile": pct, "value_ms": t["value_ns"] / 1e6,
-                             "ci_low_ms": t["ci_low_ns"] / 1e6, "ci_high_ms": t["ci_high_ns"] / 1e6,
-                             "status": "judged", "source": "merged histograms"})
+            if len(t) and NO_HISTOGRAM not in t.iloc[0]["status"]:
+                rows.append({**key, "percentile": pct, **_merged_tail(t.iloc[0])})
                 continue
             judged = r["n"] >= 2 and np.isfinite(r["ci95_low"])
             rows.append({**key, "percentile": pct, "value_ms": r["mean"] / 1e6, "ci_low_ms": r["ci95_low"] / 1e6,
