@@ -165,6 +165,24 @@ def test_the_holder_stops_a_gates_shell_between_its_test_and_its_exec_but_not_an
         lock.release()
 
 
+def test_a_signal_during_the_locks_handshake_lets_the_lock_go(lock_path):
+    """Ctrl-C lands as the holder says "held": the lock is not left held behind the unwinding sweep."""
+    class Interrupted(LocalHost):
+        def popen(self, argv, **kw):
+            proc = super().popen(argv, **kw)
+            real = proc.stdout
+
+            class Said:
+                def readline(self):
+                    assert real.readline() == "held\n"     # the lock is ours now
+                    raise KeyboardInterrupt
+            proc.stdout = Said()
+            return proc
+    with pytest.raises(KeyboardInterrupt):
+        HostLock(Interrupted(), LockOwner("zbench sweep cut", "c07")).acquire()
+    check_free(LocalHost())
+
+
 # -- one session, one function: a single host's sweep and a fleet's ------------------------------------------
 def test_the_single_host_and_the_fleet_hold_their_hosts_through_one_function():
     assert sweep_host.session is host_lock.session and fleet_open.session is host_lock.session

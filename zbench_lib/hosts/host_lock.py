@@ -176,12 +176,18 @@ class HostLock:
 
     def acquire(self) -> None:
         # The holder must not carry the token it stops: started without the host's gate, and given the
-        # token and its variable's name apart (no argument of its is the tag "NAME=token").
+        # token and its variable's name apart (none of its arguments is the tag "NAME=token").
         holder_argv = ["flock", "-n", "-E", str(BUSY_EXIT), LOCK_PATH, "sh", "-c", _HOLDER, "zbench-lock",
                        self.owner.text, OWNER_PATH, live_path(self.owner.token), TAG_ENV, self.owner.token, STOPPING]
         proc = self.host.popen(holder_argv, stdin=subprocess.PIPE, prefixed=False)
         # One line: "held" once the lock is ours; nothing (the pipe closed) when flock gave up.
-        if proc.stdout.readline().strip() != "held":
+        try:
+            said = proc.stdout.readline().strip()
+        except BaseException:           # a signal mid-way: the holder may hold the lock already, let it go
+            self._proc = proc
+            self.release()
+            raise
+        if said != "held":
             code = proc.wait(timeout=60)
             err = proc.stderr.read().strip()
             if code == BUSY_EXIT:
