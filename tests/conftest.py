@@ -8,6 +8,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -245,11 +246,34 @@ def sweep_child(spec, out_root, sweep_id: str = "", *, resume=None, crash_at: st
     return [sys.executable, "-c", _SWEEP_CHILD, str(spec), str(out_root), sweep_id, str(resume or "")], environ
 
 
+def wait_lock_free(host, timeout: float = 120) -> None:
+    """Until no sweep holds `host`'s on-host lock. A killed sweep's lock goes once its holder has stopped
+    what the session left on the host (hosts.host_lock): a sweep launched meanwhile is refused in one
+    line, as a user's would be, so a test that kills a sweep waits for this before the next launch."""
+    from zbench_lib.hosts.host_lock import HostBusy, check_free
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            check_free(host)
+            return
+        except HostBusy as exc:
+            assert time.monotonic() < deadline, f"the lock outlived its killed sweep by {timeout} s: {exc}"
+            time.sleep(0.5)
+
+
 def _sweep_on_session_lab(spec, out_root, sweep_id="", *, resume=None, crash_at=None,
                           timeout=1500) -> subprocess.CompletedProcess:
     argv, env = sweep_child(spec, out_root, sweep_id, resume=resume, crash_at=crash_at,
                             ZBENCH_LAB=LAB_TEST_CONFIG["name"])
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    if crash_at:                # it SIGKILLed itself: its lock on the lab goes once its holder has cleaned up
+        from zbench_lib.hosts.lab_state import connect_lab
+        host = connect_lab(LAB_TEST_CONFIG["name"])
+        try:
+            wait_lock_free(host)
+        finally:
+            host.close()
+    return res
 
 
 @pytest.fixture

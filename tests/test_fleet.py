@@ -232,7 +232,7 @@ def test_a_killed_holder_stops_its_sessions_commands_on_the_host_before_its_lock
             f"host_lock.LOCK_PATH = {str(lock_path / 'zbench.lock')!r}\n"
             f"host_lock.OWNER_PATH = {str(lock_path / 'zbench.lock.owner')!r}\n"
             "owner = host_lock.LockOwner('doomed', 'd00d')\nhost = LocalHost()\n"
-            "host_lock.HostLock(host, owner).acquire()\nhost.prefix = host_lock.gate(owner)\n"
+            "host_lock.HostLock(host, owner).acquire()\nhost.gate = host_lock.gate(owner)\n"
             "print(host.popen(['sleep', '300']).pid, flush=True)\ntime.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     sleeper = int(proc.stdout.readline())
@@ -244,7 +244,7 @@ def test_a_killed_holder_stops_its_sessions_commands_on_the_host_before_its_lock
     _free_once_stopped(doomed)
     assert _ended(sleeper)
     late = LocalHost()                  # a worker of the dead controller, at its next step
-    late.prefix = gate(doomed)
+    late.gate = gate(doomed)
     with pytest.raises(CommandError, match=r"(?s)exit 125.*its sweep no longer holds this host"):
         late.run(["true"])
     assert not owned_by(late, doomed)
@@ -256,7 +256,7 @@ def test_a_holder_killed_on_the_host_leaves_nothing_the_next_holder_would_share_
     lost, host = LockOwner("killed on the host", "dead"), LocalHost()
     orphan = HostLock(host, lost)
     orphan.acquire()
-    host.prefix = gate(lost)
+    host.gate = gate(lost)
     sleeper = host.popen(["sleep", "300"]).pid
     assert _tagged(sleeper, lost.token)
     os.kill(int((lock_path / "zbench.lock.owner").read_text().split()[-1]), signal.SIGKILL)   # the holder's sh
@@ -299,7 +299,7 @@ def pool(owner, lock_dir, report):
     was, host_lock.LOCK_PATH = host_lock.LOCK_PATH, f"{lock_dir}/zbench.lock"   # the gate's marker is beside it
     try:
         host = LocalHost()
-        host.prefix = host_lock.gate(owner)
+        host.gate = host_lock.gate(owner)
         step = host.popen(["sleep", "300"])
         Path(report).write_text(f"{os.getpid()} {step.pid}\\n")
         step.wait()

@@ -33,7 +33,7 @@ import pytest
 
 from zbench_lib.zfs.pools import find_leftovers
 
-from conftest import LAB_TEST_CONFIG, sweep_child
+from conftest import LAB_TEST_CONFIG, sweep_child, wait_lock_free
 
 pytestmark = pytest.mark.lab
 SPEC = Path(__file__).parent / "specs" / "kill.yaml"
@@ -174,6 +174,7 @@ def test_sweeps_killed_at_random_points_resume_to_exactly_their_plan(lab, lab_ho
         if landed:
             rc, err = _kill(proc, sig)
             kills += 1
+            wait_lock_free(lab_host)        # a SIGKILLed sweep's lock goes once its holder has cleaned up
         else:
             _, err = proc.communicate(timeout=1500)
             rc = proc.returncode

@@ -1,4 +1,5 @@
-"""Sweeps on the lab: resume after crashes, and the notebook under papermill."""
+"""Sweeps on the lab: resume after crashes, the notebook under papermill, and the lab's lock held
+by another sweep (a single host's sweep is refused in one line, then runs once it is free)."""
 
 import hashlib
 import json
@@ -11,7 +12,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from zbench_lib.hosts.host_lock import HostLock, LockOwner, check_free
 from zbench_lib.zfs.pools import find_leftovers
+
+from conftest import LAB_TEST_CONFIG, sweep_child
 
 pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,3 +114,43 @@ def test_zbench_sweep_shows_progress_in_the_terminal_on_a_lab_sweep(lab, tmp_pat
     assert last and any(abs(last[-1] - v) <= 0.5 for v in per_run), (last, per_run.to_dict())
     assert "Kernel is running over TCP" not in res.stderr             # the transport warning is gone
     assert (sweep_dir / "sweep.ipynb").exists()
+
+
+# One run of one pool on one of the session lab's disks: 2 s window, no prefill.
+HELD = """name: held
+question: Is a sweep on a lab another sweep holds refused, and run once the lab is free?
+surface: zvol
+host: lab
+lab: {disks: 1, disk_size: 1G, model: "custom:iops=400,bw=100M", extra_disks: 0}
+factors: {layout: [stripe], disks: [1], volblocksize: [16k]}
+target: {volsize: 32M, compression: "off", primarycache: metadata}
+workloads:
+  - {name: randread, overrides: {runtime_s: 2, ramp_time_s: 1, bs: 16k, numjobs: 1, iodepth: 4}}
+repetitions: {fixed: 1, max_attempts: 1}
+seed: 5
+"""
+
+
+def test_a_sweep_on_a_lab_another_sweep_holds_is_refused_in_one_line_and_runs_once_it_is_free(lab, lab_host,
+                                                                                             tmp_path):
+    """The lab's on-host lock held from here by a foreign owner (a colleague's sweep, or a second
+    controller): `zbench sweep` on the lab is refused in one line naming that owner, exit 2, with no
+    store directory and no pool; let go, the same command runs its sweep, and lets the lock go at its end."""
+    spec, out = tmp_path / "held.yaml", tmp_path / "sweeps"
+    spec.write_text(HELD)
+    argv, env = sweep_child(spec, out, cli=True, ZBENCH_LAB=LAB_TEST_CONFIG["name"])
+    theirs = LockOwner("zbench sweep theirs from ctl9 pid 7", "07e5")
+    with HostLock(lab_host, theirs):
+        refused = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+        assert find_leftovers(lab_host) == []
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 2 and len(lines) == 1, refused.stderr[-3000:]
+    assert re.fullmatch(rf"zbench: lab:{LAB_TEST_CONFIG['name']} is busy: {re.escape(theirs.text)} holds "
+                        r"/run/zbench\.lock \(one sweep at a time on a host\)", lines[0]), lines
+    assert not out.exists()
+    ran = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    (sweep_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    assert len(pd.read_parquet(sweep_dir / "results.parquet")["run_id"].unique()) == 1
+    assert find_leftovers(lab_host) == []
+    check_free(lab_host)                        # the sweep let the lab's lock go at its end

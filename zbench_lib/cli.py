@@ -93,17 +93,21 @@ def cmd_sweep(args):
     if args.dry_run:
         print(plan.describe())
         print(bytes_written_note(spec))
-    # Real hosts are checked before anything is created: a refusal is one line, and --out stays as it was.
+    # Hosts are checked before anything is created (a real host's devices, every host's lock): a refusal
+    # is one line, and --out stays as it was.
     if spec.host_count > 1:      # a fleet: each host reached, checked and not locked, one fleet together
         from zbench_lib.sweeps.running.fleet_open import preflight_fleet
         found = preflight_fleet(spec)
         if args.dry_run:
             print("\n".join(found))
-    elif spec.host != "lab":
+    elif spec.host != "lab":   # and its lock: another sweep's host is refused in one line naming its holder
         from zbench_lib.sweeps.running.doctor import preflight_spec
         findings = preflight_spec(spec)
         if args.dry_run:
             print(f"host {spec.host}:\n" + "\n".join("  " + f.line() for f in findings))
+    else:                      # a running lab the sweep would use, held by another sweep: the same line
+        from zbench_lib.sweeps.running.sweep_host import check_labs_free
+        check_labs_free(spec, plan)
     if args.dry_run:
         return 0
     if args.scheduler:

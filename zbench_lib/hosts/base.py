@@ -45,15 +45,20 @@ class Host:
     """Base class: run argument lists, copy files in and out."""
 
     name = "host"
-    # Put before every command (inside sudo): a fleet's session runs its commands through its lock's
-    # gate (hosts.host_lock.gate), so none starts once the session has lost the host.
-    prefix: tuple[str, ...] = ()
+    # A sweep's session (hosts.host_lock.session: one host's, or each host of a fleet) runs every command
+    # through its lock's gate (a hosts.host_lock.Gate), so none starts once the session has lost the host.
+    gate = None
 
     def _wrap(self, argv: list[str]) -> list[str]:
         raise NotImplementedError
 
+    def _gated(self, argv: list[str], gate) -> list[str]:
+        """`argv` through `gate`: its shell text, run by /bin/sh on this machine (SSHHost: the remote
+        command, run by the shell ssh starts on the host)."""
+        return self._wrap(["/bin/sh", "-c", gate.shell(argv)])
+
     def _command(self, argv: list[str], prefixed: bool) -> list[str]:
-        return self._wrap([*self.prefix, *argv] if prefixed else argv)
+        return self._gated(argv, self.gate) if prefixed and self.gate is not None else self._wrap(argv)
 
     def run(self, argv, *, timeout: float = 600, check: bool = True,
             input: str | bytes | None = None, stop_with: list | None = None, prefixed: bool = True,
@@ -67,7 +72,7 @@ class Host:
         timeout and said on the terminal, before the signal goes on. A long load (fio) gives
         `stop_with`, a command that stops it on the host: that is run until the load has
         ended there (see stop_on_host), rather than waiting out a measurement window.
-        `prefixed=False` runs it without the host's `prefix` (the lock's own commands).
+        `prefixed=False` runs it without the host's `gate` (the lock's own commands).
         `binary_stdout=True` keeps the standard output as bytes (an archive streamed back).
         """
         argv = [str(a) for a in argv]

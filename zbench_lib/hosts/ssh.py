@@ -86,8 +86,16 @@ class SSHHost(Host):
     def _wrap(self, argv):
         if self.sudo:
             argv = ["sudo", "-n", "--", *argv]
-        remote = " ".join(shlex.quote(a) for a in argv)
-        return [*self._ssh_base(), "--", self.destination, remote]
+        return self._remote(" ".join(shlex.quote(a) for a in argv))
+
+    def _gated(self, argv, gate):
+        # The gate's text is the remote command itself: the login shell sshd starts anyway runs it
+        # (no shell or env of its own on the host), with sudo inside it.
+        return self._remote(gate.shell(argv, sudo=self.sudo))
+
+    def _remote(self, command: str) -> list[str]:
+        """ssh running `command`, one string for the remote login shell."""
+        return [*self._ssh_base(), "--", self.destination, command]
 
     def _scp(self, src, dst, timeout=600):
         argv = ["scp", "-q", *self._opts] + (["-P", str(self._port)] if self._port else []) + [src, dst]
@@ -106,7 +114,8 @@ class SSHHost(Host):
         Path(local).parent.mkdir(parents=True, exist_ok=True)
         if self.sudo:
             argv = ["cat", remote]
-            proc = subprocess.run(self._wrap(argv), capture_output=True, stdin=subprocess.DEVNULL, timeout=600)
+            proc = subprocess.run(self._command(argv, True), capture_output=True, stdin=subprocess.DEVNULL,
+                                  timeout=600)
             if proc.returncode != 0:
                 raise CommandError(self.name, argv, proc.returncode, proc.stderr.decode(errors="replace"))
             Path(local).write_bytes(proc.stdout)

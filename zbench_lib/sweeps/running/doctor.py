@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.hosts.base import Host
+from zbench_lib.hosts.host_lock import LOCK_PATH, check_free
 from zbench_lib.zfs.pools import REMOTE_WORK, find_leftovers
 from zbench_lib.zfs.safety import device_checks
 from zbench_lib.zfs.version import OLDEST_SUPPORTED, openzfs_version
@@ -134,11 +135,14 @@ def preflight(host: Host, devices, overrides=()) -> list[Finding]:
 
 
 def preflight_spec(spec) -> list[Finding]:
-    """Connect to a spec's real host (ssh:// or local) and check it before anything is created."""
+    """Connect to a spec's real host (ssh:// or local) and check it before anything is created: what
+    `preflight` checks, then its lock (HostBusy, one line naming the sweep that holds it)."""
     from zbench_lib.hosts.resolve import parse_host
     host = parse_host(spec.host)
     try:
-        return preflight(host, list(spec.devices or []) + list(spec.extra_devices or []),
-                         tuple(spec.allow_signatures or ()))
+        findings = preflight(host, list(spec.devices or []) + list(spec.extra_devices or []),
+                             tuple(spec.allow_signatures or ()))
+        check_free(host)
+        return [*findings, Finding("lock", True, f"{LOCK_PATH} free: no other sweep holds this host")]
     finally:
         host.close()

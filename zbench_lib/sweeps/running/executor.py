@@ -7,6 +7,8 @@ already COMPLETE are skipped, and a resumed cell decides with all its completed 
 so rerunning an interrupted sweep completes only what is missing. Each pool replicate is a
 ``pool_request.PoolRequest``; one loop runs them all: it opens the request's ground (a zpool, or
 no pool: the raw disks, ``surface.Ground``) and prepares each target's surface (``surface.Surface``).
+The whole session holds its host's on-host lock (``hosts.host_lock``, ``sweep_host.open_session``),
+taken before the store is made, and every command on the host passes the lock's gate.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from tqdm.auto import tqdm
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.events import Event
 from zbench_lib.sweeps.running.doctor import preflight_spec
-from zbench_lib.hosts.node import Node
-from zbench_lib.sweeps.running.sweep_host import check_release, open_host
+from zbench_lib.hosts.host_lock import sweep_owner
+from zbench_lib.sweeps.running.sweep_host import check_release, open_session, releases
 from zbench_lib.sweeps.running.faults import FaultInjector
 from zbench_lib.sweeps.running.pool_request import pool_requests
 from zbench_lib.sweeps.running.pool_setup import restore_unfinished
@@ -31,7 +33,7 @@ from zbench_lib.sweeps.running.fleet import run_fleet_sweep
 from zbench_lib.sweeps.running.pool_run import record_environment as _record_environment, run_pool as _run_pool
 from zbench_lib.sweeps.running.pool_run import finish_sweep, schedule_from_store as _schedule
 from zbench_lib.measure.rows import parse_results
-from zbench_lib.sweeps.store.store import Store
+from zbench_lib.sweeps.store.store import Store, new_sweep_id
 from zbench_lib.sweeps.spec.sweep_spec import SweepSpec, load_spec
 
 def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=None, progress=True,
@@ -41,6 +43,10 @@ def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=No
     `host` may be an already-open `hosts.node.Node`, e.g. the test session's lab; otherwise
     the spec's host is opened. A spec of several hosts runs on a fleet (`running.fleet`; an existing
     Dask scheduler's address, if any, in ZBENCH_DASK_SCHEDULER: `zbench sweep --scheduler`).
+    The session holds its host's lock (`hosts.host_lock`, as a fleet holds each of its hosts'),
+    taken before the store is made: another sweep's host is refused in one line (HostBusy), with
+    nothing created, here or on the host. With the OpenZFS release a factor, each release's lab is
+    opened, and locked, when its pools' turn comes.
     """
     spec = load_spec(spec_path)
     plan = expand(spec)
@@ -51,23 +57,33 @@ def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=No
         if host is not None:
             raise ConfigError("a fleet spec opens its own hosts; no host can be given")
         return run_fleet_sweep(spec_path, out_root, resume_dir=resume_dir, sweep_id=sweep_id, log=log)
+    one_host = releases(plan) == {None}
+    if host is not None and not one_host:
+        raise ConfigError("a sweep with the OpenZFS release as a factor opens its own labs; no host can be given")
     if spec.host != "lab" and host is None:
-        preflight_spec(spec)            # a real host: reachable, root, OpenZFS, fio, devices free
-    if resume_dir:
-        store = Store.resume(resume_dir, spec.text, plan, parse_run=parse_results)   # torn COMPLETE runs redone
-    else:
-        store = Store.create(out_root, spec.text, plan, sweep_id=sweep_id)
-    log(f"sweep {store.sweep_id}: {len(plan.runs)} planned runs -> {store.path}")
-    try:
-        _execute(spec, plan, store, progress, log, host)
-        finish_sweep(store, log)
-    finally:
-        store.close()
+        preflight_spec(spec)            # a real host: reachable, root, OpenZFS, fio, devices free, not locked
+    sweep_id = Path(resume_dir).name if resume_dir else (sweep_id or new_sweep_id(spec.name))
+    owner = sweep_owner(sweep_id)
+    with contextlib.ExitStack() as stack:
+        node = stack.enter_context(open_session(spec, None, owner, host)) if one_host else None
+        if resume_dir:
+            store = Store.resume(resume_dir, spec.text, plan, parse_run=parse_results)   # torn COMPLETE runs redone
+        else:
+            store = Store.create(out_root, spec.text, plan, sweep_id=sweep_id)
+        log(f"sweep {store.sweep_id}: {len(plan.runs)} planned runs -> {store.path}")
+        def open_node(release):
+            return contextlib.nullcontext(node) if node is not None else open_session(spec, release, owner)
+        try:
+            _execute(spec, plan, store, progress, log, open_node)
+            finish_sweep(store, log)
+        finally:
+            store.close()
     return store.path
 
 
-def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log,
-             given_host: Node | None = None) -> None:
+def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log, open_node) -> None:
+    """Run what the store still needs; `open_node(release)`: the context of the Node, its session's
+    lock held, of the pools of `release` (None: the sweep's one host)."""
     sched = _schedule(plan, store, parse_results)
     _flush(store, sched)
     todo_pools = [r for r in pool_requests(plan) if sched.pool_has_work(r.pool_id)]
@@ -80,11 +96,8 @@ def _execute(spec: SweepSpec, plan: Plan, store: Store, progress: bool, log,
     by_release: dict = {}
     for r in todo_pools:
         by_release.setdefault(r.zfs, []).append(r)
-    if given_host and set(by_release) != {None}:
-        raise ConfigError("a sweep with the OpenZFS release as a factor opens its own labs; no host can be given")
     for release, pools in by_release.items():
-        opened = contextlib.nullcontext(given_host) if given_host else open_host(spec, release)
-        with opened as node:
+        with open_node(release) as node:
             faults = FaultInjector(spec.faults, store, node, seed=spec.seed)   # refused without device control
             _record_environment(store, node, log)
             restore_unfinished(store, node.host, log)       # module parameters a killed session left set

@@ -24,7 +24,6 @@ import contextlib
 import logging
 from collections import Counter
 import os
-import platform
 import secrets
 import time
 from pathlib import Path
@@ -32,7 +31,7 @@ from pathlib import Path
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.events import Event
 from zbench_lib.hosts.fleet import HostEntry
-from zbench_lib.hosts.host_lock import LockOwner
+from zbench_lib.hosts.host_lock import LockOwner, sweep_owner
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.sweeps.planning.plan import Plan, expand
 from zbench_lib.sweeps.running.pool_request import PoolRequest, pool_requests
@@ -57,7 +56,7 @@ def run_fleet_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep
     spec = load_spec(spec_path)
     plan = expand(spec)
     sweep_id = Path(resume_dir).name if resume_dir else (sweep_id or new_sweep_id(spec.name))
-    owner = LockOwner(f"zbench sweep {sweep_id} from {platform.node()} pid {os.getpid()}", secrets.token_hex(4))
+    owner = sweep_owner(sweep_id)
     with open_fleet(spec, owner, log) as fleet:
         if resume_dir:
             store = Store.resume(resume_dir, spec.text, plan, parse_run=parse_results)

@@ -24,7 +24,7 @@ from pathlib import Path
 from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
 from zbench_lib.hosts.fleet import LAB, Fingerprint, HostEntry, check_fleet, check_lab_count, \
     meminfo_available_mib, open_node, read_fingerprint
-from zbench_lib.hosts.host_lock import HostLock, LockOwner, check_free, gate
+from zbench_lib.hosts.host_lock import LockOwner, check_free, session
 from zbench_lib.hosts.lab import Lab
 from zbench_lib.hosts.lab_state import read_state
 from zbench_lib.hosts.node import Node
@@ -148,6 +148,5 @@ def open_fleet(spec, owner: LockOwner, log=print):
             entries = list(spec.hosts)
         nodes, prints = _probe_fleet(spec, entries, stack)
         for e, node in zip(entries, nodes):
-            stack.enter_context(HostLock(node.host, owner, label(e, node)))
-            node.host.prefix = gate(owner)
+            stack.enter_context(session(node.host, owner, label(e, node)))
         yield OpenFleet(tuple(entries), tuple(nodes), tuple(prints))

@@ -74,7 +74,7 @@ def run_pool_job(job: PoolJob) -> PoolDone:
                            f"({holder(node.host)} does)")
         # Every later command only while the controller holds the host: one whose controller died
         # (a worker of a joined cluster goes on) is refused on the host, and what it runs is stopped there.
-        node.host.prefix = gate(job.owner)
+        node.host.gate = gate(job.owner)
         store = new_execution(job.staging_root, request.pool_id, job.entry.name, job.known_events)
         reclaim_own_leftovers(store, node.host, _quiet)
         restore_unfinished(store, node.host, _quiet)

@@ -2,7 +2,10 @@
 (one per OpenZFS release when the release is a factor).
 
 `open_host(spec, zfs)` yields the `hosts.node.Node` (host, disks, device control);
-`check_release` refuses a lab whose OpenZFS is not the release its pools are labelled with.
+`open_session` yields it for a sweep's session, the host's lock held (`hosts.host_lock.session`,
+as a fleet holds each of its hosts'); `check_labs_free` refuses, before anything is created, a
+running lab another sweep holds; `check_release` refuses a lab whose OpenZFS is not the release
+its pools are labelled with.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ import os
 
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.events import Event
+from zbench_lib.hosts.host_lock import LockOwner, check_free, session
 from zbench_lib.hosts.lab import Lab, LabConfig
 from zbench_lib.hosts.lab_node import booted_node, running_node
 from zbench_lib.hosts.lab_state import connect_lab, read_state
 from zbench_lib.hosts.node import Node
 from zbench_lib.hosts.resolve import parse_host
+from zbench_lib.sweeps.planning.plan import Plan
+from zbench_lib.sweeps.running.pool_request import pool_requests
 from zbench_lib.sweeps.spec.sweep_spec import SweepSpec
 from zbench_lib.zfs.version import openzfs_version
 
@@ -67,6 +73,37 @@ def open_host(spec: SweepSpec, zfs: str | None = None):
             if hasattr(host, "use_privilege"):
                 host.use_privilege()        # root, or every command through passwordless sudo
             yield Node(host, tuple(spec.devices), tuple(spec.extra_devices or ()), owned=False)
+        finally:
+            host.close()
+
+
+def releases(plan: Plan) -> set[str | None]:
+    """The OpenZFS releases of the plan's pools: {None} unless the release is a factor (a lab each)."""
+    return {r.zfs for r in pool_requests(plan)} or {None}
+
+
+@contextlib.contextmanager
+def open_session(spec: SweepSpec, zfs: str | None, owner: LockOwner, given: Node | None = None):
+    """The Node of `open_host(spec, zfs)`, or `given` (already open: the test session's lab, a what-if's),
+    for `owner`'s session: its host's lock held and every command through the lock's gate until the
+    session ends (`host_lock.session`, as each host of a fleet); HostBusy, naming the holder, when
+    another sweep holds it. Nothing of the sweep runs on the host before the lock is held."""
+    opened = contextlib.nullcontext(given) if given is not None else open_host(spec, zfs)
+    with opened as node, session(node.host, owner):
+        yield node
+
+
+def check_labs_free(spec: SweepSpec, plan: Plan) -> None:
+    """HostBusy, one line naming the holder, when a running lab this sweep would use is held by another
+    sweep: the one ZBENCH_LAB names, or one of the name it would boot (another controller of the same
+    spec booted it). A lab it boots itself is nobody else's. `zbench sweep` looks before it creates anything."""
+    for zfs in sorted(releases(plan), key=str):
+        name = os.environ["ZBENCH_LAB"] if _running_lab(zfs) is not None else lab_config(spec, zfs).name
+        if read_state(name) is None:
+            continue
+        host = connect_lab(name)
+        try:
+            check_free(host)
         finally:
             host.close()
 
