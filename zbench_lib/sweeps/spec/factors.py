@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from zbench_lib.measure.load import parse_level as load_level
 from zbench_lib.sweeps.spec.host import zfs_release
 from zbench_lib.sweeps.spec.pool import POOL_SETTING_FACTORS, check_pool_setting
 from zbench_lib.sweeps.spec.values import blocksize, fail, integer, zfs_property
@@ -112,6 +113,9 @@ _WORKLOAD = (
     # the data the workloads write and the prefill lays down, as fio's buffer_compress_percentage
     # (0: incompressible); what the compressible_data check judges against
     Factor("compressible_percent", _int(0, 100), "compressible_percent", ZFS),
+    # the offered load: 'saturation' (closed loop, as without the factor), a fraction of the cell's
+    # saturation IOPS (0.5, '50%') or an absolute rate ('2000iops'): open loop (measure/load.py)
+    Factor("load", load_level, "load"),
 )
 _TARGET = (
     # fs (zvol sweeps): none, fio on the zvol itself, or ext4, on a file in ext4 made on the zvol
