@@ -230,6 +230,18 @@ CASES = [
                             "factors.access": ["smb"]}), r"factors\.access\[0\]: expected local or nfs, got 'smb'"),
     ("access-target-iscsi", variant({"surface": "dataset", "target": {"size": "64M", "access": "iscsi"},
                                      "factors.volblocksize": DELETE}), r"target\.access: expected local or nfs"),
+    # -- the load factor (open loop, issue 33) -------------------------------------------------------
+    ("load-negative", variant({"factors.load": [-0.5]}), r"factors\.load\[0\]: a fraction of saturation must be in \(0, 1\]"),
+    ("load-zero", variant({"factors.load": [0]}), r"factors\.load\[0\]: a fraction of saturation must be in \(0, 1\]"),
+    ("load-over-1", variant({"factors.load": [0.5, 1.5]}), r"factors\.load\[1\]: a fraction of saturation must be"),
+    ("load-percent-over-100", variant({"factors.load": ["120%"]}), r"factors\.load\[0\]: a fraction of saturation"),
+    ("load-nan", variant({"factors.load": [float("nan")]}), r"factors\.load\[0\]: a fraction of saturation must be"),
+    ("load-inf", variant({"factors.load": [float("inf")]}), r"factors\.load\[0\]: a fraction of saturation must be"),
+    ("load-unit-unknown", variant({"factors.load": ["2000mbps"]}),
+     r"factors\.load\[0\]: expected 'saturation', a fraction of saturation .* got '2000mbps'"),
+    ("load-iops-zero", variant({"factors.load": ["0iops"]}), r"factors\.load\[0\]: expected 'saturation'"),
+    ("load-bool", variant({"factors.load": [True]}), r"factors\.load\[0\]: expected 'saturation'"),
+    ("load-iops-huge", variant({"factors.load": ["9" * 400 + "iops"]}), r"factors\.load\[0\]: expected 'saturation'"),
     # -- the L2ARC warm-up ---------------------------------------------------------------------------
     ("warmup-until-over-100", warm(until="120%"),
      r"warmup\.l2arc\.until: expected a percentage like '90%' in \(0, 100\], got '120%'"),
