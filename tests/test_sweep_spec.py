@@ -264,6 +264,7 @@ PLANNED = {
     "templates/sweeps/tunables.yaml": (6, 0, 6, 6, 18, "a8c1710a7fb9471e"),
     "tests/specs/l2arc-warmup.yaml": (2, 0, 2, 2, 2, "24641ca8e144f42e"),
     "templates/sweeps/iodepth-curve.yaml": (7, 0, 1, 1, 35, "60ef1cb52f9f331f"),
+    "templates/sweeps/latency-vs-load.yaml": (20, 0, 1, 2, 60, "ea80c471390114ad"),
     "templates/sweeps/recordsize.yaml": (24, 0, 2, 6, 120, "b98dcd9afbb7f899"),
     "templates/sweeps/resilver.yaml": (6, 0, 6, 6, 12, "3c3ac176dc4c22db"),
     "templates/sweeps/scaling-example.yaml": (300, 44, 75, 75, 300, "e7d25a7b4c01a88e"),

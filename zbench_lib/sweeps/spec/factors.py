@@ -113,9 +113,6 @@ _WORKLOAD = (
     # the data the workloads write and the prefill lays down, as fio's buffer_compress_percentage
     # (0: incompressible); what the compressible_data check judges against
     Factor("compressible_percent", _int(0, 100), "compressible_percent", ZFS),
-    # the offered load: 'saturation' (closed loop, as without the factor), a fraction of the cell's
-    # saturation IOPS (0.5, '50%') or an absolute rate ('2000iops'): open loop (measure/load.py)
-    Factor("load", load_level, "load"),
 )
 _TARGET = (
     # fs (zvol sweeps): none, fio on the zvol itself, or ext4, on a file in ext4 made on the zvol
@@ -125,7 +122,10 @@ _TARGET = (
     Factor("access", _choice("local", "nfs"), "access", (DATASET,),
            "access (local or nfs) is a factor of a dataset sweep"),
 )
-FACTORS: tuple[Factor, ...] = (*_POOL, *_POOL_SETTINGS, *_BLOCKS, *_PROPERTIES, *_WORKLOAD, *_TARGET)
+# the offered load (issue 33): 'saturation' (closed loop, as without the factor), a fraction of the
+# cell's saturation IOPS (0.5, '50%') or an absolute rate ('2000iops'): open loop (measure/load.py)
+_LOAD = (Factor("load", load_level, "load"),)
+FACTORS: tuple[Factor, ...] = (*_POOL, *_POOL_SETTINGS, *_BLOCKS, *_PROPERTIES, *_WORKLOAD, *_TARGET, *_LOAD)
 BY_NAME = {f.name: f for f in FACTORS}
 NAMES = tuple(BY_NAME)
 PROPERTIES = tuple(f.name for f in _PROPERTIES)     # the target's ZFS properties (plan: a target's settings)
