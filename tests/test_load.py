@@ -154,7 +154,8 @@ def test_a_fraction_is_of_the_probe_measured_once_then_reused(monkeypatch, tmp_p
     assert first.probe_iops == probes[0]["iops"] > 0 and probes[0]["path"] == "raw/c1-r01/attempt-1/probe"
     assert first.offered_iops == pytest.approx(0.5 * first.probe_iops) and first.iodepth == 64
     # a later load of the cell, or a resumed sweep (the event is in events.jsonl), reuses it
-    again = open_loop.offered_load(site, _cell("0.9"), SimpleNamespace(run_id="c2-r01"), attempt, {"filename": "/dev/x"})
+    later = SimpleNamespace(run_id="c2-r01")
+    again = open_loop.offered_load(site, _cell("0.9"), later, attempt, {"filename": "/dev/x"})
     assert len(ran) == 1 and again.offered_iops == pytest.approx(0.9 * first.probe_iops)
     assert again.probe_id == first.probe_id
 
@@ -206,7 +207,8 @@ def _results():
                              "volblocksize_bytes": vbs, "load": load, "iops": (offered or 400) * 0.98,
                              "offered_iops": offered, "load_fraction": None if offered is None else offered / 400,
                              "load_achieved": None if offered is None else 0.98, "clat_p50_ns": 2e5,
-                             "clat_p99_ns": p99 * scale * 1e6 * (1 + rep / 100), "clat_p99_9_ns": 2 * p99 * scale * 1e6})
+                             "clat_p99_ns": p99 * scale * 1e6 * (1 + rep / 100),
+                             "clat_p99_9_ns": 2 * p99 * scale * 1e6})
     return pd.DataFrame(rows)
 
 
@@ -251,3 +253,11 @@ def test_the_shipped_spec_loads_and_plans_with_its_probes():
     text = plan.describe()
     assert "plus 4 saturation probe(s)" in text and "never a result row" in text
     assert 15 * 60 < e["wall_s"] < 35 * 60, e["wall_s"]              # ~20-30 min in the lab
+
+
+def test_a_window_filed_until_steady_leaves_the_probe_where_its_event_says(tmp_path):
+    from zbench_lib.measure.until_steady import file_window
+    (tmp_path / "probe").mkdir()
+    (tmp_path / "fio").mkdir()
+    dest = file_window(tmp_path, 1)
+    assert (tmp_path / "probe").is_dir() and (dest / "fio").is_dir() and not (dest / "probe").exists()

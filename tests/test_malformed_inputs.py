@@ -231,7 +231,8 @@ CASES = [
     ("access-target-iscsi", variant({"surface": "dataset", "target": {"size": "64M", "access": "iscsi"},
                                      "factors.volblocksize": DELETE}), r"target\.access: expected local or nfs"),
     # -- the load factor (open loop, issue 33) -------------------------------------------------------
-    ("load-negative", variant({"factors.load": [-0.5]}), r"factors\.load\[0\]: a fraction of saturation must be in \(0, 1\]"),
+    ("load-negative", variant({"factors.load": [-0.5]}),
+     r"factors\.load\[0\]: a fraction of saturation must be in \(0, 1\]"),
     ("load-zero", variant({"factors.load": [0]}), r"factors\.load\[0\]: a fraction of saturation must be in \(0, 1\]"),
     ("load-over-1", variant({"factors.load": [0.5, 1.5]}), r"factors\.load\[1\]: a fraction of saturation must be"),
     ("load-percent-over-100", variant({"factors.load": ["120%"]}), r"factors\.load\[0\]: a fraction of saturation"),

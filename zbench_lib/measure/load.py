@@ -34,8 +34,10 @@ _IOPS = re.compile(r"(\d+(?:\.\d+)?)\s*iops", re.IGNORECASE)
 # what the target sustains fills any queue: the cap keeps such a run finite, and `load_achieved` says
 # it fell short (measure rows; it is described, never dropped).
 OPEN_LOOP_DEPTH_FLOOR, OPEN_LOOP_DEPTH_FACTOR, OPEN_LOOP_DEPTH_CAP = 64, 4, 1024
-# The saturation probe: the cell's job, closed loop, with its own ramp and at most this long a window.
+# The saturation probe: the cell's job, closed loop, with its own ramp and at most this long a window,
+# its files in the attempt's PROBE_DIR (beside fio/, which the rows read; a window filed leaves it).
 PROBE_RUNTIME_MAX_S = 10
+PROBE_DIR = "probe"
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,9 @@ from zbench_lib.core.events import Event
 from zbench_lib.measure import workloads
 from zbench_lib.measure.fio import build_job, run_fio
 from zbench_lib.measure.fio_parse import parse_fio_json
-from zbench_lib.measure.load import Load, open_loop_iodepth, probe_overrides
+from zbench_lib.measure.load import PROBE_DIR, Load, open_loop_iodepth, probe_overrides
 from zbench_lib.sweeps.planning.probes import probe_id
 from zbench_lib.sweeps.running.surface import Site
-
-PROBE_DIR = "probe"
 
 
 @dataclass(frozen=True)
