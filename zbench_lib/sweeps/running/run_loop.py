@@ -127,7 +127,7 @@ def _filename(fio_target: FioTarget):
     return list(fio_target.path) if isinstance(fio_target.path, tuple) else fio_target.path
 
 
-def _window_measurer(site: Site, fio_target: FioTarget, cell: dict, run, attempt, fio: dict,  # noqa: PLR0913 (a run's parts)
+def _window_measurer(site: Site, fio_target: FioTarget, cell: dict, run, attempt, fio: dict,
                      loaded: OpenLoop | None):
     """`measure_window(k)`: fio and its counters once, into the attempt's top level (window k of a run),
     open loop at `loaded`'s rate if it has one."""
