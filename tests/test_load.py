@@ -13,12 +13,16 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from zbench_lib.analysis.claims.load_claims import curve_sentence, point_sentence
+from scipy.stats import t as scipy_t
+
+from zbench_lib.analysis.claims.load_claims import curve_sentence, knee_text, point_sentence
 from zbench_lib.analysis.figures.plots import plot_latency_vs_load
-from zbench_lib.analysis.stats.load_curves import KNEE_FACTOR, LoadPoint, knee, load_curves
+from zbench_lib.analysis.stats.load_curves import (KNEE_FACTOR, LOWEST, PAST, UNDER, LoadPoint, Tail, curves_table,
+                                                   knee, knee_verdicts, load_curves)
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.events import Event
 from zbench_lib.measure.fio import build_job
+from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 from zbench_lib.measure.fio_parse import load_fio_json
 from zbench_lib.measure.load import (OPEN_LOOP_DEPTH_FLOOR, Load, fio_rate, open_loop_iodepth, parse_level,
                                      probe_overrides)
@@ -183,62 +187,182 @@ def test_rows_carry_the_offer_beside_what_was_achieved():
     assert load_columns({"direction": "write", "iops": 900.0}, {"factors": {"template": "randwrite"}}) == {}
 
 
-# -- the knee, the curves, the words, the figure -----------------------------------------------------
-def _pt(load, offered, p99_ms, achieved=None):
-    return LoadPoint(load, offered, achieved or offered or 5000.0, 1e5, p99_ms * 1e6, 3 * p99_ms * 1e6,
+# -- the curves from merged histograms, the knee, the words, the figure ---------------------------------
+# Hand-made histograms. fio's bins (fio_hist): above 128 ns, [2^m, 2^(m+1)) is cut into 64 bins of
+# 2^(m-6) ns, so a power of two, or 2^m + k * 2^(m-6), is a bin's lower edge. Each run has 1,000 I/Os:
+# 600 at 2^19 ns, 390 at its p99 key and 10 at 2^25 ns: p50 is 2^19 (600 >= 500), p99 the key
+# (cumulative 990 >= 0.99 x 1,000). Three alike runs merge to 1,800 / 1,170 / 30: p99 still the key
+# (2,970 >= 0.99 x 3,000), and three equal units give an interval of the key's own bin.
+MS = 2 ** 20                                # 1.048576 ms; its bin is [2^20, 2^20 + 2^14)
+OVERLAP = 2 ** 21 + 2 ** 15                 # 2x the lowest load's bin's upper edge exactly: overlaps the bound
+P99_KEYS = {8192: {"0.25": MS, "0.5": 3 * MS // 2, "0.75": OVERLAP, "0.9": 8 * MS, "saturation": 16 * MS},
+            131072: {"0.25": MS, "0.5": 3 * MS // 2, "0.75": 4 * MS, "0.9": 8 * MS, "saturation": 16 * MS}}
+OFFERED = {"0.25": 100, "0.5": 200, "0.75": 300, "0.9": 360, "saturation": None}
+
+
+def _bin(v: int) -> tuple[int, int]:
+    """By hand: the edges of fio's bin holding latency v (>= 128 ns)."""
+    w = 2 ** (v.bit_length() - 1 - 6)
+    return v // w * w, v // w * w + w
+
+
+def _hist_rows(run_id: str, p99_key: int) -> list[dict]:
+    return [{"run_id": run_id, "attempt": 1, "direction": "write", "bin_ns": b, "count": n}
+            for b, n in ((2 ** 19, 600), (p99_key, 390), (2 ** 25, 10))]
+
+
+def _store(keys=P99_KEYS, reps=3):
+    """Results rows and their histograms; the rows' own fio percentiles are nonsense (1 ns) on purpose:
+    a curve never reads them."""
+    rows, hist = [], []
+    for vbs, by_load in keys.items():
+        for load, key in by_load.items():
+            offered = OFFERED[load]
+            for rep in range(reps):
+                run_id = f"v{vbs}-{load}-r{rep}"
+                rows.append({"workload": "randwrite", "direction": "write", "layout": "mirror", "sweep_id": "s",
+                             "volblocksize_bytes": vbs, "load": load, "run_id": run_id, "attempt": 1,
+                             "iops": (offered or 400) * 0.98, "total_ios": 1000, "offered_iops": offered,
+                             "load_fraction": None if offered is None else offered / 400,
+                             "load_achieved": None if offered is None else 0.98,
+                             "clat_p50_ns": 1.0, "clat_p99_ns": 1.0, "clat_p99_9_ns": 1.0})
+                hist += _hist_rows(run_id, key)
+    return pd.DataFrame(rows), pd.DataFrame(hist)
+
+
+def _tail(lo_ms, hi_ms, value_ms=None):
+    lo, hi = lo_ms * 1e6, hi_ms * 1e6
+    return Tail(value_ms * 1e6 if value_ms else (lo + hi) / 2, lo, hi, "judged", "t across 3 runs, log scale")
+
+
+def _pt(load, offered, p99: Tail):
+    none = Tail.missing("x")
+    return LoadPoint(load, offered, offered or 5000.0, none, p99, none,
                      None if offered is None else offered / 5000, None if offered is None else 1.0, 3)
 
 
-def test_the_knee_is_the_first_load_past_twice_the_lowest_loads_p99():
+def test_the_knee_is_judged_on_the_intervals():
     assert KNEE_FACTOR == 2.0
-    flat_then_up = [_pt("0.25", 1250, 1.0), _pt("0.5", 2500, 1.5), _pt("0.75", 3750, 2.5), _pt("0.9", 4500, 9.0)]
-    assert knee(flat_then_up).load == "0.75"
-    assert knee([_pt("0.25", 1250, 1.0), _pt("0.5", 2500, 2.0)]) is None       # exactly twice: not past it
-    assert knee([_pt("0.25", 1250, 1.0), _pt("0.9", 4500, 1.9), _pt("saturation", None, 30.0)]).load == "saturation"
-    assert knee([]) is None and knee([_pt("0.25", 1250, math.nan), _pt("0.5", 2500, 9.0)]) is None
+    base = _pt("0.25", 1250, _tail(1.0, 1.1))                   # bound: 2.0 (its low end) to 2.2 (its high end)
+    pts = [base, _pt("0.5", 2500, _tail(1.2, 2.0)), _pt("0.75", 3750, _tail(2.3, 2.6)),
+           _pt("0.9", 4500, _tail(9.0, 9.5))]
+    assert knee_verdicts(pts) == [LOWEST, UNDER, PAST, PAST] and knee(pts) is pts[2]
+    # its interval reaches over 2x the lowest's low end but not past 2x its high end: not judged, no knee
+    overlap = [base, _pt("0.5", 2500, _tail(1.9, 2.3)), _pt("0.9", 4500, _tail(9.0, 9.5))]
+    v = knee_verdicts(overlap)
+    assert v[1].startswith("not judged: its p99 interval (1.9–2.3 ms) overlaps 2x the lowest load's (2–2.2 ms)")
+    assert v[2] == PAST and knee(overlap) is None
+    # the point value alone (2.3 > 2 x 1.1) would have called a knee; the interval's low end (2.1) does not
+    assert knee_verdicts([base, _pt("0.5", 2500, _tail(2.1, 2.5, value_ms=2.3))])[1].startswith("not judged")
+    assert knee([base, _pt("0.5", 2500, _tail(1.5, 2.0)), _pt("saturation", None, _tail(30, 31))]).load == \
+        "saturation"
+    assert knee([]) is None and knee([base]) is None
+    # a lowest load without an interval leaves every verdict not judged
+    lone = [_pt("0.25", 1250, Tail.missing("no histogram")), _pt("0.9", 4500, _tail(9.0, 9.5))]
+    assert knee_verdicts(lone)[1] == "not judged: the lowest load's p99 has no interval (no histogram)"
+    assert knee(lone) is None
 
 
-def _results():
-    rows = []
-    for vbs, scale in ((8192, 1.0), (131072, 3.0)):
-        for load, offered, p99 in (("0.25", 100, 1.0), ("0.5", 200, 1.2), ("0.9", 360, 5.0), ("saturation", None, 20)):
-            for rep in range(2):
-                rows.append({"workload": "randwrite", "direction": "write", "layout": "mirror", "sweep_id": "s",
-                             "volblocksize_bytes": vbs, "load": load, "iops": (offered or 400) * 0.98,
-                             "offered_iops": offered, "load_fraction": None if offered is None else offered / 400,
-                             "load_achieved": None if offered is None else 0.98, "clat_p50_ns": 2e5,
-                             "clat_p99_ns": p99 * scale * 1e6 * (1 + rep / 100),
-                             "clat_p99_9_ns": 2 * p99 * scale * 1e6})
-    return pd.DataFrame(rows)
-
-
-def test_curves_per_configuration_in_load_order_with_their_knee():
-    curves = load_curves(_results())
+def test_points_are_the_merged_histograms_percentiles_with_their_intervals():
+    df, hist = _store()
+    curves = load_curves(df, hist)
     assert [dict(c.config) for c in curves] == [{"volblocksize_bytes": 8192}, {"volblocksize_bytes": 131072}]
     c = curves[0]
-    assert [p.load for p in c.points] == ["0.25", "0.5", "0.9", "saturation"] and c.points[0].runs == 2
-    assert c.knee.load == "0.9" and c.points[-1].offered_iops is None
-    assert load_curves(_results().drop(columns="load")) == []
+    assert [p.load for p in c.points] == ["0.25", "0.5", "0.75", "0.9", "saturation"] and c.points[0].runs == 3
+    for p in c.points:
+        key = P99_KEYS[8192][p.load]
+        assert p.p50_ns == 2 ** 19 and p.p99_ns == key                   # never the rows' 1 ns
+        assert (p.p99.lo_ns, p.p99.hi_ns) == _bin(key) and p.p99.judged    # three equal units: the key's bin
+        # 3,000 I/Os cannot support a p99.9 (it needs 10 / (1 - 0.999) = 10,000): not judged, no number
+        assert math.isnan(p.p99_9_ns) and p.p99_9.status == "not judged: 3000 I/Os, a p99.9 needs 10000"
+    assert _bin(MS) == (1048576, 1064960) and _bin(OVERLAP) == (2129920, 2162688)
+    # 0.75: its low end 2,129,920 is not past 2 x 1,064,960 = 2,129,920 exactly: not judged, so no knee
+    assert c.verdicts == (LOWEST, UNDER, c.verdicts[2], PAST, PAST) and c.verdicts[2].startswith("not judged")
+    assert c.knee is None and c.knee_not_judged is c.points[2] and c.points[-1].offered_iops is None
+    assert curves[1].knee.load == "0.75" and curves[1].verdicts == (LOWEST, UNDER, PAST, PAST, PAST)
+    assert load_curves(df.drop(columns="load"), hist) == []
+    t = curves_table(curves)
+    assert len(t) == 10 and t["knee"].sum() == 1 and t.loc[t["knee"], "load"].tolist() == ["0.75"]
+    assert t["p99_ci_low_ns"].iloc[0] == 1048576 and t["p99_9_status"].str.startswith("not judged").all()
 
 
-def test_sentences_state_the_load_a_percentile_was_measured_at():
-    c = load_curves(_results())[0]
-    assert point_sentence(_pt("0.5", 2000, 4.1)) == "p99 4.10 ms at 2,000 IOPS offered (40% of saturation)"
-    assert point_sentence(c.points[-1]).endswith("at saturation (closed loop, 392 IOPS)")
-    short = LoadPoint("0.9", 1000.0, 800.0, 1e5, 2e6, 4e6, 0.9, 0.8, 3)
-    assert "only 80% of it achieved" in point_sentence(short)
+def test_an_interval_across_differing_runs_is_t_on_their_logs_rounded_out_to_bins():
+    df, hist = _store({8192: {"0.25": MS, "0.5": MS}})
+    # the 0.5 level's three runs: p99 at 2^20, 2^21, 2^22 ns
+    df = df[df["load"] == "0.5"]
+    hist = pd.DataFrame([r for i, k in enumerate((MS, 2 * MS, 4 * MS)) for r in _hist_rows(f"v8192-0.5-r{i}", k)])
+    (c,) = load_curves(df, hist)
+    (p,) = c.points
+    # merged: 1,800 at 2^19, then 390 at each key: the 2,970th I/O is in 2^22's bin
+    assert p.p99_ns == 4 * MS
+    # logs: 20, 21, 22 times ln 2; mean 21 ln 2, sd ln 2; t(0.975, 2 df) half-width
+    half = scipy_t.ppf(0.975, 2) * math.log(2) / math.sqrt(3)
+    low, high = 2 ** 21 * math.exp(-half), 2 ** 21 * math.exp(half)
+    assert (p.p99.lo_ns, p.p99.hi_ns) == (_bin(int(low))[0], _bin(int(high))[1])
+    assert "t across 3 runs" in p.p99.interval
+
+
+def test_a_p99_9_is_judged_where_the_io_count_supports_it():
+    # one run of 10,000 I/Os per level: 5,000 at 2^19, 4,900 at 2^20, 90 at 2^22, 10 at 2^24 ns:
+    # p99.9 is 2^22 (cumulative 9,990 >= 0.999 x 10,000), p99 2^20 (9,900 >= 9,900)
+    df = pd.DataFrame([{"direction": "write", "workload": "w", "load": "0.5", "run_id": "a", "attempt": 1,
+                        "iops": 100.0, "offered_iops": 100.0, "total_ios": 10000}])
+    hist = pd.DataFrame([{"run_id": "a", "attempt": 1, "direction": "write", "bin_ns": b, "count": n}
+                         for b, n in ((2 ** 19, 5000), (2 ** 20, 4900), (2 ** 22, 90), (2 ** 24, 10))])
+    (p,) = load_curves(df, hist)[0].points
+    assert (p.p50_ns, p.p99_ns, p.p99_9_ns) == (2 ** 19, 2 ** 20, 2 ** 22)
+    assert p.p99.interval == "no interval: 1 run with a histogram" and not p.p99.has_interval
+
+
+def test_without_histograms_nothing_is_estimated_and_no_median_stands_in():
+    df, _ = _store()
+    c = load_curves(df, None)[0]
+    assert all(math.isnan(p.p99_ns) and p.p99.status == f"not judged: {NO_HISTOGRAM}" for p in c.points)
+    assert c.knee is None and c.verdicts[1].startswith("not judged: the lowest load's p99 has no interval")
     s = curve_sentence(c)
-    assert s.startswith("volblocksize_bytes 8192, writes: p99 1.0") and "its knee" in s and "0.9" not in s.split(";")[0]
+    assert f"p99 not judged ({NO_HISTOGRAM}) at 100 IOPS offered" in s and "knee not judged" in s and "1e" not in s
+    # one run a level: a number, but no interval to judge a knee on
+    one = load_curves(*_store(reps=1))[1]
+    assert one.points[2].p99_ns == 4 * MS and one.knee is None
+    assert knee_text(one) == "knee not judged: the lowest load's p99 has no interval (no interval: 1 run with a " \
+                             "histogram)"
 
 
-def test_the_figure_draws_each_curve_and_its_knee():
-    fig = plot_latency_vs_load(_results())
+def test_sentences_state_the_load_and_interval_of_each_percentile():
+    a, b = load_curves(*_store())
+    assert point_sentence(a.points[1]) == "p99 1.57 ms (95% CI 1.57–1.59 ms) at 200 IOPS offered (50% of saturation)"
+    assert point_sentence(a.points[-1]) == "p99 16.8 ms (95% CI 16.8–17.0 ms), closed loop, at saturation (392 IOPS)"
+    assert point_sentence(a.points[1], "p99.9").startswith("p99.9 not judged (3000 I/Os, a p99.9 needs 10000) at")
+    short = LoadPoint("0.9", 1000.0, 800.0, a.points[0].p50, a.points[0].p99, a.points[0].p99_9, 0.9, 0.8, 3)
+    assert "only 80% of it achieved" in point_sentence(short)
+    s = curve_sentence(a)
+    assert s.startswith("volblocksize_bytes 8192, writes: p99 1.05 ms (95% CI 1.05–1.06 ms) at 100 IOPS offered "
+                        "(25% of saturation); p99 1.57 ms")
+    assert s.count(" ms (95% CI ") == 5 and "closed loop, at saturation" in s
+    assert s.endswith("no knee up to 50% of saturation; knee not judged at 75% of saturation: its p99 interval "
+                      "(2.13–2.16 ms) overlaps 2x the lowest load's (2.1–2.13 ms); past the bound by 90% of "
+                      "saturation.")
+    assert curve_sentence(b).endswith("its knee (the first load whose p99 interval lies above 2x the lowest "
+                                      "load's) is at 75% of saturation.")
+    flat = load_curves(*_store({8192: {k: MS for k in OFFERED}}))[0]
+    assert knee_text(flat).startswith("no knee up to saturation (closed loop)")
+    part = load_curves(*_store({8192: {k: MS for k in ("0.25", "0.5", "0.9")}}))[0]
+    assert knee_text(part).startswith("no knee up to 90% of saturation")
+
+
+def test_the_figure_draws_each_curve_its_interval_and_its_knee():
+    df, hist = _store()
+    fig = plot_latency_vs_load(df, hist)
     names = [t.name for t in fig.data]
-    assert sum(n.endswith("knee") for n in names) == 2 and len(names) == 2 * 3 + 2
-    offered = plot_latency_vs_load(_results(), x="offered")
+    assert sum(n.endswith("knee") for n in names) == 1 and len(names) == 2 * 3 + 1
+    p99 = next(t for t in fig.data if t.name.endswith("write p99"))
+    assert p99.error_y.array is not None and list(p99.y)[0] == pytest.approx(MS / 1e6)
+    p999 = next(t for t in fig.data if t.name.endswith("write p99.9"))
+    assert all(math.isnan(y) for y in p999.y)                          # not judged: a gap, not a number
+    offered = plot_latency_vs_load(df, hist, x="offered")
     assert all(None not in t.x for t in offered.data)                # saturation has no offer: left out
     with pytest.raises(ConfigError, match="no load factor"):
-        plot_latency_vs_load(_results().drop(columns="load"))
+        plot_latency_vs_load(df.drop(columns="load"), hist)
 
 
 # -- the shipped spec ------------------------------------------------------------------------------------

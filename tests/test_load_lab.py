@@ -50,6 +50,8 @@ def test_half_of_saturation_is_offered_open_loop_from_the_cells_probe(lab_host, 
         assert math.isnan(r["offered_iops"]) and math.isnan(r["load_achieved"])
     # the probe is the same closed-loop job, shorter: the saturation runs reach about its IOPS
     assert 0.5 < closed["iops"].median() / probe["iops"] < 2
-    (curve,) = load_curves(df)
+    hist = pd.read_parquet(sweep_dir / "latency_hist.parquet")
+    (curve,) = load_curves(df, hist)
     assert [p.load for p in curve.points] == ["0.5", "saturation"]
+    assert all(p.p50.judged and p.p50_ns > 0 for p in curve.points)      # from the merged json+ bins
     assert find_leftovers(lab_host) == []
