@@ -242,6 +242,10 @@ CASES = [
      r"factors\.load\[0\]: expected 'saturation', a fraction of saturation .* got '2000mbps'"),
     ("load-iops-zero", variant({"factors.load": ["0iops"]}), r"factors\.load\[0\]: expected 'saturation'"),
     ("load-bool", variant({"factors.load": [True]}), r"factors\.load\[0\]: expected 'saturation'"),
+    ("load-duplicate-level", variant({"factors.load": [0.5, "50%"]}),
+     r"^factors\.load\[1\]: duplicate value '50%': the same level as factors\.load\[0\] \(0\.5\)$"),
+    ("load-duplicate-iops", variant({"factors.load": ["2000iops", "2000 IOPS"]}),
+     r"^factors\.load\[1\]: duplicate value '2000 IOPS': the same level as factors\.load\[0\]"),
     ("load-iops-huge", variant({"factors.load": ["9" * 400 + "iops"]}), r"factors\.load\[0\]: expected 'saturation'"),
     # -- the L2ARC warm-up ---------------------------------------------------------------------------
     ("warmup-until-over-100", warm(until="120%"),
