@@ -266,7 +266,8 @@ def test_the_knee_is_judged_on_the_intervals():
 def test_points_are_the_merged_histograms_percentiles_with_their_intervals():
     df, hist = _store()
     curves = load_curves(df, hist)
-    assert [dict(c.config) for c in curves] == [{"volblocksize_bytes": 8192}, {"volblocksize_bytes": 131072}]
+    assert [dict(c.config) for c in curves] == [{"workload": "randwrite", "volblocksize_bytes": 8192},
+                                                {"workload": "randwrite", "volblocksize_bytes": 131072}]
     c = curves[0]
     assert [p.load for p in c.points] == ["0.25", "0.5", "0.75", "0.9", "saturation"] and c.points[0].runs == 3
     for p in c.points:
@@ -336,7 +337,7 @@ def test_sentences_state_the_load_and_interval_of_each_percentile():
     short = LoadPoint("0.9", 1000.0, 800.0, a.points[0].p50, a.points[0].p99, a.points[0].p99_9, 0.9, 0.8, 3)
     assert "only 80% of it achieved" in point_sentence(short)
     s = curve_sentence(a)
-    assert s.startswith("volblocksize_bytes 8192, writes: p99 1.05 ms (95% CI 1.05–1.06 ms) at 100 IOPS offered "
+    assert s.startswith("randwrite, 8K, writes: p99 1.05 ms (95% CI 1.05–1.06 ms) at 100 IOPS offered "
                         "(25% of saturation); p99 1.57 ms")
     assert s.count(" ms (95% CI ") == 5 and "closed loop, at saturation" in s
     assert s.endswith("no knee up to 50% of saturation; knee not judged at 75% of saturation: its p99 interval "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from zbench_lib.analysis.claims.wording import ci_text, num
+from zbench_lib.analysis.data.sweep_data import setting_text
 from zbench_lib.analysis.stats.load_curves import KNEE_FACTOR, PAST, UNDER, LoadCurve, LoadPoint, Tail
 
 ACHIEVED_BELOW = 0.95       # under this share of the offer achieved, a sentence says so
@@ -20,11 +21,11 @@ ACHIEVED_BELOW = 0.95       # under this share of the offer achieved, a sentence
 def at_load(p: LoadPoint) -> str:
     """'at 2,000 IOPS offered (50% of saturation)', or 'closed loop, at saturation (3,950 IOPS)'."""
     if p.saturation:
-        return f"closed loop, at saturation ({num(p.achieved_iops)} IOPS)"
+        return f"closed loop, at saturation ({_iops(p.achieved_iops)} IOPS)"
     frac = f" ({_pct(p.load_fraction)} of saturation)" if p.load_fraction is not None else ""
     short = "" if p.load_achieved is None or p.load_achieved >= ACHIEVED_BELOW else \
         f"; only {_pct(p.load_achieved)} of it achieved, so this is the latency of a lower load"
-    return f"at {num(p.offered_iops)} IOPS offered{frac}{short}"
+    return f"at {_iops(p.offered_iops)} IOPS offered{frac}{short}"
 
 
 def load_name(p: LoadPoint) -> str:
@@ -32,7 +33,12 @@ def load_name(p: LoadPoint) -> str:
     if p.saturation:
         return "saturation (closed loop)"
     return f"{_pct(p.load_fraction)} of saturation" if p.load_fraction is not None else \
-        f"{num(p.offered_iops)} IOPS offered"
+        f"{_iops(p.offered_iops)} IOPS offered"
+
+
+def _iops(v: float) -> str:
+    """IOPS in whole numbers: '2,000', '50' (fio's rate is whole I/Os per second)."""
+    return num(v) if v is None or v != v else f"{v:,.0f}"
 
 
 def _pct(share: float) -> str:
@@ -83,6 +89,6 @@ def knee_text(c: LoadCurve) -> str:
 
 def curve_sentence(c: LoadCurve) -> str:
     """A curve's p99 at each load with its interval and load, then its knee, in one sentence."""
-    what = ", ".join(f"{k} {v}" for k, v in c.config) or "this configuration"
+    what = ", ".join(setting_text(k, v) for k, v in c.config) or "this configuration"
     pts = "; ".join(point_sentence(p) for p in c.points)
     return f"{what}, {c.direction}s: {pts}; {knee_text(c)}."

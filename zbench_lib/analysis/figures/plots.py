@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYER_ORDER, LAYOUT_ORDER, PERCENTILE_COLUMNS,  # noqa: F401
                                                    LABEL_OFFSETS, PALETTE, SD_LABEL, agg_figure, mean_sd, metric_label,
                                                    ordered)
+from zbench_lib.analysis.data.sweep_data import setting_text
 from zbench_lib.analysis.stats.load_curves import load_curves
 from zbench_lib.analysis.figures.plots_interactive import (iops_p99_means, iops_p99_labels, iops_p99_ranges,  # noqa: F401
                                                            plot_iops_vs_p99_interactive,
@@ -202,7 +203,7 @@ def plot_latency_vs_load(df: pd.DataFrame, hist: pd.DataFrame | None, x: str = "
         raise ConfigError("no load factor in these results: latency against load needs a sweep with `load`")
     fig = go.Figure()
     for i, c in enumerate(curves):      # one colour per curve, its percentiles by dash
-        name = ", ".join(f"{k} {v}" for k, v in c.config) + f" {c.direction}"
+        name = ", ".join(setting_text(k, v) for k, v in c.config) + f" {c.direction}"
         pts = [p for p in c.points if x == "achieved" or not p.saturation]
         xs = [p.achieved_iops if x == "achieved" else p.offered_iops for p in pts]
         for pct, dash in _LOAD_DASH.items():

@@ -1,7 +1,7 @@
 """Latency against offered load, per cell, and its knee (the load factor; docs/methods.md §21).
 
-A curve is one configuration (every configuration column but `load`) in one direction: a point per
-load level, its offered and achieved IOPS (the medians of its runs') and its p50 / p99 / p99.9
+A curve is one configuration (its workload and every other configuration column but `load`) in one
+direction: a point per load level, its offered and achieved IOPS (the medians of its runs') and its p50 / p99 / p99.9
 completion latency. A point's percentile is the cell's, never a median of the runs' own: it is read
 from the level's runs' summed fio histogram bins with its interval over the replication unit
 (`tails.cell_tails`, grouped by the configuration and the load; methods §18), and where cell_tails
@@ -170,8 +170,9 @@ def load_curves(df: pd.DataFrame, hist: pd.DataFrame | None, unit: str = "auto")
     never a median of the runs' own percentiles in its place). `unit` as in `tails.cell_tails`."""
     if "load" not in df.columns or df.empty:
         return []
-    keys = [c for c in CONFIG_COLUMNS if c in df.columns and c not in ("load", "direction", "sweep_id")
-            and df[c].nunique(dropna=False) > 1]
+    keys = ["workload"] if "workload" in df.columns else []       # a curve names its workload, varying or not
+    keys += [c for c in CONFIG_COLUMNS if c in df.columns and c not in ("workload", "load", "direction", "sweep_id")
+             and df[c].nunique(dropna=False) > 1]
     by = ["direction", *keys, "load"]
     tails = cell_tails(df, hist, by=by, unit=unit, quantiles=tuple(QUANTILES.values()))
     out = []
