@@ -236,6 +236,7 @@ PLANNED = {
     "tests/specs/dataset.yaml": (2, 0, 1, 2, 4, "562c51cf5e7899c4"),
     "tests/specs/fill.yaml": (3, 0, 3, 3, 3, "8173b9714ebebcd8"),
     "tests/specs/kill.yaml": (2, 0, 2, 2, 4, "89d3306219b19bd0"),
+    "tests/specs/load.yaml": (2, 0, 1, 1, 4, "9d6838dfcd1bbd33"),
     # two pools (make test budget): the mirror(2) and raidz1(3) cells of before (ids unchanged), raidz1(2) and
     # the skipped mirror(3) gone; the hash of the old run ids less raidz1(2)'s
     "tests/specs/fault.yaml": (2, 0, 2, 2, 4, "920cb4e0fa5da918"),
@@ -264,6 +265,7 @@ PLANNED = {
     "templates/sweeps/tunables.yaml": (6, 0, 6, 6, 18, "a8c1710a7fb9471e"),
     "tests/specs/l2arc-warmup.yaml": (2, 0, 2, 2, 2, "24641ca8e144f42e"),
     "templates/sweeps/iodepth-curve.yaml": (7, 0, 1, 1, 35, "60ef1cb52f9f331f"),
+    "templates/sweeps/latency-vs-load.yaml": (20, 0, 1, 2, 60, "ea80c471390114ad"),
     "templates/sweeps/recordsize.yaml": (24, 0, 2, 6, 120, "b98dcd9afbb7f899"),
     "templates/sweeps/resilver.yaml": (6, 0, 6, 6, 12, "3c3ac176dc4c22db"),
     "templates/sweeps/scaling-example.yaml": (300, 44, 75, 75, 300, "e7d25a7b4c01a88e"),

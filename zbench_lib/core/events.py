@@ -71,6 +71,10 @@ class Event(str, Enum):
     # or not judged, its files filed under windows/<window>/ and another window next: run_id, attempt,
     # window, max_windows, not_steady, slope_pct, reason, t_start, t_end
     RUN_EXTENDED = "run extended"
+    # run_loop.measured_run (sweeps/running/open_loop.py), a cell's saturation probe measured before the
+    # first run whose load is a fraction of it (a resume reuses it): probe_id, run_id, attempt, path
+    # (its fio files, under the attempt), iops (all directions), runtime_s, ramp_time_s
+    LOAD_PROBED = "load probed"
     # Store.discard_incomplete on resume, an attempt without COMPLETE: run_id, attempt, path, reason
     RUN_DISCARDED = "run discarded"
     # Store.set_aside_invalid, a COMPLETE attempt whose files do not parse: run_id, attempt, path, reason

@@ -25,6 +25,7 @@ from zbench_lib.core.stopping import stop_by_cwd
 from zbench_lib.core.sizes import parse_size
 from zbench_lib.zfs.prefill import COMPRESS_CHUNK
 from zbench_lib.measure import workloads
+from zbench_lib.measure.load import fio_rate, open_loop_iodepth
 from zbench_lib.measure.workloads import Workload
 
 TEMPLATE_DIR = REPO_ROOT / "templates" / "fio"
@@ -148,9 +149,22 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def build_job(workload: str, **overrides) -> str:
+def _open_loop(context: dict, rate_iops: float | None) -> dict:
+    """The template's open-loop keys: none at saturation (closed loop, the job as it always was); with
+    `rate_iops` (the IOPS offered, all jobs and directions) fio's per-job rate, Poisson arrivals and a
+    queue deep enough not to cap the rate (measure/load.py: open_loop_iodepth)."""
+    if rate_iops is None:
+        return {**context, "rate_iops": None}
+    if isinstance(rate_iops, bool) or not isinstance(rate_iops, (int, float)) or not 0 < rate_iops < float("inf"):
+        raise ConfigError(f"rate_iops must be a positive number of IOPS, got {rate_iops!r}")
+    share = None if context["rwmixread"] is None else context["rwmixread"] / 100
+    return {**context, "rate_iops": fio_rate(rate_iops, context["numjobs"], share),
+            "iodepth": open_loop_iodepth(context["iodepth"])}
+
+
+def build_job(workload: str, rate_iops: float | None = None, **overrides) -> str:
     """Render the fio job file for `workload` with `overrides` on top of its registered defaults
-    (measure/workloads/).
+    (measure/workloads/); with `rate_iops`, open loop at that many IOPS offered (the load factor).
 
     Raises ConfigError for an unknown workload or parameter and for invalid values.
     """
@@ -159,7 +173,7 @@ def build_job(workload: str, **overrides) -> str:
     if unknown:
         raise ConfigError(f"unknown fio parameter(s) {unknown} for {workload}; "
                           f"known: {sorted(w.defaults)}")
-    context = _validate(w, {**w.defaults, **overrides})
+    context = _open_loop(_validate(w, {**w.defaults, **overrides}), rate_iops)
     text = _environment().get_template(w.template).render(**context)
     return text if text.endswith("\n") else text + "\n"
 

@@ -19,6 +19,7 @@ from zbench_lib.measure.host_load import summarize as summarize_host_load
 from zbench_lib.measure.run_context import RunContext, RunFacts
 from zbench_lib.measure.run_summary import fio_timeseries, iops_series, summarize_counters
 from zbench_lib.measure.truth import flag_columns, truth_checks
+from zbench_lib.measure import workloads
 from zbench_lib.measure.until_steady import window_columns
 from zbench_lib.measure.window import exit_lag, run_window
 from zbench_lib.zfs.l2arc_warmup import result_columns as l2arc_warmup_columns
@@ -117,4 +118,31 @@ def parse_results(attempt_dir: Path, meta: dict) -> list[dict]:
         extra[k] = ctx.space.get(k)
     # A run measured until steady: how many windows, which one the figures come from, the first's
     # figures (only where its workload declared until_steady, so other sweeps' rows are as they were).
-    return window_columns(attempt_dir, meta, [{**r, **extra} for r in rows])
+    return window_columns(attempt_dir, meta, [{**r, **extra, **load_columns(r, meta)} for r in rows])
+
+
+def load_columns(row: dict, meta: dict) -> dict:
+    """An open-loop run's offer beside what it achieved (only for runs with a load, so every other
+    sweep's rows are as they were; a saturation row of a load sweep has its `load` column only).
+
+    `offered_iops` is the row's direction's share of the offered rate (a mixed job's by its read
+    share), `load_achieved` the row's IOPS over it: a run that could not sustain its rate is kept and
+    described by it (below about 0.95 its latencies are at a lower load than offered: methods §21),
+    `load_fraction` the whole offer over the cell's saturation probe (None without one)."""
+    ol = meta.get("open_loop")
+    if not ol:
+        return {}
+    offered = ol["offered_iops"] * _direction_share(row.get("direction"), meta)
+    probe = ol.get("probe_iops")
+    return {"offered_iops": offered, "load_achieved": row["iops"] / offered if offered else None,
+            "probe_iops": probe, "load_fraction": ol["offered_iops"] / probe if probe else None,
+            "open_loop_iodepth": ol.get("iodepth")}
+
+
+def _direction_share(direction, meta: dict) -> float:
+    """The share of a run's I/O in `direction`: a mixed job's read share (its rwmixread), else all of it."""
+    w = workloads.find((meta.get("factors") or {}).get("template"))
+    if w is None or not w.rwmix:
+        return 1.0
+    mix = (meta.get("fio") or {}).get("rwmixread", w.defaults["rwmixread"]) / 100
+    return mix if direction == "read" else 1 - mix

@@ -31,6 +31,7 @@ from zbench_lib.core.crash import crash_point
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.measure.fio_hist import judge_run_tails
 from zbench_lib.measure.fio_parse import load_fio_json, parse_fio_json
+from zbench_lib.measure.load import PROBE_DIR
 
 MIN_WINDOWS = 2          # one window is a plain run
 MAX_WINDOWS = 25         # SNIA PTS: steady state must be reached within 25 rounds
@@ -113,7 +114,8 @@ def file_window(attempt: Path, window: int) -> Path:
     attempt = Path(attempt)
     dest = attempt / WINDOWS_DIR / str(window)
     dest.mkdir(parents=True)            # never an existing window's directory
-    for entry in sorted(p for p in attempt.iterdir() if p.name != WINDOWS_DIR):
+    # the saturation probe measured before the run (measure/load.py) is the attempt's, not a window's
+    for entry in sorted(p for p in attempt.iterdir() if p.name not in (WINDOWS_DIR, PROBE_DIR)):
         os.rename(entry, dest / entry.name)
     return dest
 

@@ -21,6 +21,7 @@ from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.events import Event
 from zbench_lib.core.paths import REPO_ROOT
 from zbench_lib.core.sizes import format_size, parse_size
+from zbench_lib.measure.load import Load
 from zbench_lib.sweeps.store.raw_check import HISTOGRAMS
 
 
@@ -39,7 +40,7 @@ CONFIG_COLUMNS = ("workload", "direction", "layout", "width", "vdevs", "data_dis
                   "model", "log_model", "cache_model", "special_model", "fs", "access", "surface",
                   "volblocksize_bytes", "recordsize_bytes", "compression", "compressible_percent", "sync", "logbias",
                   "primarycache", "secondarycache", "checksum", "copies", "atime", "special_small_blocks",
-                  *MODULE_PARAM_COLUMNS, "iodepth", "numjobs", "bs_bytes", "sweep_id")
+                  *MODULE_PARAM_COLUMNS, "iodepth", "numjobs", "bs_bytes", "load", "sweep_id")
 LAYOUT_COLUMNS = ("layout", "width", "vdevs", "data_disks", "total_disks")
 # Columns whose values name themselves ("randwrite", "raidz2"); the others are said with their name.
 BARE_COLUMNS = ("workload", "direction", "layout", "sweep_id")
@@ -56,7 +57,11 @@ def setting_text(column: str, value) -> str:
     ['no SLOG', 'SLOG', '2 L2ARC disks', 'sync always']
     >>> setting_text("volblocksize_bytes", 16384), setting_text("layout", "raidz2"), setting_text("iodepth", 4)
     ('16K', 'raidz2', 'iodepth 4')
+    >>> [setting_text("load", v) for v in ("saturation", "0.5", "2000iops")]
+    ['closed loop, at saturation', 'at 50% of saturation (open loop)', 'at 2,000 IOPS offered (open loop)']
     """
+    if column == "load":        # the load factor (methods §21): every percentile says the load it was measured at
+        return load_text(value)
     if pd.isna(value):
         return f"no {column}"
     if column in AUX_VDEVS and not isinstance(value, str) and float(value).is_integer():
@@ -65,6 +70,15 @@ def setting_text(column: str, value) -> str:
     if column.endswith("_bytes"):
         return format_size(int(value))
     return str(value) if column in BARE_COLUMNS else f"{column.replace('_', ' ')} {value}"
+
+
+def load_text(level) -> str:
+    """A level of the load factor as a reader says it: 'closed loop, at saturation' or 'at 50% of saturation
+    (open loop)' (a sweep without the factor is closed loop, at saturation)."""
+    load = Load.of(level)
+    if load.saturation:
+        return "closed loop, at saturation"
+    return f"at {load.label()}{' offered' if load.iops is not None else ''} (open loop)"
 
 
 class Sweep(NamedTuple):

@@ -10,6 +10,7 @@ report figure (`zbench report --figures png,svg`) are drawn by `figures_static`.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +19,10 @@ import plotly.graph_objects as go
 from matplotlib.figure import Figure
 
 from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYER_ORDER, LAYOUT_ORDER, PERCENTILE_COLUMNS,  # noqa: F401
-                                                   LABEL_OFFSETS, SD_LABEL, agg_figure, mean_sd, metric_label,
+                                                   LABEL_OFFSETS, PALETTE, SD_LABEL, agg_figure, mean_sd, metric_label,
                                                    ordered)
+from zbench_lib.analysis.data.sweep_data import setting_text
+from zbench_lib.analysis.stats.load_curves import load_curves
 from zbench_lib.analysis.figures.plots_interactive import (iops_p99_means, iops_p99_labels, iops_p99_ranges,  # noqa: F401
                                                            plot_iops_vs_p99_interactive,
                                                            plot_latency_percentiles_interactive,
@@ -179,3 +182,49 @@ def save_figure(fig, path_stem, dpi: int = 150, include_plotlyjs=True) -> list[P
         fig.write_html(path, include_plotlyjs=include_plotlyjs)
         return [path]
     raise ConfigError(f"save_figure: expected a matplotlib or plotly figure, got {type(fig).__name__}")
+
+
+_LOAD_DASH = {"p50": "dot", "p99": "solid", "p99.9": "dash"}
+
+
+def plot_latency_vs_load(df: pd.DataFrame, hist: pd.DataFrame | None, x: str = "achieved",
+                         title: str = "") -> go.Figure:
+    """Latency against load (the load factor): a curve per configuration and direction, its p50 / p99 /
+    p99.9 (dotted, solid, dashed) against the `x` IOPS ("achieved" or "offered"; saturation, closed
+    loop, is the last point and has no offer), log latency axis, the knee ringed (methods §21).
+
+    Each percentile is the cell's, from the merged histograms in `hist` (`Sweep.histograms`; methods
+    §18), the p99 with its 95% interval as an error bar; a percentile not judged (no histogram, too
+    few I/Os) is a gap, never a median of the runs' own percentiles."""
+    if x not in ("achieved", "offered"):
+        raise ConfigError(f"x must be 'achieved' or 'offered', got {x!r}")
+    curves = load_curves(df, hist)
+    if not curves:
+        raise ConfigError("no load factor in these results: latency against load needs a sweep with `load`")
+    fig = go.Figure()
+    for i, c in enumerate(curves):      # one colour per curve, its percentiles by dash
+        name = ", ".join(setting_text(k, v) for k, v in c.config) + f" {c.direction}"
+        pts = [p for p in c.points if x == "achieved" or not p.saturation]
+        xs = [p.achieved_iops if x == "achieved" else p.offered_iops for p in pts]
+        for pct, dash in _LOAD_DASH.items():
+            tails = [p.tail(pct) for p in pts]
+            ys = [t.value_ns / 1e6 for t in tails]
+            err = None
+            if pct == "p99" and any(t.has_interval for t in tails):
+                up = [(t.hi_ns - t.value_ns) / 1e6 if t.has_interval and math.isfinite(t.hi_ns) else None
+                      for t in tails]
+                down = [(t.value_ns - t.lo_ns) / 1e6 if t.has_interval else None for t in tails]
+                err = dict(type="data", symmetric=False, array=up, arrayminus=down, thickness=1)
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=f"{name} {pct}", legendgroup=name,
+                                     line=dict(color=PALETTE[i % len(PALETTE)], dash=dash), error_y=err,
+                                     text=[f"{p.load}: {t.status}" if not t.judged else p.load
+                                           for p, t in zip(pts, tails)],
+                                     hovertemplate="%{text}: %{y:.3g} ms<extra></extra>"))
+        if c.knee is not None and any(c.knee is p for p in pts):
+            k = c.knee
+            fig.add_trace(go.Scatter(x=[k.achieved_iops if x == "achieved" else k.offered_iops], y=[k.p99_ns / 1e6],
+                                     mode="markers", name=f"{name} knee", legendgroup=name,
+                                     marker=dict(size=14, symbol="circle-open", line=dict(width=2))))
+    fig.update_layout(title=title or "latency against load (saturation: closed loop, the last point)",
+                      xaxis_title=f"{x} IOPS", yaxis_title="completion latency (ms)", yaxis_type="log")
+    return fig

@@ -23,7 +23,7 @@ from zbench_lib.analysis.claims.answer import (COMPARE_NOTE, SCALING_NOTE, answe
                                                latency_tails)
 from zbench_lib.analysis.claims.conclusions import LINEAR_BAND
 from zbench_lib.analysis.data.coverage import cell_status
-from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, Sweep
+from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, Sweep, setting_text
 from zbench_lib.analysis.figures.report_figures import (plot_configurations, plot_depth_curve, plot_iops_vs_drives,
                                                         plot_levels)
 from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor, block_choice, level_order
@@ -182,4 +182,14 @@ def study_headline(sweep: Sweep, adm: pd.DataFrame, include_flagged: bool = Fals
     if study_type is None:
         return out
     study = Study(sweep, adm, cell_status(sweep.results, sweep.plan, include_flagged), focus)
-    return {**out, "kind": study_type.kind, **study_type.build(study)}
+    built = {**out, "kind": study_type.kind, **study_type.build(study)}
+    return {**built, "answers": _at_load(built["answers"], adm)}
+
+
+def _at_load(answers: list[dict], adm: pd.DataFrame) -> list[dict]:
+    """Answers of a sweep with the load factor at one level, each saying the load its numbers were measured
+    at (with several levels the load is held equal, and each answer's subject names its own; methods §21)."""
+    if "load" not in adm or adm["load"].nunique() != 1:
+        return answers
+    at = setting_text("load", adm["load"].dropna().iloc[0])
+    return [{**a, "subject": f"{a['subject']}, {at}"} for a in answers]

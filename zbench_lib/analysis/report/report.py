@@ -5,11 +5,12 @@
 code hidden, and writes an index page (`render_index`): the question, the answer and the
 headline figure of the study type (`headline.study_headline`), the classic claims the sweep can
 speak to with their verdicts (`classic_claims.classic_claims`), the resilver study's section when
-the sweep timed resilvers (`resilver.resilver_section`), the environment in a dozen lines (the
+the sweep timed resilvers (`resilver.resilver_section`), latency at a stated load when it has the load
+factor (`load_section.load_section`), the environment in a dozen lines (the
 full record behind a disclosure), the summary table (folded; sorted and filtered in the page by the
 inline templates/report/table_tools.js; with its Markdown, CSV and LaTeX exports), and each
-notebook's conclusions. A sweep no notebook applies to but with resilver events gets the index
-page alone. Nothing is fetched from the network: the `zbench` nbconvert template drops require.js,
+notebook's conclusions. A sweep no notebook applies to but with resilver events or the load factor gets
+the index page alone. Nothing is fetched from the network: the `zbench` nbconvert template drops require.js,
 MathJax and mermaid, and every page loads the report's one `plotly.min.js`.
 """
 
@@ -30,6 +31,8 @@ from zbench_lib.analysis.figures.plot_base import add_caption
 from zbench_lib.analysis.report.compare_factor import auto_factor
 from zbench_lib.analysis.report.env_summary import environment_summary
 from zbench_lib.analysis.report.headline import study_headline
+from zbench_lib.analysis.report.load_section import METHOD as LOAD_METHOD
+from zbench_lib.analysis.report.load_section import has_load, load_answers, load_section
 from zbench_lib.analysis.report.methods_page import methods_links, write_methods
 from zbench_lib.analysis.report.notebook_display import figure_caption, is_synthetic, sweep_id
 from zbench_lib.analysis.report.pub_tables import export_table, summary_table, write_tables
@@ -173,6 +176,11 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
     extras["resilver_html"], fig = resilver_section(resilver_table(sweep.path), f"Sweep {sid}.")
     if fig is not None:
         extras["static"].append(("index-02-resilver", fig))
+    extras["load_html"], fig = load_section(adm, sweep.histograms, f"Sweep {sid}.")
+    if fig is not None:
+        extras["static"].append(("index-03-latency-vs-load", fig))
+        if not extras["answers"]:      # the load is the sweep's only study: its curves answer
+            extras.update(answers=load_answers(adm, sweep.histograms), answers_note=LOAD_METHOD)
     return extras
 
 
@@ -231,7 +239,7 @@ def render_report(sweep_dir, notebooks=None, include_flagged: bool = False, para
     names = [notebook_name(n) for n in opts.notebooks] if opts.notebooks else applicable_notebooks(admissible)
     if opts.compare and "analysis-compare" not in names:
         names.append("analysis-compare")
-    if not names and resilver_table(sweep.path).empty:
+    if not names and resilver_table(sweep.path).empty and not has_load(admissible):
         if applicable_notebooks(sweep.results):
             raise ZbenchError(f"{sweep.path}: every run that would be analysed was flagged by a truth check "
                               "(see results' truth_flags); --include-flagged analyses them anyway")

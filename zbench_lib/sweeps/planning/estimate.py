@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.zfs import families
+from zbench_lib.sweeps.planning.probes import probe_seconds
 
 MiB = 1024 ** 2
 # Measured by benchmarks/sweep_efficiency.py on 2026-11-24 (TCG lab, cached image; the
@@ -48,8 +49,10 @@ def prefill_seconds(spec, nbytes: int, data_disks: float, family: str = "stripe"
 def estimates(spec, cells: list, pools: list, targets: list, warm: dict) -> dict:
     """Wall time (planned runs, and every run the rule may add), windows, bytes written."""
     lo, hi = spec.repetitions["pilot"], spec.repetitions["max"]
+    probes = probe_seconds(cells)               # the saturation probes a load fraction needs
     fixed = (BOOT_S if spec.host == "lab" else 0.0) + POOL_CREATE_S * len(pools) + \
-        sum(TARGET_CREATE_S + t["prefill_s"] for t in targets) + warm.get("l2arc_warmup_max_s", 0.0)
+        sum(TARGET_CREATE_S + t["prefill_s"] for t in targets) + warm.get("l2arc_warmup_max_s", 0.0) + \
+        sum(probes.values())
     prefill = sum(t["prefill_bytes"] for t in targets)
     per_run = sum(c["run_s"] for c in cells)
     written = sum(c["write_bytes_per_run"] for c in cells)
@@ -64,6 +67,7 @@ def estimates(spec, cells: list, pools: list, targets: list, warm: dict) -> dict
             "wall_attempts_max_s": round(fixed + max(hi, spec.repetitions["max_attempts"]) * per_run_max, 1),
             "measure_s": lo * sum(c["runtime_s"] for c in cells), "prefill_bytes": prefill,
             "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written_max, **warm,
+            **({"probes_s": round(sum(probes.values()), 1), "probes": len(probes)} if probes else {}),
             "assumptions": {"boot_s": BOOT_S, "pool_create_s": POOL_CREATE_S, "target_create_s": TARGET_CREATE_S,
                             "run_overhead_s": RUN_OVERHEAD_S, "disk_write_bw_iops": disk_rates(spec),
                             **({"lab_write_ceiling": LAB_WRITE_CEILING} if spec.lab else {})}}

@@ -27,6 +27,8 @@ from zbench_lib.zfs.layouts import Layout
 from zbench_lib.core.sizes import format_size, parse_size
 from zbench_lib.sweeps.planning.blocks import Run, order_runs, replicate, run_id
 from zbench_lib.sweeps.planning.capacity import check_fits
+from zbench_lib.sweeps.planning import probes
+from zbench_lib.measure.load import Load, probe_seconds
 from zbench_lib.sweeps.spec.faults import check_faults
 from zbench_lib.sweeps.spec.factors import BLOCKSIZE, PROPERTIES
 from zbench_lib.sweeps.spec.sweep_spec import FS_FILE_SHARE, ZVOL_SURFACES, SweepSpec, check_grid
@@ -144,7 +146,7 @@ class Plan:
                  f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
                  f"(up to {e['bytes_written_max'] / GiB:.2f} GiB), prefill {e['prefill_bytes'] / GiB:.2f} GiB",
                  f"order: {order}; seed {s.seed}"] + describe_warmup(s, e) + _describe_until_steady(s) \
-            + _describe_steady_power(self.cells)
+            + _describe_steady_power(self.cells) + probes.describe(self.cells)
         if s.faults and s.faults.get("resilver"):
             n = len(self.pools) * (2 if s.faults.get("resilver_load") else 1)
             lines.append(f"plus {n} timed resilvers, not in the estimate (their time is what is measured; "
@@ -249,7 +251,8 @@ def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> 
     raw = layout.family == RAW
     factors = {**(raw_factors(layout, settings, f) if raw else _zfs_factors(spec, f, layout, settings)),
                "workload": w.name, "template": w.template, "iodepth": merged["iodepth"],
-               "numjobs": merged["numjobs"], "bs_bytes": parse_size(merged["bs"], "bs")}
+               "numjobs": merged["numjobs"], "bs_bytes": parse_size(merged["bs"], "bs"),
+               **({"load": f["load"]} if "load" in f else {})}     # only where declared: other ids unchanged
     measured = merged["ramp_time_s"] + merged["runtime_s"]
     share = (0.0 if w.reads_only else 1.0) if merged["rwmixread"] is None else 1 - merged["rwmixread"] / 100
     rate = layout.data_disks * min(rates[0], rates[1] * factors["bs_bytes"])
@@ -257,7 +260,9 @@ def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> 
             "fio": params, "runtime_s": merged["runtime_s"], "run_s": measured + RUN_OVERHEAD_S,
             "write_bytes_per_run": int(share * rate * measured),
             # only where declared: plan.json of every other spec stays as it was (a resume compares it)
-            **({"until_steady": w.until_steady.to_record()} if w.until_steady else {})}
+            **({"until_steady": w.until_steady.to_record()} if w.until_steady else {}),
+            **({"probe_s": probe_seconds(params, w.kind.defaults) + RUN_OVERHEAD_S}
+               if Load.of(f.get("load")).needs_probe else {})}
 
 
 def run_seconds(cell: dict) -> float:

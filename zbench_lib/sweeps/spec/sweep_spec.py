@@ -137,8 +137,10 @@ def _factor(key: str, values, surface: str) -> list:
             v = _layout_value(v, p)
         else:
             v = BY_NAME[key].check(v, p)
-        if v in out:
-            fail(p, f"duplicate value {values[i]!r}")
+        if v in out:        # the same level after parsing: 0.5 and '50%', 8k and 8192
+            j = out.index(v)
+            same = "" if values[j] == values[i] else f": the same level as {path}[{j}] ({values[j]!r})"
+            fail(p, f"duplicate value {values[i]!r}{same}")
         out.append(v)
     return out
 

@@ -1,0 +1,203 @@
+"""Latency against offered load, per cell, and its knee (the load factor; docs/methods.md §21).
+
+A curve is one configuration (its workload and every other configuration column but `load`) in one
+direction: a point per load level, its offered and achieved IOPS (the medians of its runs') and its p50 / p99 / p99.9
+completion latency. A point's percentile is the cell's, never a median of the runs' own: it is read
+from the level's runs' summed fio histogram bins with its interval over the replication unit
+(`tails.cell_tails`, grouped by the configuration and the load; methods §18), and where cell_tails
+abstains (no histogram, too few I/Os for the percentile) the point says why and has no number
+(NaN). The saturation level (closed loop) is the curve's last point, offered nothing: its achieved
+IOPS is the most the configuration gave.
+
+The knee is the lowest load whose p99 exceeds KNEE_FACTOR times the p99 at the lowest load
+measured, judged on the intervals (`knee_verdicts`): a point is past the bound when its p99
+interval's low end exceeds KNEE_FACTOR x the lowest load's interval's high end, under it when its
+high end is at most KNEE_FACTOR x that low end, and otherwise "not judged". The knee is the first
+point past the bound with every point before it under; a point not judged before it leaves the knee
+not judged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS
+from zbench_lib.analysis.stats.tails import cell_tails
+from zbench_lib.measure.fio_hist import NO_HISTOGRAM
+
+KNEE_FACTOR = 2.0           # the p99 that marks the knee, as a multiple of the lowest load's
+SATURATION = "saturation"
+QUANTILES = {"p50": 0.5, "p99": 0.99, "p99.9": 0.999}
+# A point's verdict against the knee's bound (`knee_verdicts`); anything else starts "not judged: ".
+LOWEST, UNDER, PAST = "lowest load", "under", "past"
+
+
+@dataclass(frozen=True)
+class Tail:
+    """One percentile of a point: the cell's merged-histogram value and its 95% interval (ns), or why not.
+
+    `value_ns` is NaN where `status` is 'not judged: ...'; `lo_ns`/`hi_ns` are NaN where `interval`
+    says there is none (one unit, a unit with too few I/Os)."""
+    value_ns: float
+    lo_ns: float
+    hi_ns: float
+    status: str
+    interval: str
+
+    judged = property(lambda self: self.status == "judged")
+    has_interval = property(lambda self: self.judged and math.isfinite(self.lo_ns) and not math.isnan(self.hi_ns))
+
+    @classmethod
+    def missing(cls, why: str) -> Tail:
+        return cls(math.nan, math.nan, math.nan, f"not judged: {why}", "")
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """One load level of a curve (latencies in ns; offered None at saturation)."""
+    load: str
+    offered_iops: float | None
+    achieved_iops: float
+    p50: Tail
+    p99: Tail
+    p99_9: Tail
+    load_fraction: float | None     # the offer over the cell's saturation probe, where it had one
+    load_achieved: float | None     # achieved over offered (None at saturation)
+    runs: int
+
+    saturation = property(lambda self: self.load == SATURATION)
+    p50_ns = property(lambda self: self.p50.value_ns)
+    p99_ns = property(lambda self: self.p99.value_ns)
+    p99_9_ns = property(lambda self: self.p99_9.value_ns)
+
+    def tail(self, percentile: str) -> Tail:
+        """The Tail of 'p50', 'p99' or 'p99.9'."""
+        return getattr(self, percentile.replace(".", "_"))
+
+
+@dataclass(frozen=True)
+class LoadCurve:
+    """A configuration's points in load order (saturation last), each point's verdict against the
+    knee's bound (`knee_verdicts`, aligned with `points`) and the knee (None: none, or not judged)."""
+    config: tuple                   # (column, value) pairs: what the curve is of
+    direction: str
+    points: tuple[LoadPoint, ...]
+    verdicts: tuple[str, ...]
+    knee: LoadPoint | None
+
+    @property
+    def knee_not_judged(self) -> LoadPoint | None:
+        """The first point whose verdict is 'not judged' with every point before it under the bound."""
+        for p, v in zip(self.points[1:], self.verdicts[1:]):
+            if v != UNDER:
+                return p if v.startswith("not judged") else None
+        return None
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3g}"
+
+
+def knee_verdicts(points, factor: float = KNEE_FACTOR) -> list[str]:
+    """Each point's verdict against `factor` x the lowest load's p99, on their intervals (methods §21):
+    LOWEST for the first, PAST when its p99 interval's low end exceeds factor x the first's high end,
+    UNDER when its high end is at most factor x the first's low end, else 'not judged: why'."""
+    if not points:
+        return []
+    base = points[0].p99
+    if not base.has_interval:
+        why = base.status.removeprefix("not judged: ") if not base.judged else base.interval
+        return [LOWEST] + [f"not judged: the lowest load's p99 has no interval ({why})"] * (len(points) - 1)
+    out = [LOWEST]
+    for p in points[1:]:
+        t = p.p99
+        if not t.has_interval:
+            why = t.status.removeprefix("not judged: ") if not t.judged else t.interval
+            out.append(f"not judged: its p99 has no interval ({why})")
+        elif t.lo_ns > factor * base.hi_ns:
+            out.append(PAST)
+        elif t.hi_ns <= factor * base.lo_ns:
+            out.append(UNDER)
+        else:
+            out.append(f"not judged: its p99 interval ({_ms(t.lo_ns)}–{_ms(t.hi_ns)} ms) overlaps {factor:g}x "
+                       f"the lowest load's ({_ms(factor * base.lo_ns)}–{_ms(factor * base.hi_ns)} ms)")
+    return out
+
+
+def knee(points, factor: float = KNEE_FACTOR) -> LoadPoint | None:
+    """The first point (in load order) past `factor` x the first point's p99 on their intervals, with
+    every point before it under; None if none is, or one before it is not judged (`knee_verdicts`)."""
+    for p, v in zip(points[1:], knee_verdicts(points, factor)[1:]):
+        if v != UNDER:
+            return p if v == PAST else None
+    return None
+
+
+def _tail(rows: pd.DataFrame) -> Tail:
+    r = rows.iloc[0]
+    return Tail(float(r["value_ns"]), float(r["ci_low_ns"]), float(r["ci_high_ns"]), str(r["status"]),
+                str(r["interval"]))
+
+
+def _point(load: str, g: pd.DataFrame, tails: pd.DataFrame | None) -> LoadPoint:
+    def med(c: str) -> float:
+        return float(pd.to_numeric(g[c], errors="coerce").median()) if c in g and g[c].notna().any() else math.nan
+
+    def opt(c: str) -> float | None:
+        return None if math.isnan(med(c)) else med(c)
+
+    if tails is None:
+        p = {name: Tail.missing(NO_HISTOGRAM) for name in QUANTILES}
+    else:
+        p = {name: _tail(tails[tails["percentile"] == name]) for name in QUANTILES}
+    return LoadPoint(str(load), None if load == SATURATION else opt("offered_iops"), med("iops"),
+                     p["p50"], p["p99"], p["p99.9"], opt("load_fraction"), opt("load_achieved"), len(g))
+
+
+def _order(p: LoadPoint) -> tuple:
+    """Load order: by offered IOPS, saturation last."""
+    return (p.saturation, p.offered_iops if p.offered_iops is not None else p.achieved_iops)
+
+
+def load_curves(df: pd.DataFrame, hist: pd.DataFrame | None, unit: str = "auto") -> list[LoadCurve]:
+    """A curve per configuration and direction of a sweep with the load factor ([] without one).
+
+    `df`: the rows to estimate from (the admissible runs: analysis.data.flags); `hist`: the store's
+    latency_hist.parquet (`Sweep.histograms`; None: every percentile not judged, no histogram, and
+    never a median of the runs' own percentiles in its place). `unit` as in `tails.cell_tails`."""
+    if "load" not in df.columns or df.empty:
+        return []
+    keys = ["workload"] if "workload" in df.columns else []       # a curve names its workload, varying or not
+    keys += [c for c in CONFIG_COLUMNS if c in df.columns and c not in ("workload", "load", "direction", "sweep_id")
+             and df[c].nunique(dropna=False) > 1]
+    by = ["direction", *keys, "load"]
+    tails = cell_tails(df, hist, by=by, unit=unit, quantiles=tuple(QUANTILES.values()))
+    out = []
+    for (direction, *vals), g in df.groupby(["direction", *keys], dropna=False, sort=True):
+        t = tails
+        for c, v in zip(["direction", *keys], [direction, *vals]):
+            t = t[t[c].isna()] if pd.isna(v) else t[t[c] == v]
+        points = sorted((_point(lv, r, t[t["load"] == lv]) for lv, r in g.groupby("load", sort=False)), key=_order)
+        out.append(LoadCurve(tuple(zip(keys, vals)), str(direction), tuple(points),
+                             tuple(knee_verdicts(points)), knee(points)))
+    return out
+
+
+def curves_table(curves: list[LoadCurve]) -> pd.DataFrame:
+    """The curves as one tidy table: a row per point, its configuration's columns, each percentile's
+    value, interval and status, the point's verdict against the knee's bound and `knee` True on the knee."""
+    rows = []
+    for c in curves:
+        for p, verdict in zip(c.points, c.verdicts):
+            row = {**dict(c.config), "direction": c.direction, "load": p.load, "offered_iops": p.offered_iops,
+                   "achieved_iops": p.achieved_iops, "load_fraction": p.load_fraction,
+                   "load_achieved": p.load_achieved, "runs": p.runs}
+            for name in QUANTILES:
+                t, col = p.tail(name), name.replace(".", "_")
+                row |= {f"{col}_ns": t.value_ns, f"{col}_ci_low_ns": t.lo_ns,
+                        f"{col}_ci_high_ns": t.hi_ns, f"{col}_status": t.status}
+            rows.append(row | {"knee_verdict": verdict, "knee": p is c.knee})
+    return pd.DataFrame(rows)
