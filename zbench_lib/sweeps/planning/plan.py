@@ -239,6 +239,14 @@ def _declared_data(spec: SweepSpec, w, f: dict) -> dict:
     return {key: f.get(key, w.overrides.get(key, w.kind.defaults[key]))}
 
 
+def _offered_rate(load: Load, saturation_rate: float, bs_bytes: int) -> float:
+    """The bytes per second a run writes at `load`: the saturation estimate, its fraction, or the
+    absolute rate (never above the saturation estimate: an open loop offers, the pool may not keep up)."""
+    if load.fraction is not None:
+        return load.fraction * saturation_rate
+    return saturation_rate if load.iops is None else min(saturation_rate, load.iops * bs_bytes)
+
+
 def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> dict:
     """One cell without ids: its factors (the result columns), fio overrides and estimates."""
     params = {**w.overrides, **{k: f[k] for k in ("iodepth", "numjobs", "bs", "compressible_percent") if k in f}}
@@ -255,7 +263,8 @@ def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> 
                **({"load": f["load"]} if "load" in f else {})}     # only where declared: other ids unchanged
     measured = merged["ramp_time_s"] + merged["runtime_s"]
     share = (0.0 if w.reads_only else 1.0) if merged["rwmixread"] is None else 1 - merged["rwmixread"] / 100
-    rate = layout.data_disks * min(rates[0], rates[1] * factors["bs_bytes"])
+    rate = _offered_rate(Load.of(f.get("load")), layout.data_disks * min(rates[0], rates[1] * factors["bs_bytes"]),
+                         factors["bs_bytes"])
     return {"workload": w.name, "template": w.template, "reads_only": w.reads_only, "factors": factors,
             "fio": params, "runtime_s": merged["runtime_s"], "run_s": measured + RUN_OVERHEAD_S,
             "write_bytes_per_run": int(share * rate * measured),
