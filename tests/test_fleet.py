@@ -582,7 +582,9 @@ def test_each_host_runs_one_pool_at_a_time_and_whole_blocks(client, tmp_path):
 def test_a_worker_killed_mid_pool_gives_its_pool_to_the_next_free_host(client, tmp_path):
     plan, done, held, events, log = _dispatch(client, tmp_path, kill="h1")
     assert sorted(d.pool_id for d in done) == sorted(p["pool_id"] for p in plan.pools)   # every pool ran once
-    (lost,) = [e for e in events if e["event"] == Event.POOL_LOST]
+    losses = [e for e in events if e["event"] == Event.POOL_LOST]
+    assert len(losses) == 1, (losses, log)
+    lost = losses[0]
     assert lost["host"] == "h1" and lost["requeued"] and "KilledWorker" in lost["reason"]
     assert lost["discarded_runs"] and lost["discarded_runs"][0].endswith("-probe")
     again = [e for e in events if e["event"] == Event.POOL_DISPATCHED and e["pool_id"] == lost["pool_id"]]
