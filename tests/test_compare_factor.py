@@ -44,3 +44,12 @@ def test_depths_that_differ_only_between_workloads_are_no_factor():
     assert auto_factor(df) is None
     df["iodepth"] = [1, 8, 4, 4]
     assert auto_factor(df) == "iodepth"
+
+
+def test_loads_are_a_curve_not_replicates_so_the_pooling_notebooks_do_not_apply():
+    # a latency-vs-load sweep: volblocksize varies, and so does the load; the volblocksize notebook
+    # would take the loads for runs of one configuration (it refused to plot, found on a real sweep)
+    df = _frame(layout="mirror", volblocksize_bytes=[8192, 131072, 8192, 131072], load=["0.5", "0.5", "saturation",
+                                                                                       "saturation"])
+    assert applicable_notebooks(df) == []
+    assert applicable_notebooks(df[df["load"] == "0.5"]) == ["analysis-volblocksize"]

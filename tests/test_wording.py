@@ -125,3 +125,14 @@ def test_a_tail_the_merged_histograms_cannot_support_is_not_judged_never_a_mean_
     # the same runs without histograms (recorded before json+): the labelled mean of their own percentiles
     own = latency_tails(rows, hist.iloc[:0], ["workload", "direction"]).set_index("percentile")
     assert own.loc["p99.9", "value_ms"] == 6.0 and own.loc["p99.9", "source"] == "mean of the runs' own percentile"
+
+
+def test_a_cell_whose_runs_each_kept_too_few_ios_for_their_own_p99_still_has_its_merged_verdict():
+    # Three runs of 600 I/Os: no run supports its own p99 (the per-run rule blanked them), their merged 1,800 do.
+    rows = pd.DataFrame({"workload": "w", "direction": "write", "run_id": ["a", "b", "c"], "attempt": 1,
+                         "total_ios": 600, "clat_p99_ns": np.nan, "clat_p99_9_ns": np.nan,
+                         "tail_not_judged": "p99, p99.9"})
+    hist = pd.DataFrame({"run_id": ["a", "b", "c"], "attempt": 1, "direction": "write", "bin_ns": 1000, "count": 600})
+    t = latency_tails(rows, hist, ["workload", "direction"]).set_index("percentile")
+    assert t.loc["p99", "status"] == "judged" and t.loc["p99", "source"] == "merged histograms"
+    assert t.loc["p99.9", "status"] == "not judged: 1800 I/Os, a p99.9 needs 10000"

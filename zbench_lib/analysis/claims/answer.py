@@ -146,6 +146,11 @@ LEAD_LEVELS = 4     # levels from which a sentence groups them by verdict before
 PERCENTILES = {"p99": ("clat_p99_ns", 0.99), "p99.9": ("clat_p99_9_ns", 0.999)}
 
 
+def _key(r, by: list) -> tuple:
+    """A cell's key, NaN equal to NaN (a setting a layout does not have)."""
+    return tuple("<nan>" if isinstance(r[c], float) and np.isnan(r[c]) else r[c] for c in by)
+
+
 def _merged_tail(t) -> dict:
     """A cell's percentile from its merged histograms: its value and interval where judged, else
     no number and cell_tails' reason (too few I/Os for the percentile)."""
@@ -167,17 +172,19 @@ def latency_tails(df: pd.DataFrame, hist: pd.DataFrame | None, by: list) -> pd.D
     merged = cell_tails(df, hist, by=by, quantiles=tuple(q for _, q in PERCENTILES.values())) \
         if hist is not None and len(hist) and len(df) else pd.DataFrame()
     for pct, (col, _) in PERCENTILES.items():
+        covered = set()             # cells with histograms: their merged percentile, judged or not, and why
+        for _, t in (merged[merged["percentile"] == pct] if len(merged) else merged).iterrows():
+            if NO_HISTOGRAM not in t["status"]:
+                covered.add(_key(t, by))
+                rows.append({**{c: t[c] for c in by}, "percentile": pct, **_merged_tail(t)})
         own = summary(df, col, by) if col in df and df[col].notna().any() else pd.DataFrame(columns=by)
         for _, r in own.iterrows():
-            key = {c: r[c] for c in by}
-            t = merged[(merged["percentile"] == pct) & np.logical_and.reduce(
-                [merged[c] == v for c, v in key.items()])] if len(merged) else merged
-            if len(t) and NO_HISTOGRAM not in t.iloc[0]["status"]:
-                rows.append({**key, "percentile": pct, **_merged_tail(t.iloc[0])})
+            if _key(r, by) in covered:
                 continue
             judged = r["n"] >= 2 and np.isfinite(r["ci95_low"])
-            rows.append({**key, "percentile": pct, "value_ms": r["mean"] / 1e6, "ci_low_ms": r["ci95_low"] / 1e6,
-                         "ci_high_ms": r["ci95_high"] / 1e6, "source": "mean of the runs' own percentile",
+            rows.append({**{c: r[c] for c in by}, "percentile": pct, "value_ms": r["mean"] / 1e6,
+                         "ci_low_ms": r["ci95_low"] / 1e6, "ci_high_ms": r["ci95_high"] / 1e6,
+                         "source": "mean of the runs' own percentile",
                          "status": "judged" if judged else f"{int(r['n'])} unit with the percentile (a CI needs 2)"})
     return pd.DataFrame(rows, columns=by + ["percentile", "value_ms", "ci_low_ms", "ci_high_ms", "status",
                                             "source"])

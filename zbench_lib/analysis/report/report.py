@@ -70,6 +70,11 @@ class ReportOptions:
 def applicable_notebooks(results: pd.DataFrame) -> list[str]:
     """The analyses a results table supports: scaling if disk counts vary within a layout, etc."""
     out = []
+    if "load" in results and results["load"].nunique() > 1:
+        # Loads are levels of one curve, not replicates: the scaling and volblocksize notebooks would pool
+        # them as runs of one configuration, and the compare notebook is not yet taught to hold the load
+        # equal. The index page's latency-at-load section, with its answers at each load, is the analysis.
+        return []
     if {"layout", "data_disks"} <= set(results) and (results.groupby("layout")["data_disks"].nunique() > 1).any():
         out.append("analysis-scaling")
     if any(c in results and results[c].nunique() > 1 for c in ("volblocksize_bytes", "recordsize_bytes")):
