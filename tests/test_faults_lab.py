@@ -103,6 +103,10 @@ def test_a_disk_slowed_to_a_crawl_is_flagged_slow_and_its_speed_restored(lab, la
     df = pd.read_parquet(sweep_dir / "results.parquet")
     rows = df[df["direction"] == "write"].set_index("run_id")
     (faulted,) = {e["run_id"] for e in _events(sweep_dir, "fault injected")}
+    started = {e["run_id"]: e["ts"] for e in _events(sweep_dir, "run started")}
+    done = {e["run_id"]: e["ts"] for e in _events(sweep_dir, "run completed")}
+    print("\nrun wall times (s):", {r: round((pd.Timestamp(done[r]) - pd.Timestamp(started[r])).total_seconds(), 1)
+                                    for r in done if r in started}, "faulted:", faulted)
     assert rows.loc[faulted, "flag_slow_device"] == True, rows.loc[faulted, "not_judged"]  # noqa: E712
     assert rows.loc[faulted, "flag_device_lost"] == False                   # noqa: E712  slow, not lost
     others = rows.drop(index=faulted)
