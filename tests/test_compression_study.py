@@ -27,7 +27,7 @@ from zbench_lib.measure.runner import RunResult
 from zbench_lib.sweeps.running import run_loop
 from zbench_lib.sweeps.running.executor import _schedule, run_target
 from zbench_lib.sweeps.planning.plan import expand
-from zbench_lib.sweeps.running.pool_request import PoolRequest, Target
+from zbench_lib.sweeps.running.pool_request import PoolRequest
 from zbench_lib.sweeps.running.surface import FioTarget, Site
 from zbench_lib.sweeps.running.zfs_surfaces import pool_context
 from zbench_lib.sweeps.spec.sweep_spec import parse_spec
@@ -100,12 +100,12 @@ def study(tmp_path, monkeypatch):
     rows, seen = [], []
     sched = _schedule(plan, store, fake_parse)
     for t in plan.targets:
-        tinfo = TargetInfo(Dataset(t["target_id"]), f"zb/{t['target_id']}-{t['compression']}", "/zb/f.data",
-                           {"compression": t["compression"], "primarycache": "metadata"}, {})
+        tinfo = TargetInfo(Dataset(t.target_id), f"zb/{t.target_id}-{t.compression}", "/zb/f.data",
+                           {"compression": t.compression, "primarycache": "metadata"}, {})
         node = Node(host=host, data_devices=(), extra_devices=(), owned=False)
-        request = PoolRequest.from_plan(plan, next(p for p in plan.pools if p["pool_id"] == t["pool_id"]))
+        request = PoolRequest.from_plan(plan, next(p for p in plan.pools if p.pool_id == t.pool_id))
         site = Site(request, node, store, (), "/var/tmp/zb", pool, "hdd", {})
-        ctx = pool_context(site, tinfo, Target.from_dict(t), {"compressratio": RATIO[t["compression"]]}, None)
+        ctx = pool_context(site, tinfo, t, {"compressratio": RATIO[t.compression]}, None)
         fio_target = FioTarget(tinfo.path, ctx.file_bytes, tinfo.full_name, ctx, meta={})
 
         def one(run, fio_target=fio_target, site=site):
@@ -114,7 +114,7 @@ def study(tmp_path, monkeypatch):
             seen.append(json.loads((store.path / "raw" / run.run_id).glob("attempt-*").__next__()
                                    .joinpath("run.json").read_text())["context"])
             return got, seconds
-        run_target(store, sched, t["target_id"], one)
+        run_target(store, sched, t.target_id, one)
     yield plan, store, pd.DataFrame(rows), seen
     store.close()
 

@@ -181,6 +181,7 @@ def test_allocation_pads_to_whole_groups():
 
 def test_capacity_model_for_draid():
     from zbench_lib.sweeps.planning.capacity import target_need, usable_bytes
+    from zbench_lib.sweeps.planning.records import Target
     lay = Layout("draid2", 8, draid_data=4, draid_spares=1)
     # child 512M - 13.5M, less the 32M reflow reserve, to 16M rows: 464M; x 7 non-spare
     # children = 3248M, to whole 96M groups: 3168M; 12 metaslabs of 256M: 3072M; deflated
@@ -188,7 +189,7 @@ def test_capacity_model_for_draid():
     assert usable_bytes(lay, 512 * MiB) == 1918 * MiB
     # A 4K zvol block takes a whole 4d+2p group, 24K, reserved as 24K x 128K / 192K = 16K
     # (volsize_from_vdevs), plus 7 + 16 + 1 indirect blocks of 128K, twice (copies + 1).
-    need = target_need({"kind": "zvol", "volblocksize_bytes": 4096, "size_bytes": 64 * MiB}, lay)
+    need = target_need(Target("t", "p", "zvol", 64 * MiB, volblocksize_bytes=4096), lay)
     assert need == 16384 * 16 * 1024 + 24 * 2 * 128 * 1024
 
 

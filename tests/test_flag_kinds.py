@@ -149,11 +149,11 @@ def test_a_sweep_replaces_only_invalidated_runs_and_says_which_kind(tmp_path):
 
     sched = _schedule(plan, store, parse_run)
     for t in plan.targets:
-        run_target(store, sched, t["target_id"], run_one)
+        run_target(store, sched, t.target_id, run_one)
     (cell,) = plan.cells
     reps = sorted(m["rep"] for _, _, m in store.completed_attempts())
     assert reps == [1, 2, 3, 4]                 # rep 2 invalidated, replaced once; rep 1 kept
-    ev = [e for e in store.events() if e.get("cell_id") == cell["cell_id"]]
+    ev = [e for e in store.events() if e.get("cell_id") == cell.cell_id]
     (added,) = [e for e in ev if e["event"] == "runs added"]
     assert (added["why"], added["reps"]) == ("replace excluded runs", [4])
     (done,) = [e for e in ev if e["event"] == "repetitions done"]

@@ -152,7 +152,7 @@ def test_fewer_blocks_than_hosts_is_said():
 def test_a_pool_plan_holds_one_pool_and_pickles():
     plan = _plan()
     small = pool_plan(plan, plan.blocks[1][0])
-    assert {c["pool_id"] for c in small.cells} == {plan.blocks[1][0]} and small.blocks == [[plan.blocks[1][0]]]
+    assert {c.pool_id for c in small.cells} == {plan.blocks[1][0]} and small.blocks == [[plan.blocks[1][0]]]
     assert cloudpickle.loads(cloudpickle.dumps(small)).runs == small.runs
 
 
@@ -568,7 +568,7 @@ def _never_two_at_once(held):
 
 def test_each_host_runs_one_pool_at_a_time_and_whole_blocks(client, tmp_path):
     plan, done, held, events, _ = _dispatch(client, tmp_path)
-    assert sorted(d.pool_id for d in done) == sorted(p["pool_id"] for p in plan.pools)
+    assert sorted(d.pool_id for d in done) == sorted(p.pool_id for p in plan.pools)
     _never_two_at_once(held)
     by_block = {}
     for e in (e for e in events if e["event"] == Event.POOL_DISPATCHED):
@@ -581,7 +581,7 @@ def test_each_host_runs_one_pool_at_a_time_and_whole_blocks(client, tmp_path):
 
 def test_a_worker_killed_mid_pool_gives_its_pool_to_the_next_free_host(client, tmp_path):
     plan, done, held, events, log = _dispatch(client, tmp_path, kill="h1")
-    assert sorted(d.pool_id for d in done) == sorted(p["pool_id"] for p in plan.pools)   # every pool ran once
+    assert sorted(d.pool_id for d in done) == sorted(p.pool_id for p in plan.pools)   # every pool ran once
     losses = [e for e in events if e["event"] == Event.POOL_LOST]
     assert len(losses) == 1, (losses, log)
     lost = losses[0]

@@ -24,7 +24,7 @@ from zbench_lib.core.events import event_name
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.sweeps.running.executor import _schedule
 from zbench_lib.sweeps.planning.plan import expand
-from zbench_lib.sweeps.running.pool_request import Target
+from zbench_lib.sweeps.planning.records import Target
 from zbench_lib.sweeps.store.publish import unpack_raw
 from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 from zbench_lib.sweeps.store.store import Store
@@ -96,8 +96,8 @@ class Recorder:
 
 
 def _target(plan, cached: bool) -> Target:
-    pools = {p["pool_id"]: p for p in plan.pools}
-    return Target.from_dict(next(t for t in plan.targets if (pools[t["pool_id"]]["layout"]["cache"] > 0) == cached))
+    pools = {p.pool_id: p for p in plan.pools}
+    return next(t for t in plan.targets if (pools[t.pool_id].layout["cache"] > 0) == cached)
 
 
 def _declared(spec) -> dict | None:
@@ -128,7 +128,7 @@ def test_a_zvol_is_read_with_o_direct():
     plan = expand(parse_spec(yaml.safe_dump(text)))
     host = FakeArcHost([0, 170 * MiB])
     rec = warm_target(_declared(plan.spec), Recorder(), on_pool(host), SimpleNamespace(path="/dev/zvol/zb/t"),
-                      Target.from_dict(plan.targets[0]), ["/dev/vdc"], {})
+                      plan.targets[0], ["/dev/vdc"], {})
     assert rec["direct"] is True and all("--direct=1" in c for c in host.calls if "fio" in c)
 
 

@@ -29,6 +29,7 @@ from zbench_lib.measure.load import (OPEN_LOOP_DEPTH_FLOOR, Load, fio_rate, open
 from zbench_lib.measure.rows import load_columns
 from zbench_lib.sweeps.planning.plan import expand
 from zbench_lib.sweeps.planning.probes import probe_id
+from zbench_lib.sweeps.planning.records import Cell
 from zbench_lib.sweeps.running import open_loop
 from zbench_lib.sweeps.spec.sweep_spec import load_spec
 
@@ -127,17 +128,16 @@ class _Store:
         self._events.append({"event": Event(event).value, **fields})
 
 
-def _cell(load="0.5", target="p01-t01"):
-    return {"cell_id": "c1", "target_id": target, "template": "randwrite", "fio": {"bs": "8k"},
-            "factors": {"layout": "mirror", "volblocksize_bytes": 8192, "workload": "randwrite", "load": load}}
+def _cell(load="0.5", target="p01-t01", volblocksize=8192):
+    return Cell("c1", "p01", target, "randwrite", "randwrite", False,
+                {"layout": "mirror", "volblocksize_bytes": volblocksize, "workload": "randwrite", "load": load},
+                {"bs": "8k"}, 60, 73.0, 0)
 
 
 def test_loads_of_one_cell_share_a_probe_and_replicates_do_not():
     assert probe_id(_cell("0.5")) == probe_id(_cell("0.9")) == probe_id(_cell("saturation"))
     assert probe_id(_cell("0.5")) != probe_id(_cell("0.5", target="p01-pr2-t01"))
-    other = _cell("0.5")
-    other["factors"]["volblocksize_bytes"] = 131072
-    assert probe_id(other) != probe_id(_cell("0.5"))
+    assert probe_id(_cell("0.5", volblocksize=131072)) != probe_id(_cell("0.5"))
 
 
 def test_a_fraction_is_of_the_probe_measured_once_then_reused(monkeypatch, tmp_path):
@@ -369,10 +369,10 @@ def test_the_figure_draws_each_curve_its_interval_and_its_knee():
 # -- the shipped spec ------------------------------------------------------------------------------------
 def test_the_shipped_spec_loads_and_plans_with_its_probes():
     plan = expand(load_spec(SPEC))
-    loads = sorted({c["factors"]["load"] for c in plan.cells})
+    loads = sorted({c.factors["load"] for c in plan.cells})
     assert loads == ["0.25", "0.5", "0.75", "0.9", "saturation"]
     assert len(plan.cells) == 2 * 2 * 5
-    assert all(("probe_s" in c) == (c["factors"]["load"] != "saturation") for c in plan.cells)
+    assert all((c.probe_s is not None) == (c.factors["load"] != "saturation") for c in plan.cells)
     e = plan.estimates
     assert e["probes"] == 4 and e["probes_s"] > 0                    # 2 volblocksizes x 2 workloads
     text = plan.describe()

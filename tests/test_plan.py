@@ -38,7 +38,7 @@ def spec(**changes):
 def test_demo_counts():
     p = expand(load_spec(SWEEPS / "demo.yaml"))
     assert (len(p.cells), len(p.skipped), len(p.pools), len(p.targets), len(p.runs)) == (12, 0, 3, 6, 36)
-    assert [pl["label"] for pl in p.pools] == ["stripe(4)", "2x mirror(2)", "1x raidz1(4)"]
+    assert [pl.label for pl in p.pools] == ["stripe(4)", "2x mirror(2)", "1x raidz1(4)"]
     # a fixed design of 3: no adaptive extras, excluded runs replaced up to 4 attempts a cell
     assert p.estimates["runs"] == 36 and p.estimates["runs_max"] == 36 and p.estimates["attempts_max"] == 48
     assert 8 * 60 < p.estimates["wall_s"] < 20 * 60        # `make demo` budget
@@ -52,7 +52,7 @@ def test_scaling_skips_impossible_combinations_with_reasons():
     reasons = {(s["factors"]["layout"]["family"], s["factors"]["disks"]): s["reason"] for s in p.skipped}
     assert "raidz2 needs width >= 3" in reasons[("raidz2", 2)]
     assert reasons[("mirror", 3)] == "mirror of 2-way vdevs cannot use 3 disks (3 is not a multiple of 2)"
-    assert {c["factors"]["data_disks"] for c in p.cells if c["factors"]["layout"] == "raidz2"} == {1, 2, 3, 4, 5, 6}
+    assert {c.factors["data_disks"] for c in p.cells if c.factors["layout"] == "raidz2"} == {1, 2, 3, 4, 5, 6}
 
 
 @pytest.mark.parametrize("path", sorted(SWEEPS.glob("*.yaml")), ids=lambda p: p.stem)
@@ -66,7 +66,7 @@ def test_every_shipped_spec_expands(path):
 
 def test_sync_slog_uses_the_extra_disk_as_log():
     p = expand(load_spec(SWEEPS / "sync-slog.yaml"))
-    assert sorted(pl["layout"]["log"] for pl in p.pools) == [0, 1]
+    assert sorted(pl.layout["log"] for pl in p.pools) == [0, 1]
     assert len(p.cells) == 2 * 3 * 2 * 2 and len(p.targets) == 2 * 3 * 2
 
 
@@ -90,7 +90,7 @@ def test_target_that_does_not_fit_and_fio_refusals_are_skipped():
 def test_mirror_width_and_dedup_for_other_families():
     p = expand(spec(**{"lab.disks": 6, "factors": {"layout": ["mirror", "raidz1"], "disks": [6],
                                                    "mirror_width": [2, 3]}}))
-    assert sorted(pl["label"] for pl in p.pools) == ["1x raidz1(6)", "2x mirror(3)", "3x mirror(2)"]
+    assert sorted(pl.label for pl in p.pools) == ["1x raidz1(6)", "2x mirror(3)", "3x mirror(2)"]
     assert len(p.cells) == 3 * 2
 
 
@@ -98,9 +98,9 @@ def test_pools_and_targets_are_shared():
     p = expand(spec())
     assert len(p.pools) == 3 and len(p.targets) == 6 and len(p.cells) == 12
     for t in p.targets:
-        cells = [c for c in p.cells if c["target_id"] == t["target_id"]]
-        assert {c["workload"] for c in cells} == {"randread", "randwrite"}
-        assert t["target_id"].startswith(t["pool_id"] + "-t")
+        cells = [c for c in p.cells if c.target_id == t.target_id]
+        assert {c.workload for c in cells} == {"randread", "randwrite"}
+        assert t.target_id.startswith(t.pool_id + "-t")
 
 
 def test_run_ids_are_stable_across_reexpansion_and_spec_growth():
@@ -109,7 +109,7 @@ def test_run_ids_are_stable_across_reexpansion_and_spec_growth():
     assert all(r.run_id.startswith(r.cell_id) and r.run_id[-4:] in ("-r01", "-r02") for r in a.runs)
     grown = expand(spec(**{"factors": {"layout": ["stripe", "mirror", "raidz1", "raidz2"], "disks": [4],
                                        "volblocksize": ["8k", "64k", "16k"]}}))
-    assert {c["cell_id"] for c in a.cells} < {c["cell_id"] for c in grown.cells}
+    assert {c.cell_id for c in a.cells} < {c.cell_id for c in grown.cells}
 
 
 def test_order_pool_by_pool_reads_first_and_seeded():
@@ -119,7 +119,7 @@ def test_order_pool_by_pool_reads_first_and_seeded():
     assert list(dict.fromkeys(pools)) == p.blocks[0] and sorted(p.blocks[0]) == ["p01", "p02", "p03"]
     assert [r.order for r in p.runs] == list(range(len(p.runs)))
     for t in p.targets:
-        kinds = [p.cell(r.cell_id)["reads_only"] for r in p.runs if r.target_id == t["target_id"]]
+        kinds = [p.cell(r.cell_id).reads_only for r in p.runs if r.target_id == t.target_id]
         assert kinds == sorted(kinds, reverse=True)                         # reads, then writes
     other = expand(spec(seed=6))
     assert [r.run_id for r in other.runs] != [r.run_id for r in p.runs]
@@ -130,7 +130,7 @@ def test_as_written_order_without_reads_first():
     s = spec(order="as-written", reads_first=False,
              workloads=[{"name": "randwrite", "overrides": {"runtime_s": 10, "ramp_time_s": 2}}, "randread"])
     p = expand(s)
-    assert [p.cell(r.cell_id)["workload"] for r in p.runs[:4]] == ["randwrite", "randwrite", "randread", "randread"]
+    assert [p.cell(r.cell_id).workload for r in p.runs[:4]] == ["randwrite", "randwrite", "randread", "randread"]
     assert [r.rep for r in p.runs[:4]] == [1, 2, 1, 2]
 
 
@@ -156,7 +156,7 @@ def test_estimates_by_hand():
 
 def test_percentage_prefill_and_no_prefill():
     p = expand(spec(**{"factors": {"layout": ["stripe"], "disks": [1]}, "prefill": {"fill": "5%"}}))
-    assert p.targets[0]["prefill_bytes"] == 64 * MiB          # the target whole; the filler tops the pool up
+    assert p.targets[0].prefill_bytes == 64 * MiB          # the target whole; the filler tops the pool up
     p = expand(spec(**{"factors": {"layout": ["stripe"], "disks": [1]}, "prefill": {"policy": "none"}}))
     assert p.estimates["prefill_bytes"] == 0
 
@@ -164,17 +164,17 @@ def test_percentage_prefill_and_no_prefill():
 def test_mixed_workload_writes_its_write_share():
     p = expand(spec(**{"factors": {"layout": ["stripe"], "disks": [1]},
                        "workloads": [{"name": "mixed", "overrides": {"runtime_s": 10, "ramp_time_s": 2}}]}))
-    assert p.cells[0]["write_bytes_per_run"] == int(0.3 * 100 * 8192 * 12)
+    assert p.cells[0].write_bytes_per_run == int(0.3 * 100 * 8192 * 12)
 
 
 def test_extra_runs_and_run_meta():
     p = expand(spec())
     c = p.cells[0]
-    extra = p.extra_run(c["cell_id"], 3)
-    assert extra.run_id == f"{c['cell_id']}-r03" and extra.order is None
-    assert p.extra_run(c["cell_id"], 12).run_id == f"{c['cell_id']}-r12"   # beyond max: replacements
+    extra = p.extra_run(c.cell_id, 3)
+    assert extra.run_id == f"{c.cell_id}-r03" and extra.order is None
+    assert p.extra_run(c.cell_id, 12).run_id == f"{c.cell_id}-r12"   # beyond max: replacements
     with pytest.raises(ZbenchError, match=r"rep 2 is not an added repetition \(planned reps are 1..2"):
-        p.extra_run(c["cell_id"], 2)
+        p.extra_run(c.cell_id, 2)
     meta = p.run_meta(p.runs[0])
     assert meta["order_index"] == 0 and meta["factors"]["volsize_bytes"] == 64 * MiB
     assert meta["pool_replicate"] == 1 and meta["pool_id"] == p.runs[0].pool_id \
@@ -193,22 +193,22 @@ def test_describe_mentions_the_numbers():
 def test_fill_as_a_factor_gives_each_level_its_own_pools():
     p = expand(spec(**{"factors": {"layout": ["stripe", "mirror"], "disks": [2], "fill": ["none", "whole", "50%"]},
                        "prefill": {"fill": "whole"}}))
-    assert len(p.pools) == 2 * 3 and sorted(x.get("fill") for x in p.pools) == ["50%", "50%", "none", "none",
+    assert len(p.pools) == 2 * 3 and sorted(x.fill for x in p.pools) == ["50%", "50%", "none", "none",
                                                                                    "whole", "whole"]
-    assert {c["factors"]["fill"] for c in p.cells} == {"none", "whole", "50%"}
-    fills = {x["pool_id"]: x["fill"] for x in p.pools}
+    assert {c.factors["fill"] for c in p.cells} == {"none", "whole", "50%"}
+    fills = {x.pool_id: x.fill for x in p.pools}
     for t in p.targets:    # never-written targets cost no prefill; the others are written whole
-        assert t["prefill_bytes"] == (0 if fills[t["pool_id"]] == "none" else 64 * MiB)
+        assert t.prefill_bytes == (0 if fills[t.pool_id] == "none" else 64 * MiB)
     # without the factor, nothing about the plan changes (no fill column, the same cell ids)
     plain = expand(spec(**{"factors": {"layout": ["stripe"], "disks": [2]}}))
-    assert all("fill" not in c["factors"] for c in plain.cells) and all("fill" not in x for x in plain.pools)
+    assert all("fill" not in c.factors for c in plain.cells) and all(x.fill is None for x in plain.pools)
 
 
 def test_a_parity_layout_prefills_at_the_labs_parity_ceiling():
     # measured: a TCG lab writes a raidz2 at about 21 MiB/s, whatever its disks' models allow
     p = expand(spec(**{"lab.disks": 6, "factors": {"layout": ["raidz2"], "disks": [6]}}))
     (t,) = p.targets
-    assert t["prefill_s"] == round(t["prefill_bytes"] / LAB_WRITE_CEILING["parity"], 1)
+    assert t.prefill_s == round(t.prefill_bytes / LAB_WRITE_CEILING["parity"], 1)
 
 
 def test_describe_says_when_a_write_window_is_too_short_for_the_steady_check():

@@ -210,7 +210,7 @@ def _setup(tmp_path, monkeypatch, fail=False):
 
 def _run_raw_pool(plan, store, sched, node) -> float:
     """The executor's loop on the plan's raw pool (no faults: a raw sweep refuses them)."""
-    request = next(PoolRequest.from_plan(plan, p) for p in plan.pools if p.get("kind") == "raw")
+    request = next(PoolRequest.from_plan(plan, p) for p in plan.pools if p.kind == "raw")
     assert not request.pooled
     return _run_pool(request, node, store, sched, FaultInjector(None, store, node), False, None)
 
@@ -250,14 +250,14 @@ def test_a_raw_pool_checks_reads_back_prefills_measures_bare_and_wipes(tmp_path,
 
 def test_a_failed_run_still_wipes_the_disks(tmp_path, monkeypatch):
     plan, store, sched, _ = _setup(tmp_path, monkeypatch, fail=True)
-    p = next(pl for pl in plan.pools if pl.get("kind") == "raw")
+    p = next(pl for pl in plan.pools if pl.kind == "raw")
     host = FakeHost()
     with pytest.raises(CommandError, match="device gone"):
         _run_raw_pool(plan, store, sched, _fake_node(host, DISKS))
     fio = next(i for i, c in enumerate(host.calls) if c[:1] == ["fio"])
     assert len([c for c in host.calls[fio:] if c[:1] == ["wipefs"]]) == 2
     work_dir = next(e for e in store.events() if e["event"] == "raw devices checking")["work_dir"]
-    assert work_dir.startswith(f"/var/tmp/zbench/zbench-raw-{p['pool_id']}-") and ["rm", "-rf", work_dir] in host.calls
+    assert work_dir.startswith(f"/var/tmp/zbench/zbench-raw-{p.pool_id}-") and ["rm", "-rf", work_dir] in host.calls
     assert "raw devices wiped" not in [e["event"] for e in store.events()]
     # a resumed session stops what the interrupted one left under its work directory first
     again = FakeHost()

@@ -64,7 +64,7 @@ def default_value(plan, table=None):
 def run_all(store, plan, runner):
     sched = _schedule(plan, store, parse_run)
     for t in plan.targets:
-        run_target(store, sched, t["target_id"], runner)
+        run_target(store, sched, t.target_id, runner)
     return sched
 
 
@@ -91,23 +91,23 @@ def test_a_fresh_sweep_runs_its_pilot_then_steins_total(setup):
     runner = FakeRunner(store, plan, default_value(plan))
     run_all(store, plan, runner)
     for c in plan.cells:
-        assert reps_complete(store, c["cell_id"]) == [1, 2, 3, 4, 5, 6]
-        (decided,) = events(store, "repetitions decided", c["cell_id"])
+        assert reps_complete(store, c.cell_id) == [1, 2, 3, 4, 5, 6]
+        (decided,) = events(store, "repetitions decided", c.cell_id)
         assert (decided["n0"], decided["s0"], decided["n_required"], decided["n"]) == (3, 4.0, 12, 6)
         assert decided["t_quantile"] == pytest.approx(4.302653) and decided["pilot_reps"] == [1, 2, 3]
-        (added,) = events(store, "runs added", c["cell_id"])
+        (added,) = events(store, "runs added", c.cell_id)
         assert added["reps"] == [4, 5, 6] and added["why"] == "Stein's second stage: 6 admissible runs in all"
         assert added["interleave_seed"] == "11/extra-runs" and len(added["queue_positions"]) == 3
-        (done,) = events(store, "repetitions done", c["cell_id"])
+        (done,) = events(store, "repetitions done", c.cell_id)
         assert (done["admissible"], done["excluded"], done["attempts"]) == (6, 0, 6)
-    reads = [plan.cell(r.cell_id)["reads_only"] for r in runner.log]
+    reads = [plan.cell(r.cell_id).reads_only for r in runner.log]
     assert reads == sorted(reads, reverse=True)                 # reads before writes, extras included
 
 
 def test_resume_after_a_later_rep_was_done_first(setup):
     """Issue 15: 'rep 2 is outside the adaptive range 3..4', and the cell forgot its earlier runs."""
     text, plan, store = setup
-    read_cell = next(c["cell_id"] for c in plan.cells if c["reads_only"])
+    read_cell = next(c.cell_id for c in plan.cells if c.reads_only)
     rep2 = next(r for r in plan.runs if r.cell_id == read_cell and r.rep == 2)
     FakeRunner(store, plan, default_value(plan))(rep2)          # only rep 2 done, then killed
     store.close()
@@ -123,7 +123,7 @@ def test_resume_after_a_later_rep_was_done_first(setup):
 
 def test_resume_in_the_second_stage_continues_the_reps(setup):
     text, plan, store = setup
-    read_cell = next(c["cell_id"] for c in plan.cells if c["reads_only"])
+    read_cell = next(c.cell_id for c in plan.cells if c.reads_only)
     extras_started = []
 
     def crash(run):                      # cut off the second extra run of the read cell
@@ -166,8 +166,8 @@ def test_resume_of_a_finished_sweep_runs_nothing(setup):
 def test_excluded_runs_are_replaced_then_the_cell_gives_up(tmp_path):
     text, plan = make_plan({"fixed": 2, "max_attempts": 4})
     store = Store.create(tmp_path, text, plan, sweep_id="rr")
-    bad = next(c["cell_id"] for c in plan.cells if not c["reads_only"])
-    good = next(c["cell_id"] for c in plan.cells if c["reads_only"])
+    bad = next(c.cell_id for c in plan.cells if not c.reads_only)
+    good = next(c.cell_id for c in plan.cells if c.reads_only)
     flaky = {(good, 1): (100.0, True)}                            # one flagged run in the good cell
     value = lambda run: (100.0, True) if run.cell_id == bad else flaky.get((run.cell_id, run.rep), (100.0, False))  # noqa: E731
     run_all(store, plan, FakeRunner(store, plan, value))
@@ -184,7 +184,7 @@ def test_excluded_runs_are_replaced_then_the_cell_gives_up(tmp_path):
 
 def test_unreadable_raw_counts_as_an_excluded_attempt_and_its_rep_is_not_reused(setup):
     text, plan, store = setup
-    cell = plan.cells[0]["cell_id"]
+    cell = plan.cells[0].cell_id
     runner = FakeRunner(store, plan, default_value(plan))
     for r in [r for r in plan.runs if r.cell_id == cell]:
         runner(r)
@@ -204,13 +204,13 @@ def test_extra_runs_are_interleaved_seeded_within_their_phase(tmp_path):
         store = Store.create(tmp_path / sub, text, plan, sweep_id="rr")
         runner = FakeRunner(store, plan, default_value(plan))
         run_all(store, plan, runner)
-        reads = [plan.cell(r.cell_id)["reads_only"] for r in runner.log]
+        reads = [plan.cell(r.cell_id).reads_only for r in runner.log]
         assert reads == sorted(reads, reverse=True) and len(runner.log) == 6 * 6
         extras = [i for i, r in enumerate(runner.log) if r.order is None]
         assert extras != list(range(len(runner.log) - len(extras), len(runner.log)))     # not all at the end
-        read_extras = [i for i in extras if plan.cell(runner.log[i].cell_id)["reads_only"]]
+        read_extras = [i for i in extras if plan.cell(runner.log[i].cell_id).reads_only]
         read_planned = [i for i, r in enumerate(runner.log) if r.order is not None
-                        and plan.cell(r.cell_id)["reads_only"]]
+                        and plan.cell(r.cell_id).reads_only]
         assert min(read_extras) < max(read_planned)              # among the remaining reads, not after them
         for e in events(store, "runs added"):
             assert all(0 <= p <= e["queue_length_before"] + len(e["reps"]) for p in e["queue_positions"])

@@ -25,26 +25,26 @@ def spec(replicates=2, seed=5, rep=None):
 
 def test_one_replicate_keeps_the_ids_it_always_had():
     p = expand(spec(1))
-    assert [pl["pool_id"] for pl in p.pools] == ["p01", "p02", "p03"]
-    assert all(pl["pool_replicate"] == 1 and pl["base_pool_id"] == pl["pool_id"] for pl in p.pools)
-    assert all("-pr" not in c["cell_id"] and c["base_cell_id"] == c["cell_id"] for c in p.cells)
+    assert [pl.pool_id for pl in p.pools] == ["p01", "p02", "p03"]
+    assert all(pl.pool_replicate == 1 and pl.base_pool_id == pl.pool_id for pl in p.pools)
+    assert all("-pr" not in c.cell_id and c.base_cell_id == c.cell_id for c in p.cells)
     assert all(r.run_id == f"{r.cell_id}-r{r.rep:02d}" for r in p.runs) and len(p.blocks) == 1
 
 
 def test_each_replicate_is_its_own_pool_target_and_cell():
     one, two = expand(spec(1)), expand(spec(2))
     assert (len(two.pools), len(two.targets), len(two.cells), len(two.runs)) == (6, 12, 24, 48)
-    assert [pl["pool_id"] for pl in two.pools] == ["p01-pr1", "p02-pr1", "p03-pr1", "p01-pr2", "p02-pr2", "p03-pr2"]
-    assert {pl["label"] for pl in two.pools if pl["base_pool_id"] == "p02"} == {one.pools[1]["label"]}
+    assert [pl.pool_id for pl in two.pools] == ["p01-pr1", "p02-pr1", "p03-pr1", "p01-pr2", "p02-pr2", "p03-pr2"]
+    assert {pl.label for pl in two.pools if pl.base_pool_id == "p02"} == {one.pools[1].label}
     for c in two.cells:
-        k = c["pool_replicate"]
-        assert c["cell_id"] == f"{c['base_cell_id']}-pr{k}" and c["pool_id"].endswith(f"-pr{k}")
-        assert c["target_id"].startswith(c["pool_id"] + "-t")
-        assert c["factors"] == one.cell(c["base_cell_id"])["factors"]      # same configuration, other pool
+        k = c.pool_replicate
+        assert c.cell_id == f"{c.base_cell_id}-pr{k}" and c.pool_id.endswith(f"-pr{k}")
+        assert c.target_id.startswith(c.pool_id + "-t")
+        assert c.factors == one.cell(c.base_cell_id).factors      # same configuration, other pool
     for t in two.targets:
-        assert t["pool_id"] in {pl["pool_id"] for pl in two.pools} and t["target_id"].startswith(t["pool_id"] + "-t")
+        assert t.pool_id in {pl.pool_id for pl in two.pools} and t.target_id.startswith(t.pool_id + "-t")
     assert len({r.run_id for r in two.runs}) == 48
-    assert {c["base_cell_id"] for c in two.cells} == {c["cell_id"] for c in one.cells}
+    assert {c.base_cell_id for c in two.cells} == {c.cell_id for c in one.cells}
 
 
 def test_replicates_run_in_randomised_blocks():
@@ -55,7 +55,7 @@ def test_replicates_run_in_randomised_blocks():
     assert len({tuple(b[:-4] for b in block) for block in p.blocks}) > 1   # the pool order is shuffled per block
     # runs follow the blocks: block by block, pool by pool, each pool contiguous
     pools = list(dict.fromkeys(r.pool_id for r in p.runs))
-    assert pools == [pid for block in p.blocks for pid in block] == [pl["pool_id"] for pl in p.pool_order()]
+    assert pools == [pid for block in p.blocks for pid in block] == [pl.pool_id for pl in p.pool_order()]
     assert [r.order for r in p.runs] == list(range(len(p.runs)))
     assert expand(spec(3, seed=2)).blocks == p.blocks                       # seeded
     assert json.loads(p.to_json())["blocks"] == p.blocks                    # recorded in plan.json
@@ -71,8 +71,8 @@ def test_run_meta_records_the_replicate():
     for run in (p.runs[0], p.runs[-1]):
         meta = p.run_meta(run)
         c = p.cell(run.cell_id)
-        assert meta["pool_id"] == c["pool_id"] == run.pool_id and meta["pool_replicate"] == c["pool_replicate"]
-        assert meta["base_cell_id"] == c["base_cell_id"]
+        assert meta["pool_id"] == c.pool_id == run.pool_id and meta["pool_replicate"] == c.pool_replicate
+        assert meta["base_cell_id"] == c.base_cell_id
     assert {p.run_meta(r)["pool_replicate"] for r in p.runs} == {1, 2}
 
 

@@ -21,7 +21,8 @@ from zbench_lib.sweeps.running import pool_run, zfs_surfaces
 from zbench_lib.sweeps.running.executor import _run_pool, _schedule
 from zbench_lib.sweeps.running.faults import FaultInjector
 from zbench_lib.sweeps.planning.plan import expand
-from zbench_lib.sweeps.running.pool_request import Target, pool_requests
+from zbench_lib.sweeps.planning.records import Target
+from zbench_lib.sweeps.running.pool_request import pool_requests
 from zbench_lib.sweeps.spec.raw_cells import RawLayout
 from zbench_lib.sweeps.running.raw_surface import NoPool, RawSurface
 from zbench_lib.sweeps.spec.sweep_spec import load_spec
@@ -53,16 +54,16 @@ def test_each_target_gets_the_surface_its_kind_fs_and_access_say(spec, expected)
     plan = _plan(spec)
     by_surface = {}
     for t in plan.targets:
-        surface = surface_of(Target.from_dict(t))
+        surface = surface_of(t)
         by_surface.setdefault(type(surface), []).append(t)
     assert set(by_surface) == expected
     for t in by_surface.get(FsOnZvolSurface, []):
-        assert t["kind"] == "zvol" and t["fs"] == "ext4" and t["file_bytes"] < t["size_bytes"]
+        assert t.kind == "zvol" and t.fs == "ext4" and t.file_bytes < t.size_bytes
     for t in by_surface.get(NfsSurface, []):
-        assert t["kind"] == "dataset" and t["access"] == "nfs"
+        assert t.kind == "dataset" and t.access == "nfs"
     for t in by_surface.get(ZvolSurface, []) + by_surface.get(DatasetSurface, []):
-        assert t.get("fs", "none") == "none" and t.get("access", "local") == "local"
-    assert all(t["kind"] == "raw" for t in by_surface.get(RawSurface, []))
+        assert t.fs in (None, "none") and t.access in (None, "local")
+    assert all(t.kind == "raw" for t in by_surface.get(RawSurface, []))
 
 
 def test_every_surface_is_registered_under_its_own_name():
@@ -81,18 +82,17 @@ def test_raw_disks_stand_on_no_pool_and_the_rest_on_a_zpool():
 def test_every_pool_request_pickles_and_reads_back_the_plans_records(path):
     plan = expand(load_spec(path))
     requests = pool_requests(plan)
-    assert [r.pool_id for r in requests] == [p["pool_id"] for p in plan.pool_order()]
+    assert [r.pool_id for r in requests] == [p.pool_id for p in plan.pool_order()]
     assert pickle.loads(pickle.dumps(requests)) == requests          # what a dispatch to a worker needs
-    pools = {p["pool_id"]: p for p in plan.pools}
+    pools = {p.pool_id: p for p in plan.pools}
     for r in requests:
         p = pools[r.pool_id]
-        assert isinstance(r.layout, RawLayout if p.get("kind") == "raw" else Layout)
-        assert r.layout.to_dict() == p["layout"] and r.label == p["label"] and r.pooled == (p.get("kind") != "raw")
-        assert r.replicate == p["pool_replicate"] and r.pool_id in plan.blocks[r.block - 1]
-        assert r.settings == p.get("settings") and r.zfs == p.get("zfs")
-        mine = [t for t in plan.targets if t["pool_id"] == r.pool_id]
-        assert sorted((t.to_dict() for t in r.targets), key=lambda t: t["target_id"]) == \
-            sorted(mine, key=lambda t: t["target_id"])
+        assert isinstance(r.layout, RawLayout if p.kind == "raw" else Layout)
+        assert r.layout.to_dict() == p.layout and r.label == p.label and r.pooled == (p.kind != "raw")
+        assert r.replicate == p.pool_replicate and r.pool_id in plan.blocks[r.block - 1]
+        assert r.settings == p.settings and r.zfs == p.zfs
+        mine = [t for t in plan.targets if t.pool_id == r.pool_id]
+        assert sorted(r.targets, key=lambda t: t.target_id) == sorted(mine, key=lambda t: t.target_id)
         # the targets in the order their first runs come in the plan
         first = {}
         for run in plan.runs:
@@ -110,7 +110,7 @@ def test_what_the_spec_says_around_a_pool_rides_in_its_request():
 
 
 def test_a_target_key_the_record_does_not_know_is_refused_not_dropped():
-    t = _plan("tiny").targets[0]
+    t = _plan("tiny").targets[0].to_dict()
     assert Target.from_dict(t).to_dict() == t
     with pytest.raises(TypeError, match="unexpected keyword argument 'newkey'"):
         Target.from_dict({**t, "newkey": 1})

@@ -328,13 +328,14 @@ def test_good_hosts_pass(host):
 def test_capacity_model_matches_what_openzfs_reserved():
     """The volblocksize example's read-back `used` of its prefilled 512M zvols on raidz2(6)."""
     from zbench_lib.sweeps.planning.capacity import target_need, usable_bytes
+    from zbench_lib.sweeps.planning.records import Target
     from zbench_lib.zfs.layouts import Layout
     M = 1024 ** 2
     raidz2 = Layout("raidz2", 6)
-    assert target_need({"kind": "zvol", "size_bytes": 512 * M, "volblocksize_bytes": 4096}, raidz2) == 1109393408
-    assert target_need({"kind": "zvol", "size_bytes": 512 * M, "volblocksize_bytes": 16384}, raidz2) == 547356672
+    assert target_need(Target("t", "p", "zvol", 512 * M, volblocksize_bytes=4096), raidz2) == 1109393408
+    assert target_need(Target("t", "p", "zvol", 512 * M, volblocksize_bytes=16384), raidz2) == 547356672
     # mirrors and stripes reserve volsize plus metadata; copies multiply the data
-    two = target_need({"kind": "zvol", "size_bytes": 64 * M, "volblocksize_bytes": 16384, "copies": 2},
+    two = target_need(Target("t", "p", "zvol", 64 * M, volblocksize_bytes=16384, copies=2),
                       Layout("mirror", 2))
     assert two == 2 * 64 * M + 12 * 3 * 128 * 1024      # 4096 blocks: 4 + 1 indirects + 7, three copies
     # usable: whole metaslabs, raidz deflation, 128 MiB minimum slop on a small pool
@@ -383,15 +384,15 @@ def test_declared_data_is_a_target_setting_so_each_target_is_prefilled_with_it()
                                 "compressible_percent": [0, 50]}, "target": {"volsize": "128M"},
                     "workloads": [{"name": "seqread", "overrides": {"runtime_s": 8, "ramp_time_s": 2}}]})
     plan = expand(parse_spec(text))
-    assert sorted((t["compression"], t["compressible_percent"]) for t in plan.targets) == [
+    assert sorted((t.compression, t.compressible_percent) for t in plan.targets) == [
         ("lz4", 0), ("lz4", 50), ("off", 0), ("off", 50)]
     for c in plan.cells:
-        target = next(t for t in plan.targets if t["target_id"] == c["target_id"])
-        pct = c["factors"]["compressible_percent"]
-        assert pct == target["compressible_percent"] == c["fio"]["compressible_percent"]
+        target = next(t for t in plan.targets if t.target_id == c.target_id)
+        pct = c.factors["compressible_percent"]
+        assert pct == target.compressible_percent == c.fio["compressible_percent"]
     over = variant({"workloads": [{"name": "w", "template": "seqwrite", "overrides": {"compressible_percent": 30}},
                                   "randread"]})
     plan = expand(parse_spec(over))
-    assert {(c["workload"], c["factors"]["compressible_percent"]) for c in plan.cells} == {("w", 30), ("randread", 0)}
+    assert {(c.workload, c.factors["compressible_percent"]) for c in plan.cells} == {("w", 30), ("randread", 0)}
     assert len(plan.targets) == 2 * 6          # two data declarations on each of the six targets of before
-    assert all("compressible_percent" not in t for t in expand(parse_spec(variant({}))).targets)
+    assert all("compressible_percent" not in t.to_dict() for t in expand(parse_spec(variant({}))).targets)

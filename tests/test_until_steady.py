@@ -114,15 +114,15 @@ def test_the_cli_refuses_it_before_anything_exists(tmp_path):
 def test_the_plan_carries_it_only_where_declared():
     plain, extended = expand(parse_spec(text_of(spec_dict()))), expand(parse_spec(text_of(spec_dict(
         until={"max_windows": 4}))))
-    assert "until_steady" not in plain.cells[0] and "until_steady" not in plain.to_json()
-    assert extended.cells[0]["until_steady"] == {"max_windows": 4}
+    assert "until_steady" not in plain.cells[0].to_dict() and "until_steady" not in plain.to_json()
+    assert extended.cells[0].until_steady == {"max_windows": 4}
     # not a factor: the same cells and runs, so declaring it never renames a run
     assert [r.run_id for r in extended.runs] == [r.run_id for r in plain.runs]
     assert "randwrite: each run measures further windows until one is steady, at most 4" in extended.describe()
     # the estimate's maxima count every window a run may measure; the expected time does not
     e0, e1 = plain.estimates, extended.estimates
     assert e1["wall_s"] == e0["wall_s"] and e1["bytes_written"] == e0["bytes_written"]
-    runs = 2 * plain.cells[0]["run_s"]
+    runs = 2 * plain.cells[0].run_s
     assert e1["wall_max_s"] == pytest.approx(e0["wall_max_s"] + 3 * runs, abs=0.1)
 
 
@@ -218,7 +218,7 @@ def run_local_sweep(sweep_dir: Path, spec_text: str, target: Path, resume: bool 
     try:
         sched = _schedule(plan, store, parse_results)
         for t in plan.targets:
-            run_target(store, sched, t["target_id"], lambda run: measured_run(site, fio_target, plan, run))
+            run_target(store, sched, t.target_id, lambda run: measured_run(site, fio_target, plan, run))
         return store.rebuild_results(parse_results)
     finally:
         store.close()

@@ -117,12 +117,12 @@ from zbench_lib.measure import truth
 from zbench_lib.measure.run_context import RunFacts
 
 plan = expand(load_spec(sys.argv[1]))
-cells = [c for c in plan.cells if c["factors"]["layout"] == "triple" and c["template"] == "toyread"]
+cells = [c for c in plan.cells if c.factors["layout"] == "triple" and c.template == "toyread"]
 lay = Layout("triple", 3, 2).validate()
 cols = truth.flag_columns(truth.truth_checks([{"direction": "write", "io_bytes": 1}], {}, RunFacts()))
 print(json.dumps({
-    "cells": len(cells), "reads_only": [c["reads_only"] for c in cells],
-    "data_disks": [c["factors"]["data_disks"] for c in cells], "label": lay.describe(),
+    "cells": len(cells), "reads_only": [c.reads_only for c in cells],
+    "data_disks": [c.factors["data_disks"] for c in cells], "label": lay.describe(),
     "argv": zpool_create_argv("tank", [f"/dev/vd{x}" for x in "bcdefg"], lay)[5:],
     "topology": expected_topology(lay)["data"], "usable": lay.usable_bytes(1000),
     "job": "rw=randread" in fio.build_job("toyread", filename="/dev/zvol/t/v", size="1G"),

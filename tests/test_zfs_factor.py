@@ -16,17 +16,17 @@ SPEC = (Path(__file__).parent / "specs" / "zfs-versions.yaml").read_text()
 
 def test_each_release_gets_its_own_pools_and_is_a_result_column():
     plan = expand(parse_spec(SPEC))
-    assert sorted(p["zfs"] for p in plan.pools) == ["2.1", "2.3"]
-    assert {c["factors"]["zfs"] for c in plan.cells} == {"2.1", "2.3"}
+    assert sorted(p.zfs for p in plan.pools) == ["2.1", "2.3"]
+    assert {c.factors["zfs"] for c in plan.cells} == {"2.1", "2.3"}
     for c in plan.cells:                      # a cell runs on the pool of its own release
-        pool = next(p for p in plan.pools if p["pool_id"] == c["pool_id"])
-        assert pool["zfs"] == c["factors"]["zfs"]
+        pool = next(p for p in plan.pools if p.pool_id == c.pool_id)
+        assert pool.zfs == c.factors["zfs"]
     assert len(plan.runs) == 8
 
 
 def test_an_unquoted_release_is_read_as_the_release_it_names():
     plan = expand(parse_spec(SPEC.replace('zfs: ["2.1", "2.3"]', "zfs: [2.1, 2.3]")))
-    assert sorted(p["zfs"] for p in plan.pools) == ["2.1", "2.3"]
+    assert sorted(p.zfs for p in plan.pools) == ["2.1", "2.3"]
 
 
 def test_each_release_has_a_lab_of_its_own_name_and_image():

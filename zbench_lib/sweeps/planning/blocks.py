@@ -12,7 +12,9 @@ target reads come before writes, each phase shuffled.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from zbench_lib.sweeps.planning.records import Cell, PlanPool, Target
 
 
 @dataclass(frozen=True)
@@ -33,46 +35,49 @@ def _suffix(k: int, replicates: int) -> str:
     return f"-pr{k}" if replicates > 1 else ""
 
 
-def replicate(pools: list, targets: list, cells: list, replicates: int) -> tuple[list, list, list]:
+def _renamed(target_id: str, pool_id: str, sfx: str) -> str:
+    """A target id in pool replicate `sfx`: the pool's part suffixed (p01-t02 -> p01-pr2-t02)."""
+    return pool_id + sfx + target_id[len(pool_id):]
+
+
+def replicate(pools: list[PlanPool], targets: list[Target], cells: list[Cell],
+              replicates: int) -> tuple[list[PlanPool], list[Target], list[Cell]]:
     """Pools, targets and cells of every pool replicate (1..R), replicate by replicate."""
     out_p, out_t, out_c = [], [], []
     for k in range(1, replicates + 1):
         sfx = _suffix(k, replicates)
-        out_p += [{**p, "pool_id": p["pool_id"] + sfx, "base_pool_id": p["pool_id"], "pool_replicate": k}
-                  for p in pools]
-        out_t += [{**t, "target_id": t["pool_id"] + sfx + t["target_id"][len(t["pool_id"]):],
-                   "pool_id": t["pool_id"] + sfx, "pool_replicate": k} for t in targets]
-        out_c += [{**c, "cell_id": c["cell_id"] + sfx, "base_cell_id": c["cell_id"],
-                   "pool_id": c["pool_id"] + sfx,
-                   "target_id": c["pool_id"] + sfx + c["target_id"][len(c["pool_id"]):], "pool_replicate": k}
-                  for c in cells]
+        out_p += [replace(p, pool_id=p.pool_id + sfx, base_pool_id=p.pool_id, pool_replicate=k) for p in pools]
+        out_t += [replace(t, target_id=_renamed(t.target_id, t.pool_id, sfx), pool_id=t.pool_id + sfx,
+                          pool_replicate=k) for t in targets]
+        out_c += [replace(c, cell_id=c.cell_id + sfx, base_cell_id=c.cell_id, pool_id=c.pool_id + sfx,
+                          target_id=_renamed(c.target_id, c.pool_id, sfx), pool_replicate=k) for c in cells]
     return out_p, out_t, out_c
 
 
-def order_runs(spec, pools: list, targets: list, cells: list) -> tuple[list, list]:
+def order_runs(spec, pools: list[PlanPool], targets: list[Target], cells: list[Cell]) -> tuple[list, list]:
     """(blocks: pool ids per block in run order, runs in execution order)."""
     rng = random.Random(spec.seed)
     randomised = spec.order == "randomised"
     per_cell = spec.repetitions["pilot"]
     blocks = []
     for k in range(1, spec.repetitions["pool_replicates"] + 1):
-        ids = [p["pool_id"] for p in pools if p["pool_replicate"] == k]
+        ids = [p.pool_id for p in pools if p.pool_replicate == k]
         if randomised:
             rng.shuffle(ids)
         blocks.append(ids)
     out = []
     for pool_id in (pid for block in blocks for pid in block):
-        tids = [t["target_id"] for t in targets if t["pool_id"] == pool_id]
+        tids = [t.target_id for t in targets if t.pool_id == pool_id]
         if randomised:
             rng.shuffle(tids)
         for tid in tids:
-            mine = [c for c in cells if c["target_id"] == tid]
-            phases = [[c for c in mine if c["reads_only"]], [c for c in mine if not c["reads_only"]]] \
+            mine = [c for c in cells if c.target_id == tid]
+            phases = [[c for c in mine if c.reads_only], [c for c in mine if not c.reads_only]] \
                 if spec.reads_first else [mine]
             for phase in phases:
                 runs = [(c, rep) for c in phase for rep in range(1, per_cell + 1)]
                 if randomised:
                     rng.shuffle(runs)
-                out += [Run(run_id(c["cell_id"], rep), c["cell_id"], rep, pool_id, tid, len(out) + i)
+                out += [Run(run_id(c.cell_id, rep), c.cell_id, rep, pool_id, tid, len(out) + i)
                         for i, (c, rep) in enumerate(runs)]
     return blocks, out

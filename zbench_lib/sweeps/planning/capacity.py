@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
+from zbench_lib.sweeps.planning.records import PlanPool, Target
 from zbench_lib.zfs.layouts import Layout
 
 MiB, GiB = 1024 ** 2, 1024 ** 3
@@ -72,12 +73,12 @@ def _scaled(nblocks: int, block: int, layout: Layout) -> int:
     return nblocks * layout.fam.alloc(block, layout) * OLD_MAX_BLOCK // layout.fam.alloc(OLD_MAX_BLOCK, layout)
 
 
-def target_need(target: dict, layout: Layout) -> int:
+def target_need(target: Target, layout: Layout) -> int:
     """Bytes a target takes in its pool (see the module's note)."""
-    zvol = target["kind"] == "zvol"
-    block = target["volblocksize_bytes"] if zvol else target.get("recordsize_bytes", OLD_MAX_BLOCK)
-    data = max(target["size_bytes"], 0 if zvol else target.get("prefill_bytes", 0))
-    copies = int(target.get("copies", 1))
+    zvol = target.kind == "zvol"
+    block = target.volblocksize_bytes if zvol else target.recordsize_bytes or OLD_MAX_BLOCK
+    data = max(target.size_bytes, 0 if zvol else target.prefill_bytes)
+    copies = int(target.copies or 1)
     nblocks = -(-data // block)
     indirect, n = 7, nblocks                       # the meta-dnode's levels, then the indirects
     while n > 1:
@@ -86,21 +87,21 @@ def target_need(target: dict, layout: Layout) -> int:
     return copies * _scaled(nblocks, block, layout) + indirect * min(3, copies + 1) * OLD_MAX_BLOCK
 
 
-def check_fits(spec, pools: list, targets: list) -> None:
+def check_fits(spec, pools: list[PlanPool], targets: list[Target]) -> None:
     """ConfigError when a lab pool's targets together need more than the pool holds."""
     if not spec.disk_bytes:
         return
     key = "target.size" if spec.surface == "dataset" else "target.volsize"
-    for pool in (p for p in pools if p.get("kind") != "raw"):   # raw disks: their region is checked at load
-        layout = Layout.from_dict(pool["layout"])
-        mine = [t for t in targets if t["pool_id"] == pool["pool_id"]]
+    for pool in (p for p in pools if p.kind != "raw"):   # raw disks: their region is checked at load
+        layout = Layout.from_dict(pool.layout)
+        mine = [t for t in targets if t.pool_id == pool.pool_id]
         need = sum(target_need(t, layout) for t in mine)
         usable = usable_bytes(layout, spec.disk_bytes)
         if need > usable:
             what = ("thick zvols reserve volsize" + (" scaled by the raidz allocation" if layout.parity else "")
                     if spec.surface != "dataset" else "files of the target size") + ", plus metadata"
             raise ConfigError(
-                f"{key}: the {len(mine)} target(s) of pool {pool['pool_id']} need {need / GiB:.2f} GiB "
+                f"{key}: the {len(mine)} target(s) of pool {pool.pool_id} need {need / GiB:.2f} GiB "
                 f"({what}); {layout.describe()} of {layout.total_disks} x {format_size(spec.disk_bytes)} "
                 f"lab disks holds about {usable / GiB:.2f} GiB usable: use fewer or smaller targets per "
                 f"pool or a larger lab.disk_size")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.zfs import families
 from zbench_lib.sweeps.planning.probes import probe_seconds
+from zbench_lib.sweeps.planning.records import Cell, PlanPool, Target
 
 MiB = 1024 ** 2
 # Measured by benchmarks/sweep_efficiency.py on 2026-11-24 (TCG lab, cached image; the
@@ -46,26 +47,26 @@ def prefill_seconds(spec, nbytes: int, data_disks: float, family: str = "stripe"
     return round(nbytes / bw, 1)
 
 
-def estimates(spec, cells: list, pools: list, targets: list, warm: dict) -> dict:
+def estimates(spec, cells: list[Cell], pools: list[PlanPool], targets: list[Target], warm: dict) -> dict:
     """Wall time (planned runs, and every run the rule may add), windows, bytes written."""
     lo, hi = spec.repetitions["pilot"], spec.repetitions["max"]
     probes = probe_seconds(cells)               # the saturation probes a load fraction needs
     fixed = (BOOT_S if spec.host == "lab" else 0.0) + POOL_CREATE_S * len(pools) + \
-        sum(TARGET_CREATE_S + t["prefill_s"] for t in targets) + warm.get("l2arc_warmup_max_s", 0.0) + \
+        sum(TARGET_CREATE_S + t.prefill_s for t in targets) + warm.get("l2arc_warmup_max_s", 0.0) + \
         sum(probes.values())
-    prefill = sum(t["prefill_bytes"] for t in targets)
-    per_run = sum(c["run_s"] for c in cells)
-    written = sum(c["write_bytes_per_run"] for c in cells)
+    prefill = sum(t.prefill_bytes for t in targets)
+    per_run = sum(c.run_s for c in cells)
+    written = sum(c.write_bytes_per_run for c in cells)
     # a run extended until steady may measure up to max_windows windows: only the maxima count them
-    per_run_max = sum(c["run_s"] * _windows(c) for c in cells)
-    written_max = sum(c["write_bytes_per_run"] * _windows(c) for c in cells)
+    per_run_max = sum(c.run_s * _windows(c) for c in cells)
+    written_max = sum(c.write_bytes_per_run * _windows(c) for c in cells)
     return {"runs": lo * len(cells), "runs_max": hi * len(cells),
             "attempts_max": spec.repetitions["max_attempts"] * len(cells),
             "pool_replicates": spec.repetitions["pool_replicates"], "pools_created": len(pools),
             "wall_s": round(fixed + lo * per_run, 1), "wall_max_s": round(fixed + hi * per_run_max, 1),
             # every run excluded and replaced up to max_attempts (a flagged write doubles its cell)
             "wall_attempts_max_s": round(fixed + max(hi, spec.repetitions["max_attempts"]) * per_run_max, 1),
-            "measure_s": lo * sum(c["runtime_s"] for c in cells), "prefill_bytes": prefill,
+            "measure_s": lo * sum(c.runtime_s for c in cells), "prefill_bytes": prefill,
             "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written_max, **warm,
             **({"probes_s": round(sum(probes.values()), 1), "probes": len(probes)} if probes else {}),
             "assumptions": {"boot_s": BOOT_S, "pool_create_s": POOL_CREATE_S, "target_create_s": TARGET_CREATE_S,
@@ -73,6 +74,6 @@ def estimates(spec, cells: list, pools: list, targets: list, warm: dict) -> dict
                             **({"lab_write_ceiling": LAB_WRITE_CEILING} if spec.lab else {})}}
 
 
-def _windows(cell: dict) -> int:
+def _windows(cell: Cell) -> int:
     """The most windows a run of `cell` measures: its until_steady maximum, else one."""
-    return int((cell.get("until_steady") or {}).get("max_windows", 1))
+    return int((cell.until_steady or {}).get("max_windows", 1))

@@ -8,6 +8,7 @@ execution order. Only the pilot (``repetitions.pilot``, or all of a fixed design
 planned up front; ``RepetitionRule`` decides what a cell gets more (``Plan.extra_run``).
 Run ids (``c1a2b3c-r02``) hash the cell's factors, so they survive re-expansion. A raw cell
 (``layout: raw``, ``surface: raw``: the bare disks, ``raw_cells``) gets a pool of kind raw.
+Cells, pools and targets are typed, frozen records (``records``); plan.json holds their dicts.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import hashlib
 import itertools
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,7 @@ from zbench_lib.core.sizes import format_size, parse_size
 from zbench_lib.sweeps.planning.blocks import Run, order_runs, replicate, run_id
 from zbench_lib.sweeps.planning.capacity import check_fits
 from zbench_lib.sweeps.planning import probes
+from zbench_lib.sweeps.planning.records import Cell, PlanPool, Target
 from zbench_lib.measure.load import Load, probe_seconds
 from zbench_lib.sweeps.spec.faults import check_faults
 from zbench_lib.sweeps.spec.factors import BLOCKSIZE, PROPERTIES
@@ -76,22 +78,22 @@ def _short_id(factors: dict, n: int = 6) -> str:
 @dataclass
 class Plan:
     spec: SweepSpec
-    cells: list
-    skipped: list
-    pools: list
-    targets: list
-    runs: list
+    cells: list[Cell]
+    skipped: list                                   # dicts: workload, factors (as combined), reason
+    pools: list[PlanPool]
+    targets: list[Target]
+    runs: list[Run]
     estimates: dict
     blocks: list = field(default_factory=list)     # pool ids per block, in run order
 
-    def cell(self, cell_id: str) -> dict:
-        for c in (c for c in self.cells if c["cell_id"] == cell_id):
+    def cell(self, cell_id: str) -> Cell:
+        for c in (c for c in self.cells if c.cell_id == cell_id):
             return c
         raise ZbenchError(f"no cell {cell_id!r} in this plan")
 
-    def pool_order(self) -> list:
+    def pool_order(self) -> list[PlanPool]:
         """The pools in the order they are run: block by block (``blocks``)."""
-        by_id = {p["pool_id"]: p for p in self.pools}
+        by_id = {p.pool_id: p for p in self.pools}
         return [by_id[pid] for block in self.blocks for pid in block]
 
     def extra_run(self, cell_id: str, rep: int) -> Run:
@@ -100,25 +102,25 @@ class Plan:
         if not self.spec.repetitions["pilot"] < rep <= 999:
             raise ZbenchError(f"{cell_id}: rep {rep} is not an added repetition (planned reps are "
                               f"1..{self.spec.repetitions['pilot']}, added ones up to 999)")
-        return Run(run_id(cell_id, rep), cell_id, rep, c["pool_id"], c["target_id"])
+        return Run(run_id(cell_id, rep), cell_id, rep, c.pool_id, c.target_id)
 
     def run_meta(self, run: Run) -> dict:
         """Everything meta.json records about a run: its ids, rep, order, pool replicate and every factor."""
         c = self.cell(run.cell_id)
         return {"sweep": self.spec.name, "run_id": run.run_id, "cell_id": run.cell_id, "rep": run.rep,
                 "order_index": run.order, "pool_id": run.pool_id, "target_id": run.target_id,
-                "pool_replicate": c["pool_replicate"], "base_cell_id": c["base_cell_id"],
-                "seed": self.spec.seed, "factors": dict(c["factors"]), "fio": dict(c["fio"])}
+                "pool_replicate": c.pool_replicate, "base_cell_id": c.base_cell_id,
+                "seed": self.spec.seed, "factors": dict(c.factors), "fio": dict(c.fio)}
 
     def summary(self) -> pd.DataFrame:
         """One row per cell: ids, factors, planned and maximum runs, estimated time and bytes."""
         import pandas as pd  # here, not at the top: a dry-run's refusal should not load pandas (~100 MB)
 
         r = self.spec.repetitions
-        rows = [{"cell_id": c["cell_id"], "pool_id": c["pool_id"], "target_id": c["target_id"],
-                 "pool_replicate": c["pool_replicate"], **c["factors"], "runs_planned": r["pilot"],
-                 "runs_max": r["max"], "est_time_s": r["pilot"] * c["run_s"],
-                 "est_bytes_written": r["pilot"] * c["write_bytes_per_run"]}
+        rows = [{"cell_id": c.cell_id, "pool_id": c.pool_id, "target_id": c.target_id,
+                 "pool_replicate": c.pool_replicate, **c.factors, "runs_planned": r["pilot"],
+                 "runs_max": r["max"], "est_time_s": r["pilot"] * c.run_s,
+                 "est_bytes_written": r["pilot"] * c.write_bytes_per_run}
                 for c in self.cells]
         return pd.DataFrame(rows)
 
@@ -160,8 +162,9 @@ class Plan:
         s = self.spec
         return {"format": 1, "sweep": s.name, "question": s.question, "surface": s.surface, "host": s.host,
                 "lab": s.lab, "seed": s.seed, "order": s.order, "reads_first": s.reads_first,
-                "repetitions": s.repetitions, "prefill": s.prefill, "pools": self.pools,
-                "targets": self.targets, "cells": self.cells, "skipped": self.skipped,
+                "repetitions": s.repetitions, "prefill": s.prefill, "pools": [p.to_dict() for p in self.pools],
+                "targets": [t.to_dict() for t in self.targets], "cells": [c.to_dict() for c in self.cells],
+                "skipped": self.skipped,
                 "blocks": self.blocks, "runs": [vars(r) for r in self.runs], "estimates": self.estimates,
                 **({"warmup": s.warmup} if s.warmup else {})}   # only if declared: older plan.json still match
 
@@ -176,7 +179,7 @@ def _describe_until_steady(spec: SweepSpec) -> list[str]:
             for w in spec.workloads if w.until_steady]
 
 
-def _describe_steady_power(cells: list) -> list[str]:
+def _describe_steady_power(cells: list[Cell]) -> list[str]:
     """A line per writing workload whose window is too short for the steady-state test to see a 10%
     drift 80% of the time at the lab's write noise (methods §12; raw disks have no TXG bursts)."""
     # Here, not at the top: steady loads scipy.stats (~100 MB, a second), which expand() does not need.
@@ -184,8 +187,8 @@ def _describe_steady_power(cells: list) -> list[str]:
 
     short: dict = {}
     for c in cells:
-        if not c["reads_only"] and c["factors"]["layout"] != RAW and c["runtime_s"] < WRITE_WINDOW_10PCT_S:
-            short[c["workload"]] = min(c["runtime_s"], short.get(c["workload"], math.inf))
+        if not c.reads_only and c.factors["layout"] != RAW and c.runtime_s < WRITE_WINDOW_10PCT_S:
+            short[c.workload] = min(c.runtime_s, short.get(c.workload, math.inf))
     return [f"{w}: its windows of {t:g} s are short for the steady-state check: a 10% drift of a write is seen "
             f"under 80% of the time at the lab's noise ({WRITE_WINDOW_10PCT_S:g} s at best; methods §12)"
             for w, t in short.items()]
@@ -274,9 +277,8 @@ def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> 
                if Load.of(f.get("load")).needs_probe else {})}
 
 
-def run_seconds(cell: dict) -> float:
-    """A run's fio time: ramp plus measurement, as the executor gives fio."""
-    fio = cell.get("fio") or {}
+def run_seconds(fio: dict) -> float:
+    """A run's fio time, from its fio parameters: ramp plus measurement, as the executor gives fio."""
     return float(fio.get("runtime_s", 60)) + float(fio.get("ramp_time_s", 10))
 
 
@@ -309,37 +311,41 @@ def expand(spec: SweepSpec) -> Plan:
             # Raw disks ("kind": raw) are a pool of their own: no zpool, their checks and wipe around it.
             around = raw_settings(f) if raw else pool_settings(f)
             pkey = json.dumps([layout.to_dict(), f.get("fill"), f.get("zfs"), around], sort_keys=True)
-            pool = pools.setdefault(pkey, {"pool_id": f"p{len(pools) + 1:02d}", "layout": layout.to_dict(),
-                                           "label": layout.describe(), "data_disks": layout.data_disks,
-                                           **({"kind": RAW} if raw else {}),
-                                           **{k: f[k] for k in ("fill", "zfs") if k in f},
-                                           **({"settings": around} if around else {})})
-            n_in_pool = sum(t["pool_id"] == pool["pool_id"] for t in targets.values())
-            target = targets.setdefault(json.dumps([pool["pool_id"], settings], sort_keys=True),
-                                        {"target_id": f"{pool['pool_id']}-t{n_in_pool + 1:02d}",
-                                         "pool_id": pool["pool_id"],
-                                         "kind": RAW if raw else spec.target["kind"], **settings})
-            cells.append({"cell_id": None, "pool_id": pool["pool_id"], "target_id": target["target_id"], **cell})
+            pool = pools.setdefault(pkey, _pool(f"p{len(pools) + 1:02d}", layout, raw, f, around))
+            n_in_pool = sum(t.pool_id == pool.pool_id for t in targets.values())
+            target = targets.setdefault(json.dumps([pool.pool_id, settings], sort_keys=True), Target.from_dict(
+                {"target_id": f"{pool.pool_id}-t{n_in_pool + 1:02d}", "pool_id": pool.pool_id,
+                 "kind": RAW if raw else spec.target["kind"], **settings}))
+            cells.append({"cell_id": None, "pool_id": pool.pool_id, "target_id": target.target_id, **cell})
     _assign_ids(cells)
-    pools_l, targets_l = list(pools.values()), list(targets.values())
-    for t in targets_l:
-        pool = next(p for p in pools_l if p["pool_id"] == t["pool_id"])
-        data = pool["data_disks"]
-        # Every target is written whole; a percentage fill adds a filler dataset per pool
-        # (zfs/prefill.py) whose size depends on the pool's real free space: not estimated here.
-        t["prefill_bytes"] = 0 if pool_fill(spec, pool) == "none" else t.get("file_bytes", t["size_bytes"]) \
-            * (data if t["kind"] == RAW else 1)             # a raw target's region on each of its disks
-        t["prefill_s"] = prefill_seconds(spec, t["prefill_bytes"], data, pool["layout"]["family"])
+    cells_l, pools_l = [Cell.from_dict(c) for c in cells], list(pools.values())
+    targets_l = [_prefilled(spec, t, next(p for p in pools_l if p.pool_id == t.pool_id)) for t in targets.values()]
     check_fits(spec, pools_l, targets_l)        # a pool's targets together, before replication
-    check_faults(spec.faults, pools_l, min((run_seconds(c) for c in cells), default=0.0), spec.available_disks[0])
-    pools_l, targets_l, cells = replicate(pools_l, targets_l, cells, spec.repetitions["pool_replicates"])
-    blocks, runs = order_runs(spec, pools_l, targets_l, cells)
-    return Plan(spec, cells, skipped, pools_l, targets_l, runs, estimates(spec, cells, pools_l, targets_l,
-                                                                       warmup_estimate(spec, pools_l, targets_l)),
-                blocks)
+    check_faults(spec.faults, pools_l, min((run_seconds(c.fio) for c in cells_l), default=0.0),
+                 spec.available_disks[0])
+    pools_l, targets_l, cells_l = replicate(pools_l, targets_l, cells_l, spec.repetitions["pool_replicates"])
+    blocks, runs = order_runs(spec, pools_l, targets_l, cells_l)
+    return Plan(spec, cells_l, skipped, pools_l, targets_l, runs,
+                estimates(spec, cells_l, pools_l, targets_l, warmup_estimate(spec, pools_l, targets_l)), blocks)
+
+
+def _pool(pool_id: str, layout, raw: bool, f: dict, around: dict) -> PlanPool:
+    """A pool record before replication: its layout, and what is set around it where anything is."""
+    return PlanPool(pool_id, layout.to_dict(), layout.describe(), layout.data_disks, kind=RAW if raw else None,
+                    fill=f.get("fill"), zfs=f.get("zfs"), settings=around or None)
+
+
+def _prefilled(spec: SweepSpec, t: Target, pool: PlanPool) -> Target:
+    """`t` with its prefill estimate. Every target is written whole; a percentage fill adds a filler
+    dataset per pool (zfs/prefill.py) whose size depends on the pool's real free space: not estimated here."""
+    data = pool.data_disks
+    nbytes = 0 if pool_fill(spec, pool) == "none" else t.fio_bytes \
+        * (data if t.kind == RAW else 1)             # a raw target's region on each of its disks
+    return replace(t, prefill_bytes=nbytes, prefill_s=prefill_seconds(spec, nbytes, data, pool.layout["family"]))
 
 
 def _assign_ids(cells: list, n: int = 6) -> None:
+    """Each cell dict's id, from its factors (before it becomes a record)."""
     ids = [f"c{_short_id(c['factors'], n)}" for c in cells]
     if len(set(ids)) < len(ids):    # a prefix collision: longer ids for everyone, still stable
         return _assign_ids(cells, n + 2)
@@ -347,6 +353,8 @@ def _assign_ids(cells: list, n: int = 6) -> None:
         c["cell_id"] = i
 
 
-def pool_fill(spec: SweepSpec, pool: dict) -> str:
+def pool_fill(spec: SweepSpec, pool: PlanPool) -> str:
     """How a pool's targets are prefilled: its fill factor level, else the spec's prefill."""
-    return "none" if spec.prefill["policy"] == "none" else pool.get("fill", spec.prefill["fill"])
+    if spec.prefill["policy"] == "none":
+        return "none"
+    return spec.prefill["fill"] if pool.fill is None else pool.fill

@@ -14,26 +14,27 @@ import hashlib
 import json
 
 from zbench_lib.measure.load import Load
+from zbench_lib.sweeps.planning.records import Cell
 
 
-def probe_id(cell: dict) -> str:
+def probe_id(cell: Cell) -> str:
     """The probe a cell's load is a fraction of: its target and its factors but the load, hashed."""
-    rest = {k: v for k, v in cell["factors"].items() if k != "load"}
-    digest = hashlib.sha1(json.dumps([cell["target_id"], rest, cell.get("fio")], sort_keys=True,
+    rest = {k: v for k, v in cell.factors.items() if k != "load"}
+    digest = hashlib.sha1(json.dumps([cell.target_id, rest, cell.fio], sort_keys=True,
                                      default=str).encode()).hexdigest()[:8]
-    return f"probe-{cell['target_id']}-{digest}"
+    return f"probe-{cell.target_id}-{digest}"
 
 
-def needs_probe(cell: dict) -> bool:
-    return Load.of(cell["factors"].get("load")).needs_probe
+def needs_probe(cell: Cell) -> bool:
+    return Load.of(cell.factors.get("load")).needs_probe
 
 
-def probe_seconds(cells: list) -> dict[str, float]:
+def probe_seconds(cells: list[Cell]) -> dict[str, float]:
     """Each probe the cells need, with its wall time (the cell's `probe_s`, set by the plan)."""
-    return {probe_id(c): c["probe_s"] for c in cells if needs_probe(c)}
+    return {probe_id(c): c.probe_s for c in cells if needs_probe(c)}
 
 
-def describe(cells: list) -> list[str]:
+def describe(cells: list[Cell]) -> list[str]:
     """The dry run's line on the probes, if any."""
     probes = probe_seconds(cells)
     if not probes:

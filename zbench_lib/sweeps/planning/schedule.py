@@ -17,11 +17,12 @@ import random
 from zbench_lib.core.events import Event
 from zbench_lib.sweeps.planning.blocks import run_id
 from zbench_lib.sweeps.planning.plan import Plan, Run
+from zbench_lib.sweeps.planning.records import Cell
 from zbench_lib.sweeps.planning.repetitions import Outcome, RepetitionRule
 
 
-def primary_direction(cell: dict) -> str:
-    return "read" if cell.get("reads_only") else "write"
+def primary_direction(cell: Cell) -> str:
+    return "read" if cell.reads_only else "write"
 
 
 def outcome(rep: int, rows, direction: str, metric: str) -> Outcome:
@@ -53,7 +54,7 @@ def outcome(rep: int, rows, direction: str, metric: str) -> Outcome:
 def outcomes_from_raw(attempts, plan: Plan, parse_run) -> dict[str, list[Outcome]]:
     """Outcomes per cell of the completed attempts ``(run_id, dir, meta)`` (``Store.completed_attempts``)."""
     metric = plan.spec.repetitions["metric"]
-    cells = {c["cell_id"]: c for c in plan.cells}
+    cells = {c.cell_id: c for c in plan.cells}
     out: dict[str, list[Outcome]] = {}
     for _, path, meta in attempts:
         cell = cells.get(meta.get("cell_id"))
@@ -62,9 +63,9 @@ def outcomes_from_raw(attempts, plan: Plan, parse_run) -> dict[str, list[Outcome
         try:
             rows = parse_run(path, meta)
         except (OSError, ValueError, KeyError, TypeError) as e:
-            out.setdefault(cell["cell_id"], []).append(Outcome(meta["rep"], None, False, f"raw unreadable: {e}"))
+            out.setdefault(cell.cell_id, []).append(Outcome(meta["rep"], None, False, f"raw unreadable: {e}"))
             continue
-        out.setdefault(cell["cell_id"], []).append(outcome(meta["rep"], rows, primary_direction(cell), metric))
+        out.setdefault(cell.cell_id, []).append(outcome(meta["rep"], rows, primary_direction(cell), metric))
     return out
 
 
@@ -82,12 +83,12 @@ class Schedule:
         self.randomised = plan.spec.order == "randomised"
         self.seed = f"{seed}/extra-runs"
         self.rng = random.Random(self.seed)
-        self.cells = {c["cell_id"]: c for c in plan.cells}
+        self.cells = {c.cell_id: c for c in plan.cells}
         self.outcomes = {cid: list((outcomes or {}).get(cid, [])) for cid in self.cells}
         self.completed = set(completed) | {run_id(cid, o.rep) for cid, outs in self.outcomes.items() for o in outs}
         self.done_count = len(self.completed)
-        self.queues = {t["target_id"]: [r for r in plan.runs if r.target_id == t["target_id"]
-                                        and r.run_id not in self.completed] for t in plan.targets}
+        self.queues = {t.target_id: [r for r in plan.runs if r.target_id == t.target_id
+                                     and r.run_id not in self.completed] for t in plan.targets}
         self.events: list[tuple[Event, dict]] = []
         self._said = {(e.get("event"), e.get("cell_id")) for e in known_events if e.get("cell_id")}
         self._said |= {("closed", cid) for ev, cid in self._said if ev in _CLOSING.values()}
@@ -99,7 +100,7 @@ class Schedule:
         return bool(self.queues[target_id])
 
     def pool_has_work(self, pool_id: str) -> bool:
-        return any(self.queues[t["target_id"]] for t in self.plan.targets if t["pool_id"] == pool_id)
+        return any(self.queues[t.target_id] for t in self.plan.targets if t.pool_id == pool_id)
 
     def remaining(self) -> int:
         return sum(len(q) for q in self.queues.values())
@@ -118,7 +119,7 @@ class Schedule:
         self._decide(run.cell_id, "after " + run.run_id)
 
     def _pending(self, cell_id: str) -> list[int]:
-        return [r.rep for r in self.queues[self.cells[cell_id]["target_id"]] if r.cell_id == cell_id]
+        return [r.rep for r in self.queues[self.cells[cell_id].target_id] if r.cell_id == cell_id]
 
     def _decide(self, cell_id: str, when: str) -> None:
         pending = self._pending(cell_id)
@@ -150,11 +151,11 @@ class Schedule:
             rep += 1
             if run_id(cell_id, rep) not in self.completed:     # complete but unreadable: never reused
                 runs.append(self.plan.extra_run(cell_id, rep))
-        q = self.queues[cell["target_id"]]
+        q = self.queues[cell.target_id]
         lo, hi = 0, len(q)
         if self.plan.spec.reads_first:      # keep reads before writes within the target
-            n_reads = sum(self.cells[r.cell_id]["reads_only"] for r in q)
-            lo, hi = (0, n_reads) if cell["reads_only"] else (n_reads, len(q))
+            n_reads = sum(self.cells[r.cell_id].reads_only for r in q)
+            lo, hi = (0, n_reads) if cell.reads_only else (n_reads, len(q))
         positions, queued_before = [], len(q)
         for run in runs:
             pos = self.rng.randint(lo, hi) if self.randomised else hi

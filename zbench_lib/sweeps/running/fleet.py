@@ -212,7 +212,7 @@ class Dispatcher:
     def _job(self, entry: HostEntry, request: PoolRequest) -> PoolJob:
         """The job of `request` on `entry` from the store as it is now (a requeued pool continues)."""
         plan = pool_plan(self.plan, request.pool_id)
-        cells = {c["cell_id"] for c in plan.cells}
+        cells = {c.cell_id for c in plan.cells}
         attempts = [a for a in self.store.completed_attempts() if a[2].get("cell_id") in cells]
         outcomes = outcomes_from_raw(attempts, plan, parse_results)
         events = tuple(e for e in self.store.events()

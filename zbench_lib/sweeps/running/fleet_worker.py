@@ -58,9 +58,9 @@ class PoolDone:
 
 def pool_plan(plan: Plan, pool_id: str) -> Plan:
     """The plan of one pool: its pool, targets, cells and runs (the schedule needs no more)."""
-    return dataclasses.replace(plan, pools=[p for p in plan.pools if p["pool_id"] == pool_id],
-                               targets=[t for t in plan.targets if t["pool_id"] == pool_id],
-                               cells=[c for c in plan.cells if c["pool_id"] == pool_id],
+    return dataclasses.replace(plan, pools=[p for p in plan.pools if p.pool_id == pool_id],
+                               targets=[t for t in plan.targets if t.pool_id == pool_id],
+                               cells=[c for c in plan.cells if c.pool_id == pool_id],
                                runs=[r for r in plan.runs if r.pool_id == pool_id], skipped=[], blocks=[[pool_id]])
 
 

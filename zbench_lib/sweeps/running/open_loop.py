@@ -20,6 +20,7 @@ from zbench_lib.measure.fio import build_job, run_fio
 from zbench_lib.measure.fio_parse import parse_fio_json
 from zbench_lib.measure.load import PROBE_DIR, Load, open_loop_iodepth, probe_overrides
 from zbench_lib.sweeps.planning.probes import probe_id
+from zbench_lib.sweeps.planning.records import Cell
 from zbench_lib.sweeps.running.surface import Site
 
 
@@ -44,27 +45,27 @@ def recorded_probe(events: list[dict], pid: str) -> float | None:
     return None
 
 
-def offered_load(site: Site, cell: dict, run, attempt: Path, fio: dict) -> OpenLoop | None:
+def offered_load(site: Site, cell: Cell, run, attempt: Path, fio: dict) -> OpenLoop | None:
     """The open loop of a run of `cell` (None at saturation), its probe measured first if it has none.
     `fio`: the run's job parameters, its filename included (the probe runs the same job)."""
-    load = Load.of(cell["factors"].get("load"))
+    load = Load.of(cell.factors.get("load"))
     if load.saturation:
         return None
-    depth = open_loop_iodepth(fio.get("iodepth", workloads.get(cell["template"]).defaults["iodepth"]))
+    depth = open_loop_iodepth(fio.get("iodepth", workloads.get(cell.template).defaults["iodepth"]))
     if not load.needs_probe:
-        return OpenLoop(cell["factors"]["load"], load.offered(None), depth)
+        return OpenLoop(cell.factors["load"], load.offered(None), depth)
     pid = probe_id(cell)
     iops = recorded_probe(site.store.events(), pid)
     if iops is None:
         iops = _probe(site, cell, run, attempt, fio, pid)
-    return OpenLoop(cell["factors"]["load"], load.offered(iops), depth, iops, pid)
+    return OpenLoop(cell.factors["load"], load.offered(iops), depth, iops, pid)
 
 
-def _probe(site: Site, cell: dict, run, attempt: Path, fio: dict, pid: str) -> float:
+def _probe(site: Site, cell: Cell, run, attempt: Path, fio: dict, pid: str) -> float:
     """Measure probe `pid` (the cell's job closed loop, short) into `attempt`/probe/ and record it."""
-    defaults = workloads.get(cell["template"]).defaults
+    defaults = workloads.get(cell.template).defaults
     params = probe_overrides(fio, defaults)
-    job = build_job(cell["template"], **params)
+    job = build_job(cell.template, **params)
     remote = f"{site.work_dir}/{run.run_id}-{attempt.name}-{PROBE_DIR}"
     done = run_fio(site.host, job, remote, attempt / PROBE_DIR)
     iops = sum(r["iops"] for r in parse_fio_json(done.data))        # every direction: what the load splits

@@ -31,7 +31,8 @@ from zbench_lib.core.events import Event
 from zbench_lib.core.sizes import format_size
 from zbench_lib.hosts.node import Node
 from zbench_lib.measure.run_context import Ground, RunContext
-from zbench_lib.sweeps.running.pool_request import PoolRequest, Target
+from zbench_lib.sweeps.planning.records import Target
+from zbench_lib.sweeps.running.pool_request import PoolRequest
 from zbench_lib.sweeps.running.pool_setup import pool_setup
 from zbench_lib.sweeps.spec.raw_cells import RAW
 from zbench_lib.sweeps.running.run_loop import model_context

@@ -21,6 +21,7 @@ from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.runner import measure
 from zbench_lib.measure.until_steady import UntilSteady, measure_windows
 from zbench_lib.sweeps.planning.plan import run_seconds
+from zbench_lib.sweeps.planning.records import Cell
 from zbench_lib.sweeps.running.open_loop import OpenLoop, offered_load
 from zbench_lib.sweeps.running.surface import FioTarget, Site
 
@@ -92,7 +93,7 @@ def measured_run(site: Site, fio_target: FioTarget, plan, run) -> tuple[list, fl
     # a load: open loop at its rate (a fraction's probe measured first, once per cell); None: saturation
     loaded = offered_load(site, cell, run, attempt, {**fio, "filename": _filename(fio_target)})
     window = _window_measurer(site, fio_target, cell, run, attempt, fio, loaded)
-    until = UntilSteady.from_record(cell.get("until_steady"))
+    until = UntilSteady.from_record(cell.until_steady)
     windows = None if until is None else measure_windows(window, attempt, until, _extension_recorder(
         store, run.run_id, attempt, until))
     res = window(1) if windows is None else windows.result
@@ -112,12 +113,12 @@ def measured_run(site: Site, fio_target: FioTarget, plan, run) -> tuple[list, fl
     return rows, (res.window[1] - res.window[0]) if windows is None else windows.seconds
 
 
-def _job_params(cell: dict, fio_target: FioTarget) -> dict:
+def _job_params(cell: Cell, fio_target: FioTarget) -> dict:
     """A run's fio parameters: the cell's, its depth and jobs, and the size of what it runs on."""
-    fio = dict(cell.get("fio") or {})
+    fio = dict(cell.fio)
     for k in ("iodepth", "numjobs"):
-        if k in cell["factors"]:
-            fio.setdefault(k, cell["factors"][k])
+        if k in cell.factors:
+            fio.setdefault(k, cell.factors[k])
     if fio_target.size_bytes:
         fio.setdefault("size", fio_target.size_bytes)     # a file, or the raw disks' regions: the size prefilled
     return fio
@@ -127,22 +128,22 @@ def _filename(fio_target: FioTarget):
     return list(fio_target.path) if isinstance(fio_target.path, tuple) else fio_target.path
 
 
-def _window_measurer(site: Site, fio_target: FioTarget, cell: dict, run, attempt, fio: dict,
+def _window_measurer(site: Site, fio_target: FioTarget, cell: Cell, run, attempt, fio: dict,
                      loaded: OpenLoop | None):
     """`measure_window(k)`: fio and its counters once, into the attempt's top level (window k of a run),
     open loop at `loaded`'s rate if it has one."""
     if loaded is not None:
         fio = {**fio, "rate_iops": loaded.offered_iops}   # build_job's open loop (measure/fio.py)
-    context = fio_target.context.with_recorded(**declared_data(cell["template"], fio))
+    context = fio_target.context.with_recorded(**declared_data(cell.template, fio))
 
     def measure_window(k: int):
         # each window its own host directory: fio's outputs of one window are never fetched with another's
         remote = f"{site.work_dir}/{run.run_id}-{attempt.name}" + (f"-w{k}" if k > 1 else "")
-        bar = RunBar(run_seconds({"fio": fio}) + 5, f"{run.run_id} {cell['workload']}" + (f" w{k}" if k > 1 else ""),
+        bar = RunBar(run_seconds(fio) + 5, f"{run.run_id} {cell.workload}" + (f" w{k}" if k > 1 else ""),
                      site.progress)
         try:
             return measure(site.host, pool=site.pool_name, target_path=_filename(fio_target),
-                           devices=list(site.devices), workload=cell["template"], overrides=fio, remote_dir=remote,
+                           devices=list(site.devices), workload=cell.template, overrides=fio, remote_dir=remote,
                            raw_dir=attempt, context=context, target_name=fio_target.target_name)
         finally:
             bar.close()

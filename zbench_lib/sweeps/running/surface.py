@@ -25,7 +25,8 @@ from zbench_lib.measure.run_context import RunContext
 if TYPE_CHECKING:
     from zbench_lib.hosts.node import Node
     from zbench_lib.sweeps.running.faults import FaultInjector
-    from zbench_lib.sweeps.running.pool_request import PoolRequest, Target
+    from zbench_lib.sweeps.planning.records import Target
+    from zbench_lib.sweeps.running.pool_request import PoolRequest
     from zbench_lib.sweeps.store.store import Store
     from zbench_lib.zfs.pools import Pool
 

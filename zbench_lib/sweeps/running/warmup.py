@@ -10,7 +10,7 @@ followed it carry its columns (zfs/l2arc_warmup.result_columns).
 from __future__ import annotations
 
 from zbench_lib.core.events import Event
-from zbench_lib.sweeps.running.pool_request import Target
+from zbench_lib.sweeps.planning.records import Target
 from zbench_lib.zfs.l2arc_warmup import WarmupRule, warm_l2arc
 
 

@@ -28,7 +28,8 @@ from zbench_lib.core.crash import crash_point
 from zbench_lib.core.events import Event
 from zbench_lib.hosts.node import Node
 from zbench_lib.measure.run_context import RunContext
-from zbench_lib.sweeps.running.pool_request import PoolRequest, Target
+from zbench_lib.sweeps.planning.records import Target
+from zbench_lib.sweeps.running.pool_request import PoolRequest
 from zbench_lib.sweeps.running.pool_setup import pool_setup
 from zbench_lib.sweeps.running.run_loop import model_context
 from zbench_lib.sweeps.running.surface import FioTarget, Site

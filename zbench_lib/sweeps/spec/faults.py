@@ -92,22 +92,23 @@ def parse_faults(d, host: str) -> dict | None:
             "after_s": float(after), "resilver": resilver, "resilver_load": load}
 
 
-def check_faults(faults: dict | None, pools: list[dict], runtime_s: float, data_disks: int = 0) -> None:
+def check_faults(faults: dict | None, pools: list, runtime_s: float, data_disks: int = 0) -> None:
     """Every pool can take the fault: the disk exists, a removal leaves the data readable,
-    and the fault falls inside the run."""
+    and the fault falls inside the run. `pools`: the plan's pool records (``planning.records.PlanPool``,
+    a layer above this one: read by their fields' names, not imported)."""
     if not faults:
         return
     from zbench_lib.zfs.layouts import Layout
     for p in pools:
-        layout = Layout.from_dict(p["layout"])
+        layout = Layout.from_dict(p.layout)
         if faults["disk"] > layout.total_disks:
-            fail("faults.disk", f"pool {p['label']} has {layout.total_disks} data disks, "
+            fail("faults.disk", f"pool {p.label} has {layout.total_disks} data disks, "
                                 f"not {faults['disk']}")
         if faults.get("resilver") and layout.total_disks >= data_disks:
-            fail("faults.resilver", f"pool {p['label']} leaves no lab data disk to replace the lost one "
+            fail("faults.resilver", f"pool {p.label} leaves no lab data disk to replace the lost one "
                                     f"with: give the lab one more (lab: disks: {layout.total_disks + 1})")
         if faults["kind"] == "remove" and layout.redundancy < 1:
-            fail("faults.kind", f"pool {p['label']} cannot lose a disk: ZFS would suspend it and the "
+            fail("faults.kind", f"pool {p.label} cannot lose a disk: ZFS would suspend it and the "
                                 "lab would hang; remove needs mirror, raidz or dRAID layouts")
     if faults["after_s"] >= runtime_s:
         fail("faults.after_s", f"{faults['after_s']:g} s is not inside the shortest run "

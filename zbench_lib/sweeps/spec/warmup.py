@@ -87,18 +87,20 @@ def parse_warmup(d, *, factors: dict, target: dict, surface: str, prefill: dict,
     return {"l2arc": {"until": until, "max_s": max_s, "chunk_s": chunk_s}}
 
 
-def warmed_pool(pool: dict) -> bool:
-    """Whether a plan's pool has cache devices, so its targets are warmed when a warm-up is declared."""
-    return int((pool.get("layout") or {}).get("cache", 0)) > 0
+def warmed_pool(pool) -> bool:
+    """Whether a plan's pool (``planning.records.PlanPool``, a layer above: read by its fields' names)
+    has cache devices, so its targets are warmed when a warm-up is declared."""
+    return int((pool.layout or {}).get("cache", 0)) > 0
 
 
 def warmup_estimate(spec, pools: list, targets: list) -> dict:
     """The warm-up's worst case for the plan's estimate: max_s for every target of a pool with
-    cache devices (it stops earlier when reached or flat, but the estimate does not count on it)."""
+    cache devices (it stops earlier when reached or flat, but the estimate does not count on it).
+    `pools`, `targets`: the plan's records (``planning.records``), read by their fields' names."""
     if not spec.warmup:
         return {}
-    cached = {p["pool_id"] for p in pools if warmed_pool(p)}
-    n = sum(t["pool_id"] in cached for t in targets)
+    cached = {p.pool_id for p in pools if warmed_pool(p)}
+    n = sum(t.pool_id in cached for t in targets)
     return {"l2arc_warmed_targets": n, "l2arc_warmup_max_s": float(n * spec.warmup["l2arc"]["max_s"])}
 
 

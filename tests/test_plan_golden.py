@@ -1,0 +1,54 @@
+"""plan.json byte for byte as before: a resume compares the stored plan.json with a new expansion.
+
+``data/plan_golden/sha256.json`` holds the sha256 of ``expand(spec).to_json()`` for every spec in
+the repository (templates/sweeps, tests/specs, data/examples), computed by the code at 2e03b89,
+before the plan's cells, pools and targets became typed records (issue 28). Every spec there
+plans offline (a lab spec names its disks; a host spec is not read before the sweep), so none
+is skipped. Regenerate a row only when that spec, or what a plan holds, is changed on purpose.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.planning.records import Cell, PlanPool, Target
+from zbench_lib.sweeps.spec.sweep_spec import load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = json.loads((ROOT / "tests" / "data" / "plan_golden" / "sha256.json").read_text())
+SPECS = sorted((ROOT / "templates" / "sweeps").glob("*.yaml")) + sorted((ROOT / "tests" / "specs").glob("*.yaml")) \
+    + sorted((ROOT / "data" / "examples").glob("*/spec.yaml"))
+
+
+def test_every_spec_has_a_golden_plan():
+    assert sorted(str(p.relative_to(ROOT)) for p in SPECS) == sorted(GOLDEN)
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_plan_json_is_byte_identical_to_the_golden(path):
+    text = expand(load_spec(path)).to_json()
+    assert hashlib.sha256(text.encode()).hexdigest() == GOLDEN[str(path.relative_to(ROOT))]
+
+
+# --- the records plan.json holds ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("cls, attr", [(Cell, "cells"), (PlanPool, "pools"), (Target, "targets")])
+def test_every_record_reads_back_from_its_dict_and_refuses_a_key_it_does_not_know(cls, attr):
+    for path in SPECS:
+        for record in getattr(expand(load_spec(path)), attr):
+            d = record.to_dict()
+            assert isinstance(record, cls) and cls.from_dict(d) == record and cls.from_dict(d).to_dict() == d
+    with pytest.raises(TypeError, match="unexpected keyword argument 'newkey'"):
+        cls.from_dict({**d, "newkey": 1})
+
+
+def test_a_cells_dicts_are_copied_in_and_out():
+    d = expand(load_spec(SPECS[0])).cells[0].to_dict()
+    cell = Cell.from_dict(d)
+    d["factors"]["layout"], cell.to_dict()["fio"]["bs"] = "changed", "changed"
+    assert cell.factors["layout"] != "changed" and cell.fio.get("bs") != "changed"
