@@ -67,6 +67,24 @@ def _reasons(counts: dict) -> str:
     return ", ".join(f"{k} {n}" for k, n in sorted(hit.items(), key=lambda kv: -kv[1]))
 
 
+NOT_JUDGED = "not judged: "          # how every status, tail or verdict that is not judged begins
+
+
+def bare_reason(status: str) -> str:
+    """The reason of a 'not judged: ...' status, each fragment of a '; '-joined one without that prefix.
+
+    For a sentence that says "not judged" itself (it would otherwise say it twice).
+
+    Examples
+    --------
+    >>> bare_reason("not judged: 3000 I/Os, a p99.9 needs 10000")
+    '3000 I/Os, a p99.9 needs 10000'
+    >>> bare_reason("not judged: 1 run (a CI needs 2); 2 of 3 planned runs missing")
+    '1 run (a CI needs 2); 2 of 3 planned runs missing'
+    """
+    return "; ".join(p.removeprefix(NOT_JUDGED) for p in str(status).split("; "))
+
+
 def status_text(runs: int, admissible: int, excluded: int, reasons: str, planned: int | None = None,
                 included: bool = False) -> str:
     """'judged: ...' or 'not judged: k of n runs excluded (reasons)'; planned runs missing are named.
