@@ -29,7 +29,8 @@ _PER_POOL = ("pool_id", "target_id", "pool_replicate")   # differ between a conf
 # What identifies a cell when there is no plan (the configuration columns of the results).
 _CELL_COLUMNS = ("sweep_id", "cell_id", "config_id", "pool_id", "workload", "template", "direction", "layout",
                  "width", "vdevs", "data_disks", "total_disks", "ashift", "volblocksize_bytes", "recordsize_bytes",
-                 "compression", "sync", "logbias", "primarycache", "iodepth", "numjobs", "bs_bytes")
+                 "compression", "sync", "logbias", "primarycache", "iodepth", "numjobs", "bs_bytes",
+                 "load")     # a stated load is a cell of its own: never one cell with the same configuration's others
 
 
 def load_plan(path, sweep_id: str | None = None) -> pd.DataFrame:
