@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor
+from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor, comparison_choice
 from zbench_lib.analysis.report.report import applicable_notebooks
 
 
@@ -51,5 +51,14 @@ def test_loads_are_a_curve_not_replicates_so_the_pooling_notebooks_do_not_apply(
     # would take the loads for runs of one configuration (it refused to plot, found on a real sweep)
     df = _frame(layout="mirror", volblocksize_bytes=[8192, 131072, 8192, 131072], load=["0.5", "0.5", "saturation",
                                                                                        "saturation"])
-    assert applicable_notebooks(df) == []
+    assert applicable_notebooks(df) == ["analysis-compare"]        # it holds the load equal (test below)
     assert applicable_notebooks(df[df["load"] == "0.5"]) == ["analysis-volblocksize"]
+
+
+def test_the_compare_notebook_compares_a_load_sweeps_block_sizes_at_each_load():
+    # the volblocksize notebook would pool the loads; the compare notebook holds them equal (compare_table)
+    df = _frame(layout="mirror", volblocksize_bytes=[8192, 131072, 8192, 131072], load=["0.5", "0.5", "saturation",
+                                                                                       "saturation"])
+    assert applicable_notebooks(df.assign(layout=["mirror", "raidz1"] * 2)) == ["analysis-compare"]
+    assert applicable_notebooks(df.assign(volblocksize_bytes=8192)) == []     # nothing to compare but the loads
+    assert comparison_choice(df) == ("volblocksize_bytes", 131072)      # 16K, else the largest, as block_choice

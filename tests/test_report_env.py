@@ -58,3 +58,39 @@ def test_sessions_on_two_openzfs_releases_are_both_named(tmp_path):
     sweep = A.load_sweep(tmp_path)
     assert dict(environment_summary(sweep.provenance, sweep.results))["OpenZFS"] == \
         "2.3.2 (zfs-2.3.2-2~bpo12+2, zfs-kmod-2.3.2-2~bpo12+2)"
+
+
+def _disk_model(model) -> str:
+    """The "Disk model" line of a lab's provenance as the lab writes it (Lab.provenance: LabConfig.to_dict)."""
+    from zbench_lib.hosts.disk_models import parse_model
+    record = parse_model(model).to_dict() if isinstance(model, str) else model
+    return dict(environment_summary({"lab_config": {"disks": 2, "disk_bytes": 2 ** 30, "model": record}}))["Disk model"]
+
+
+def test_a_mechanism_models_parameters_and_source_are_in_the_environment():
+    line = _disk_model("mech:hdd-7200,write_cache=off,queue_depth=1")
+    assert line.startswith("mech:hdd-7200,write_cache=off,queue_depth=1 (mechanism model, served through nbdkit): "
+                           "7200 rpm; seek 1 ms single-track, 8.5 ms average, 15 ms full stroke; media rate 150 MB/s "
+                           "outer to 75 MB/s inner; command overhead 0.2 ms; no command queueing (depth 1); "
+                           "write cache off; source: Hitachi Deskstar 7K1000.C")
+    assert "NCQ depth 32; write cache on (16 MiB)" in _disk_model("mech:hdd-7200")
+    ssd = _disk_model("mech:sata-ssd")
+    assert "8 parallel units" in ssd and "300 MB/s past a 1.2% spare area" in ssd and "Samsung 850 EVO" in ssd
+    assert _disk_model("mech:null").startswith("mech:null (mechanism model, served through nbdkit): no delay")
+
+
+def test_the_environment_shows_the_recorded_parameters_never_the_presets_of_the_name():
+    from zbench_lib.hosts.disk_models import parse_model
+    record = parse_model("mech:hdd-7200").to_dict()
+    record["mech_model"]["params"]["rpm"] = 5400          # as if the preset changed after the sweep ran
+    assert "5400 rpm" in _disk_model(record)
+    assert _disk_model("hdd") == "hdd: 150 IOPS, 180 MiB/s per disk"       # a throttle: its limits, as before
+    older = {k: v for k, v in parse_model("mech:hdd-7200").to_dict().items() if k != "mech_model"}
+    assert "its parameters are not recorded with this sweep" in _disk_model(older)
+    assert "not recorded" in dict(environment_summary({"lab_disk_model": "mech:hdd-5400"}))["Disk model"]
+
+
+def test_the_mechanism_prefix_is_the_hosts_one():
+    from zbench_lib.analysis.report.env_summary import MECH_PREFIX
+    from zbench_lib.hosts.mech_models import PREFIX
+    assert MECH_PREFIX == PREFIX

@@ -96,3 +96,13 @@ def test_answers_of_a_comparison_name_the_load_they_were_measured_at():
 def test_no_section_without_the_load_factor():
     df = synthetic_results(200, 3, "scaling")
     assert load_section(df, None) == ("", None)
+
+
+def test_a_percentile_too_few_ios_support_says_not_judged_once():
+    # Found here: 3 runs of 1,000 I/Os a cell support a p99 but not a p99.9, and the block-size answer read
+    # "p99.9: 128K, 8K not judged (not judged: 3000 I/Os, a p99.9 needs 10000)".
+    rows, hist = _load_rows(synthetic_results(200, 3, "scaling"), vbs=(8192, 131072))
+    s = Sweep(path=None, spec={}, provenance={}, results=rows, plan=None, histograms=hist)
+    texts = [a["text"] for a in study_headline(s, select_admissible(rows))["answers"]]
+    assert texts and all("p99.9: 128K, 8K not judged (3000 I/Os, a p99.9 needs 10000)" in t for t in texts)
+    assert not [t for t in texts if re.search(r"not judged[^;.]{0,40}?[(:] ?not judged", t)]

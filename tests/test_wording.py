@@ -1,6 +1,8 @@
 """Sentences said once, numbers printed to what they support (issue 31): the wording rules and the
 answer on the report's first screen. Each test fails on the wording before issue 31."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -95,6 +97,20 @@ def test_the_scaling_answer_gives_a_verdict_per_family_with_its_interval():
                          "raidz3.")
     assert "stripe (1→8 data disks) 0.93 (0.91–0.95)" in rr
     assert "not judged for raidz3 (CI reaches outside 0.90–1.10)" in answers["seqread (MiB/s)"]
+
+
+def test_a_family_whose_larger_pools_are_not_judged_says_not_judged_once():
+    # The scaling example with raidz3's larger pools cut to one run each: the answer read
+    # "not judged for raidz3 (not judged: 1 of 3 pools with admissible runs ...)".
+    s = A.load_sweep("data/examples/scaling")
+    r = s.results
+    z = r[r["layout"] == "raidz3"]
+    larger = z[z["data_disks"] > z["data_disks"].min()]
+    kept = r.drop(larger.index.difference(larger.groupby(["data_disks", "workload"]).head(1).index))
+    scal = A.scaling_table(A.select_admissible(kept), "auto", cells=A.cell_status(kept, s.plan))
+    texts = [a["text"] for a in answer_scaling(scal)]
+    assert all("not judged for raidz3 (1 of 3 pools with admissible runs (a CI needs 2)" in t for t in texts)
+    assert not [t for t in texts if re.search(r"not judged[^;.]{0,40}?[(:] ?not judged", t)]
 
 
 def test_the_depth_answer_groups_the_levels_by_verdict_and_says_a_reason_once():

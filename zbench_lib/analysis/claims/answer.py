@@ -20,6 +20,7 @@ import pandas as pd
 
 from zbench_lib.analysis.claims.conclusions import LINEAR_BAND, efficiency_verdict
 from zbench_lib.analysis.claims.wording import ci_text, num, say_once
+from zbench_lib.analysis.data.coverage import bare_reason
 from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS, setting_text
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import cell_tails
@@ -61,7 +62,7 @@ def _linear(lo, hi, band: float) -> tuple[str, str]:
         return "does not hold", v.split(":")[0]
     if v.startswith("too uncertain"):
         return "not judged", f"CI reaches outside {1 - band:.2f}–{1 + band:.2f}"
-    return "not judged", v.removeprefix("not judged: ")
+    return "not judged", bare_reason(v)
 
 
 SCALING_NOTE = ("Efficiency: the scaling from a family's smallest pool to its largest over the ideal (1 = linear), "
@@ -85,7 +86,8 @@ def answer_scaling(scal: pd.DataFrame, band: float = LINEAR_BAND) -> list[dict]:
             f = f.sort_values("data_disks")
             judged = f[f["n"].fillna(0) >= 2]
             if judged.empty or judged["data_disks"].max() == f["baseline_disks"].iloc[0]:
-                why = say_once(str(f["status"].iloc[-1])) if "status" in f and isinstance(f["status"].iloc[-1], str) \
+                last = f["status"].iloc[-1] if "status" in f else None
+                why = bare_reason(say_once(last)) if isinstance(last, str) \
                     else "fewer than 2 admissible units at its largest pool"
                 verdicts["not judged"].append(f"{name} ({why})")
                 continue
@@ -108,10 +110,10 @@ def _reason(note: str, levels) -> str:
     name or "not judged" (the clause already says both); `levels` are the level's spellings."""
     parts = []
     for p in say_once(note).split("; "):
-        p = p.removeprefix("not judged: ")
+        p = bare_reason(p)
         for lv in levels:
             p = p.removeprefix(f"level {lv}: ")
-        p = p.removeprefix("not judged: ")
+        p = bare_reason(p)
         if p and p not in parts:
             parts.append(p)
     return "; ".join(parts)
@@ -211,7 +213,7 @@ def _tails_sentence(tails, key: dict, factor: str, levels: list) -> str:
                 values.append(f"{_level(factor, lv)} {num(t['value_ms'])} ms "
                               f"({ci_text(t['ci_low_ms'], t['ci_high_ms'], level='')})")
             else:
-                unjudged.setdefault(str(t["status"]), []).append(_level(factor, lv))
+                unjudged.setdefault(bare_reason(t["status"]), []).append(_level(factor, lv))
         values += [f"{', '.join(lvs)} not judged ({why})" for why, lvs in unjudged.items()]
         if values:
             parts.append(f"{pct}: " + ", ".join(values))

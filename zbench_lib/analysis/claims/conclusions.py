@@ -216,6 +216,17 @@ def _not_judged(r, unit) -> str:
             f"a CI needs at least 2 {unit}s a side)")
 
 
+def _held_sentence(cmp: pd.DataFrame) -> str:
+    """What every comparison holds equal; the stated load said apart, as the blocking factor it is (methods §21)."""
+    comp = [c for c in (cmp["comparison"].dropna().unique() if "comparison" in cmp else [])
+            if c != "all other factors equal"]
+    text = "Each comparison holds every other varying factor equal" + (f", at {', '.join(comp)}." if comp else ".")
+    if "load" in cmp and (cmp["factor"] != "load").all():
+        text += (" The stated load is one of them: a level meets the baseline at the same load only (each row "
+                 "names it), never in runs pooled across loads, whose latency and throughput differ by design.")
+    return text
+
+
 def conclusions_compare(cmp: pd.DataFrame, metric: str = "iops", alpha: float = 0.05) -> list[str]:
     """One sentence per comparison: ratio with its CI and adjusted CI, p and Holm p, a verdict."""
     if cmp is None or cmp.empty:
@@ -243,10 +254,7 @@ def conclusions_compare(cmp: pd.DataFrame, metric: str = "iops", alpha: float = 
     if too_small:
         out.append(f"Mann–Whitney U is not reported for {too_small} comparison(s): at these run counts "
                    f"its smallest achievable p is not below {alpha}.")
-    comp = [c for c in (cmp["comparison"].dropna().unique() if "comparison" in cmp else [])
-            if c != "all other factors equal"]
-    out.append("Each comparison holds every other varying factor equal"
-               + (f", at {', '.join(comp)}." if comp else "."))
+    out.append(_held_sentence(cmp))
     metrics = set(cmp["metric"].dropna()) if "metric" in cmp else {metric}
     return out + _unit_note(cmp) + ([TAIL_NOTE] if any(str(m).startswith(("clat_p", "lat_p")) for m in metrics)
                                     else [])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from zbench_lib.analysis.claims.wording import ci_text, num
+from zbench_lib.analysis.data.coverage import bare_reason
 from zbench_lib.analysis.data.sweep_data import setting_text
 from zbench_lib.analysis.stats.load_curves import KNEE_FACTOR, PAST, UNDER, LoadCurve, LoadPoint, Tail
 
@@ -50,7 +51,7 @@ def tail_text(t: Tail, percentile: str) -> str:
     """'p99 4.10 ms (95% CI 3.90–4.31 ms)', 'p99 4.10 ms (no interval: 1 run with a histogram)' or
     'p99.9 not judged (3000 I/Os, a p99.9 needs 10000)'."""
     if not t.judged:
-        return f"{percentile} not judged ({t.status.removeprefix('not judged: ')})"
+        return f"{percentile} not judged ({bare_reason(t.status)})"
     if t.has_interval and math.isinf(t.hi_ns):
         ci = f"95% CI from {num(t.lo_ns / 1e6)} ms, beyond fio's range"
     elif t.has_interval:
@@ -77,7 +78,7 @@ def knee_text(c: LoadCurve) -> str:
     stop = c.knee_not_judged
     if stop is None:        # every point under the bound
         return f"no knee up to {load_name(pts[-1])} ({rule})"
-    why = verdicts[pts.index(stop)].removeprefix("not judged: ")
+    why = bare_reason(verdicts[pts.index(stop)])
     if why.startswith("the lowest load's"):
         return f"knee not judged: {why}"
     before = [p for p in under if pts.index(p) < pts.index(stop)]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from zbench_lib.analysis.data.flags import normalise_flags, select_admissible
-from zbench_lib.analysis.data.sweep_data import read_events, replacement_runs, resolve_sweep_dir
+from zbench_lib.analysis.data.sweep_data import read_events, replacement_runs, resolve_sweep_dir, with_load_level
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.paths import REPO_ROOT
 
@@ -188,4 +188,4 @@ def load_rows(dirs, where: str | None = None, include_flagged: bool = False) -> 
         if "sweep_id" not in part or part["sweep_id"].isna().all():
             part["sweep_id"] = part["sweep"] if "sweep" in part else Path(d).name
         parts.append(select_admissible(part, include_flagged=include_flagged))
-    return pd.concat(parts, ignore_index=True) if parts else df
+    return with_load_level(pd.concat(parts, ignore_index=True)) if parts else df

@@ -29,7 +29,8 @@ _PER_POOL = ("pool_id", "target_id", "pool_replicate")   # differ between a conf
 # What identifies a cell when there is no plan (the configuration columns of the results).
 _CELL_COLUMNS = ("sweep_id", "cell_id", "config_id", "pool_id", "workload", "template", "direction", "layout",
                  "width", "vdevs", "data_disks", "total_disks", "ashift", "volblocksize_bytes", "recordsize_bytes",
-                 "compression", "sync", "logbias", "primarycache", "iodepth", "numjobs", "bs_bytes")
+                 "compression", "sync", "logbias", "primarycache", "iodepth", "numjobs", "bs_bytes",
+                 "load")     # a stated load is a cell of its own: never one cell with the same configuration's others
 
 
 def load_plan(path, sweep_id: str | None = None) -> pd.DataFrame:
@@ -65,6 +66,24 @@ def _reasons(counts: dict) -> str:
     """'not_steady 3, cache_served 1' from {flag column: runs raised}, most frequent first."""
     hit = {c.removeprefix("flag_"): int(n) for c, n in counts.items() if n}
     return ", ".join(f"{k} {n}" for k, n in sorted(hit.items(), key=lambda kv: -kv[1]))
+
+
+NOT_JUDGED = "not judged: "          # how every status, tail or verdict that is not judged begins
+
+
+def bare_reason(status: str) -> str:
+    """The reason of a 'not judged: ...' status, each fragment of a '; '-joined one without that prefix.
+
+    For a sentence that says "not judged" itself (it would otherwise say it twice).
+
+    Examples
+    --------
+    >>> bare_reason("not judged: 3000 I/Os, a p99.9 needs 10000")
+    '3000 I/Os, a p99.9 needs 10000'
+    >>> bare_reason("not judged: 1 run (a CI needs 2); 2 of 3 planned runs missing")
+    '1 run (a CI needs 2); 2 of 3 planned runs missing'
+    """
+    return "; ".join(p.removeprefix(NOT_JUDGED) for p in str(status).split("; "))
 
 
 def status_text(runs: int, admissible: int, excluded: int, reasons: str, planned: int | None = None,

@@ -21,7 +21,7 @@ from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.events import Event
 from zbench_lib.core.paths import REPO_ROOT
 from zbench_lib.core.sizes import format_size, parse_size
-from zbench_lib.measure.load import Load
+from zbench_lib.measure.load import SATURATION, Load
 from zbench_lib.sweeps.store.raw_check import HISTOGRAMS
 
 
@@ -148,8 +148,18 @@ def join_sweeps(sweeps: list[Sweep]) -> Sweep:
     if len(sweeps) == 1:
         return sweeps[0]
     plans = [s.plan for s in sweeps if s.plan is not None and len(s.plan)]
-    return sweeps[0]._replace(results=pd.concat([s.results for s in sweeps], ignore_index=True),
-                              plan=pd.concat(plans, ignore_index=True) if plans else sweeps[0].plan, histograms=None)
+    return sweeps[0]._replace(results=with_load_level(pd.concat([s.results for s in sweeps], ignore_index=True)),
+                              plan=with_load_level(pd.concat(plans, ignore_index=True)) if plans else sweeps[0].plan,
+                              histograms=None)
+
+
+def with_load_level(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows of several sweeps with `load` filled where only some have it: a sweep without the load factor ran
+    closed loop, at saturation (methods §21). Its runs then pair with the other sweep's saturation level, and
+    never with an open-loop level (a missing load held equal to nothing, or to the one level the other has)."""
+    if "load" not in rows or rows["load"].notna().all():
+        return rows
+    return rows.assign(load=rows["load"].astype(object).where(rows["load"].notna(), SATURATION))
 
 
 def replacement_runs(events: list[dict]) -> set[str]:

@@ -74,9 +74,10 @@ def level_order(df: pd.DataFrame, factor: str) -> list:
 
 def comparison_choice(df: pd.DataFrame, factor: str = "auto", baseline: str = "auto") -> tuple[str, object]:
     """The factor a comparison takes and its baseline level: as named, else `auto_factor` (the sweeps themselves,
-    `sweep_id`, when the rows hold two) and `auto_baseline` (the first sweep's id along sweep_id)."""
+    `sweep_id`, when the rows hold two; the block size where nothing else varies) and `auto_baseline` (the first
+    sweep's id along sweep_id; along the block size `block_choice`'s, as the report's block-size answer has it)."""
     two_sweeps = "sweep_id" in df and df["sweep_id"].nunique() > 1
-    chosen = factor if factor != "auto" else "sweep_id" if two_sweeps else auto_factor(df) or "layout"
+    chosen = factor if factor != "auto" else "sweep_id" if two_sweeps else auto_factor(df) or _block(df) or "layout"
     if chosen not in df or df[chosen].nunique() < 2:
         raise ConfigError(f"factor {chosen!r} takes fewer than two values in these results; "
                           f"columns that vary: {varying_columns(df)}")
@@ -84,7 +85,16 @@ def comparison_choice(df: pd.DataFrame, factor: str = "auto", baseline: str = "a
         return chosen, parse_level(df, chosen, baseline)
     if chosen == "sweep_id":
         return chosen, pd.unique(df["sweep_id"])[0]
+    if factor == "auto" and chosen == _block(df):
+        return block_choice(df)
     return chosen, auto_baseline(df, chosen)
+
+
+def _block(df: pd.DataFrame) -> str | None:
+    """The block size where it is all a sweep varies: a latency-vs-load sweep's (its loads are a curve, which
+    the volblocksize notebook would pool, so the compare notebook compares its block sizes at each load)."""
+    block = block_column(df)
+    return block if block in df and df[block].nunique() > 1 else None
 
 
 BLOCK_BASELINE = 16384      # the block size others are compared with where a sweep has it: OpenZFS's default

@@ -21,6 +21,7 @@ from zbench_lib.core.sizes import format_size
 _TARGET_PROPS = (("volblocksize_bytes", "volblocksize"), ("recordsize_bytes", "recordsize"),
                  ("compression", "compression"), ("primarycache", "primarycache"), ("sync", "sync"),
                  ("logbias", "logbias"), ("volsize_bytes", "volsize"))
+MECH_PREFIX = "mech:"       # hosts.mech_models.PREFIX (a test keeps them equal): analysis may not import hosts
 
 
 def _gib(n) -> str:
@@ -61,15 +62,57 @@ def _one_openzfs(p: dict) -> str:
 
 
 def _model(m: dict | str | None) -> str:
+    """The data disks' model as provenance recorded it: a throttle's limits, a mechanism model's parameters."""
     if not m:
         return ""
     if isinstance(m, str):
-        return m
+        return _unrecorded(m) if m.startswith(MECH_PREFIX) else m
+    if m.get("mech"):
+        return _mech(m)
     parts = [f"{m[k]} IOPS" + (f" {k[5:]}" if k != "iops" else "") for k in ("iops", "iops_read", "iops_write")
              if m.get(k)]
     parts += [f"{m[k] / 2 ** 20:g} MiB/s" + (f" {k[3:]}" if k != "bw" else "") for k in ("bw", "bw_read", "bw_write")
               if m.get(k)]
     return f"{m.get('name', '')}: " + (", ".join(parts) + " per disk" if parts else "unthrottled")
+
+
+def _unrecorded(name: str) -> str:
+    # Every mech sweep so far records its parameters (DiskModel.to_dict); a bare name can only be
+    # looked up in the presets, which live in the hosts layer analysis may not import: say so, show none.
+    return (f"{name} (mechanism model, served through nbdkit; its parameters are not recorded with this "
+            "sweep: the preset of that name, docs/methods.md §19)")
+
+
+def _mech(m: dict) -> str:
+    """'mech:hdd-7200 (mechanism model, served through nbdkit): 7200 rpm; seek ...; source: ...'."""
+    rec = m.get("mech_model") or {}
+    kind, params = rec.get("kind"), rec.get("params") or {}
+    if kind not in ("hdd", "ssd", "null") or (kind != "null" and not params):
+        return _unrecorded(m.get("mech") or m.get("name", ""))
+    figures = {"hdd": _hdd, "ssd": _ssd, "null": lambda _: ["no delay"]}[kind](params)
+    return (f"{rec.get('name') or m['mech']} (mechanism model, served through nbdkit): " + "; ".join(figures)
+            + (f"; source: {rec['source']}" if rec.get("source") else ""))
+
+
+def _hdd(p: dict) -> list[str]:
+    cache = (f"write cache on ({_bytes(p['cache_bytes'])})" if p.get("cache_bytes") else "write cache on") \
+        if p.get("write_cache") else "write cache off"
+    depth = p.get("queue_depth")
+    return [f"{p['rpm']:g} rpm",
+            f"seek {p['track_ms']:g} ms single-track, {p['avg_seek_ms']:g} ms average, "
+            f"{p['full_seek_ms']:g} ms full stroke",
+            f"media rate {p['outer_mb_s']:g} MB/s outer to {p['inner_mb_s']:g} MB/s inner",
+            *([f"command overhead {p['overhead_ms']:g} ms"] if p.get("overhead_ms") else []),
+            f"NCQ depth {depth}" if depth and depth > 1 else "no command queueing (depth 1)", cache]
+
+
+def _ssd(p: dict) -> list[str]:
+    return [f"{p['channels']} parallel units",
+            f"page read {p['read_us']:g} µs, program {p['write_us']:g} µs (medians), "
+            f"overhead {p['overhead_us']:g} µs",
+            f"{p['read_mb_s']:g}/{p['write_mb_s']:g} MB/s read/write",
+            f"writes at {p['cliff_write_mb_s']:g} MB/s past a {p['spare_fraction']:.1%} spare area",
+            *([f"flush {p['flush_us']:g} µs"] if p.get("flush_us") else [])]
 
 
 def _disks(p: dict) -> str:

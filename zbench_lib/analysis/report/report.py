@@ -72,16 +72,20 @@ def applicable_notebooks(results: pd.DataFrame) -> list[str]:
     out = []
     if "load" in results and results["load"].nunique() > 1:
         # Loads are levels of one curve, not replicates: the scaling and volblocksize notebooks would pool
-        # them as runs of one configuration, and the compare notebook is not yet taught to hold the load
-        # equal. The index page's latency-at-load section, with its answers at each load, is the analysis.
-        return []
+        # them as runs of one configuration. The compare notebook holds the load equal (compare_table), and
+        # the index page's latency-at-load section, with its answers at each load, is the rest.
+        return ["analysis-compare"] if auto_factor(results) is not None or _block_varies(results) else []
     if {"layout", "data_disks"} <= set(results) and (results.groupby("layout")["data_disks"].nunique() > 1).any():
         out.append("analysis-scaling")
-    if any(c in results and results[c].nunique() > 1 for c in ("volblocksize_bytes", "recordsize_bytes")):
+    if _block_varies(results):
         out.append("analysis-volblocksize")
     if auto_factor(results) is not None:      # layout, release, sync, log, cache, model, fs, ...
         out.append("analysis-compare")
     return out
+
+
+def _block_varies(results: pd.DataFrame) -> bool:
+    return any(c in results and results[c].nunique() > 1 for c in ("volblocksize_bytes", "recordsize_bytes"))
 
 
 def notebook_name(text: str) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from zbench_lib.analysis.data.coverage import bare_reason
 from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.measure.fio_hist import NO_HISTOGRAM
@@ -109,13 +110,13 @@ def knee_verdicts(points, factor: float = KNEE_FACTOR) -> list[str]:
         return []
     base = points[0].p99
     if not base.has_interval:
-        why = base.status.removeprefix("not judged: ") if not base.judged else base.interval
+        why = bare_reason(base.status) if not base.judged else base.interval
         return [LOWEST] + [f"not judged: the lowest load's p99 has no interval ({why})"] * (len(points) - 1)
     out = [LOWEST]
     for p in points[1:]:
         t = p.p99
         if not t.has_interval:
-            why = t.status.removeprefix("not judged: ") if not t.judged else t.interval
+            why = bare_reason(t.status) if not t.judged else t.interval
             out.append(f"not judged: its p99 has no interval ({why})")
         elif t.lo_ns > factor * base.hi_ns:
             out.append(PAST)

@@ -67,6 +67,14 @@ def comparison_by(df: pd.DataFrame, factor: str, disks: str = "total") -> tuple[
     return by, name
 
 
+def _at_each_load(df: pd.DataFrame, factor: str, by: list) -> list:
+    """`by` with the stated load where it varies: a latency or a throughput at one offered load says nothing of
+    another's, so a level meets the baseline at the same load only, whatever else a caller holds (methods §21)."""
+    if factor != "load" and "load" in df and df["load"].nunique() > 1 and "load" not in by:
+        return [*by, "load"]
+    return by
+
+
 def _mixed(df: pd.DataFrame, by: list, factor: str) -> dict:
     """(by values..., level) -> configuration columns that vary inside that side of a comparison."""
     cols = [c for c in CONFIG_COLUMNS if c in df and c not in by and c != factor]
@@ -168,7 +176,7 @@ def compare_table(df, metric: str, factor: str, baseline, by=None, margin: float
     either, and stays out of its Holm family.
     """
     held_by, name = comparison_by(df, factor, disks)
-    by = held_by if by is None else list(by)
+    by = held_by if by is None else _at_each_load(df, factor, list(by))
     if family is None:
         family = [c for c in ("workload", "direction") if c in by] or None
     out = _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit)

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from zbench_lib.analysis.data.coverage import bare_reason
 from zbench_lib.analysis.data.replication import ONE_POOL_NOTE, pool_frame, resolve_unit
 from zbench_lib.analysis.data.sweep_data import varying_columns
 from zbench_lib.measure.fio_hist import (HIST_COLUMNS, MAX_REL_WIDTH, NO_HISTOGRAM, bin_edges, bin_index,
@@ -214,7 +215,7 @@ def tail_lines(tails: pd.DataFrame) -> list[str]:
     for name, g in tails.groupby("percentile", sort=False):
         nj = g[~g["judged"]]
         if len(nj):
-            why = nj["status"].str.replace(r"^not judged: ", "", regex=True)
+            why = nj["status"].map(bare_reason)
             few = why.str.contains("I/Os, a ").sum()
             out.append(f"{name} not judged in {len(nj)} of {len(g)} cells" +
                        (f" ({few} with fewer than {int(g['min_ios'].iloc[0])} I/Os)" if few else "") + ".")
