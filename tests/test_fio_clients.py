@@ -364,3 +364,12 @@ def fio_in(directory: Path) -> list[int]:
         except OSError:
             pass
     return found
+
+
+def test_a_server_behind_a_forward_listens_on_its_address_and_is_reached_at_the_forward():
+    spec = ServerSpec(LocalHost(), "0.0.0.0", 8765, "/tmp/srv", "c0", reach=("127.0.0.1", 40123))
+    assert "--server=0.0.0.0,8765" in spec.argv()
+    assert spec.endpoint == "127.0.0.1,40123"                        # what --client= and fio's report say
+    assert client_argv([(spec.endpoint, "job-c0.fio")])[-2:] == ["--client=127.0.0.1,40123", "job-c0.fio"]
+    plain = ServerSpec(LocalHost(), "127.0.0.1", 8765, "/tmp/srv", "c1")
+    assert plain.endpoint == "127.0.0.1,8765" and "--server=127.0.0.1,8765" in plain.argv()

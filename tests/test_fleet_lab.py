@@ -11,6 +11,9 @@ first run (its pool goes to the other host). The tests then read what the sweep 
 - the second controller was refused in one line naming the host (the fleet's name and the lab's)
   and the sweep that holds it, before it created anything (the CLI's pre-flight looks at the locks);
 - the lost pool was discarded on its host, re-run on the other, and no pool was left on either lab.
+A second sweep of the same spec has its controller SIGKILLed once its first run is committed, and is
+resumed: the resume runs only what was missing (no run committed before the kill is run again), every
+planned run has one row, and no pool is left on either lab.
 
 Kept short for `make test`'s budget: one booted lab (the session's is reused), one-disk pools of a
 32M zvol, 2 s windows, one run per pool, four pool replicates (whole blocks to each host, and one
@@ -33,7 +36,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import LAB_TEST_CONFIG, own_lab, sweep_child
+from conftest import LAB_TEST_CONFIG, own_lab, sweep_child, wait_lock_free
 from zbench_lib.core.events import Event
 from zbench_lib.hosts.lab import LabConfig
 from zbench_lib.zfs.pools import find_leftovers
@@ -258,3 +261,58 @@ def test_a_host_lost_mid_pool_sends_its_pool_to_the_other_host(fleet):
     assert list(fleet.rows.loc[fleet.rows["run_id"] == discarded["run_id"], "host"]) == ["lab1"]
     assert fleet.measured_on[discarded["run_id"]] == "lab1"
     assert fleet.leftovers == {"lab1": [], "lab2": []}
+
+
+@dataclass(frozen=True)
+class KilledFleet:
+    """A fleet sweep whose controller was SIGKILLed, then resumed."""
+    events: tuple[dict, ...]
+    rows: pd.DataFrame
+    planned: frozenset[str]
+    committed_at_kill: frozenset[str]           # the runs the store held complete when the controller died
+    resume: subprocess.CompletedProcess
+    leftovers: dict
+
+
+def _completed(sweep: Path) -> frozenset[str]:
+    return frozenset(e["run_id"] for e in _events(sweep) if e["event"] == Event.RUN_COMPLETED)
+
+
+@pytest.fixture(scope="module")
+def killed_fleet(fleet, fleet_labs, start_sweep, tmp_path_factory) -> KilledFleet:
+    """The module's spec again on both labs, its controller killed (SIGKILL: nothing of it runs its
+    teardown) once its first run is committed; then resumed as a user would, once the labs' locks went."""
+    tmp = tmp_path_factory.mktemp("killed")
+    spec, out, log = tmp / "fleetlab.yaml", tmp / "sweeps", tmp / "controller.log"
+    spec.write_text(yaml.safe_dump(SPEC, sort_keys=False))
+    labs = ",".join(lab.cfg.name for lab in fleet_labs)
+    sweep = out / "killed"
+    with _reaped(start_sweep(spec, out, "killed", log, ZBENCH_LABS=labs)) as controller:
+        _wait_for(lambda: _completed(sweep), controller, log, "a committed run")
+        os.kill(controller.pid, signal.SIGKILL)
+        controller.wait(timeout=60)
+    committed = _completed(sweep)
+    for lab in fleet_labs:          # its sessions' commands stopped on each host, then the lock goes
+        wait_lock_free(lab.host, timeout=300)
+    argv, env = sweep_child(spec, out, resume=sweep, ZBENCH_LABS=labs)
+    resume = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1200)
+    assert resume.returncode == 0, resume.stderr[-5000:]
+    return KilledFleet(events=tuple(_events(sweep, strict=True)), rows=pd.read_parquet(sweep / "results.parquet"),
+                       planned=frozenset(r["run_id"] for r in json.loads((sweep / "plan.json").read_text())["runs"]),
+                       committed_at_kill=committed, resume=resume,
+                       leftovers={f"lab{i}": find_leftovers(lab.host) for i, lab in enumerate(fleet_labs, 1)})
+
+
+def test_a_killed_controller_is_resumed_running_only_what_was_missing(killed_fleet):
+    k = killed_fleet
+    assert k.committed_at_kill and k.committed_at_kill < k.planned, \
+        f"killed after {len(k.committed_at_kill)} of {len(k.planned)} runs: nothing left to resume"
+    assert sorted(k.rows["run_id"]) == sorted(k.planned)              # each planned run, once
+    (resumed_at,) = [i for i, e in enumerate(k.events) if e["event"] == Event.RESUMED]
+    started_after = {e["run_id"] for e in k.events[resumed_at:] if e["event"] == Event.RUN_STARTED}
+    assert started_after and not started_after & k.committed_at_kill, (sorted(started_after),
+                                                                      sorted(k.committed_at_kill))
+    # every planned run complete exactly once in the store: the resume measured no run twice
+    completed = [e["run_id"] for e in k.events if e["event"] == Event.RUN_COMPLETED]
+    assert sorted(completed) == sorted(k.planned), completed
+    assert k.leftovers == {"lab1": [], "lab2": []}

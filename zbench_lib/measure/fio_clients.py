@@ -64,18 +64,27 @@ class ServerSpec:
     port: int
     workdir: str        # on host: its pidfile, and its working directory
     label: str          # names the client's job file and logs (c0, c1, ...)
+    # (address, port) the controller connects to when a forward lies between it and the server
+    # (a lab client behind QEMU's user networking: hosts.lab_clients); else address and port
+    reach: tuple[str, int] | None = None
+
+    @property
+    def listen(self) -> str:
+        """`--server=`: where the server listens, on its own host."""
+        return f"{self.address},{self.port}"
 
     @property
     def endpoint(self) -> str:
-        """`--client=` and fio's report spell a client host,port."""
-        return f"{self.address},{self.port}"
+        """`--client=` and fio's report spell a client host,port: as the controller reaches it."""
+        address, port = self.reach or (self.address, self.port)
+        return f"{address},{port}"
 
     @property
     def pidfile(self) -> str:
         return f"{self.workdir.rstrip('/')}/fio-server.pid"
 
     def argv(self) -> list[str]:
-        return ["env", "-C", self.workdir, "fio", f"--server={self.endpoint}", f"--daemonize={self.pidfile}"]
+        return ["env", "-C", self.workdir, "fio", f"--server={self.listen}", f"--daemonize={self.pidfile}"]
 
 
 @dataclass(frozen=True)
@@ -141,7 +150,7 @@ def process_argv(host: Host, pid: int) -> list[str] | None:
 
 
 def _is_server(argv: list[str] | None, spec: ServerSpec) -> bool:
-    return bool(argv) and Path(argv[0]).name == "fio" and f"--server={spec.endpoint}" in argv
+    return bool(argv) and Path(argv[0]).name == "fio" and f"--server={spec.listen}" in argv
 
 
 def refuse_leftover(spec: ServerSpec) -> None:
@@ -171,14 +180,15 @@ def start_server(spec: ServerSpec, wait_s: float = START_WAIT_S) -> int:
             return pid
         if time.monotonic() > deadline:
             tail = " ".join((res.stderr or res.stdout).split())[:200]
-            raise ZbenchError(f"fio server {spec.label} did not start listening on {spec.endpoint} "
+            raise ZbenchError(f"fio server {spec.label} did not start listening on {spec.listen} "
                               f"on {spec.host.name} within {wait_s:.0f} s" + (f": {tail}" if tail else ""))
         time.sleep(0.1)
 
 
 def check_answers(controller: Host, spec: ServerSpec, timeout_s: float = 5.0) -> None:
     """ZbenchError unless `spec`'s port takes a connection from the controller."""
-    res = controller.run(["python3", "-c", _CONNECT, spec.address, str(spec.port), str(timeout_s)],
+    address, port = spec.reach or (spec.address, spec.port)
+    res = controller.run(["python3", "-c", _CONNECT, address, str(port), str(timeout_s)],
                          check=False, timeout=timeout_s + 30)
     if not res.ok:
         why = (res.stderr.strip().splitlines() or ["no answer"])[-1]

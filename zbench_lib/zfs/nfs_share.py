@@ -90,14 +90,18 @@ def nfs_mount_options(vers: str) -> str:
     return ",".join(opts)
 
 
-def nfs_mount_argv(server_path: str, mountpoint: str, vers: str = "3") -> list[str]:
-    return ["mount", "-t", "nfs", "-o", nfs_mount_options(vers), f"{CLIENT}:{server_path}", mountpoint]
+def nfs_mount_argv(server_path: str, mountpoint: str, vers: str = "3", server: str = CLIENT,
+                   port: int | None = None) -> list[str]:
+    """`mount` of `server`:`server_path` (the loopback datastore's own host by default); `port`
+    where the server is reached through a forward (a lab client: nfs_clients)."""
+    opts = nfs_mount_options(vers) + (f",port={port}" if port else "")
+    return ["mount", "-t", "nfs", "-o", opts, f"{server}:{server_path}", mountpoint]
 
 
-def export_argv(server_path: str) -> list[str]:
+def export_argv(server_path: str, client: str = CLIENT) -> list[str]:
     # exportfs -o puts the export in the kernel's table (and etab) only, never in /etc/exports:
     # nothing of it outlives a reboot (an `exportfs -ra` or a restart of nfs-server drops it too).
-    return ["exportfs", "-o", EXPORT_OPTIONS, f"{CLIENT}:{server_path}"]
+    return ["exportfs", "-o", EXPORT_OPTIONS, f"{client}:{server_path}"]
 
 
 def nfs_findmnt_argv(mountpoint: str) -> list[str]:
@@ -197,7 +201,7 @@ class NfsDatastore(MountedTeardown):
         except CommandError:
             return True             # cannot tell: try to unmount, `umount` says if it was not
 
-    def _exports(self) -> str:
+    def exports(self) -> str:
         return self._run(["exportfs", "-v"], timeout=60).stdout
 
     def ensure_server(self) -> None:
@@ -212,7 +216,7 @@ class NfsDatastore(MountedTeardown):
             raise ConfigError(f"nfs-kernel-server is not installed on {self.host.name}")
         raise CommandError(self.host.name, res.argv, res.returncode, res.stderr, res.stdout)
 
-    def _check_dataset(self) -> None:
+    def check_dataset(self) -> None:
         here = [m for m in self._mounts() if m["target"] == self.server_path]
         if not any(m["fstype"] == "zfs" and m["source"] == self.dataset for m in here):
             seen = ", ".join(f"{m['source']} ({m['fstype']})" for m in here) or "nothing"
@@ -221,14 +225,14 @@ class NfsDatastore(MountedTeardown):
 
     def create(self) -> "NfsDatastore":
         self.ensure_server()
-        self._check_dataset()
-        if export_options(self._exports(), self.server_path) is not None:
+        self.check_dataset()
+        if export_options(self.exports(), self.server_path) is not None:
             raise ConfigError(f"nfs datastore: {self.export_spec} is exported already (not by this "
                               f"datastore); `exportfs -u {self.export_spec}` it if it is a leftover")
         # Marked before the command runs: an interrupted export is still looked for on exit.
         self.exported = True
         self._run(export_argv(self.server_path), timeout=60)
-        opts = export_options(self._exports(), self.server_path)
+        opts = export_options(self.exports(), self.server_path)
         if opts is None or "async" in opts.split(","):
             raise ZbenchError(f"nfs datastore: {self.export_spec} reads back as exported with "
                               f"{opts!r}, not {EXPORT_OPTIONS}")
@@ -257,7 +261,7 @@ class NfsDatastore(MountedTeardown):
         return {"nfs_vers": _option(mnt.get("fs_options") or mnt["options"], "vers"),
                 "mount_options": mnt["options"], "mount_vfs_options": mnt.get("vfs_options"),
                 "mount_fs_options": mnt.get("fs_options"),
-                "export_options": export_options(self._exports(), self.server_path),
+                "export_options": export_options(self.exports(), self.server_path),
                 "server_path": self.server_path, "mountpoint": self.mountpoint,
                 "file_path": self.file_path, "file_size_bytes": self.size_bytes}
 
