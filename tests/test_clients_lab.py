@@ -13,6 +13,7 @@ lab, no fio server running, no pool left.
 from __future__ import annotations
 
 import contextlib
+import posixpath
 
 import pytest
 
@@ -46,8 +47,9 @@ def test_two_clients_write_to_one_nfs_datastore_and_nothing_is_left(lab, lab_hos
         hosts = {f"c{i}": c.host for i, c in enumerate(clients)}
         with Pool(lab_host, Layout("stripe", 1), lab.data_disks[:1], owned_devices=True) as pool:
             ds = pool.create_target(Dataset("store", 16384, compression="off"))
+            exported_path = posixpath.dirname(ds.path)          # the dataset's mountpoint (ds.path: fio's file)
             with forwarded(lab.dir, NFS_PORT) as nfs_port, \
-                    SharedNfsDatastore(lab_host, ds.path, hosts, export_to=CONTROLLER_FROM_GUEST,
+                    SharedNfsDatastore(lab_host, exported_path, hosts, export_to=CONTROLLER_FROM_GUEST,
                                        reach=(CONTROLLER_FROM_GUEST, nfs_port), size_bytes=FILE_BYTES) as store:
                 readback = store.readback()
                 exported = lab_host.run(["exportfs", "-v"]).stdout
@@ -59,9 +61,16 @@ def test_two_clients_write_to_one_nfs_datastore_and_nothing_is_left(lab, lab_hos
                         run = run_clients(LocalHost(), servers, {lab_: _job(store.file_path(lab_)) for lab_ in hosts},
                                           str(tmp_path / "controller"), tmp_path / "raw")
                     print("\nforwards while running:", [_forwards(c) for c in clients])
-                left_mounted = {label: c.host.run(["grep", "-c", " nfs4\\? ", "/proc/self/mounts"], check=False).stdout
-                                for label, c in zip(hosts, clients)}
-            nfs_port_left = _forwards(lab)
+            mountpoints = {label: m.mountpoint for label, m in store.mounts.items()}
+            # what each client's kernel still has mounted from the storage lab, or at the datastore's place
+            left_mounted = {label: [ln for ln in c.host.run(["cat", "/proc/self/mounts"]).stdout.splitlines()
+                                    if ln.startswith(f"{CONTROLLER_FROM_GUEST}:")
+                                    or f" {mountpoints[label]} " in ln]
+                            for label, c in zip(hosts, clients)}
+            # a connection just closed stays listed (TIME_WAIT) a while; a forward is a HOST_FORWARD line
+            nfs_forward_left = [f for f in _forwards(lab).splitlines() if "HOST_FORWARD" in f and f" {NFS_PORT} " in f]
+            server_forwards_left = [f for c in clients for f in _forwards(c).splitlines() if "HOST_FORWARD" in f
+                                    and f" {DEFAULT_PORT} " in f]
             still_exported = lab_host.run(["exportfs", "-v"]).stdout
         agg = run.aggregate("write")
         print("\nexport:", exported.strip(), "\nmounts:", readback["mount_options"],
@@ -73,12 +82,12 @@ def test_two_clients_write_to_one_nfs_datastore_and_nothing_is_left(lab, lab_hos
         assert len(written) == 2 and all(w and w.total_ios > 0 for w in written.values()), per_client
         assert agg.total_ios == sum(w.total_ios for w in written.values())
         # the export as asked (sync, to the clients' address) and every client's mount with stable writes
-        assert f"{ds.path}" in exported and CONTROLLER_FROM_GUEST in exported and "sync" in exported
+        assert exported_path in exported and CONTROLLER_FROM_GUEST in exported and "sync" in exported
         assert all(o and "vers=4.2" in o and f"port={nfs_port}" in o for o in readback["mount_options"].values())
         # nothing left: no NFS mount on a client, no export, no forward, no server, no pool
-        assert left_mounted == {"c0": "0\n", "c1": "0\n"}, left_mounted
-        assert ds.path not in still_exported
-        assert f":{nfs_port}" not in nfs_port_left, nfs_port_left
+        assert left_mounted == {"c0": [], "c1": []}, left_mounted
+        assert exported_path not in still_exported
+        assert nfs_forward_left == [] and server_forwards_left == [], (nfs_forward_left, server_forwards_left)
         for c in clients:
             assert not c.host.run(["pgrep", "-x", "fio"], check=False).ok
     assert find_leftovers(lab_host) == []

@@ -68,7 +68,8 @@ def unforward(lab_dir: Path, port: int) -> None:
     if not (Path(lab_dir) / "qmp.sock").exists():
         return
     said = _monitor(lab_dir, f"hostfwd_remove {NETDEV} tcp:127.0.0.1:{port}").strip()
-    if said and "not found" not in said.lower():
+    # QEMU says "host forwarding rule for tcp:... removed" when it was, and "... not found" when none was
+    if said and not said.lower().endswith(("removed", "not found")):
         raise ZbenchError(f"lab {Path(lab_dir).name}: removing the forward of port {port}: {said}")
 
 
