@@ -17,7 +17,8 @@ planned run has one row, and no pool is left on either lab.
 
 Kept short for `make test`'s budget: one booted lab (the session's is reused), one-disk pools of a
 32M zvol, 2 s windows, one run per pool, four pool replicates (whole blocks to each host, and one
-left for the host that lost its pool whatever the two hosts' pace), then the killed controller's sweep. About 4 min of lab time.
+left for the host that lost its pool whatever the two hosts' pace), then the killed controller's
+sweep. About 4 min of lab time.
 """
 
 from __future__ import annotations
