@@ -106,3 +106,22 @@ def test_a_percentile_too_few_ios_support_says_not_judged_once():
     texts = [a["text"] for a in study_headline(s, select_admissible(rows))["answers"]]
     assert texts and all("p99.9: 128K, 8K not judged (3000 I/Os, a p99.9 needs 10000)" in t for t in texts)
     assert not [t for t in texts if re.search(r"not judged[^;.]{0,40}?[(:] ?not judged", t)]
+
+
+def test_at_an_open_loop_load_throughput_is_said_as_set_by_the_load_never_compared():
+    # Found on a real latency-vs-load sweep: "at 50% of saturation (open loop) (IOPS): against volblocksize
+    # 128K: 8K 1.018x (1.017-1.019) higher": each level was offered half of its own saturation, so the ratio
+    # was the probes', called significant.
+    rows, hist = _load_rows(synthetic_results(200, 3, "scaling"), vbs=(8192, 131072))
+    s = Sweep(path=None, spec={}, provenance={}, results=rows, plan=None, histograms=hist)
+    answers = {a["subject"]: a["text"] for a in study_headline(s, select_admissible(rows))["answers"]}
+    open_loop = {k: t for k, t in answers.items() if "open loop" in k}
+    closed = {k: t for k, t in answers.items() if "closed loop" in k}
+    assert len(open_loop) == 3 and len(closed) == 1, answers
+    for subject, text in open_loop.items():
+        assert not re.search(r"\d\.\d+x|higher|lower|equivalent|inconclusive", text), (subject, text)
+        assert text.startswith("Latency p99: ") and "IOPS were set by the offered load, not compared" in text
+    assert "8K 50, 128K 50 IOPS" in open_loop[next(k for k in open_loop if "25%" in k)].replace(
+        "128K 50, 8K 50", "8K 50, 128K 50")
+    (text,) = closed.values()
+    assert text.startswith("against volblocksize")             # saturation: the levels are compared

@@ -26,6 +26,7 @@ from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.core.sizes import format_size
 from zbench_lib.measure.fio_hist import NO_HISTOGRAM
+from zbench_lib.measure.load import Load
 
 UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "clat_p99_ns": "p99 latency"}
 
@@ -242,6 +243,10 @@ def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject
         key = dict(zip(by, key if isinstance(key, tuple) else (key,)))
         metric = g["metric"].dropna().iloc[0] if "metric" in g and g["metric"].notna().any() else "iops"
         base = g["baseline"].iloc[0]
+        if _set_by_load(key, metric):
+            tail = _tails_sentence(tails, key, factor, [base] + list(g["level"]))
+            out.append(_open_loop_answer(g, key, by, subject, factor, metric, tail))
+            continue
         clauses, lead = [], {}
         many = len(g) >= LEAD_LEVELS          # many levels: the verdicts first, grouped, then the numbers
         for _, r in g.iterrows():
@@ -268,6 +273,25 @@ def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject
     if out:
         out[-1]["text"] += _tail_source(tails)
     return out
+
+
+def _set_by_load(key: dict, metric: str) -> bool:
+    """An open-loop group's throughput: what the stated load offered, not a property of the levels (at a
+    fraction of each cell's own saturation it follows their probes; at an absolute rate it is the rate)."""
+    return metric in ("iops", "bw_bytes_s") and not Load.of(key.get("load")).saturation
+
+
+def _open_loop_answer(g: pd.DataFrame, key: dict, by: list, subject: str, factor: str, metric: str,
+                      tail: str) -> dict:
+    """The answer of an open-loop group: its latency, with the throughput the load set said, never compared."""
+    unit = UNITS.get(metric, metric)
+    scale = 1 / 2 ** 20 if metric == "bw_bytes_s" else 1
+    means = [(g["baseline"].iloc[0], g["mean_baseline"].iloc[0])] + list(zip(g["level"], g["mean_level"]))
+    met = ", ".join(f"{_level(factor, lv)} {m * scale:.0f}" for lv, m in means if pd.notna(m))
+    who = _group(pd.Series(key), by) or subject
+    text = (f"Latency {tail}." if tail else "Latency: no percentile was read.") + \
+        f" {unit} were set by the offered load, not compared: {met} {unit} (methods §21)."
+    return dict(subject=who, text=text)
 
 
 def _against(factor: str, base) -> str:
