@@ -21,7 +21,8 @@ import pandas as pd
 from zbench_lib.analysis.claims.conclusions import LINEAR_BAND, efficiency_verdict
 from zbench_lib.analysis.claims.wording import ci_text, num, say_once
 from zbench_lib.analysis.data.coverage import bare_reason
-from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS, setting_text
+from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, LAYOUT_COLUMNS
+from zbench_lib.analysis.data.sweep_data import setting_text
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.core.sizes import format_size

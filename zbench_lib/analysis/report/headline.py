@@ -23,7 +23,8 @@ from zbench_lib.analysis.claims.answer import (COMPARE_NOTE, SCALING_NOTE, answe
                                                latency_tails)
 from zbench_lib.analysis.claims.conclusions import LINEAR_BAND
 from zbench_lib.analysis.data.coverage import cell_status
-from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, Sweep, setting_text
+from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
+from zbench_lib.analysis.data.sweep_data import Sweep, setting_text
 from zbench_lib.analysis.figures.report_figures import (plot_configurations, plot_depth_curve, plot_iops_vs_drives,
                                                         plot_levels)
 from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor, block_choice, level_order
