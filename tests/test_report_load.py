@@ -125,3 +125,14 @@ def test_at_an_open_loop_load_throughput_is_said_as_set_by_the_load_never_compar
         "128K 50, 8K 50", "8K 50, 128K 50")
     (text,) = closed.values()
     assert text.startswith("against volblocksize")             # saturation: the levels are compared
+
+
+def test_each_answer_of_a_one_workload_load_sweep_names_its_workload_and_its_load():
+    # A sweep of one workload holds it equal, so it is not among a group's columns: the open-loop answers read
+    # "at 25% of saturation (open loop)", naming no workload, where a sweep of two workloads named each.
+    rows, hist = _load_rows(synthetic_results(200, 3, "scaling"), vbs=(8192, 131072))
+    (workload,) = rows["workload"].unique()
+    s = Sweep(path=None, spec={}, provenance={}, results=rows, plan=None, histograms=hist)
+    subjects = sorted(a["subject"] for a in study_headline(s, select_admissible(rows))["answers"])
+    assert subjects == [f"{workload} at 25% of saturation (open loop)", f"{workload} at 50% of saturation (open loop)",
+                        f"{workload} at 90% of saturation (open loop)", f"{workload} closed loop, at saturation (IOPS)"]

@@ -30,6 +30,7 @@ from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 from zbench_lib.measure.load import Load
 
 UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "clat_p99_ns": "p99 latency"}
+ALL_RUNS = "all runs"       # the subject of a sweep whose workloads vary (each group then names its own)
 
 
 def _level(factor: str, v) -> str:
@@ -43,6 +44,16 @@ def _group(r, cols) -> str:
     """'randwrite raidz2', 'no SLOG logbias latency': a held-equal group as a reader names it (a bare
     '0' for no log device read as nothing)."""
     return " ".join(setting_text(c, r[c]) for c in cols)
+
+
+def _who(key: dict, by: list, subject: str) -> str:
+    """The answer's subject: its group, else the sweep's `subject` (its one workload). A group of a load sweep
+    names the workload even when the sweep has one (then not in `by`): 'at 25% of saturation (open loop)'
+    alone says at what load, not what was measured; it reads as a sweep of two workloads does."""
+    who = _group(pd.Series(key), by)
+    if "load" in key and "workload" not in key and subject != ALL_RUNS:
+        return f"{subject} {who}"
+    return who or subject
 
 
 def _family_rank(name: str) -> tuple:
@@ -101,7 +112,7 @@ def answer_scaling(scal: pd.DataFrame, band: float = LINEAR_BAND) -> list[dict]:
                            f"{r['efficiency']:.2f} ({ci_text(lo, hi, digits=2, level='')})"
                            + (f" {why}" if why and state == "does not hold" else ""))
         head = "; ".join(f"{state} for {', '.join(names)}" for state, names in verdicts.items() if names)
-        subject = " ".join(str(k) for k in key if pd.notna(k)) or "all runs"
+        subject = " ".join(str(k) for k in key if pd.notna(k)) or ALL_RUNS
         out.append(dict(subject=f"{subject} ({UNITS.get(metric, metric)})",
                         text=f"linear scaling {head}. Efficiency at the largest pool: " + ", ".join(clauses) + "."))
     return out
@@ -231,7 +242,7 @@ def _tail_source(tails) -> str:
             " Latency percentiles: read from the runs' merged histograms (methods §18).")
 
 
-def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject: str = "all runs") -> list[dict]:
+def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject: str = ALL_RUNS) -> list[dict]:
     """Per workload (and held-equal group): each level against the baseline (ratio, 95% CI, verdict), then,
     with `tails` (`latency_tails` over the same cells), the p99 and p99.9 of every level."""
     if cmp is None or cmp.empty:
@@ -267,7 +278,7 @@ def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject
                        for v, lvs in lead.items()]
             clauses = ["; ".join(grouped) + ". Ratios: " + ", ".join(clauses)]
         tail = _tails_sentence(tails, key, factor, [base] + list(g["level"]))
-        who = _group(pd.Series(key), by) or subject
+        who = _who(key, by, subject)
         out.append(dict(subject=f"{who} ({UNITS.get(metric, metric)})",
                         text=f"against {_against(factor, base)}: " + "; ".join(clauses)
                         + "." + (f" Latency {tail}." if tail else "")))
@@ -289,7 +300,7 @@ def _open_loop_answer(g: pd.DataFrame, key: dict, by: list, subject: str, factor
     scale = 1 / 2 ** 20 if metric == "bw_bytes_s" else 1
     means = [(g["baseline"].iloc[0], g["mean_baseline"].iloc[0])] + list(zip(g["level"], g["mean_level"]))
     met = ", ".join(f"{_level(factor, lv)} {m * scale:.0f}" for lv, m in means if pd.notna(m))
-    who = _group(pd.Series(key), by) or subject
+    who = _who(key, by, subject)
     text = (f"Latency {tail}." if tail else "Latency: no percentile was read.") + \
         f" {unit} were set by the offered load, not compared: {met} {unit} (methods §21)."
     return dict(subject=who, text=text)

@@ -19,7 +19,7 @@ from typing import Callable
 
 import pandas as pd
 
-from zbench_lib.analysis.claims.answer import (COMPARE_NOTE, SCALING_NOTE, answer_compare, answer_scaling,
+from zbench_lib.analysis.claims.answer import (ALL_RUNS, COMPARE_NOTE, SCALING_NOTE, answer_compare, answer_scaling,
                                                latency_tails)
 from zbench_lib.analysis.claims.conclusions import LINEAR_BAND
 from zbench_lib.analysis.data.coverage import cell_status
@@ -91,7 +91,7 @@ def _comparison(study: Study, factor: str, baseline, also=()) -> tuple[list[dict
     by = list(dict.fromkeys([c for c in ("workload", "direction") if c in adm] + held + list(also) + [factor]))
     tails = latency_tails(adm, study.sweep.histograms, by)
     workloads = adm["workload"].dropna().unique() if "workload" in adm else []
-    subject = str(workloads[0]) if len(workloads) == 1 else "all runs"
+    subject = str(workloads[0]) if len(workloads) == 1 else ALL_RUNS
     return answer_compare(cmp, tails, subject=subject), tails, held
 
 
