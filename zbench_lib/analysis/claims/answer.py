@@ -242,9 +242,11 @@ def _tail_source(tails) -> str:
             " Latency percentiles: read from the runs' merged histograms (methods §18).")
 
 
-def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject: str = ALL_RUNS) -> list[dict]:
+def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject: str = ALL_RUNS,
+                   load=None) -> list[dict]:
     """Per workload (and held-equal group): each level against the baseline (ratio, 95% CI, verdict), then,
-    with `tails` (`latency_tails` over the same cells), the p99 and p99.9 of every level."""
+    with `tails` (`latency_tails` over the same cells), the p99 and p99.9 of every level. `load`: the one
+    level of the load factor a sweep has (not among the groups' columns then), else None."""
     if cmp is None or cmp.empty:
         return []
     factor = str(cmp["factor"].iloc[0])
@@ -255,7 +257,7 @@ def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject
         key = dict(zip(by, key if isinstance(key, tuple) else (key,)))
         metric = g["metric"].dropna().iloc[0] if "metric" in g and g["metric"].notna().any() else "iops"
         base = g["baseline"].iloc[0]
-        if _set_by_load(key, metric):
+        if _set_by_load(key.get("load", load), metric):
             tail = _tails_sentence(tails, key, factor, [base] + list(g["level"]))
             out.append(_open_loop_answer(g, key, by, subject, factor, metric, tail))
             continue
@@ -287,10 +289,10 @@ def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject
     return out
 
 
-def _set_by_load(key: dict, metric: str) -> bool:
+def _set_by_load(load, metric: str) -> bool:
     """An open-loop group's throughput: what the stated load offered, not a property of the levels (at a
     fraction of each cell's own saturation it follows their probes; at an absolute rate it is the rate)."""
-    return metric in ("iops", "bw_bytes_s") and not Load.of(key.get("load")).saturation
+    return metric in ("iops", "bw_bytes_s") and not Load.of(load).saturation
 
 
 def _open_loop_answer(g: pd.DataFrame, key: dict, by: list, subject: str, factor: str, metric: str,

@@ -92,7 +92,8 @@ def _comparison(study: Study, factor: str, baseline, also=()) -> tuple[list[dict
     tails = latency_tails(adm, study.sweep.histograms, by)
     workloads = adm["workload"].dropna().unique() if "workload" in adm else []
     subject = str(workloads[0]) if len(workloads) == 1 else ALL_RUNS
-    return answer_compare(cmp, tails, subject=subject), tails, held
+    loads = adm["load"].dropna().unique() if "load" in adm else []
+    return answer_compare(cmp, tails, subject=subject, load=loads[0] if len(loads) == 1 else None), tails, held
 
 
 def _levels_study(study: Study, factor: str, baseline) -> dict:
