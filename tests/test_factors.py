@@ -7,7 +7,7 @@ factors in, the surfaces each factor always had, and columns the analysis knows.
 
 from __future__ import annotations
 
-from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS
+from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
 from zbench_lib.sweeps.spec import factors
 from zbench_lib.sweeps.spec.raw_cells import RAW_FACTORS
 from zbench_lib.zfs.module_params import PARAMS

@@ -314,5 +314,5 @@ def test_a_real_host_writes_through_tee_and_reads_through_cat(tmp_path, monkeypa
 
 
 def test_analysis_groups_by_every_module_parameter_a_sweep_can_vary():
-    from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS, MODULE_PARAM_COLUMNS
+    from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, MODULE_PARAM_COLUMNS
     assert MODULE_PARAM_COLUMNS == tuple(PARAMS) and set(PARAMS) <= set(CONFIG_COLUMNS)

@@ -94,3 +94,85 @@ def test_the_mechanism_prefix_is_the_hosts_one():
     from zbench_lib.analysis.report.env_summary import MECH_PREFIX
     from zbench_lib.hosts.mech_models import PREFIX
     assert MECH_PREFIX == PREFIX
+
+
+# -- every disk model a sweep used (model factors by role) ------------------------------------------------
+MODELS_STORE = Path(__file__).resolve().parent / "fixtures" / "stores" / "pool-models"   # README.md there
+
+
+def _model_lines(sweep) -> list[tuple[str, str]]:
+    from zbench_lib.analysis.data.sweep_data import read_events
+    lines = environment_summary(sweep.provenance, sweep.results, "dataset", read_events(sweep.path))
+    return [(k, v) for k, v in lines if k.startswith("Disk model")]
+
+
+def test_a_sweep_with_model_factors_lists_each_model_it_used_with_its_roles():
+    # The pools throttled the data disk to 300 IOPS / 80 MiB/s and the two log disks to 2000 IOPS / 200 MiB/s
+    # (the events' read-back: 83886080 B/s = 80 MiB/s, 209715200 = 200 MiB/s); the cache and special devices
+    # kept the lab's unthrottled extra disks. The lab booted its data disks at 400 IOPS: no run measured on it.
+    sw = A.load_sweep(MODELS_STORE)
+    assert _model_lines(sw) == [
+        ("Disk model (data)", "custom:iops=300,bw=80M: 300 IOPS, 80 MiB/s per disk"),
+        ("Disk model (log)", "custom:iops=2000,bw=200M: 2000 IOPS, 200 MiB/s per disk"),
+        ("Disk model (cache, special)", "unthrottled")]
+    assert "iops=400" not in str(environment_summary(sw.provenance, sw.results, "dataset"))
+    html = environment_html(sw)
+    assert "<th style='text-align:left'>Disk model (log)</th><td style='text-align:left'>custom:iops=2000,bw=200M: " \
+           "2000 IOPS, 200 MiB/s per disk</td>" in html
+
+
+def _two_levels(tmp_path, log: int = 2) -> Path:
+    """The store with `model: [hdd, hdd-slow]`, `log_model: [hdd]` and the lab's extra disks on mech:sata-ssd."""
+    import json
+    import shutil
+
+    import pandas as pd
+
+    from zbench_lib.hosts.disk_models import parse_model
+    store = tmp_path / "two-levels"
+    shutil.copytree(MODELS_STORE, store)
+    rows = pd.read_csv(store / "results.csv")
+    rows = pd.concat([rows.assign(model=m, disk_model=m, log_model="hdd", log=log, cache=log // 2,
+                                  special=rows["special"] * (log // 2),
+                                  run_id=rows["run_id"] + m, cell_id=rows["cell_id"] + m)
+                      for m in ("hdd", "hdd-slow")])
+    rows.to_csv(store / "results.csv", index=False)
+    events = [{"event": "disk models set", "pool_id": pool, "models": {"zbdata00": m, "zbextra00": "hdd"},
+               "throttles": {"zbdata00": {"iops": iops, "iops_rd": 0, "iops_wr": 0, "bps": bps, "bps_rd": 0,
+                                          "bps_wr": 0},
+                             "zbextra00": {"iops": 150, "iops_rd": 0, "iops_wr": 0, "bps": 188743680, "bps_rd": 0,
+                                           "bps_wr": 0}}}
+              for pool, m, iops, bps in (("p01", "hdd", 150, 188743680), ("p02", "hdd-slow", 100, 104857600))]
+    (store / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (host,) = store.glob("host-provenance-*.json")
+    record = json.loads(host.read_text())
+    record["lab_config"]["extra_model"] = parse_model("mech:sata-ssd").to_dict()
+    host.write_text(json.dumps(record))
+    return store
+
+
+def test_each_model_is_listed_once_with_every_role_it_served(tmp_path):
+    # hdd served the data disks (one level) and the log; hdd-slow the data disks (the other level); the
+    # cache and special devices were the lab's mech:sata-ssd extra disks: its parameters and source from the
+    # lab's record (188743680 B/s = 180 MiB/s, 104857600 = 100 MiB/s)
+    lines = _model_lines(A.load_sweep(_two_levels(tmp_path)))
+    assert lines[:2] == [("Disk model (data, log)", "hdd: 150 IOPS, 180 MiB/s per disk"),
+                         ("Disk model (data)", "hdd-slow: 100 IOPS, 100 MiB/s per disk")]
+    item, ssd = lines[2]
+    assert item == "Disk model (cache, special)" and len(lines) == 3
+    assert ssd.startswith("mech:sata-ssd (mechanism model, served through nbdkit): 8 parallel units; page read 82 µs, "
+                          "program 7 µs (medians), overhead 10 µs; 540/520 MB/s read/write; writes at 300 MB/s past "
+                          "a 1.2% spare area; flush 50 µs; source: Samsung 850 EVO 1 TB")
+
+
+def test_a_data_models_levels_are_numbered_when_nothing_else_tells_them_apart(tmp_path):
+    lines = _model_lines(A.load_sweep(_two_levels(tmp_path, log=0)))      # no log, cache or special device
+    assert lines == [("Disk model (data, 1 of 2)", "hdd: 150 IOPS, 180 MiB/s per disk"),
+                     ("Disk model (data, 2 of 2)", "hdd-slow: 100 IOPS, 100 MiB/s per disk")]
+
+
+def test_the_report_index_lists_the_models_of_the_events(tmp_path):
+    from zbench_lib.analysis.report.report import ReportOptions, _index_extras
+    sw = A.load_sweep(MODELS_STORE)
+    lines = _index_extras(sw, tmp_path, ReportOptions(), "s")["environment_lines"]   # the index page's table
+    assert ("Disk model (log)", "custom:iops=2000,bw=200M: 2000 IOPS, 200 MiB/s per disk") in lines

@@ -125,3 +125,27 @@ def test_at_an_open_loop_load_throughput_is_said_as_set_by_the_load_never_compar
         "128K 50, 8K 50", "8K 50, 128K 50")
     (text,) = closed.values()
     assert text.startswith("against volblocksize")             # saturation: the levels are compared
+
+
+def test_each_answer_of_a_one_workload_load_sweep_names_its_workload_and_its_load():
+    # A sweep of one workload holds it equal, so it is not among a group's columns: the open-loop answers read
+    # "at 25% of saturation (open loop)", naming no workload, where a sweep of two workloads named each.
+    rows, hist = _load_rows(synthetic_results(200, 3, "scaling"), vbs=(8192, 131072))
+    (workload,) = rows["workload"].unique()
+    s = Sweep(path=None, spec={}, provenance={}, results=rows, plan=None, histograms=hist)
+    subjects = sorted(a["subject"] for a in study_headline(s, select_admissible(rows))["answers"])
+    assert subjects == [f"{workload} at 25% of saturation (open loop)", f"{workload} at 50% of saturation (open loop)",
+                        f"{workload} at 90% of saturation (open loop)", f"{workload} closed loop, at saturation (IOPS)"]
+
+
+def test_a_sweep_at_one_open_loop_load_compares_no_throughput_either():
+    # With one level the load is no group's column: the answer compared 8K's IOPS with 128K's ("8K 1x (every
+    # unit alike) inconclusive") though each was offered half of its own saturation.
+    rows, hist = _load_rows(synthetic_results(200, 3, "scaling"), vbs=(8192, 131072))
+    one = rows[rows["load"] == "0.5"]
+    (workload,) = one["workload"].unique()
+    answers = study_headline(Sweep(None, {}, {}, one, None, hist), select_admissible(one))["answers"]
+    assert [a["subject"] for a in answers] == [f"{workload}, at 50% of saturation (open loop)"]
+    text = answers[0]["text"]
+    assert not re.search(r"\dx|higher|lower|equivalent|inconclusive", text), text
+    assert text.startswith("Latency p99: ") and "IOPS were set by the offered load, not compared" in text

@@ -211,3 +211,28 @@ def test_scaling_conclusions_carry_a_sensitivity_clause():
     assert "close to linear" in text and "Sensitivity: with flagged runs included, efficiency 0.86" in text
     again = A.scaling_table(A.select_admissible(df), "iops", all_runs=A.select_admissible(df))
     assert "Sensitivity" not in A.conclusions_scaling(again, "iops")[0]     # no other runs: nothing could change
+
+
+@pytest.mark.parametrize("factor, levels", [("log", (0, 1)), ("model", ("hdd", "hdd-slow")),
+                                            ("zfs_txg_timeout", (5, 30))])
+def test_cells_differing_only_in_a_pool_setting_stay_two_cells_without_a_plan(factor, levels):
+    # 8K against 128K at two levels of a pool setting; 128K's runs at the second level are all excluded. Without
+    # a plan the cells are the results' own, named by _CELL_COLUMNS: without the setting's column the two levels'
+    # cells were one configuration, so the first level's comparison took the second's reason and the second's
+    # "not judged" row vanished.
+    rows = [{"sweep_id": "s", "workload": "randwrite", "direction": "write", "layout": "mirror",
+             "volblocksize_bytes": vbs, factor: lv, "config_id": f"{vbs}-{lv}", "run_id": f"{vbs}-{lv}-r{rep}",
+             "rep": rep + 1, "attempt": 1, "iops": iops * wiggle,
+             "flag_host_contention": lv == levels[1] and vbs == 128 * K}
+            for lv in levels for vbs, iops in ((8 * K, 1000.0), (128 * K, 100.0))
+            for rep, wiggle in enumerate((0.99, 1.0, 1.01))]
+    df = pd.DataFrame(rows)
+    cells = A.cell_status(df)
+    cmp = A.compare_table(A.select_admissible(df), "iops", "volblocksize_bytes", 128 * K, cells=cells)
+    by_level = {r[factor]: r for _, r in cmp.iterrows()}
+    assert set(by_level) == set(levels)
+    assert by_level[levels[0]]["verdict"] == "higher" and by_level[levels[0]]["note"] == ""
+    assert by_level[levels[1]]["verdict"] == "not judged"
+    assert by_level[levels[1]]["note"] == "baseline 128K: not judged: 3 of 3 runs excluded (host_contention 3)"
+    assert sorted(zip(cells[factor], cells["volblocksize_bytes"])) == sorted(
+        (lv, vbs) for lv in levels for vbs in (8 * K, 128 * K))

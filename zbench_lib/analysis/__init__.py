@@ -9,14 +9,14 @@ from zbench_lib.analysis.claims.classic_claims import classic_claims
 from zbench_lib.analysis.claims.conclusions import (conclusions_compare, conclusions_scaling,
                                                     conclusions_volblocksize, efficiency_verdict)
 from zbench_lib.analysis.data.catalog import catalog
+from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, LAYOUT_COLUMNS
 from zbench_lib.analysis.data.coverage import cell_status, load_plan
 from zbench_lib.analysis.data.flags import (FLAG_MEANINGS, admissible_mask, flagged_runs, select_admissible,
                                             tristate, truth_summary)
 from zbench_lib.analysis.data.fleet_hosts import host_agreement, host_coverage
 from zbench_lib.analysis.data.replication import resolve_unit
-from zbench_lib.analysis.data.sweep_data import (CONFIG_COLUMNS, LAYOUT_COLUMNS, Sweep, environment_table,
-                                                 join_sweeps, load_sweep, parse_level, resolve_sweep_dir,
-                                                 varying_columns)
+from zbench_lib.analysis.data.sweep_data import (Sweep, environment_table, join_sweeps, load_sweep, parse_level,
+                                                 resolve_sweep_dir, varying_columns)
 from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor, block_choice, comparison_choice
 from zbench_lib.analysis.report.notebook_params import check_parameters
 from zbench_lib.analysis.report.resilver import load_slowdown, resilver_figure, resilver_table, slowdown_lines

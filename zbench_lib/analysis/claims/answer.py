@@ -21,7 +21,8 @@ import pandas as pd
 from zbench_lib.analysis.claims.conclusions import LINEAR_BAND, efficiency_verdict
 from zbench_lib.analysis.claims.wording import ci_text, num, say_once
 from zbench_lib.analysis.data.coverage import bare_reason
-from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS, setting_text
+from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, LAYOUT_COLUMNS
+from zbench_lib.analysis.data.sweep_data import setting_text
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.core.sizes import format_size
@@ -29,6 +30,7 @@ from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 from zbench_lib.measure.load import Load
 
 UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "clat_p99_ns": "p99 latency"}
+ALL_RUNS = "all runs"       # the subject of a sweep whose workloads vary (each group then names its own)
 
 
 def _level(factor: str, v) -> str:
@@ -42,6 +44,16 @@ def _group(r, cols) -> str:
     """'randwrite raidz2', 'no SLOG logbias latency': a held-equal group as a reader names it (a bare
     '0' for no log device read as nothing)."""
     return " ".join(setting_text(c, r[c]) for c in cols)
+
+
+def _who(key: dict, by: list, subject: str) -> str:
+    """The answer's subject: its group, else the sweep's `subject` (its one workload). A group of a load sweep
+    names the workload even when the sweep has one (then not in `by`): 'at 25% of saturation (open loop)'
+    alone says at what load, not what was measured; it reads as a sweep of two workloads does."""
+    who = _group(pd.Series(key), by)
+    if "load" in key and "workload" not in key and subject != ALL_RUNS:
+        return f"{subject} {who}"
+    return who or subject
 
 
 def _family_rank(name: str) -> tuple:
@@ -100,7 +112,7 @@ def answer_scaling(scal: pd.DataFrame, band: float = LINEAR_BAND) -> list[dict]:
                            f"{r['efficiency']:.2f} ({ci_text(lo, hi, digits=2, level='')})"
                            + (f" {why}" if why and state == "does not hold" else ""))
         head = "; ".join(f"{state} for {', '.join(names)}" for state, names in verdicts.items() if names)
-        subject = " ".join(str(k) for k in key if pd.notna(k)) or "all runs"
+        subject = " ".join(str(k) for k in key if pd.notna(k)) or ALL_RUNS
         out.append(dict(subject=f"{subject} ({UNITS.get(metric, metric)})",
                         text=f"linear scaling {head}. Efficiency at the largest pool: " + ", ".join(clauses) + "."))
     return out
@@ -230,9 +242,11 @@ def _tail_source(tails) -> str:
             " Latency percentiles: read from the runs' merged histograms (methods §18).")
 
 
-def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject: str = "all runs") -> list[dict]:
+def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject: str = ALL_RUNS,
+                   load=None) -> list[dict]:
     """Per workload (and held-equal group): each level against the baseline (ratio, 95% CI, verdict), then,
-    with `tails` (`latency_tails` over the same cells), the p99 and p99.9 of every level."""
+    with `tails` (`latency_tails` over the same cells), the p99 and p99.9 of every level. `load`: the one
+    level of the load factor a sweep has (not among the groups' columns then), else None."""
     if cmp is None or cmp.empty:
         return []
     factor = str(cmp["factor"].iloc[0])
@@ -243,7 +257,7 @@ def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject
         key = dict(zip(by, key if isinstance(key, tuple) else (key,)))
         metric = g["metric"].dropna().iloc[0] if "metric" in g and g["metric"].notna().any() else "iops"
         base = g["baseline"].iloc[0]
-        if _set_by_load(key, metric):
+        if _set_by_load(key.get("load", load), metric):
             tail = _tails_sentence(tails, key, factor, [base] + list(g["level"]))
             out.append(_open_loop_answer(g, key, by, subject, factor, metric, tail))
             continue
@@ -266,7 +280,7 @@ def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject
                        for v, lvs in lead.items()]
             clauses = ["; ".join(grouped) + ". Ratios: " + ", ".join(clauses)]
         tail = _tails_sentence(tails, key, factor, [base] + list(g["level"]))
-        who = _group(pd.Series(key), by) or subject
+        who = _who(key, by, subject)
         out.append(dict(subject=f"{who} ({UNITS.get(metric, metric)})",
                         text=f"against {_against(factor, base)}: " + "; ".join(clauses)
                         + "." + (f" Latency {tail}." if tail else "")))
@@ -275,10 +289,10 @@ def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject
     return out
 
 
-def _set_by_load(key: dict, metric: str) -> bool:
+def _set_by_load(load, metric: str) -> bool:
     """An open-loop group's throughput: what the stated load offered, not a property of the levels (at a
     fraction of each cell's own saturation it follows their probes; at an absolute rate it is the rate)."""
-    return metric in ("iops", "bw_bytes_s") and not Load.of(key.get("load")).saturation
+    return metric in ("iops", "bw_bytes_s") and not Load.of(load).saturation
 
 
 def _open_loop_answer(g: pd.DataFrame, key: dict, by: list, subject: str, factor: str, metric: str,
@@ -288,7 +302,7 @@ def _open_loop_answer(g: pd.DataFrame, key: dict, by: list, subject: str, factor
     scale = 1 / 2 ** 20 if metric == "bw_bytes_s" else 1
     means = [(g["baseline"].iloc[0], g["mean_baseline"].iloc[0])] + list(zip(g["level"], g["mean_level"]))
     met = ", ".join(f"{_level(factor, lv)} {m * scale:.0f}" for lv, m in means if pd.notna(m))
-    who = _group(pd.Series(key), by) or subject
+    who = _who(key, by, subject)
     text = (f"Latency {tail}." if tail else "Latency: no percentile was read.") + \
         f" {unit} were set by the offered load, not compared: {met} {unit} (methods §21)."
     return dict(subject=who, text=text)

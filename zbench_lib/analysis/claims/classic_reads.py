@@ -17,7 +17,8 @@ from zbench_lib.analysis.claims.classic_base import (ALPHA, FLAT, HOLDS, NJ, NOT
                                                      lab_caveat, label, matching, overall, pool_note,
                                                      random_rows)
 from zbench_lib.analysis.stats.stats import ratio_ci_from_moments, scaling, summary
-from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, varying_columns
+from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
+from zbench_lib.analysis.data.sweep_data import varying_columns
 from zbench_lib.analysis.stats.tables import block_column
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size

@@ -20,7 +20,7 @@ import pandas as pd
 from zbench_lib.analysis.data.flags import SENSITIVITY_KEYS
 from zbench_lib.analysis.data.replication import ONE_POOL_NOTE, POOL_LEVEL_NOTE
 from zbench_lib.analysis.claims.wording import ci_text, effect_size_ok, p_text, say_once
-from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS
+from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, LAYOUT_COLUMNS
 from zbench_lib.analysis.stats.tables import block_column
 from zbench_lib.core.sizes import format_size
 

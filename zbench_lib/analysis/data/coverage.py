@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
 from zbench_lib.analysis.data.flags import admissible_mask, raised_by_kind, replacement_mask
 from zbench_lib.measure.judging import DESCRIBES, INVALIDATES
 from zbench_lib.analysis.data.replication import pool_frame
@@ -26,11 +27,10 @@ from zbench_lib.core.sizes import format_size
 MIN_UNITS = 2          # a CI needs at least two values a side
 _REPLICATE_SUFFIX = re.compile(r"-pr\d+$")      # sweeps/planning/blocks.replicate: cell "<base>-pr<k>" of pool k
 _PER_POOL = ("pool_id", "target_id", "pool_replicate")   # differ between a configuration's pools
-# What identifies a cell when there is no plan (the configuration columns of the results).
-_CELL_COLUMNS = ("sweep_id", "cell_id", "config_id", "pool_id", "workload", "template", "direction", "layout",
-                 "width", "vdevs", "data_disks", "total_disks", "ashift", "volblocksize_bytes", "recordsize_bytes",
-                 "compression", "sync", "logbias", "primarycache", "iodepth", "numjobs", "bs_bytes",
-                 "load")     # a stated load is a cell of its own: never one cell with the same configuration's others
+# What identifies a cell when there is no plan: its ids, then every configuration column (`columns`, where
+# each factor of the registry has its column), so two cells differing only in a factor stay two.
+_CELL_COLUMNS = tuple(dict.fromkeys(("sweep_id", "cell_id", "config_id", "pool_id", "workload", "template",
+                                     *CONFIG_COLUMNS)))
 
 
 def load_plan(path, sweep_id: str | None = None) -> pd.DataFrame:

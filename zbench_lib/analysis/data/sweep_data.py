@@ -15,6 +15,7 @@ from typing import NamedTuple
 import pandas as pd
 import yaml
 
+from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
 from zbench_lib.analysis.data.coverage import load_plan
 from zbench_lib.analysis.data.flags import normalise_flags
 from zbench_lib.core.errors import ConfigError
@@ -25,23 +26,6 @@ from zbench_lib.measure.load import SATURATION, Load
 from zbench_lib.sweeps.store.raw_check import HISTOGRAMS
 
 
-# Columns that define a configuration; the ones that vary in a sweep are its factors.
-# ZFS module parameters a sweep may vary (zfs.module_params.PARAMS; a test keeps the two equal:
-# analysis may not import the module, which talks to hosts)
-MODULE_PARAM_COLUMNS = ("zfs_txg_timeout", "zfs_dirty_data_max", "zfs_vdev_async_write_max_active",
-                        "zfs_vdev_async_write_min_active", "zfs_vdev_sync_write_max_active",
-                        "zfs_vdev_sync_read_max_active", "zfs_vdev_async_read_max_active", "zfs_vdev_max_active",
-                        "zfs_prefetch_disable", "zfs_arc_max", "l2arc_write_max", "l2arc_write_boost",
-                        "l2arc_noprefetch", "l2arc_headroom", "zil_slog_bulk", "zfs_immediate_write_sz")
-# Every column a sweep can vary: grouping by all that vary keeps configurations apart (a raw
-# row has no ZFS columns: NaN there, which nunique and groupby(dropna=False) keep apart)
-CONFIG_COLUMNS = ("workload", "direction", "layout", "width", "vdevs", "data_disks", "total_disks",
-                  "draid_data", "draid_spares", "ashift", "log", "log_mirror", "cache", "special", "zfs", "fill",
-                  "model", "log_model", "cache_model", "special_model", "fs", "access", "surface",
-                  "volblocksize_bytes", "recordsize_bytes", "compression", "compressible_percent", "sync", "logbias",
-                  "primarycache", "secondarycache", "checksum", "copies", "atime", "special_small_blocks",
-                  *MODULE_PARAM_COLUMNS, "iodepth", "numjobs", "bs_bytes", "load", "sweep_id")
-LAYOUT_COLUMNS = ("layout", "width", "vdevs", "data_disks", "total_disks")
 # Columns whose values name themselves ("randwrite", "raidz2"); the others are said with their name.
 BARE_COLUMNS = ("workload", "direction", "layout", "sweep_id")
 # Auxiliary vdevs by their role: a count of 0 is "no SLOG", 1 "SLOG", more "2 SLOG disks".

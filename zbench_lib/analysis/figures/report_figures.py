@@ -24,7 +24,8 @@ from plotly.subplots import make_subplots
 from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYOUT_ORDER, PALETTE, colors_for, family_style,
                                                    legend_entry, metric_label, n_labels, ordered, place_labels,
                                                    ratio_ticks, shade, split_family)
-from zbench_lib.analysis.data.sweep_data import AUX_VDEVS, LAYOUT_COLUMNS, setting_text, varying_columns
+from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
+from zbench_lib.analysis.data.sweep_data import AUX_VDEVS, setting_text, varying_columns
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tables import scaling_family
 from zbench_lib.core.errors import ConfigError

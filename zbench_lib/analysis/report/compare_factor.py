@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from zbench_lib.analysis.data.sweep_data import MODULE_PARAM_COLUMNS, parse_level, varying_columns
+from zbench_lib.analysis.data.columns import MODULE_PARAM_COLUMNS
+from zbench_lib.analysis.data.sweep_data import parse_level, varying_columns
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER
 from zbench_lib.analysis.stats.tables import block_column
 from zbench_lib.core.errors import ConfigError

@@ -6,6 +6,11 @@ results' configuration columns into (item, value) lines: OpenZFS, kernel, fio, h
 CPU, RAM, disks and their model, pool layouts, ashift, target properties, when. The
 full record stays available (`sweep_data.environment_table`) behind a disclosure
 element on the report's index page.
+
+Disk models: every model the sweep's runs had, each once with the roles it served (data,
+log, cache, special) and its recorded parameters: a pool's models as the store's "disk
+models set" events read them back from QEMU (`events`), else the lab's own record (its
+configuration, each disk's model at boot; a mechanism model's parameters are only there).
 """
 
 from __future__ import annotations
@@ -16,12 +21,20 @@ from collections import Counter
 import pandas as pd
 
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER, ordered
+from zbench_lib.core.events import Event
 from zbench_lib.core.sizes import format_size
 
 _TARGET_PROPS = (("volblocksize_bytes", "volblocksize"), ("recordsize_bytes", "recordsize"),
                  ("compression", "compression"), ("primarycache", "primarycache"), ("sync", "sync"),
                  ("logbias", "logbias"), ("volsize_bytes", "volsize"))
 MECH_PREFIX = "mech:"       # hosts.mech_models.PREFIX (a test keeps them equal): analysis may not import hosts
+# Each role with its model column (sweeps/spec/pool.ROLE_OF_MODEL); the devices of a role but data are
+# counted in the column of its name (log, cache, special)
+ROLES = (("data", "model"), ("log", "log_model"), ("cache", "cache_model"), ("special", "special_model"))
+# QEMU's throttle keys, as the "disk models set" event records the read-back (lab_faults.throttle_of), to
+# the model record's fields (hosts/disk_models.DiskModel)
+_THROTTLE_FIELDS = {"iops": "iops", "iops_rd": "iops_read", "iops_wr": "iops_write", "bps": "bw", "bps_rd": "bw_read",
+                    "bps_wr": "bw_write"}
 
 
 def _gib(n) -> str:
@@ -73,7 +86,9 @@ def _model(m: dict | str | None) -> str:
              if m.get(k)]
     parts += [f"{m[k] / 2 ** 20:g} MiB/s" + (f" {k[3:]}" if k != "bw" else "") for k in ("bw", "bw_read", "bw_write")
               if m.get(k)]
-    return f"{m.get('name', '')}: " + (", ".join(parts) + " per disk" if parts else "unthrottled")
+    if not parts:       # the preset of that name says it already: never "unthrottled: unthrottled"
+        return "unthrottled" if m.get("name") in ("", "unthrottled", None) else f"{m['name']}: unthrottled"
+    return f"{m.get('name', '')}: " + ", ".join(parts) + " per disk"
 
 
 def _unrecorded(name: str) -> str:
@@ -113,6 +128,82 @@ def _ssd(p: dict) -> list[str]:
             f"{p['read_mb_s']:g}/{p['write_mb_s']:g} MB/s read/write",
             f"writes at {p['cliff_write_mb_s']:g} MB/s past a {p['spare_fraction']:.1%} spare area",
             *([f"flush {p['flush_us']:g} µs"] if p.get("flush_us") else [])]
+
+
+def _name(m: dict | str | None) -> str | None:
+    return (m.get("name") or None) if isinstance(m, dict) else (m or None)
+
+
+def _role_models(results: pd.DataFrame | None, boot: str | None, extra: str | None) -> dict[str, list[str]]:
+    """role -> the model names its devices had in the runs (a role no run's pool had is left out).
+
+    A run's data disks: its `model` level, else the model its run context recorded (`disk_model`), else the
+    lab's; an extra role's devices, where its count is above 0: its `<role>_model` level, else the lab's
+    extra disks' model.
+    """
+    if results is None or results.empty:
+        return {"data": [boot]} if boot else {}
+    out = {}
+    for role, col in ROLES:
+        if role == "data":
+            used, default = results.index, _filled(results, "disk_model", boot)
+        elif role in results:
+            used, default = results.index[pd.to_numeric(results[role], errors="coerce").fillna(0) > 0], extra
+        else:
+            continue
+        names = _filled(results, col, default).loc[used].dropna()
+        if len(names):
+            out[role] = sorted(set(map(str, names)))
+    return out
+
+
+def _filled(results: pd.DataFrame, col: str, default) -> pd.Series:
+    """`results[col]` with `default` (a value or a Series) where it is missing."""
+    values = results[col] if col in results else pd.Series(None, index=results.index, dtype=object)
+    return values.astype(object).where(values.notna(), default)
+
+
+def _records(p: dict, events: list[dict] | None) -> dict[str, dict]:
+    """model name -> its recorded parameters: the throttle QEMU read back when a pool's disks were set to it,
+    else the lab's record of that name (its configuration, each disk's model at boot)."""
+    lab = p.get("lab_config") or {}
+    booted = [lab.get("model"), lab.get("extra_model"), *(p.get("lab_disk_models") or {}).values()]
+    out = {}
+    for m in booted:
+        if isinstance(m, dict) and m.get("name"):
+            out.setdefault(m["name"], m)
+    for e in events or []:
+        if e.get("event") != Event.DISK_MODELS_SET:
+            continue
+        throttles = e.get("throttles") or {}
+        for disk, name in (e.get("models") or {}).items():
+            # a mechanism model is no throttle (its read-back is all zeros): its parameters are the lab's record
+            if isinstance(throttles.get(disk), dict) and not str(name).startswith(MECH_PREFIX):
+                out[name] = {"name": name, **{f: int(throttles[disk][k]) for k, f in _THROTTLE_FIELDS.items()
+                                              if throttles[disk].get(k)}}      # 0: no limit
+    return out
+
+
+def _model_lines(p: dict, results: pd.DataFrame | None = None, events: list[dict] | None = None) -> list[tuple]:
+    """('Disk model', ...) as it always read for one model on the data disks alone; else one line per model,
+    each once, named by its roles: ('Disk model (data, log)', 'hdd: 150 IOPS, 180 MiB/s per disk')."""
+    lab = p.get("lab_config") or {}
+    by_role = _role_models(results, _name(lab.get("model") or p.get("lab_disk_model")), _name(lab.get("extra_model")))
+    roles: dict[str, list[str]] = {}
+    for role, names in by_role.items():
+        for name in names:
+            roles.setdefault(name, []).append(role)
+    records = _records(p, events)
+    if list(roles.values()) == [["data"]]:
+        return [("Disk model", _model(records.get(next(iter(roles)), next(iter(roles)))))]
+    items = [f"Disk model ({', '.join(r)})" for r in roles.values()]
+    count, seen = Counter(items), Counter()
+    lines = []
+    for item, name in zip(items, roles):
+        seen[item] += 1         # a role's several models (a factor's levels): numbered, each item its own
+        label = f"{item[:-1]}, {seen[item]} of {count[item]})" if count[item] > 1 else item
+        lines.append((label, _model(records.get(name, name))))
+    return lines
 
 
 def _disks(p: dict) -> str:
@@ -174,8 +265,9 @@ def _target(results: pd.DataFrame | None, surface: str = "") -> str:
 
 
 def environment_summary(provenance: dict, results: pd.DataFrame | None = None,
-                        surface: str = "") -> list[tuple[str, str]]:
-    """About a dozen (item, value) lines describing where and on what the sweep ran."""
+                        surface: str = "", events: list[dict] | None = None) -> list[tuple[str, str]]:
+    """About a dozen (item, value) lines describing where and on what the sweep ran; `events` (the store's
+    events.jsonl, `sweep_data.read_events`) give the disk models set around each pool."""
     p = provenance or {}
     ram = p.get("mem_total_bytes") or p.get("ram_bytes")
     cpu = p.get("cpu_model") or p.get("cpu") or ""
@@ -187,7 +279,7 @@ def environment_summary(provenance: dict, results: pd.DataFrame | None = None,
         ("CPU", f"{p['cpu_count']} × {cpu}" if p.get("cpu_count") else cpu),
         ("RAM", _gib(ram) if ram else ""),
         ("Disks", _disks(p)),
-        ("Disk model", _model((p.get("lab_config") or {}).get("model") or p.get("lab_disk_model"))),
+        *_model_lines(p, results, events),
         ("Pool layouts", pool_layouts(results)),
         ("ashift", _ashift(results)),
         ("Target", _target(results, surface)),
@@ -205,8 +297,9 @@ def environment_html(sweep, full: bool = True) -> str:
     `display(HTML(environment_html(sweep)))`)."""
     from html import escape
 
-    from zbench_lib.analysis.data.sweep_data import environment_table
-    lines = environment_summary(sweep.provenance, sweep.results, sweep.spec.get("surface", ""))
+    from zbench_lib.analysis.data.sweep_data import environment_table, read_events
+    lines = environment_summary(sweep.provenance, sweep.results, sweep.spec.get("surface", ""),
+                                read_events(sweep.path) if sweep.path else [])
     rows = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>{escape(v)}</td></tr>"
                    for k, v in lines)
     out = f"<table class='zbench-env'>{rows}</table>"

@@ -19,11 +19,12 @@ from typing import Callable
 
 import pandas as pd
 
-from zbench_lib.analysis.claims.answer import (COMPARE_NOTE, SCALING_NOTE, answer_compare, answer_scaling,
+from zbench_lib.analysis.claims.answer import (ALL_RUNS, COMPARE_NOTE, SCALING_NOTE, answer_compare, answer_scaling,
                                                latency_tails)
 from zbench_lib.analysis.claims.conclusions import LINEAR_BAND
 from zbench_lib.analysis.data.coverage import cell_status
-from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, Sweep, setting_text
+from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
+from zbench_lib.analysis.data.sweep_data import Sweep, setting_text
 from zbench_lib.analysis.figures.report_figures import (plot_configurations, plot_depth_curve, plot_iops_vs_drives,
                                                         plot_levels)
 from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor, block_choice, level_order
@@ -90,8 +91,9 @@ def _comparison(study: Study, factor: str, baseline, also=()) -> tuple[list[dict
     by = list(dict.fromkeys([c for c in ("workload", "direction") if c in adm] + held + list(also) + [factor]))
     tails = latency_tails(adm, study.sweep.histograms, by)
     workloads = adm["workload"].dropna().unique() if "workload" in adm else []
-    subject = str(workloads[0]) if len(workloads) == 1 else "all runs"
-    return answer_compare(cmp, tails, subject=subject), tails, held
+    subject = str(workloads[0]) if len(workloads) == 1 else ALL_RUNS
+    loads = adm["load"].dropna().unique() if "load" in adm else []
+    return answer_compare(cmp, tails, subject=subject, load=loads[0] if len(loads) == 1 else None), tails, held
 
 
 def _levels_study(study: Study, factor: str, baseline) -> dict:

@@ -24,7 +24,8 @@ import re
 import pandas as pd
 
 from zbench_lib.analysis.data.flags import flagged_runs, raised_by_kind, truth_summary
-from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS, Sweep, varying_columns
+from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
+from zbench_lib.analysis.data.sweep_data import Sweep, varying_columns
 from zbench_lib.analysis.report.headline import Focus, study_headline
 from zbench_lib.analysis.report.notebook_display import is_synthetic, remember, show, sweep_id, trust_hint
 from zbench_lib.analysis.report.stamp import caveat_line

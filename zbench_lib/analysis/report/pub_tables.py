@@ -36,7 +36,8 @@ from zbench_lib.analysis.data.flags import admissible_mask, described_mask, repl
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER, fmt
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import cell_tails
-from zbench_lib.analysis.data.sweep_data import LAYOUT_COLUMNS, varying_columns
+from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
+from zbench_lib.analysis.data.sweep_data import varying_columns
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
 

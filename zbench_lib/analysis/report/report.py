@@ -26,7 +26,7 @@ import pandas as pd
 from zbench_lib.analysis.claims.caveats import caveats
 from zbench_lib.analysis.claims.classic_claims import classic_claims
 from zbench_lib.analysis.data.flags import select_admissible
-from zbench_lib.analysis.data.sweep_data import Sweep, environment_table, load_sweep
+from zbench_lib.analysis.data.sweep_data import Sweep, environment_table, load_sweep, read_events
 from zbench_lib.analysis.figures.plot_base import add_caption
 from zbench_lib.analysis.report.compare_factor import auto_factor
 from zbench_lib.analysis.report.env_summary import environment_summary
@@ -171,7 +171,8 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
     write_tables(table, out, title=f"zbench summary: {sid}", source_note=note)
     adm = select_admissible(df, opts.include_flagged)
     study = study_headline(sweep, adm, opts.include_flagged)
-    extras = dict(environment_lines=environment_summary(sweep.provenance, df, sweep.spec.get("surface", "")),
+    extras = dict(environment_lines=environment_summary(sweep.provenance, df, sweep.spec.get("surface", ""),
+                                                        read_events(sweep.path) if sweep.path else []),
                   summary_html=export_table(table, "html", title="Summary per configuration", source_note=note),
                   headline_html="", static=[], caveats=caveats(df), answers=study["answers"],
                   answers_note=study["note"], study_kind=study["kind"],

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from zbench_lib.analysis.data.coverage import bare_reason
-from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS
+from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 

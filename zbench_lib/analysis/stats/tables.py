@@ -19,7 +19,8 @@ from zbench_lib.analysis.stats.compare import COLUMNS, adjust, compare
 from zbench_lib.analysis.data.coverage import planned_comparisons
 from zbench_lib.analysis.data.flags import sensitivity_alternatives
 from zbench_lib.analysis.stats.stats import scaling
-from zbench_lib.analysis.data.sweep_data import CONFIG_COLUMNS, LAYOUT_COLUMNS, varying_columns
+from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, LAYOUT_COLUMNS
+from zbench_lib.analysis.data.sweep_data import varying_columns
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.measure.workloads import judged_metric
 from zbench_lib.zfs.models import has_model, predicted_random_read_iops, space_efficiency, zfs_charged_bytes

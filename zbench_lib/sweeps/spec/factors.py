@@ -6,7 +6,7 @@ sweep refuses it with `refusal`), and the result column its level shows in (`col
 plan's cell factors become results.parquet's columns). The spec (`sweep_spec`) and the raw
 sweeps' rules (`raw_cells`) read these records; the order of `FACTORS` is the order the spec's
 "allowed" message lists them in. The analysis keeps its own list of configuration columns
-(`analysis/data/sweep_data.CONFIG_COLUMNS`: it may not import what imports the hosts, as this
+(`analysis/data/columns.CONFIG_COLUMNS`: it may not import what imports the hosts, as this
 module's validators do); tests/test_factors.py checks every column here is in it.
 
 ``layout`` takes a family name or a mapping, checked by the spec itself (`sweep_spec._layout_value`:
