@@ -283,3 +283,35 @@ def test_the_qmp_control_finds_unplugged_disks_and_reads_a_throttle_back(lab_dir
     assert sent["execute"] == "block_set_io_throttle" and sent["arguments"] == {
         "id": "/machine/peripheral/dev-zbdata00/virtio-backend", **UNTHROTTLED, "iops": 400}
     qmp.sock.close()
+
+
+def _state(lab_dir: Path, model: str, nbdkit: tuple[str, ...]) -> None:
+    """A lab's state.json as `Lab._write_state` leaves it: its config and the disks nbdkit serves."""
+    cfg = LabConfig(disks=2, model=model, name="unit").to_dict()
+    (lab_dir / "state.json").write_text(json.dumps({"config": cfg, "nbdkit": {s: {"pid": 1} for s in nbdkit}}))
+
+
+def test_the_qmp_control_refuses_a_mech_model_as_a_throttle_on_a_disk_qemu_opens(lab_dir):
+    # Before: block_set_io_throttle with six zeros, read back as six zeros: the disk ran unthrottled as mech:hdd-7200.
+    (lab_dir / "zbdata00.raw").touch()
+    _state(lab_dir, "hdd", ())
+    qmp = FakeQmp(lab_dir / "qmp.sock", {})
+    with pytest.raises(ConfigError, match=r"^lab disk zbdata00: mech:hdd-7200 is a mechanism model, served by "
+                                          r"nbdkit from the lab's boot, never a QEMU throttle; this disk is a file "
+                                          r"QEMU opens and throttles$"):
+        QmpDeviceControl(lab_dir, 99).set_model(DISKS[0], "mech:hdd-7200")
+    assert qmp.commands == []                                   # refused before QMP is asked anything
+    qmp.sock.close()
+
+
+def test_the_qmp_control_takes_a_mech_model_only_on_a_disk_nbdkit_serves_with_it(lab_dir):
+    (lab_dir / "zbdata00.raw").touch()
+    _state(lab_dir, "mech:hdd-7200", ("zbdata00",))
+    qmp = FakeQmp(lab_dir / "qmp.sock", {})
+    control = QmpDeviceControl(lab_dir, 99)
+    with pytest.raises(ConfigError, match=r"mech:hdd-5400 is a mechanism model.* served as mech:hdd-7200$"):
+        control.set_model(DISKS[0], "mech:hdd-5400")
+    control.set_model(DISKS[0], "mech:hdd-7200")                # what it is: no throttle on top
+    (sent,) = [c for c in qmp.commands if c["execute"] == "block_set_io_throttle"]
+    assert sent["arguments"] == {"id": "/machine/peripheral/dev-zbdata00/virtio-backend", **UNTHROTTLED}
+    qmp.sock.close()

@@ -12,6 +12,7 @@ lab disks are ever touched: never a real host's.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -68,9 +69,29 @@ def plugged(lab_dir) -> set[str]:
 
 
 def restore_speed(lab_dir, serial: str, model: DiskModel | str) -> None:
+    """Give `serial` a model's QEMU throttle. A mech: model is no throttle (its all-zero one would run the
+    disk unthrottled under its name): taken only by a disk nbdkit serves with it since the lab's boot."""
     lab_dir = _check(lab_dir, serial)
+    model = parse_model(model)
+    if model.mech is not None and served_at_boot(lab_dir, serial) != model.mech:
+        served = served_at_boot(lab_dir, serial)
+        raise ConfigError(f"lab disk {serial}: {model.name} is a mechanism model, served by nbdkit from the "
+                          f"lab's boot, never a QEMU throttle; this disk is "
+                          + (f"served as {served}" if served else "a file QEMU opens and throttles"))
     with QMPClient(lab_dir / "qmp.sock") as q:
-        _throttle(q, serial, parse_model(model))
+        _throttle(q, serial, model)
+
+
+def served_at_boot(lab_dir, serial: str) -> str | None:
+    """The mech: model nbdkit serves `serial` with since the lab booted (its state.json), None for a file QEMU opens."""
+    try:
+        state = json.loads((Path(lab_dir) / "state.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if serial not in (state.get("nbdkit") or {}):
+        return None
+    model = state["config"]["model" if serial.startswith("zbdata") else "extra_model"]
+    return model.get("mech") if isinstance(model, dict) else None
 
 
 def _throttle(q: QMPClient, serial: str, model: DiskModel) -> None:
