@@ -183,18 +183,6 @@ CASES = [
      r"factors\.model: needs device_control, which host 'ssh://[^']*' lacks: a disk model is the lab's throttle"),
     ("model-with-faults", variant({"factors.model": ["hdd"], "faults": {"disk": 1, "after_s": 1, "action": "remove"}}),
      r"factors\.model: disk models as factors cannot be combined with faults"),
-    # a mech: model is nbdkit from the lab's boot: set live as a QEMU throttle it was an all-zero one (issue 33)
-    ("model-mech-on-throttled-lab", variant({"factors.model": ["hdd", "mech:hdd-7200"]}),
-     r"factors\.model\[1\]: mech:hdd-7200 cannot be set between pools on this lab, whose data disks are "
-     r"QEMU throttles \(hdd\) from its boot"),
-    ("model-other-mech-on-mech-lab", variant({"lab.model": "mech:hdd-7200", "factors.model": ["mech:hdd-5400"]}),
-     r"factors\.model\[0\]: mech:hdd-5400 cannot be set between pools on this lab, whose data disks are "
-     r"served by nbdkit as mech:hdd-7200"),
-    ("model-throttle-on-mech-lab", variant({"lab.model": "mech:hdd-7200", "factors.model": ["mech:hdd-7200", "hdd"]}),
-     r"factors\.model\[1\]: hdd cannot be set between pools on this lab"),
-    ("log-model-mech", variant({"lab.extra_disks": 2, "factors.log_model": ["hdd", "mech:nvme"]}),
-     r"factors\.log_model\[1\]: mech:nvme is a mechanism model, served by nbdkit from the lab's boot; "
-     r"the lab's extra disks are QEMU throttles"),
     ("param-unknown", variant({"factors.zfs_no_such_knob": [1]}), r"factors: unknown key\(s\) 'zfs_no_such_knob'"),
     ("param-txg-zero", variant({"factors.zfs_txg_timeout": [0]}),
      r"factors\.zfs_txg_timeout\[0\]: expected an integer"),

@@ -4,7 +4,8 @@
   has 2 or more devices) and ``log_mirror`` (the log devices as one mirror): counts and a
   switch, drawn from the host's extra disks;
 - ``model`` (the data disks' envelope) and ``log_model``/``cache_model``/``special_model``
-  (the extra disks' envelope by role): lab only, set live through QMP before the pool is made;
+  (the extra disks' envelope by role): lab only, set before the pool is made, a throttle through QMP, a
+  mech: model by the disks' nbdkit (`nbd_disks`: the lab then serves the role's disks through it);
 - ZFS module parameters by their own names (``zfs_txg_timeout: [5, 30]``): set before the
   pool is created, read back, restored after it is destroyed (zfs/module_params).
 
@@ -53,9 +54,9 @@ def check_pool_setting(key: str, v, path: str):
         raise ConfigError(msg if msg.startswith(path) else f"{path}: {msg}") from None
 
 
-def check_pool_factors(factors: dict, host: str, faults, lab: dict | None = None) -> None:
+def check_pool_factors(factors: dict, host: str, faults) -> None:
     """Rules across factors and the host: models only in the lab, and not beside faults
-    (a fault restores a disk to the lab's one model), and mechanism models only as the lab boots them."""
+    (a fault restores a disk to the lab's one model)."""
     models = [k for k in MODEL_FACTORS if k in factors]
     if models:
         require_capability(host, DEVICE_CONTROL, f"factors.{models[0]}",
@@ -63,28 +64,15 @@ def check_pool_factors(factors: dict, host: str, faults, lab: dict | None = None
     if models and faults:
         fail(f"factors.{models[0]}", "disk models as factors cannot be combined with faults "
                                      "(a pulled or slowed disk is restored to the lab's model)")
-    _check_mech_levels(factors, (lab or {}).get("model"))
 
 
-def _check_mech_levels(factors: dict, boot_model) -> None:
-    """A mech: model is nbdkit serving the disk from the lab's boot, never a QEMU throttle: set live as one it
-    would be no throttle at all (the runs unthrottled, under its name), and a throttle set on a mech: disk
-    would be labelled as if it were the disk. So a model factor on a lab whose data disks boot with a mech:
-    model takes only that model, a mech: level is taken only there, and the extra disks (QEMU throttles
-    always) never take one."""
-    boot_mech = isinstance(boot_model, str) and boot_model.startswith(MECH_PREFIX)
-    for key in MODEL_FACTORS:
-        for i, level in enumerate(factors.get(key, ())):
-            if not (level.startswith(MECH_PREFIX) or (key == "model" and boot_mech)) or \
-                    (key == "model" and level == boot_model):
-                continue
-            if key != "model":
-                fail(f"factors.{key}[{i}]", f"{level} is a mechanism model, served by nbdkit from the lab's boot; "
-                                            "the lab's extra disks are QEMU throttles, which cannot take it")
-            served = f"served by nbdkit as {boot_model}" if boot_mech else f"QEMU throttles ({boot_model})"
-            fail(f"factors.{key}[{i}]", f"{level} cannot be set between pools on this lab, whose data disks are "
-                                        f"{served} from its boot: a model factor takes a mech: model only "
-                                        "as lab.model, and then no other level")
+def nbd_disks(factors: dict) -> tuple[bool, bool]:
+    """Whether the lab must serve its data disks, and its extra disks, through nbdkit from its boot: a mech:
+    model is nbdkit's, never a QEMU throttle, so a model factor with a mech: level needs the disks of its
+    role served by nbdkit, which switches the model between pools (a throttle level over passthrough)."""
+    def mech(keys) -> bool:
+        return any(str(level).startswith(MECH_PREFIX) for k in keys for level in factors.get(k, ()))
+    return mech(("model",)), mech(MODEL_FACTORS[1:])
 
 
 def pool_settings(f: dict) -> dict:

@@ -279,7 +279,7 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
                             "a real host runs the release it has")
     if "zfs" in factors and isinstance(d.get("lab"), dict) and "zfs" in d["lab"]:
         fail("factors.zfs", "give the OpenZFS release in lab.zfs or as factors.zfs, not both")
-    check_pool_factors(factors, host, d.get("faults"), lab)
+    check_pool_factors(factors, host, d.get("faults"))
     if d.get("faults") and (surface == "fs-on-zvol" or "fs" in factors or "access" in factors
                             or target.get("access") == "nfs"):
         fail("faults", "faults run on zvols and datasets, not under a filesystem made on a zvol")
