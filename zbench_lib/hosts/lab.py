@@ -298,8 +298,9 @@ class Lab:
         if serial not in self.cfg.data_serials + self.cfg.extra_serials:
             raise ConfigError(f"lab has no disk {serial!r}")
         if model.mech or self.models[serial].mech:
-            raise ConfigError(f"disk {serial}: a mechanism model is chosen when the lab boots, "
-                              f"not changed live ({self.models[serial].name} -> {model.name})")
+            raise ConfigError(f"disk {serial}: a mechanism model is no QEMU throttle: nbdkit serves it, "
+                              f"switched through the disk's control file (lab_faults.serve), not here "
+                              f"({self.models[serial].name} -> {model.name})")
         # virtio-blk-pci is a proxy; the block backend sits on its virtio child.
         self.qmp("block_set_io_throttle", id=f"/machine/peripheral/dev-{serial}/virtio-backend",
                  **model.qmp_throttle_arguments())
