@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,9 @@ def test_the_real_plugin_switches_between_passthrough_and_the_7200_rpm_model():
         fh.truncate(256 * 2**20)
     proc = start_nbd_disk(work / "d.sock", disk, PASSTHROUGH, log=work / "nbdkit.log")
     try:
+        deadline = time.monotonic() + 10        # nbdkit binds its socket before the plugin's after_fork
+        while read_status(disk) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert read_status(disk) == {"seq": 0, "model": "mech:null", "kind": "null", "params": {}}
         uri = nbd_uri(work / "d.sock")
         before, _ = _p50_ms(uri, 2)
