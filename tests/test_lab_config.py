@@ -59,3 +59,24 @@ def test_qemu_argv_applies_the_disk_model_to_every_data_disk(cache):
     assert "throttling" not in drives[3]            # extra disks default to unthrottled
     assert "hostfwd=tcp:127.0.0.1:2222-:22" in " ".join(argv)
     assert any("qmp.sock" in a for a in argv)
+
+
+def test_disks_served_through_nbdkit_for_a_mech_factor_keep_their_throttle_over_it(cache):
+    # nbd_data: the data disks reach nbdkit's sockets (passthrough at boot) under the hdd throttle; the
+    # extra disk stays a file QEMU opens.
+    lab = Lab(LabConfig(disks=2, model="hdd", extra_disks=1, nbd_data=True, name="nbdf"))
+    lab.image, lab.port, lab.accel = paths.cache_dir() / "img", 2222, "tcg"
+    drives = [a for a in lab.qemu_argv() if "id=zb" in a]
+    assert len(drives) == 3
+    for serial, drive in zip(("zbdata00", "zbdata01"), drives[:2]):
+        assert drive.startswith("driver=raw,file.driver=nbd,file.server.type=unix,"
+                                f"file.server.path={lab.dir / (serial + '.nbd.sock')},")
+        assert drive.endswith(",cache=writeback,discard=unmap,throttling.iops-total=150,"
+                              f"throttling.bps-total={180 * 2**20}")
+    assert drives[2].startswith(f"file={lab.dir / 'zbextra00.raw'},")
+    cfg = lab.cfg
+    assert [cfg.served(s) for s in ("zbdata00", "zbdata01", "zbextra00")] == [True, True, False]
+    assert LabConfig(model="mech:nvme").served("zbdata00") and not LabConfig().served("zbdata00")
+    assert LabConfig(extra_disks=1, nbd_extra=True).served("zbextra00")
+    with pytest.raises(ConfigError, match="lab: nbd_data must be true or false, got 1"):
+        LabConfig(nbd_data=1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from dataclasses import asdict
 import shutil
 import socket
 import tempfile
@@ -17,11 +18,12 @@ from types import SimpleNamespace
 import pytest
 
 from zbench_lib.core import paths
-from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.events import event_name
 from zbench_lib.hosts.base import Host, Result
 from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.hosts.lab_config import LabConfig, guest_disk_path
+from zbench_lib.hosts.mech_models import parse_mech
 from zbench_lib.hosts.lab_node import LAB_CAPABILITIES, QmpDeviceControl, booted_node, running_node
 from zbench_lib.hosts.node import DEVICE_CONTROL, EMULATED_DISKS, Node
 from zbench_lib.hosts.resolve import capabilities_of
@@ -53,17 +55,35 @@ class FakeControl:
     capabilities = LAB_CAPABILITIES
     qemu_pid = 4242
 
-    def __init__(self, unplugged=()):
+    def __init__(self, unplugged=(), served=None, answer=None):
         self.calls: list[tuple] = []
         self.throttles: dict[str, dict] = {}
         self.unplugged = set(unplugged)
+        self.served = dict(served or {})        # device -> the model its nbdkit serves (absent: a file)
+        self.answer = answer or {}              # model asked -> the model the status then says (a liar)
+
+    def read_served(self, device):
+        if device not in self.served:
+            return None
+        m = parse_mech(self.served[device])
+        return {"seq": 1, "model": m.name, "kind": m.kind, "params": asdict(m.params) if m.params else {}}
+
+    def serve(self, device, mech):
+        self.calls.append(("serve", device, mech))
+        if device not in self.served:
+            raise ConfigError(f"{device} is not served through nbdkit")
+        self.served[device] = self.answer.get(mech, mech)
+        return self.read_served(device)
 
     def disk_id(self, device):
         return device.rsplit("-", 1)[-1]
 
     def set_model(self, device, model):
-        self.calls.append(("set_model", device, parse_model(model).name))
-        self.throttles[device] = parse_model(model).qmp_throttle_arguments()
+        model = parse_model(model)
+        self.calls.append(("set_model", device, model.name))
+        if model.mech:
+            self.serve(device, model.mech)
+        self.throttles[device] = model.qmp_throttle_arguments()
 
     def read_throttle(self, device):
         return dict(self.throttles.get(device, UNTHROTTLED))
@@ -224,6 +244,55 @@ def test_disk_models_are_set_read_back_and_put_back_through_the_control():
     assert set(event["throttles"]) == {"zbdata00", "zbdata01"}
 
 
+HDD_7200 = {"model": "mech:hdd-7200", "kind": "hdd"}
+
+
+def test_a_mech_level_is_served_by_nbdkit_read_back_and_the_disk_put_back_as_it_was():
+    control, store = FakeControl(served={DISKS[0]: "mech:null", DISKS[1]: "mech:null"}), Events()
+    control.throttles[DISKS[0]] = {**UNTHROTTLED, "iops": 7}
+    pool = _request("p1", {"model": "mech:hdd-7200"})
+    with pool_setup(pool, pool.layout, list(DISKS[:2]), _lab_node(control), store) as (model, readback):
+        assert model == "mech:hdd-7200" and readback == {"data_model_readback": "mech:hdd-7200"}
+        assert control.served == {DISKS[0]: "mech:hdd-7200", DISKS[1]: "mech:hdd-7200"}
+        assert all(control.throttles[d] == UNTHROTTLED for d in DISKS[:2])       # no throttle on a model
+    (event,) = store.recorded
+    assert event["models"] == {"zbdata00": "mech:hdd-7200", "zbdata01": "mech:hdd-7200"}
+    assert {d: {k: v[k] for k in HDD_7200} for d, v in event["served"].items()} == \
+        {"zbdata00": HDD_7200, "zbdata01": HDD_7200}
+    assert event["served"]["zbdata00"]["params"]["rpm"] == 7200 and event["throttles"]["zbdata00"] == UNTHROTTLED
+    # put back: the model it served, then exactly the throttle it had
+    assert control.served == {DISKS[0]: "mech:null", DISKS[1]: "mech:null"}
+    assert control.throttles[DISKS[0]] == {**UNTHROTTLED, "iops": 7}
+    assert control.calls[-2:] == [("serve", DISKS[1], "mech:null"), ("set_throttle", DISKS[1], UNTHROTTLED)]
+
+
+def test_a_throttle_level_on_a_disk_nbdkit_serves_is_throttled_over_passthrough():
+    control, store = FakeControl(served={DISKS[0]: "mech:hdd-7200", DISKS[1]: "mech:hdd-7200"}), Events()
+    pool = _request("p1", {"model": "hdd"})
+    with pool_setup(pool, pool.layout, list(DISKS[:2]), _lab_node(control), store):
+        assert control.served == {DISKS[0]: "mech:null", DISKS[1]: "mech:null"}
+        assert control.throttles[DISKS[0]] == {**UNTHROTTLED, "iops": 150, "bps": 180 << 20}
+    assert store.recorded[0]["served"]["zbdata00"]["model"] == "mech:null"
+    assert control.served == {DISKS[0]: "mech:hdd-7200", DISKS[1]: "mech:hdd-7200"}      # its boot model back
+
+
+def test_a_served_model_read_back_other_than_set_stops_the_pool_and_the_disk_is_put_back():
+    control = FakeControl(served={DISKS[0]: "mech:null", DISKS[1]: "mech:null"},
+                          answer={"mech:hdd-7200": "mech:hdd-5400"})
+    pool = _request("p1", {"model": "mech:hdd-7200"})
+    with pytest.raises(ZbenchError, match=r"^lab disk zbdata00: nbdkit serves mech:hdd-5400 .*, set mech:hdd-7200"):
+        with pool_setup(pool, pool.layout, list(DISKS[:2]), _lab_node(control), Events()):
+            pass
+    assert control.served[DISKS[0]] == "mech:null" and DISKS[1] not in control.throttles
+
+
+def test_a_mech_level_on_a_disk_qemu_opens_is_refused_before_the_pool():
+    pool = _request("p1", {"model": "mech:hdd-7200"})
+    with pytest.raises(ConfigError, match="is not served through nbdkit"):
+        with pool_setup(pool, pool.layout, list(DISKS[:2]), _lab_node(FakeControl()), Events()):
+            pass
+
+
 def test_disk_models_on_a_node_without_device_control_are_refused_before_the_pool():
     pool = _request("p1", {"model": "sata-ssd"})
     with pytest.raises(ConfigError, match="^disk models as factors needs device_control"):
@@ -283,3 +352,40 @@ def test_the_qmp_control_finds_unplugged_disks_and_reads_a_throttle_back(lab_dir
     assert sent["execute"] == "block_set_io_throttle" and sent["arguments"] == {
         "id": "/machine/peripheral/dev-zbdata00/virtio-backend", **UNTHROTTLED, "iops": 400}
     qmp.sock.close()
+
+
+def test_the_qmp_control_refuses_a_mech_model_as_a_throttle_on_a_disk_qemu_opens(lab_dir):
+    # Before: block_set_io_throttle with six zeros, read back as six zeros: the disk ran unthrottled as mech:hdd-7200.
+    (lab_dir / "zbdata00.raw").touch()                          # no status beside it: no nbdkit serves it
+    qmp = FakeQmp(lab_dir / "qmp.sock", {})
+    with pytest.raises(ConfigError, match=r"^lab disk zbdata00: mech:hdd-7200 is a mechanism model, served by "
+                                          r"nbdkit, never a QEMU throttle; this disk is a file QEMU opens"):
+        QmpDeviceControl(lab_dir, 99).set_model(DISKS[0], "mech:hdd-7200")
+    assert qmp.commands == [] and not (lab_dir / "zbdata00.model").exists()    # refused before anything is asked
+    qmp.sock.close()
+
+
+def test_the_qmp_control_has_nbdkit_serve_a_mech_model_and_clears_the_throttle(lab_dir):
+    from test_nbd_model import FakePlugin
+    (lab_dir / "zbdata00.raw").touch()
+    plugin = FakePlugin(lab_dir / "zbdata00.raw")               # nbdkit in passthrough, as the lab boots it
+    qmp = FakeQmp(lab_dir / "qmp.sock", {})
+    control = QmpDeviceControl(lab_dir, 99)
+    try:
+        assert control.read_served(DISKS[0])["model"] == "mech:null"
+        control.set_model(DISKS[0], "mech:hdd-7200")
+        assert control.read_served(DISKS[0])["model"] == "mech:hdd-7200" and plugin.seen == [(1, "mech:hdd-7200")]
+        (sent,) = [c for c in qmp.commands if c["execute"] == "block_set_io_throttle"]
+        assert sent["arguments"] == {"id": "/machine/peripheral/dev-zbdata00/virtio-backend", **UNTHROTTLED}
+        assert control.serve(DISKS[0], "mech:null")["seq"] == 2
+    finally:
+        plugin.stop()
+        qmp.sock.close()
+
+
+def test_a_running_lab_of_a_mech_model_gives_its_node(lab_dir):
+    # its state's model record carries the mech model's parameters beside the DiskModel's fields
+    state = {"pid": 88, "config": LabConfig(disks=2, model="mech:hdd-7200", name="unit").to_dict(),
+             "data_disks": list(DISKS[:2]), "extra_disks": []}
+    node = running_node("unit", state, Recorder())
+    assert node.disk_model == parse_model("mech:hdd-7200") and node.disk_model.mech == "mech:hdd-7200"

@@ -396,3 +396,9 @@ def test_declared_data_is_a_target_setting_so_each_target_is_prefilled_with_it()
     assert {(c.workload, c.factors["compressible_percent"]) for c in plan.cells} == {("w", 30), ("randread", 0)}
     assert len(plan.targets) == 2 * 6          # two data declarations on each of the six targets of before
     assert all("compressible_percent" not in t.to_dict() for t in expand(parse_spec(variant({}))).targets)
+
+
+def test_a_model_factor_takes_the_mech_model_its_lab_boots_with():
+    # zb.Config's one-cell spec: lab.model and factors.model the same mech: model (nbdkit from the boot)
+    s = parse_spec(variant({"lab.model": "mech:hdd-7200", "factors.model": ["mech:hdd-7200"]}))
+    assert s.factors["model"] == ["mech:hdd-7200"] and s.lab["model"] == "mech:hdd-7200"

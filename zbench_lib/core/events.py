@@ -117,9 +117,10 @@ class Event(str, Enum):
     RAW_DEVICES_WIPED = "raw devices wiped"
 
     # -- pool settings (sweeps/running/pool_setup.py) ---------------------------------------------------
-    # lab disks throttled to the pool's disk models: pool_id, models, throttles
+    # lab disks given the pool's disk models: pool_id, models, throttles, and served (disk -> the model its
+    # nbdkit serves as read back: seq, model, kind, params) when nbdkit serves any of them
     DISK_MODELS_SET = "disk models set"
-    # a disk's throttle could not be put back: device, error
+    # a disk's throttle (or the model its nbdkit served) could not be put back: device, error
     DISK_MODEL_RESTORE_FAILED = "disk model restore failed"
     # the pool's module parameters written: pool_id, params (name -> its before and after values)
     MODULE_PARAMETERS_SET = "module parameters set"

@@ -8,7 +8,9 @@ zbench it is just another SSH host. Each lab lives in its own directory
 A disk whose model is a mechanism model (`mech:...`) is not a file QEMU opens: nbdkit
 serves its sparse file on a unix socket in the lab directory with the model's delays
 (`nbd_disk`), QEMU reaches it with `driver=nbd`, and the nbdkit pids are recorded in
-state.json so a teardown stops exactly them. Throttle models keep the plain-file path.
+state.json so a teardown stops exactly them. Throttle models keep the plain-file path, unless the
+config serves those disks through nbdkit anyway (`nbd_data`, `nbd_extra`: a sweep with a mech: level of
+a model factor), in passthrough under the QEMU throttle, so a mech: model can be switched in later.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from zbench_lib.hosts.lab_config import QEMU, LabConfig, guest_disk_path
 from zbench_lib.hosts.lab_state import (check_can_start, connection_kwargs, process_start_time,
                                          remove_stale, take_lock)
 from zbench_lib.hosts.nbd_disk import start_nbd_disk, stop_nbd_disk
+from zbench_lib.hosts.nbd_model import PASSTHROUGH
 from zbench_lib.hosts.qmp import QMPClient
 from zbench_lib.hosts.ssh import SSHHost
 
@@ -169,8 +172,8 @@ class Lab:
         for serial in self.cfg.extra_serials:
             _sparse(self.dir / f"{serial}.raw", self.cfg.extra_disk_bytes)
         for serial, model in self.models.items():
-            if model.mech:
-                self._start_nbd(serial, model.mech)
+            if self.cfg.served(serial):
+                self._start_nbd(serial, model.mech or PASSTHROUGH)
 
     def _start_nbd(self, serial: str, mech: str) -> None:
         # Detached, nbdkit outlives this process with QEMU (stop_lab ends both, by recorded pid);
@@ -183,14 +186,15 @@ class Lab:
         return self.dir / f"{serial}.nbd.sock"
 
     def _drive_options(self, serial: str, model: DiskModel) -> list[str]:
-        """`-drive` options of one data disk: a throttled file, or nbdkit's socket for a mech: model."""
-        if model.mech:
+        """`-drive` options of one disk: a throttled file, or nbdkit's socket (a mech: model, or
+        passthrough under a throttle model's QEMU throttle)."""
+        if self.cfg.served(serial):
             # cache=writeback: the guest sees a volatile write cache, so its flushes reach the
             # model (NBD_CMD_FLUSH) instead of QEMU answering them; there is no host page cache on
-            # a socket. No throttle: the model is the envelope.
+            # a socket. A mech: model has no throttle (the model is the envelope).
             return ["driver=raw", "file.driver=nbd", "file.server.type=unix",
                     f"file.server.path={self.nbd_socket(serial)}", "if=none", f"id={serial}",
-                    "cache=writeback", "discard=unmap"]
+                    "cache=writeback", "discard=unmap", *model.qemu_throttle_options()]
         return [f"file={self.dir / (serial + '.raw')}", "if=none", f"id={serial}", "format=raw",
                 f"cache={self.cfg.disk_cache}", "aio=threads", "discard=unmap",
                 *model.qemu_throttle_options()]
@@ -294,8 +298,9 @@ class Lab:
         if serial not in self.cfg.data_serials + self.cfg.extra_serials:
             raise ConfigError(f"lab has no disk {serial!r}")
         if model.mech or self.models[serial].mech:
-            raise ConfigError(f"disk {serial}: a mechanism model is chosen when the lab boots, "
-                              f"not changed live ({self.models[serial].name} -> {model.name})")
+            raise ConfigError(f"disk {serial}: a mechanism model is no QEMU throttle: nbdkit serves it, "
+                              f"switched through the disk's control file (lab_faults.serve), not here "
+                              f"({self.models[serial].name} -> {model.name})")
         # virtio-blk-pci is a proxy; the block backend sits on its virtio child.
         self.qmp("block_set_io_throttle", id=f"/machine/peripheral/dev-{serial}/virtio-backend",
                  **model.qmp_throttle_arguments())

@@ -41,8 +41,12 @@ class LabConfig:
     boot_timeout_s: float = 240
     disk_cache: str = "none"         # QEMU cache mode for data disks (none = O_DIRECT on host)
     zfs: str = DEFAULT_ZFS           # OpenZFS release of the image (lab_image.ZFS_RELEASES)
+    # Served through nbdkit whatever their model, so a mech: model can be switched in between pools (a
+    # throttle model: nbdkit passes the I/O through, QEMU throttles it). A mech: model is always served.
+    nbd_data: bool = False
+    nbd_extra: bool = False
 
-    def __post_init__(self):  # noqa: C901 (a flat list of checks, one per field)
+    def __post_init__(self):  # noqa: C901, PLR0912 (a flat list of checks, one per field)
         self.model = parse_model(self.model)
         self.extra_model = parse_model(self.extra_model)
         for f in ("disks", "extra_disks", "memory_mib", "cpus", "disk_bytes", "extra_disk_bytes"):
@@ -66,6 +70,9 @@ class LabConfig:
             raise ConfigError(f"lab: accel must be auto, kvm or tcg, got {self.accel!r}")
         if self.disk_cache not in ("none", "writeback", "writethrough", "directsync"):
             raise ConfigError(f"lab: unknown disk_cache {self.disk_cache!r}")
+        for f in ("nbd_data", "nbd_extra"):
+            if not isinstance(getattr(self, f), bool):
+                raise ConfigError(f"lab: {f} must be true or false, got {getattr(self, f)!r}")
         check_lab_name(self.name)
         self.zfs = str(self.zfs)
         if self.zfs not in ZFS_RELEASES:
@@ -78,6 +85,12 @@ class LabConfig:
     @property
     def extra_serials(self) -> list[str]:
         return [f"zbextra{i:02d}" for i in range(self.extra_disks)]
+
+    def served(self, serial: str) -> bool:
+        """Is disk `serial` served through nbdkit (QEMU reaching its socket), not a file QEMU opens?"""
+        if serial in self.data_serials:
+            return self.nbd_data or self.model.mech is not None
+        return self.nbd_extra or self.extra_model.mech is not None
 
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -3,8 +3,10 @@
 `remove_disk` unplugs a disk's virtio device (the guest sees the drive vanish, as when a
 drive dies or is pulled); `restore_disk` plugs the same backing file back in, with the
 same serial (so the same /dev/disk/by-id path) and the same envelope; `plugged` lists the
-disks plugged in. `restore_speed` gives a disk a model's QEMU throttle (a crawl slows it),
-`throttle_of` reads the throttle back and `set_throttle` puts one back exactly. They act on
+disks plugged in. `restore_speed` gives a disk a model's QEMU throttle (a crawl slows it), or the
+mech: model its nbdkit serves, `throttle_of` reads the throttle back and `set_throttle` puts one back
+exactly; `serve` switches the model a disk's nbdkit serves (`nbd_model`'s control file) and `served`
+reads its status back. They act on
 a lab's directory (its QMP socket and disk files), so a sweep on a lab booted by another
 process can use them too; the sweeps reach them through `lab_node.QmpDeviceControl`. Only
 lab disks are ever touched: never a real host's.
@@ -16,6 +18,7 @@ import time
 from pathlib import Path
 
 from zbench_lib.core.errors import ConfigError, ZbenchError
+from zbench_lib.hosts import nbd_model
 from zbench_lib.hosts.disk_models import DiskModel, parse_model
 from zbench_lib.hosts.qmp import QMPClient
 
@@ -68,9 +71,32 @@ def plugged(lab_dir) -> set[str]:
 
 
 def restore_speed(lab_dir, serial: str, model: DiskModel | str) -> None:
+    """Give `serial` a model's envelope: a throttle model's QEMU throttle (on top of what nbdkit serves,
+    if it serves the disk), or a mech: model served by the disk's nbdkit, unthrottled. A mech: model is
+    never a QEMU throttle (its all-zero one would run the disk unthrottled under its name): a disk QEMU
+    opens as a file refuses it."""
     lab_dir = _check(lab_dir, serial)
+    model = parse_model(model)
+    if model.mech is not None:
+        serve(lab_dir, serial, model.mech)
     with QMPClient(lab_dir / "qmp.sock") as q:
-        _throttle(q, serial, parse_model(model))
+        _throttle(q, serial, model)
+
+
+def served(lab_dir, serial: str) -> dict | None:
+    """The model nbdkit serves `serial` with now (its status: seq, model, kind, params), None for a file QEMU opens."""
+    return nbd_model.read_status(_check(lab_dir, serial) / f"{serial}.raw")
+
+
+def serve(lab_dir, serial: str, mech: str) -> dict:
+    """Have `serial`'s nbdkit serve `mech` (a fresh drive) once the disk is idle; its status. ConfigError,
+    before anything changes, for a disk QEMU opens as a file."""
+    lab_dir = _check(lab_dir, serial)
+    if served(lab_dir, serial) is None:
+        raise ConfigError(f"lab disk {serial}: {mech} is a mechanism model, served by nbdkit, never a QEMU "
+                          "throttle; this disk is a file QEMU opens and throttles (a lab serves its disks "
+                          "through nbdkit when it boots with a mech: model or a model factor with one)")
+    return nbd_model.switch(lab_dir / f"{serial}.raw", mech)
 
 
 def _throttle(q: QMPClient, serial: str, model: DiskModel) -> None:

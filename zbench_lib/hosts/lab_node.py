@@ -1,7 +1,8 @@
 """The lab as a Node: its SSH host, its disks and model, and their control through QMP.
 
 `QmpDeviceControl` is the lab's `node.DeviceControl`: `lab_faults` on the lab's directory
-(its QMP socket and disk files), so it works as well on a lab another process booted.
+(its QMP socket, disk files and, for a disk nbdkit serves, its model's control and status files),
+so it works as well on a lab another process booted.
 `booted_node` makes the Node of a Lab this process runs, `running_node` the one of a lab
 found by its state.json (`zbench lab up`, the test session's).
 """
@@ -40,6 +41,12 @@ class QmpDeviceControl:
     def set_throttle(self, device: str, throttle: dict) -> None:
         lab_faults.set_throttle(self.lab_dir, serial_of(device), throttle)
 
+    def read_served(self, device: str) -> dict | None:
+        return lab_faults.served(self.lab_dir, serial_of(device))
+
+    def serve(self, device: str, mech: str) -> dict:
+        return lab_faults.serve(self.lab_dir, serial_of(device), mech)
+
     def remove(self, device: str) -> float:
         return lab_faults.remove_disk(self.lab_dir, serial_of(device))
 
@@ -62,5 +69,7 @@ def running_node(name: str, state: dict, host) -> Node:
     """The Node of lab `name` from its state.json, reached through `host` (lab_state.connect_lab)."""
     cfg = state["config"]
     control = QmpDeviceControl(paths.labs_dir() / name, state.get("pid"), cfg.get("disk_cache", "none"))
+    # A mech: model's record carries its parameters (`mech_model`) beside the DiskModel's fields.
+    model = DiskModel(**{k: v for k, v in cfg["model"].items() if k != "mech_model"})
     return Node(host, tuple(state["data_disks"]), tuple(state["extra_disks"]), owned=True,
-                disk_model=DiskModel(**cfg["model"]), control=control)
+                disk_model=model, control=control)

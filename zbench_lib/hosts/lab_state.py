@@ -40,7 +40,7 @@ def check_can_start(cfg: LabConfig, lab_dir: Path) -> None:
                           "(apt-get install qemu-system-x86 qemu-utils)")
     if not shutil.which("ssh"):
         raise ConfigError("ssh not found: run `zbench setup` (apt-get install openssh-client)")
-    if (cfg.model.mech or cfg.extra_model.mech) and not shutil.which("nbdkit"):
+    if any(map(cfg.served, cfg.data_serials + cfg.extra_serials)) and not shutil.which("nbdkit"):
         raise ConfigError("a mech: disk model needs nbdkit: run `zbench setup` "
                           "(apt-get install nbdkit nbdkit-plugin-python)")
     need = cfg.disks * cfg.disk_bytes + cfg.extra_disks * cfg.extra_disk_bytes + 2 * GiB

@@ -1,7 +1,8 @@
 """A modelled disk on the controller: nbdkit serving a sparse file through `nbd_disk_plugin`.
 
 `build_nbdkit_argv` is pure; `start_nbd_disk` runs it and waits for the socket;
-`stop_nbd_disk` ends it. The lab (`lab.py`) and the calibration benchmark use these.
+`stop_nbd_disk` ends it. The lab (`lab.py`) and the calibration benchmark use these. The model it
+serves can be switched while it runs through the files beside the disk (`nbd_model`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ Glue only: the timing is `disk_mech`'s. nbdkit's parallel thread model lets many
 be in flight; each request thread does its data I/O on the file, submits to the drive and
 sleeps until the drive says it is done. One mechanism thread dispatches the queued work
 whenever the mechanism is free, so the drive reorders what is waiting (NCQ).
+
+The model can change while nbdkit runs (`nbd_model`): while the disk is idle, the mechanism thread
+looks at the control file beside the disk every `nbd_model.POLL_S`, and a new request gets a fresh
+drive of the model asked for (`mech:null`, passthrough, under a QEMU throttle) and a status file
+saying what it now serves; a model it cannot take leaves the old one and says why.
 """
 
 import os
@@ -21,6 +26,8 @@ import nbdkit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # the zbench checkout
 
+from zbench_lib.core.errors import ConfigError  # noqa: E402
+from zbench_lib.hosts import nbd_model  # noqa: E402
 from zbench_lib.hosts.disk_mech import FLUSH, READ, WRITE, Request  # noqa: E402
 from zbench_lib.hosts.mech_models import parse_mech  # noqa: E402
 
@@ -49,9 +56,32 @@ def thread_model():
 def after_fork():
     # Threads and descriptors are made after nbdkit daemonises (none of either survives a fork).
     fd = os.open(_conf["file"], os.O_RDWR)
-    size = os.fstat(fd).st_size
-    _drive.update(fd=fd, size=size, busy_until=0.0, drive=parse_mech(_conf["model"]).drive(size, time.monotonic()))
+    _drive.update(fd=fd, size=os.fstat(fd).st_size, busy_until=0.0, settled=0.0,
+                  requests=nbd_model.Requests(Path(_conf["file"])))
+    _serve(parse_mech(_conf["model"]), 0)
     threading.Thread(target=_mechanism, name="mechanism", daemon=True).start()
+
+
+def _serve(model, seq):
+    """A fresh drive of `model` from now on, and the status saying so (the drive's own parameters)."""
+    drive = model.drive(_drive["size"], time.monotonic())
+    _drive.update(drive=drive, model=model, busy_until=0.0)
+    nbd_model.write_status(Path(_conf["file"]), nbd_model.served(model, seq, drive.p))
+
+
+def _switch_if_asked(now):
+    """Take a request of the control file, only while the disk is idle. Caller holds _cond."""
+    if _drive["busy_until"] > now or _drive["settled"] > now or _drive["drive"].has_work():
+        return
+    asked = _drive["requests"].pending()
+    if asked is None:
+        return
+    seq, name = asked
+    try:
+        _serve(parse_mech(name), seq)
+    except (ConfigError, ValueError, TypeError) as exc:     # the old model stays; the status says why
+        nbd_model.write_status(Path(_conf["file"]), {**nbd_model.served(_drive["model"], seq, _drive["drive"].p),
+                                                     "error": str(exc)})
 
 
 def _dispatch(now):
@@ -75,8 +105,9 @@ def _mechanism():
             now = time.monotonic()
             if _dispatch(now):
                 continue
+            _switch_if_asked(now)
             busy_until = _drive["busy_until"]
-            _cond.wait(busy_until - now if busy_until > now else None)
+            _cond.wait(min(busy_until - now, nbd_model.POLL_S) if busy_until > now else nbd_model.POLL_S)
 
 
 def _hold(kind, offset=0, length=0, fua=False):
@@ -87,6 +118,7 @@ def _hold(kind, offset=0, length=0, fua=False):
             _cond.notify_all()          # wake the mechanism
         while req.finish is None:
             _cond.wait()
+        _drive["settled"] = max(_drive["settled"], req.finish)    # in flight until then: no switch before
     delay = req.finish - time.monotonic()
     if delay > 0:
         time.sleep(delay)

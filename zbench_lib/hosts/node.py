@@ -3,7 +3,8 @@
 A `Node` is what `sweeps.sweep_host.open_host` yields. Its disks are controlled (throttled,
 pulled, plugged back, read back) through a `DeviceControl`: the lab's goes through QMP
 (`hosts.lab_node.QmpDeviceControl`); a real host has none, since its disks are never
-touched on purpose. What a node can do is its `capabilities`, so a study that needs device
+touched on purpose. A disk a lab serves through nbdkit also has the mechanism model it serves
+(`read_served`, `serve`). What a node can do is its `capabilities`, so a study that needs device
 control is refused by naming the capability it lacks, never by asking what kind of host it is.
 
 Everything but `host` (the live connection) is plain data: the devices, the model and the
@@ -36,13 +37,22 @@ class DeviceControl(Protocol):
         """The disk's name in the control and in the events (the lab: its serial)."""
 
     def set_model(self, device: str, model: DiskModel | str) -> None:
-        """Give the disk a model's envelope."""
+        """Give the disk a model's envelope: a throttle model's throttle (on top of what nbdkit serves, if
+        it serves the disk), or a mech: model served by its nbdkit, unthrottled (refused on any other disk)."""
 
     def read_throttle(self, device: str) -> dict:
         """The throttle applied to the disk now, as set_throttle takes it."""
 
     def set_throttle(self, device: str, throttle: dict) -> None:
         """Put back exactly a throttle read by read_throttle."""
+
+    def read_served(self, device: str) -> dict | None:
+        """The model the disk's nbdkit serves now, its status (seq, model, kind, params); None for a disk
+        served otherwise (a file QEMU opens)."""
+
+    def serve(self, device: str, mech: str) -> dict:
+        """Have the disk's nbdkit serve `mech` (nbd_model.PASSTHROUGH under a throttle) from its next idle
+        moment, a fresh drive; its status. What read_served read, put back by its model."""
 
     def remove(self, device: str) -> float:
         """Pull the disk; the seconds the host took to let it go."""

@@ -23,6 +23,7 @@ from zbench_lib.hosts.node import Node
 from zbench_lib.hosts.resolve import parse_host
 from zbench_lib.sweeps.planning.plan import Plan
 from zbench_lib.sweeps.running.pool_request import pool_requests
+from zbench_lib.sweeps.spec.pool import nbd_disks
 from zbench_lib.sweeps.spec.sweep_spec import SweepSpec
 from zbench_lib.zfs.version import openzfs_version
 
@@ -32,9 +33,24 @@ def lab_config(spec: SweepSpec, zfs: str | None = None) -> LabConfig:
     release as a factor, `zfs` names the release of this lab (and its name says it)."""
     lab = spec.lab or {}
     name = f"sweep-{spec.name}"[:32] if zfs is None else f"sweep-{spec.name}"[:26] + f"-zfs{zfs.replace('.', '')}"
+    nbd_data, nbd_extra = nbd_disks(spec.factors)      # a mech: level: those disks through nbdkit from boot
     return LabConfig(disks=lab["disks"], disk_bytes=lab["disk_bytes"], model=lab["model"],
                      extra_disks=lab["extra_disks"], zfs=zfs or lab.get("zfs", "2.3"),
+                     nbd_data=nbd_data, nbd_extra=nbd_extra,
                      name=name)   # one lab per spec (and release): two sweeps can run at once
+
+
+def check_served(spec: SweepSpec, name: str, state: dict) -> None:
+    """A running lab serves through nbdkit the disks the spec's mech: levels need (the lab a sweep boots
+    does: `lab_config`); one that does not is refused in one line before anything of the sweep runs."""
+    cfg = state["config"]
+    booted = {"data": cfg.get("nbd_data") or bool(cfg["model"].get("mech")),
+              "extra": cfg.get("nbd_extra") or bool(cfg.get("extra_model", {}).get("mech"))}
+    for role, needed in zip(("data", "extra"), nbd_disks(spec.factors)):
+        if needed and not booted[role]:
+            raise ConfigError(f"lab {name!r} serves its {role} disks as files QEMU opens, but a model factor "
+                              f"of this spec has a mech: level, which only nbdkit serves: boot it with "
+                              f"nbd_{role}=True (or run the sweep without ZBENCH_LAB: it boots its own)")
 
 
 def _running_lab(zfs: str | None) -> dict | None:
@@ -58,6 +74,7 @@ def open_host(spec: SweepSpec, zfs: str | None = None):
         need = int((spec.lab or {}).get("disks", 1))
         if len(state["data_disks"]) < need:
             raise ConfigError(f"lab {name!r} has {len(state['data_disks'])} data disks, spec needs {need}")
+        check_served(spec, name, state)
         host = connect_lab(name)
         try:
             yield running_node(name, state, host)

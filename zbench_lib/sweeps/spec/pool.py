@@ -4,7 +4,8 @@
   has 2 or more devices) and ``log_mirror`` (the log devices as one mirror): counts and a
   switch, drawn from the host's extra disks;
 - ``model`` (the data disks' envelope) and ``log_model``/``cache_model``/``special_model``
-  (the extra disks' envelope by role): lab only, set live through QMP before the pool is made;
+  (the extra disks' envelope by role): lab only, set before the pool is made, a throttle through QMP, a
+  mech: model by the disks' nbdkit (`nbd_disks`: the lab then serves the role's disks through it);
 - ZFS module parameters by their own names (``zfs_txg_timeout: [5, 30]``): set before the
   pool is created, read back, restored after it is destroyed (zfs/module_params).
 
@@ -14,7 +15,7 @@ Each value is checked here, before anything runs, with the key path in the messa
 from __future__ import annotations
 
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.hosts.disk_models import parse_model
+from zbench_lib.hosts.disk_models import MECH_PREFIX, parse_model
 from zbench_lib.hosts.node import DEVICE_CONTROL
 from zbench_lib.sweeps.spec.host import require_capability
 from zbench_lib.sweeps.spec.values import fail, integer
@@ -63,6 +64,15 @@ def check_pool_factors(factors: dict, host: str, faults) -> None:
     if models and faults:
         fail(f"factors.{models[0]}", "disk models as factors cannot be combined with faults "
                                      "(a pulled or slowed disk is restored to the lab's model)")
+
+
+def nbd_disks(factors: dict) -> tuple[bool, bool]:
+    """Whether the lab must serve its data disks, and its extra disks, through nbdkit from its boot: a mech:
+    model is nbdkit's, never a QEMU throttle, so a model factor with a mech: level needs the disks of its
+    role served by nbdkit, which switches the model between pools (a throttle level over passthrough)."""
+    def mech(keys) -> bool:
+        return any(str(level).startswith(MECH_PREFIX) for k in keys for level in factors.get(k, ()))
+    return mech(("model",)), mech(MODEL_FACTORS[1:])
 
 
 def pool_settings(f: dict) -> dict:
