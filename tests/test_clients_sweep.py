@@ -203,3 +203,49 @@ def test_a_clients_run_measured_on_localhost(tmp_path):
     assert row["clients"] == 2 and 0 <= row["client_skew_ms"] < 3000
     assert len(client_table(raw)) == 2
     assert (raw / "counters").is_dir() and math.isfinite(row["clat_p50_ns"])   # the storage node sampled, bins summed
+
+
+# --- the store: clients.parquet and the summed histogram ---------------------------------------------
+
+def test_the_store_derives_clients_parquet_and_the_summed_histogram(tmp_path):
+    from zbench_lib.measure.fio_hist import attempt_histograms
+    from zbench_lib.sweeps.store.raw_check import client_frame
+
+    raw = tmp_path / "raw"
+    attempt = _recorded_attempt(raw / "c1-r01")
+    (attempt / "COMPLETE").write_text("")
+    frame = client_frame([("c1-r01", {"cell_id": "c1"}, [])], raw)
+    assert list(frame["client"]) == ["c0", "c1"] and set(frame["run_id"]) == {"c1-r01"}
+    assert list(frame["attempt"]) == [1, 1] and list(frame["total_ios"]) == [3001, 3001]
+    hist = attempt_histograms(attempt)
+    # the two clients' bins summed: 6002 reads in all, none from fio's "All clients" entry
+    assert {h["direction"] for h in hist} == {"read"} and sum(h["count"] for h in hist) == 6002
+    assert client_frame([("c1-r01", {"cell_id": "c1"}, [])], tmp_path / "none").empty
+
+
+# --- the executor's pieces -------------------------------------------------------------------------
+
+def test_a_clients_target_is_on_the_nfs_clients_surface():
+    from zbench_lib.sweeps.running.surfaces import surface_of
+
+    target = expand(parse_spec(SPEC)).targets[0]
+    assert surface_of(target).name == "nfs-clients"
+
+
+def test_client_labs_the_controller_cannot_hold_are_refused_in_one_line():
+    from zbench_lib.core.errors import ConfigError
+    from zbench_lib.sweeps.running.sweep_host import check_client_memory
+
+    # each client lab: 1024 MiB guest + 512 MiB QEMU = 1536; the controller keeps 2048.
+    check_client_memory(4, 4 * 1536 + 2048)                          # exactly fits
+    with pytest.raises(ConfigError, match=r"^clients: 4 client labs need 8192 MiB .* has 8191 MiB available "
+                                          r"beside its labs: at most 3 fit$"):
+        check_client_memory(4, 8191)
+
+
+def test_a_spec_without_clients_keeps_the_node_as_it_is():
+    from zbench_lib.sweeps.running.sweep_host import with_clients
+
+    node = object()
+    with with_clients(parse_spec(SPEC.replace("  clients: [1, 2, 4]\n", "")), node) as got:
+        assert got is node
