@@ -249,3 +249,50 @@ def test_a_spec_without_clients_keeps_the_node_as_it_is():
     node = object()
     with with_clients(parse_spec(SPEC.replace("  clients: [1, 2, 4]\n", "")), node) as got:
         assert got is node
+
+
+# --- the report: fairness per cell, the caveat ---------------------------------------------------------
+
+def _fairness_rows():
+    import pandas as pd
+
+    # one cell (2 clients) of two runs: aggregate 100 and 120 IOPS; shares (0.40, 0.60) and (0.45, 0.55)
+    rows = pd.DataFrame({"workload": "randwrite", "direction": "write", "clients": 2, "run_id": ["a", "b"],
+                         "attempt": 1, "pool_replicate": 1, "iops": [100.0, 120.0], "total_ios": 3000,
+                         "client_iops_min_share": [0.40, 0.45], "client_iops_max_share": [0.60, 0.55]})
+    clients = pd.DataFrame({"run_id": ["a", "a", "b", "b"], "attempt": 1, "direction": "write",
+                            "client": ["c1", "c2", "c1", "c2"], "p99_ns": [1e6, 2e6, 3e6, 4e6]})
+    # each run: 2970 I/Os in the 1000 ns bin, 30 in the 5000 ns one; merged 6000, p99 needs 5940: 1000 ns
+    hist = pd.DataFrame({"run_id": ["a", "a", "b", "b"], "attempt": 1, "direction": "write",
+                         "bin_ns": [1000, 5000, 1000, 5000], "count": [2970, 30, 2970, 30]})
+    return rows, clients, hist
+
+
+def test_the_fairness_table_of_hand_made_rows():
+    from zbench_lib.analysis.stats.fairness import fairness_table
+
+    rows, clients, hist = _fairness_rows()
+    [r] = fairness_table(rows, clients, hist, ["workload", "direction", "clients"]).to_dict("records")
+    assert r["n"] == 2 and r["iops_mean"] == pytest.approx(110.0)
+    # sd 14.1421, t(0.975, 1) = 12.7062: half-width 12.7062 x 14.1421 / sqrt 2 = 127.062 -> on the log scale
+    # 110 x exp(-/+ 127.062 / 110) = 110 x exp(-/+ 1.15511) = 34.65 .. 349.21
+    assert r["iops_ci_low"] == pytest.approx(34.65, rel=1e-3) and r["iops_ci_high"] == pytest.approx(349.21, rel=1e-3)
+    assert r["p99_ns"] == 1000.0
+    assert r["share_min"] == 0.40 and r["share_max"] == 0.60
+    assert r["share_min_mean"] == pytest.approx(0.425) and r["share_max_mean"] == pytest.approx(0.575)
+    assert r["p99_c1_ns"] == 2e6 and r["p99_c2_ns"] == 3e6          # medians of (1, 3) and (2, 4) ms
+
+
+def test_the_clients_section_and_caveat_appear_only_with_clients():
+    from zbench_lib.analysis.claims.caveats import CLIENTS_CAVEAT, caveats
+    from zbench_lib.analysis.report.client_section import client_section
+
+    rows, clients, hist = _fairness_rows()
+    page = client_section(rows, clients, hist, "Sweep s.")
+    assert "p99_c1_ns" in page or "c1" in page
+    assert "a fair share is 1 / clients" in page
+    assert client_section(rows.drop(columns="clients"), None, hist) == ""
+    nfs = rows.assign(access="nfs")
+    assert caveats(nfs) == [CLIENTS_CAVEAT]           # and not the loopback datastore's
+    assert CLIENTS_CAVEAT not in caveats(nfs.drop(columns="clients"))
+    assert "QEMU's user-mode networking" in CLIENTS_CAVEAT and "NFS stack" in CLIENTS_CAVEAT
