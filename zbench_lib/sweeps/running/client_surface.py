@@ -92,4 +92,4 @@ class NfsClientsSurface:
                               controller_dir)
             yield FioTarget(tinfo.path, ctx.file_bytes, tinfo.full_name, ctx,
                             meta=dict(pool=site.pool.name, target=tinfo.full_name,
-                                      target_properties=tinfo.properties, clients=labels), clients=load)
+                                      target_properties=tinfo.properties, client_labs=labels), clients=load)
