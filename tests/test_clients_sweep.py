@@ -296,3 +296,14 @@ def test_the_clients_section_and_caveat_appear_only_with_clients():
     assert caveats(nfs) == [CLIENTS_CAVEAT]           # and not the loopback datastore's
     assert CLIENTS_CAVEAT not in caveats(nfs.drop(columns="clients"))
     assert "QEMU's user-mode networking" in CLIENTS_CAVEAT and "NFS stack" in CLIENTS_CAVEAT
+
+
+def test_a_clients_target_needs_room_for_every_clients_file_even_without_a_prefill():
+    from zbench_lib.sweeps.planning.capacity import target_need
+    from zbench_lib.zfs.layouts import Layout
+
+    no_prefill = parse_spec(SPEC + "prefill: {fill: whole, policy: none}\n")
+    [t, *_] = expand(no_prefill).targets
+    alone = expand(parse_spec(SPEC.replace("  clients: [1, 2, 4]\n", "") + "prefill: {fill: whole, policy: none}\n"))
+    layout = Layout("mirror", 2)
+    assert t.prefill_bytes == 0 and target_need(t, layout) > 3.9 * target_need(alone.targets[0], layout)
