@@ -14,7 +14,8 @@ EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "data" / "examples").gl
 UPCOMING = ("flag_read_amplification", "flag_host_contention", "not_judged", "checks_judged",
             "checks_not_judged", "pool_id", "pool_replicate", "described_flags", "fault_study", "replacement",
             "tail_not_judged", "load", "offered_iops", "load_achieved", "probe_iops", "load_fraction",
-            "open_loop_iodepth")
+            "open_loop_iodepth", "clients", "client_skew_ms", "client_iops_min_share", "client_iops_max_share",
+            "client_p99_max_ns", "client_window_overlap", "client_clock_uncertainty_ms", "client_fio_sum_agrees")
 
 
 def test_the_dictionary_is_well_formed():

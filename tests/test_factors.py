@@ -19,7 +19,7 @@ BEFORE = (("layout", "disks", "width", "vdevs", "mirror_width", "log", "ashift",
           + ("compression", "sync", "logbias", "primarycache", "secondarycache", "checksum", "copies", "atime",
              "special_small_blocks")
           + ("iodepth", "numjobs", "bs", "compressible_percent") + ("fs", "access"))
-ADDED = ("load",)           # factors added since, at the end of the spec's list (issue 33: open loop)
+ADDED = ("load", "clients")     # factors added since, at the end of the spec's list (issue 33: open loop; issue 30)
 
 
 def test_the_registry_lists_the_factors_in_the_order_the_spec_always_gave():
@@ -33,7 +33,8 @@ def test_which_sweeps_take_which_factor():
     assert set(BEFORE) - take["zvol"] == {"recordsize", "access", "atime", "special_small_blocks"}
     assert set(BEFORE) - take["fs-on-zvol"] == {"recordsize", "access", "atime", "special_small_blocks", "fs"}
     assert set(BEFORE) - take["dataset"] == {"volblocksize", "fs"}
-    assert set(ADDED) <= take["zvol"] & take["dataset"] & take["fs-on-zvol"]     # the load: every surface
+    assert {"load"} <= take["zvol"] & take["dataset"] & take["fs-on-zvol"]     # the load: every surface
+    assert "clients" in take["dataset"] and "clients" not in take["zvol"] | take["fs-on-zvol"] | take["raw"]
     assert take["raw"] == set(RAW_FACTORS)
     refused = factors.BY_NAME["recordsize"].refuses("zvol")
     assert refused == "recordsize does not apply to a zvol sweep (use volblocksize)"

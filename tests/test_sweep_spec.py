@@ -258,6 +258,8 @@ PLANNED = {
     # pool-settings.yaml x nfs.yaml: each pool (special 0, 1) with access local and nfs, sync standard
     "tests/specs/pool-factors-dataset.yaml": (4, 0, 2, 4, 4, "feb8804853474070"),
     "templates/sweeps/nfs-datastore.yaml": (6, 0, 2, 6, 18, "6ef51dadb0fc104e"),
+    # issue 30: 1, 2 and 4 client VMs x sync standard and always; a target per sync level, mounted by all four
+    "templates/sweeps/nfs-clients.yaml": (6, 0, 1, 2, 18, "f8784cf89686be8a"),
     "tests/specs/nfs.yaml": (2, 0, 1, 2, 2, "7f084f50ba4345e2"),
     "templates/sweeps/fill.yaml": (12, 0, 6, 6, 36, "8cb3565fdd1c8ed1"),
     # randread at iodepth 1 (buffered reads, for the declared L2ARC warm-up): new cell ids for it

@@ -103,7 +103,9 @@ class Event(str, Enum):
     PREFILLED = "prefilled"
     # a filesystem made and mounted on a zvol: target_id and FsOnZvol.readback() (fs, device, mountpoint, ...)
     FILESYSTEM_MADE = "filesystem made"
-    # a dataset exported and mounted back over NFS: target_id and NfsDatastore.readback()
+    # a dataset exported and mounted back over NFS: target_id and NfsDatastore.readback(); mounted by client
+    # VMs (issue 30, client_surface): also clients (their labels), fio (their fio release) and
+    # SharedNfsDatastore.readback() (export_options, export_to, server_path, mount_options per client)
     NFS_DATASTORE_MOUNTED = "nfs datastore mounted"
     # the declared L2ARC warm-up done: target_id and warm_l2arc's record
     L2ARC_WARMED = "l2arc warmed"

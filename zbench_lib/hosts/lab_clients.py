@@ -102,5 +102,6 @@ def client_labs(storage: LabConfig, count: int) -> Iterator[list[Lab]]:
             labs[-1].up()
         yield labs
     finally:
-        for lab in labs:
+        # the last booted first: each lab puts back the signal handlers it found, so the first puts back the caller's
+        for lab in reversed(labs):
             lab.down()

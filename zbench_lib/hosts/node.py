@@ -14,6 +14,7 @@ control (a directory and a pid) pickle, so a node can be described to another pr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from zbench_lib.core.errors import ConfigError
@@ -65,6 +66,22 @@ class DeviceControl(Protocol):
 
 
 @dataclass(frozen=True)
+class ClientNode:
+    """A load generator beside a node (several clients on one datastore, issue 30): a client VM that
+    mounts what the node serves and runs fio's server."""
+    label: str                      # c1, c2, ...: names its job, its logs and its file on the datastore
+    host: Host
+    lab_dir: Path                   # its lab: where the forward of its fio server's port is added
+
+
+@dataclass(frozen=True)
+class ClientNodes:
+    """A node's clients, and where the forward of the node's own NFS port is added (its lab)."""
+    storage_dir: Path
+    nodes: tuple[ClientNode, ...]
+
+
+@dataclass(frozen=True)
 class Node:
     host: Host
     data_devices: tuple[str, ...]
@@ -74,6 +91,7 @@ class Node:
     control: DeviceControl | None = None
     provenance: dict | None = None           # what the opener adds to the host's (a booted lab's config)
     alias: str | None = None                 # its name in a fleet (hosts.fleet.HostEntry.name)
+    clients: ClientNodes | None = None       # client VMs booted beside it for a sweep with clients (issue 30)
 
     @property
     def name(self) -> str:

@@ -29,9 +29,7 @@ from pathlib import Path
 
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.measure.fio_hist import run_histograms
-from zbench_lib.measure.fio_parse import DIRECTIONS, load_fio_json, parse_fio_log
-
-ALL_CLIENTS = "All clients"     # the jobname fio gives its summed entry
+from zbench_lib.measure.fio_parse import ALL_CLIENTS, DIRECTIONS, load_fio_json, parse_fio_log
 
 
 @dataclass(frozen=True)

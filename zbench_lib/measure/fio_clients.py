@@ -100,6 +100,30 @@ class ClientsRun:
         return aggregate(self.stats, direction, self.starts, self.endpoints)
 
 
+@dataclass(frozen=True)
+class ClientLoad:
+    """Started servers and what each client's job runs on: a run's load from its first `count` clients."""
+    servers: FioServers
+    files: dict[str, str]       # {label: the file fio uses on that client}
+    controller: Host            # where `fio --client` runs (the controller: it reaches every forward)
+    controller_dir: str         # on the controller: each run's job files and report, in a directory of its own
+
+    def labels(self, count: int) -> list[str]:
+        """The first `count` clients' labels, in the servers' order."""
+        labels = [s.label for s in self.servers.specs]
+        if not 1 <= count <= len(labels):
+            raise ConfigError(f"a run of {count} client(s) on a datastore mounted by {len(labels)}")
+        return labels[:count]
+
+    def hosts(self, labels: list[str]) -> dict[str, Host]:
+        by_label = {s.label: s.host for s in self.servers.specs}
+        return {label: by_label[label] for label in labels}
+
+    def endpoints(self, labels: list[str]) -> dict[str, str]:
+        by_label = {s.label: s.endpoint for s in self.servers.specs}
+        return {label: by_label[label] for label in labels}
+
+
 def parse_version(text: str) -> str:
     """'fio-3.33' from `fio --version`'s output; ConfigError if it is not one."""
     version = text.strip()

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from zbench_lib.measure.fio_parse import DIRECTIONS, PERCENTILES, load_fio_json
+from zbench_lib.measure.fio_parse import ALL_CLIENTS, DIRECTIONS, PERCENTILES, load_fio_json
 
 if TYPE_CHECKING:  # imported where used: spec validation reaches this module and needs no pandas
     import pandas as pd
@@ -144,8 +144,13 @@ def run_histograms(data) -> list[dict]:
 
 
 def attempt_histograms(attempt_dir) -> list[dict]:
-    """`run_histograms` of an attempt directory's ``fio/fio.json`` (none if it has no fio.json)."""
+    """`run_histograms` of an attempt directory's ``fio/fio.json`` (none if it has no fio.json); of a
+    clients run (issue 30), every client's bins summed, as its aggregate's percentiles are read."""
     path = Path(attempt_dir) / "fio" / "fio.json"
+    clients = Path(attempt_dir) / "clients" / "fio.json"
+    if not path.is_file() and clients.is_file():
+        data = load_fio_json(clients.read_text(), key="client_stats")
+        return run_histograms({"jobs": [e for e in data["client_stats"] if e.get("jobname") != ALL_CLIENTS]})
     return run_histograms(path.read_text()) if path.is_file() else []
 
 

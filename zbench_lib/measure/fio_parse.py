@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DIRECTIONS = ("read", "write", "trim")
+ALL_CLIENTS = "All clients"     # the jobname fio gives its summed entry in client mode (fio_client_json)
 PERCENTILES = {"50.000000": "p50", "90.000000": "p90", "95.000000": "p95",
                "99.000000": "p99", "99.900000": "p99_9", "99.990000": "p99_99"}
 COLUMNS = [

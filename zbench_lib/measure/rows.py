@@ -11,6 +11,7 @@ import json
 import math
 from pathlib import Path
 
+from zbench_lib.measure.client_rows import client_fio_rows, is_clients_run, storage_window
 from zbench_lib.measure.counters import parse_sampler_dir
 from zbench_lib.measure.device_health import per_device_service
 from zbench_lib.measure.fio_hist import judge_run_tails
@@ -74,12 +75,22 @@ def run_record(raw_dir: Path) -> tuple[dict, list]:
     I/O count cannot support is blanked, with the reason in `tail_not_judged` (fio_hist)."""
     raw_dir = Path(raw_dir)
     rec = json.loads((raw_dir / "run.json").read_text())
+    if is_clients_run(raw_dir):
+        return _clients_record(raw_dir, rec)
     fio_data = load_fio_json((raw_dir / "fio" / "fio.json").read_text())
     rows = parse_fio_json(fio_data)
     t_start, t_end = run_window(rec.get("t0"), fio_data, rows, rec.get("ramp_s") or 0,
                                 fallback=(rec["t_start"], rec["t_end"]))
     rows = judge_run_tails(rows, fio_data)
     return {**rec, "t_start": t_start, "t_end": t_end, "fio_exit_lag_s": exit_lag(fio_data, t_end)}, rows
+
+
+def _clients_record(raw_dir: Path, rec: dict) -> tuple[dict, list]:
+    """`run_record` of a run whose load came from client VMs: the aggregate rows, and the clients' shared
+    window on the storage node's clock (measure/client_rows.py); fio ran on no host whose exit lags."""
+    t_start, t_end = storage_window(raw_dir, fallback=(rec["t_start"], rec["t_end"]))
+    rows = judge_run_tails(client_fio_rows(raw_dir))
+    return {**rec, "t_start": t_start, "t_end": t_end, "fio_exit_lag_s": None}, rows
 
 
 def _block_bytes(raw_dir: Path):

@@ -17,9 +17,12 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from zbench_lib.measure.client_clock import DATE, ClockReading
+from zbench_lib.measure.client_rows import CLIENTS_DIR, storage_window
 from zbench_lib.measure.counters import (MARK, sampler_argv, sampler_script, snap_after_argv, snap_after_script,
                                          snap_after_t1)
 from zbench_lib.measure.fio import build_job, collect, execute_fio, fetch_tree
+from zbench_lib.measure.fio_clients import STAMP_INTERVAL_MS, ClientLoad, run_clients
 from zbench_lib.measure.fio_parse import parse_fio_json
 from zbench_lib.measure import workloads
 from zbench_lib.hosts.base import Host
@@ -154,6 +157,86 @@ def measure(host: Host, *, pool: str | None, target_path: str | list[str], devic
               "workload": workload, "context": context.to_record()}
     (raw_dir / "run.json").write_text(json.dumps(record, indent=1, default=str))
     return RunResult(raw_dir, (t_start, t_end), context)
+
+
+def measure_clients(host: Host, load: ClientLoad, count: int, *, pool: str | None, devices: list[str],  # noqa: PLR0913 (keyword-only: a run's description, as measure's)
+                    workload: str, overrides: dict, remote_dir: str, raw_dir: Path, context: RunContext,
+                    target_name: str | None = None, sample_interval_s: float = 1.0) -> RunResult:
+    """`workload` run by the first `count` clients of `load` (fio's client/server mode, one job and file
+    per client), with the counters sampled on `host`, the storage node, on its clock; raw files in `raw_dir`.
+
+    The controller's record goes to raw_dir/clients/ (`fio_clients.run_clients`), the clients' clocks
+    read against `host`'s at the start and the end (`client_clock`) beside it, and the window is the
+    clients' shared one placed on `host`'s clock (`client_rows.storage_window`).
+    """
+    raw_dir = Path(raw_dir)
+    if (raw_dir / CLIENTS_DIR / "fio.json").exists():
+        raise ConfigError(f"{raw_dir} already holds a run; raw results are never overwritten")
+    labels = load.labels(count)
+    jobs = {label: build_job(workload, **{**overrides, "filename": load.files[label]}) for label in labels}
+    ramp = float(overrides.get("ramp_time_s", build_defaults(workload).get("ramp_time_s", 0)) or 0)
+    counters = f"{remote_dir}/counters"
+    host.write_files(remote_dir, {"sampler.sh": sampler_script()}, dirs=("counters",))
+    sampler = host.popen(sampler_argv(f"{remote_dir}/sampler.sh", counters, sample_interval_s, pool or "", tied=True),
+                         stdin=subprocess.PIPE)
+    clocks: dict[str, list] = {}
+    try:
+        _wait_for_samples_past(host, counters, 0, pool, sample_interval_s)
+        t0, t1 = _clients_load(host, load, jobs, f"{load.controller_dir}/{Path(remote_dir).name}", raw_dir, clocks)
+        health = _pool_health(host, pool) if pool else _devices_present(host, devices)
+        _wait_for_samples_past(host, counters, t1, pool, sample_interval_s)
+    finally:
+        _stop_sampler(host, remote_dir, sampler)
+        _write_clocks(raw_dir, clocks)
+    fetch_tree(host, remote_dir, ["counters"], raw_dir, exclude=())
+    record = {"t0": t0, "t1": t1, "t_start": t0 + ramp, "t_end": t1, "ramp_s": ramp, "pool": pool or "",
+              "devices": devices, "workload": workload,
+              "clients": {"endpoints": load.endpoints(labels), "interval_ms": STAMP_INTERVAL_MS}}
+    (raw_dir / "run.json").write_text(json.dumps(record, indent=1, default=str))     # the window reads it
+    t_start, t_end = storage_window(raw_dir, fallback=(t0 + ramp, t1))
+    context = context.with_recorded(**health)
+    if target_name:
+        ratio, block, _ = _readback_after(host, target_name, [])
+        context = context.with_recorded(compressratio=ratio, **({} if context.block_bytes else {"block_bytes": block}))
+    record.update(t_start=t_start, t_end=t_end, kernel_devices=kernel_names(host, devices),
+                  context=context.to_record())
+    (raw_dir / "run.json").write_text(json.dumps(record, indent=1, default=str))
+    return RunResult(raw_dir, (t_start, t_end), context)
+
+
+def _clients_load(host: Host, load: ClientLoad, jobs: dict[str, str], controller_dir: str,
+                  raw_dir: Path, clocks: dict) -> tuple[float, float]:
+    """The clients' clocks, the load (`run_clients`) and the clocks again: (t0, t1) on `host`'s clock.
+
+    The controller's own load is not sampled (no controller.json: host_contention not judged): the
+    client labs' QEMUs are busy by design beside the storage lab's, and the check would count them
+    as contention."""
+    clients = load.hosts(list(jobs))
+    clocks["start"] = read_clocks(host, clients)
+    t0 = _host_time(host)
+    run_clients(load.controller, load.servers, jobs, controller_dir, raw_dir / CLIENTS_DIR)
+    t1 = _host_time(host)
+    clocks["end"] = read_clocks(host, clients)
+    return t0, t1
+
+
+def read_clocks(storage: Host, clients: dict[str, Host]) -> list[ClockReading]:
+    """Each client's clock between two readings of the storage node's, one client after another
+    (measure/client_clock.py says why the midpoint)."""
+    out = []
+    for label, host in clients.items():
+        before = float(storage.run(DATE, timeout=60).stdout)
+        mid = float(host.run(DATE, timeout=60).stdout)
+        out.append(ClockReading(label, before, mid, float(storage.run(DATE, timeout=60).stdout)))
+    return out
+
+
+def _write_clocks(raw_dir: Path, clocks: dict) -> None:
+    """The clock readings as read (raw): what places the clients' window on the storage node's clock."""
+    if clocks:
+        (raw_dir / CLIENTS_DIR).mkdir(parents=True, exist_ok=True)
+        (raw_dir / CLIENTS_DIR / "clocks.json").write_text(json.dumps(
+            {k: [r.to_record() for r in v] for k, v in clocks.items()}, indent=1))
 
 
 # How long a tied sampler has to end once its input has (it stops as on TERM, within a second).

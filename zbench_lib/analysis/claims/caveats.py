@@ -2,13 +2,24 @@
 
 ``caveats(results)`` returns sentences for settings a reader could otherwise take for free
 tuning (sync=disabled), for surfaces whose numbers mean something narrower than their
-name suggests (a loopback NFS mount, ext4 on a zvol), and for rows whose declared L2ARC
-warm-up fell short (their reads met a partly cold cache). Only what the results contain.
+name suggests (a loopback NFS mount, ext4 on a zvol, client VMs over QEMU's user networking),
+and for rows whose declared L2ARC warm-up fell short (their reads met a partly cold cache).
+Only what the results contain.
 """
 
 from __future__ import annotations
 
 import pandas as pd
+
+
+# What a client-side number includes (issue 30; hosts/lab_clients.py says why the path is so).
+CLIENTS_CAVEAT = ("clients rows were driven by client VMs, each mounting the dataset over NFS 4.2 with stable writes "
+                  "and running fio on a file of its own: every latency and rate is what the clients saw, so it "
+                  "includes the network between them and the storage lab and each client's own NFS stack, kernel "
+                  "and CPU. In the lab that network is QEMU's user-mode networking on the controller's CPUs: every "
+                  "byte crosses two user-mode network stacks (the client's QEMU and the storage lab's), which "
+                  "bounds the rates and adds latency no switch would; the storage lab's counters count what "
+                  "reached it. Compare clients levels with each other, not with a loopback or local run.")
 
 
 def _has(df: pd.DataFrame, column: str, value) -> bool:
@@ -26,7 +37,9 @@ def caveats(df: pd.DataFrame) -> list[str]:
                    "are lost while the client (a database, an ESXi datastore) believes them committed. Its "
                    "rows are a reference line for what durability costs, not a setting to deploy where "
                    "durability matters.")
-    if _has(df, "access", "nfs"):
+    if "clients" in df.columns and df["clients"].notna().any():
+        out.append(CLIENTS_CAVEAT)
+    elif _has(df, "access", "nfs"):
         out.append("access=nfs is an NFSv3 mount of the dataset inside the lab VM itself (loopback, client and "
                    "server on the same virtual CPUs), with stable writes as an ESXi datastore issues them: it "
                    "measures the sync path ZFS takes for such a client (ZIL, log device), not a network or a "

@@ -23,7 +23,7 @@ from zbench_lib.core.events import Event
 from zbench_lib.core.paths import REPO_ROOT
 from zbench_lib.core.sizes import format_size, parse_size
 from zbench_lib.measure.load import SATURATION, Load
-from zbench_lib.sweeps.store.raw_check import HISTOGRAMS
+from zbench_lib.sweeps.store.raw_check import CLIENTS, HISTOGRAMS
 
 
 # Columns whose values name themselves ("randwrite", "raidz2"); the others are said with their name.
@@ -72,6 +72,7 @@ class Sweep(NamedTuple):
     results: pd.DataFrame
     plan: pd.DataFrame | None = None    # planned cells (coverage.load_plan); empty without plan.json
     histograms: pd.DataFrame | None = None   # latency_hist.parquet (tails.cell_tails); None without it
+    clients: pd.DataFrame | None = None      # clients.parquet (a sweep with clients, issue 30); None without
 
 
 def resolve_sweep_dir(path) -> Path:
@@ -122,7 +123,8 @@ def load_sweep(path) -> Sweep:
         df["sweep_id"] = df["sweep"] if "sweep" in df else spec.get("name", p.name) if spec else p.name
     ids = df["sweep_id"].dropna().unique()
     hist = pd.read_parquet(p / HISTOGRAMS) if (p / HISTOGRAMS).is_file() else None
-    return Sweep(p, spec or {}, prov or {}, df, load_plan(p, ids[0] if len(ids) == 1 else None), hist)
+    clients = pd.read_parquet(p / CLIENTS) if (p / CLIENTS).is_file() else None
+    return Sweep(p, spec or {}, prov or {}, df, load_plan(p, ids[0] if len(ids) == 1 else None), hist, clients)
 
 
 def join_sweeps(sweeps: list[Sweep]) -> Sweep:
@@ -134,7 +136,7 @@ def join_sweeps(sweeps: list[Sweep]) -> Sweep:
     plans = [s.plan for s in sweeps if s.plan is not None and len(s.plan)]
     return sweeps[0]._replace(results=with_load_level(pd.concat([s.results for s in sweeps], ignore_index=True)),
                               plan=with_load_level(pd.concat(plans, ignore_index=True)) if plans else sweeps[0].plan,
-                              histograms=None)
+                              histograms=None, clients=None)
 
 
 def with_load_level(rows: pd.DataFrame) -> pd.DataFrame:

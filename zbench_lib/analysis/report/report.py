@@ -31,6 +31,7 @@ from zbench_lib.analysis.figures.plot_base import add_caption
 from zbench_lib.analysis.report.compare_factor import auto_factor
 from zbench_lib.analysis.report.env_summary import environment_summary
 from zbench_lib.analysis.report.headline import study_headline
+from zbench_lib.analysis.report.client_section import client_section
 from zbench_lib.analysis.report.load_section import METHOD as LOAD_METHOD
 from zbench_lib.analysis.report.load_section import has_load, load_answers, load_section
 from zbench_lib.analysis.report.methods_page import methods_links, write_methods
@@ -186,6 +187,7 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
     extras["resilver_html"], fig = resilver_section(resilver_table(sweep.path), f"Sweep {sid}.")
     if fig is not None:
         extras["static"].append(("index-02-resilver", fig))
+    extras["clients_html"] = client_section(adm, sweep.clients, sweep.histograms, f"Sweep {sid}.")
     extras["load_html"], fig = load_section(adm, sweep.histograms, f"Sweep {sid}.")
     if fig is not None:
         extras["static"].append(("index-03-latency-vs-load", fig))

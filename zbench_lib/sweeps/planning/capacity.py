@@ -77,7 +77,8 @@ def target_need(target: Target, layout: Layout) -> int:
     """Bytes a target takes in its pool (see the module's note)."""
     zvol = target.kind == "zvol"
     block = target.volblocksize_bytes if zvol else target.recordsize_bytes or OLD_MAX_BLOCK
-    data = max(target.size_bytes, 0 if zvol else target.prefill_bytes)
+    # a dataset with clients holds a file per client, written by the clients even without a prefill
+    data = max(target.size_bytes * target.files, 0 if zvol else target.prefill_bytes)
     copies = int(target.copies or 1)
     nblocks = -(-data // block)
     indirect, n = 7, nblocks                       # the meta-dnode's levels, then the indirects

@@ -148,7 +148,7 @@ class Plan:
                  f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
                  f"(up to {e['bytes_written_max'] / GiB:.2f} GiB), prefill {e['prefill_bytes'] / GiB:.2f} GiB",
                  f"order: {order}; seed {s.seed}"] + describe_warmup(s, e) + _describe_until_steady(s) \
-            + _describe_steady_power(self.cells) + probes.describe(self.cells)
+            + _describe_steady_power(self.cells) + probes.describe(self.cells) + _describe_clients(s)
         if s.faults and s.faults.get("resilver"):
             n = len(self.pools) * (2 if s.faults.get("resilver_load") else 1)
             lines.append(f"plus {n} timed resilvers, not in the estimate (their time is what is measured; "
@@ -179,6 +179,15 @@ def _describe_until_steady(spec: SweepSpec) -> list[str]:
             for w in spec.workloads if w.until_steady]
 
 
+def _describe_clients(spec: SweepSpec) -> list[str]:
+    """A line when the load comes from client VMs (issue 30): what the sweep boots besides its lab."""
+    if not spec.clients:
+        return []
+    return [f"clients: {spec.clients} client lab(s) (1 CPU, 1 GiB each) booted once beside the lab, one after "
+            "another (a few minutes each, not in the estimate); each target mounted on every one of them over NFS, "
+            "each run's load from the first k of them (its `clients` level)"]
+
+
 def _describe_steady_power(cells: list[Cell]) -> list[str]:
     """A line per writing workload whose window is too short for the steady-state test to see a 10%
     drift 80% of the time at the lab's write noise (methods §12; raw disks have no TXG bursts)."""
@@ -207,6 +216,8 @@ def _target_spec(spec: SweepSpec, f: dict, layout: Layout) -> dict:
     settings[bkey] = getattr(t.validate(), bkey)
     if "access" in f:
         settings["access"] = f["access"]
+    if spec.clients:                # the client labs that mount the target: its cells use the first k
+        settings["clients"] = spec.clients
     fs = f.get("fs", settings.pop("fs", None))
     if fs is not None:              # fio on a file in a filesystem made on the zvol, or (none) the zvol itself
         settings["fs"] = fs
@@ -228,7 +239,7 @@ def _zfs_factors(spec: SweepSpec, f: dict, layout: Layout, settings: dict) -> di
             **{k: v for k, v in settings.items() if k not in ("size_bytes", "file_bytes")},
             ("volsize_bytes" if spec.surface in ZVOL_SURFACES else "file_size_bytes"): settings["size_bytes"],
             **({"file_size_bytes": settings["file_bytes"]} if "file_bytes" in settings else {}),
-            **{k: f[k] for k in ("fill", "zfs") if k in f}, **pool_settings(f)}
+            **{k: f[k] for k in ("fill", "zfs", "clients") if k in f}, **pool_settings(f)}
 
 
 def _declared_data(spec: SweepSpec, w, f: dict) -> dict:
@@ -340,7 +351,7 @@ def _prefilled(spec: SweepSpec, t: Target, pool: PlanPool) -> Target:
     dataset per pool (zfs/prefill.py) whose size depends on the pool's real free space: not estimated here."""
     data = pool.data_disks
     nbytes = 0 if pool_fill(spec, pool) == "none" else t.fio_bytes \
-        * (data if t.kind == RAW else 1)             # a raw target's region on each of its disks
+        * (data if t.kind == RAW else t.files)       # a raw target's region on each of its disks, a client's file each
     return replace(t, prefill_bytes=nbytes, prefill_s=prefill_seconds(spec, nbytes, data, pool.layout["family"]))
 
 

@@ -94,6 +94,7 @@ class Target:
     recordsize_bytes: int | None = None
     fs: str | None = None                       # none or ext4 (zvol sweeps, fs-on-zvol)
     access: str | None = None                   # local or nfs (dataset sweeps)
+    clients: int | None = None                  # client VMs mounting it over NFS: its cells' largest count
     compressible_percent: int | None = None     # the data declared, where a spec declares it
     compression: str | None = None
     sync: str | None = None
@@ -115,19 +116,26 @@ class Target:
     @property
     def surface(self) -> str:
         """What fio runs on: raw, fs-on-zvol (a filesystem made on the zvol), nfs (the dataset
-        through an NFS mount), else the ZFS target itself (zvol, dataset)."""
+        through an NFS mount), nfs-clients (the dataset mounted by client VMs, fio on each),
+        else the ZFS target itself (zvol, dataset)."""
         if self.kind == RAW:
             return RAW
         if self.fs not in (None, "none"):
             return "fs-on-zvol"
         if self.access == "nfs":
-            return "nfs"
+            return "nfs-clients" if self.clients else "nfs"
         return self.kind
 
     @property
     def fio_bytes(self) -> int:
-        """What is written before the runs and read by them: the file in a filesystem, else the target."""
+        """What is written before the runs and read by them: the file in a filesystem, else the target
+        (with clients: each client's file)."""
         return self.size_bytes if self.file_bytes is None else self.file_bytes
+
+    @property
+    def files(self) -> int:
+        """How many files of `fio_bytes` it holds: one per client, else one."""
+        return self.clients or 1
 
     def zfs_properties(self) -> dict:
         return {k: getattr(self, k) for k in ZFS_PROPERTIES if getattr(self, k) is not None}

@@ -23,7 +23,7 @@ from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.events import Event
 from zbench_lib.sweeps.running.doctor import preflight_spec
 from zbench_lib.hosts.host_lock import sweep_owner
-from zbench_lib.sweeps.running.sweep_host import check_release, open_session, releases
+from zbench_lib.sweeps.running.sweep_host import check_release, open_session, releases, with_clients
 from zbench_lib.sweeps.running.faults import FaultInjector
 from zbench_lib.sweeps.running.pool_request import pool_requests
 from zbench_lib.sweeps.running.pool_setup import restore_unfinished
@@ -66,6 +66,8 @@ def run_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep_id=No
     owner = sweep_owner(sweep_id)
     with contextlib.ExitStack() as stack:
         node = stack.enter_context(open_session(spec, None, owner, host)) if one_host else None
+        if node is not None:
+            node = stack.enter_context(with_clients(spec, node))    # client labs beside it (issue 30), if any
         if resume_dir:
             store = Store.resume(resume_dir, spec.text, plan, parse_run=parse_results)   # torn COMPLETE runs redone
         else:

@@ -18,7 +18,7 @@ from zbench_lib.core.events import Event
 from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.measure import workloads
 from zbench_lib.measure.rows import parse_results
-from zbench_lib.measure.runner import measure
+from zbench_lib.measure.runner import measure, measure_clients
 from zbench_lib.measure.until_steady import UntilSteady, measure_windows
 from zbench_lib.sweeps.planning.plan import run_seconds
 from zbench_lib.sweeps.planning.records import Cell
@@ -142,6 +142,12 @@ def _window_measurer(site: Site, fio_target: FioTarget, cell: Cell, run, attempt
         bar = RunBar(run_seconds(fio) + 5, f"{run.run_id} {cell.workload}" + (f" w{k}" if k > 1 else ""),
                      site.progress)
         try:
+            if fio_target.clients is not None:      # the load from the cell's client VMs (client_surface)
+                return measure_clients(site.host, fio_target.clients, cell.factors["clients"], pool=site.pool_name,
+                                       devices=list(site.devices), workload=cell.template,
+                                       overrides=fio,
+                                       remote_dir=remote, raw_dir=attempt, context=context,
+                                       target_name=fio_target.target_name)
             return measure(site.host, pool=site.pool_name, target_path=_filename(fio_target),
                            devices=list(site.devices), workload=cell.template, overrides=fio, remote_dir=remote,
                            raw_dir=attempt, context=context, target_name=fio_target.target_name)

@@ -3,15 +3,18 @@
 
 `open_host(spec, zfs)` yields the `hosts.node.Node` (host, disks, device control);
 `open_session` yields it for a sweep's session, the host's lock held (`hosts.host_lock.session`,
-as a fleet holds each of its hosts'); `check_labs_free` refuses, before anything is created, a
-running lab another sweep holds; `check_release` refuses a lab whose OpenZFS is not the release
-its pools are labelled with.
+as a fleet holds each of its hosts'); `with_clients` boots a sweep's client labs beside its lab
+(issue 30), one after another, and takes them down at the end, also on Ctrl-C or SIGTERM;
+`check_labs_free` refuses, before anything is created, a running lab another sweep holds;
+`check_release` refuses a lab whose OpenZFS is not the release its pools are labelled with.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+from pathlib import Path
 
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.events import Event
@@ -19,7 +22,9 @@ from zbench_lib.hosts.host_lock import LockOwner, check_free, session
 from zbench_lib.hosts.lab import Lab, LabConfig
 from zbench_lib.hosts.lab_node import booted_node, running_node
 from zbench_lib.hosts.lab_state import connect_lab, read_state
-from zbench_lib.hosts.node import Node
+from zbench_lib.hosts.fleet import CONTROLLER_RESERVE_MIB, LAB_OVERHEAD_MIB, meminfo_available_mib
+from zbench_lib.hosts.lab_clients import CLIENT_SHAPE, client_labs
+from zbench_lib.hosts.node import ClientNode, ClientNodes, Node
 from zbench_lib.hosts.resolve import parse_host
 from zbench_lib.sweeps.planning.plan import Plan
 from zbench_lib.sweeps.running.pool_request import pool_requests
@@ -131,3 +136,39 @@ def check_release(store, host, release: str) -> None:
     store.record(Event.OPENZFS_RELEASE, release=release, version=str(v), host=host.name)
     if f"{v.major}.{v.minor}" != release:
         raise ZbenchError(f"{host.name} runs OpenZFS {v}, but its pools are labelled zfs={release}")
+
+
+def check_client_memory(count: int, available_mib: int) -> None:
+    """Refuse `count` client labs that the controller's free memory (beside its running labs) cannot hold."""
+    each = CLIENT_SHAPE["memory_mib"] + LAB_OVERHEAD_MIB
+    need = count * each + CONTROLLER_RESERVE_MIB
+    if need > available_mib:
+        fits = max(0, (available_mib - CONTROLLER_RESERVE_MIB) // each)
+        raise ConfigError(f"clients: {count} client labs need {need} MiB ({count} x {each} MiB + "
+                          f"{CONTROLLER_RESERVE_MIB} MiB for the controller) but this machine has {available_mib} "
+                          f"MiB available beside its labs: at most {fits} fit")
+
+
+def _storage_lab(node: Node) -> tuple[Path, LabConfig]:
+    """The node's lab directory and the config its clients are derived from (its name and OpenZFS image)."""
+    lab_dir = getattr(node.control, "lab_dir", None)
+    state = read_state(Path(lab_dir).name) if lab_dir is not None else None
+    if state is None:
+        raise ConfigError(f"clients run beside a lab; {node.name} is not a running lab")
+    return Path(lab_dir), LabConfig(name=Path(lab_dir).name, zfs=state["config"].get("zfs", "2.3"))
+
+
+@contextlib.contextmanager
+def with_clients(spec: SweepSpec, node: Node):
+    """`node` with the sweep's client labs (`spec.clients` of them) booted beside it, or `node` itself
+    when the spec has none. Booted one after another in this (main) thread: a lab installs its signal
+    handlers as it boots; taken down when the block ends, also on an error or a signal."""
+    if not spec.clients:
+        yield node
+        return
+    lab_dir, storage = _storage_lab(node)
+    with open("/proc/meminfo") as f:
+        check_client_memory(spec.clients, meminfo_available_mib(f.read()))
+    with client_labs(storage, spec.clients) as labs:
+        nodes = tuple(ClientNode(f"c{i}", lab.host, Path(lab.dir)) for i, lab in enumerate(labs, 1))
+        yield dataclasses.replace(node, clients=ClientNodes(lab_dir, nodes))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zbench_lib.measure.load import parse_level as load_level
+from zbench_lib.sweeps.spec.clients import MAX_CLIENTS
 from zbench_lib.sweeps.spec.host import zfs_release
 from zbench_lib.sweeps.spec.pool import POOL_SETTING_FACTORS, check_pool_setting
 from zbench_lib.sweeps.spec.values import blocksize, fail, integer, zfs_property
@@ -125,7 +126,11 @@ _TARGET = (
 # the offered load (issue 33): 'saturation' (closed loop, as without the factor), a fraction of the
 # cell's saturation IOPS (0.5, '50%') or an absolute rate ('2000iops'): open loop (measure/load.py)
 _LOAD = (Factor("load", load_level, "load"),)
-FACTORS: tuple[Factor, ...] = (*_POOL, *_POOL_SETTINGS, *_BLOCKS, *_PROPERTIES, *_WORKLOAD, *_TARGET, *_LOAD)
+# the client VMs a run's load comes from, over NFS (issue 30; spec/clients.py says where it applies)
+_CLIENTS = (Factor("clients", _int(1, MAX_CLIENTS), "clients", (DATASET,),
+                   "clients (client VMs on an NFS datastore) is a factor of a dataset sweep with access: nfs"),)
+FACTORS: tuple[Factor, ...] = (*_POOL, *_POOL_SETTINGS, *_BLOCKS, *_PROPERTIES, *_WORKLOAD, *_TARGET, *_LOAD,
+                               *_CLIENTS)
 BY_NAME = {f.name: f for f in FACTORS}
 NAMES = tuple(BY_NAME)
 PROPERTIES = tuple(f.name for f in _PROPERTIES)     # the target's ZFS properties (plan: a target's settings)

@@ -25,6 +25,7 @@ from zbench_lib.measure import fio, workloads
 from zbench_lib.measure.until_steady import MAX_WINDOWS, MIN_WINDOWS, UntilSteady
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs import families
+from zbench_lib.sweeps.spec.clients import check_clients, client_levels
 from zbench_lib.sweeps.spec.fleet import check_fleet_spec, parse_hosts
 from zbench_lib.sweeps.spec.factors import BLOCKSIZE, BY_NAME, MAX_BLOCKSIZE, NAMES, PROPERTIES, fill_value
 from zbench_lib.sweeps.spec.faults import parse_faults
@@ -91,6 +92,12 @@ class SweepSpec:
     def host_count(self) -> int:
         """How many hosts the sweep runs on (1: exactly as before fleets)."""
         return len(self.hosts) or (self.lab_count if self.host == "lab" else 1)
+
+    @property
+    def clients(self) -> int:
+        """Client labs the sweep boots beside its lab: the largest client count (0: no clients, the load on
+        the storage host as before)."""
+        return max(client_levels(self.factors, self.target), default=0)
 
     @property
     def available_disks(self) -> tuple[int, int]:
@@ -221,7 +228,8 @@ def _target(d, surface: str, factors: dict) -> dict:
         return raw_target(d)
     size_key = "volsize" if surface in ZVOL_SURFACES else "size"
     allowed = (size_key, BLOCKSIZE[surface]) + tuple(p for p in PROPERTIES if surface in BY_NAME[p].surfaces)
-    mapping(d, "target", allowed + {"fs-on-zvol": ("fs",), "dataset": ("access",)}.get(surface, ()), (size_key,))
+    own = {"fs-on-zvol": ("fs",), "dataset": ("access", "clients")}.get(surface, ())
+    mapping(d, "target", allowed + own, (size_key,))
     out = {"kind": "zvol" if surface in ZVOL_SURFACES else surface,
            "size_bytes": size(d[size_key], f"target.{size_key}")}
     if surface == "fs-on-zvol":
@@ -229,10 +237,11 @@ def _target(d, surface: str, factors: dict) -> dict:
         if fs != "ext4":
             fail("target.fs", f"expected ext4 (xfs needs xfsprogs, which the lab image does not carry), got {fs!r}")
         out["fs"] = fs
-    if "access" in d:
-        out["access"] = BY_NAME["access"].check(d["access"], "target.access")
+    for k in ("access", "clients"):
+        if k in d:
+            out[k] = BY_NAME[k].check(d[k], f"target.{k}")
     for k, v in d.items():
-        if k in ("fs", "access"):
+        if k in ("fs", "access", "clients"):
             continue
         if k in factors:
             fail(f"target.{k}", "is also a factor; a setting is either fixed (target) or varied (factors)")
@@ -300,6 +309,7 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
                      faults=parse_faults(d.get("faults"), host), hosts=hosts, lab_count=lab_count,
                      host_factor=host_factor)
     check_fleet_spec(spec)
+    check_clients(d, factors, target, prefill, workloads)
     return spec
 
 

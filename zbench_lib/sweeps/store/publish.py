@@ -40,7 +40,7 @@ from pathlib import Path
 import pandas as pd
 
 from zbench_lib.core.errors import ZbenchError
-from zbench_lib.sweeps.store.raw_check import HISTOGRAMS
+from zbench_lib.sweeps.store.raw_check import CLIENTS, HISTOGRAMS
 
 RAW_ARCHIVE = "raw.tar.xz"
 MANIFEST = "SHA256SUMS"
@@ -185,13 +185,28 @@ def verify(packed_dir) -> pd.DataFrame:
     committed = pd.read_parquet(packed / "results.parquet")
     with rebuilt_copy(packed) as (copy, rebuilt):
         hist = pd.read_parquet(copy / HISTOGRAMS)
+        clients = pd.read_parquet(copy / CLIENTS) if (copy / CLIENTS).is_file() else None
     try:
         pd.testing.assert_frame_equal(rebuilt, committed, check_dtype=False)
     except AssertionError as exc:
         raise ZbenchError(f"{packed}: results.parquet does not match what its raw files give:\n{exc}") from None
     _check_histograms(packed, hist)
+    _check_clients(packed, clients)
     rebuilt.attrs["manifest"] = manifest
     return rebuilt
+
+
+def _check_clients(packed: Path, rebuilt: pd.DataFrame | None) -> None:
+    """clients.parquet (a sweep with clients, issue 30) is what the raw files give, and there only."""
+    if rebuilt is None or not (packed / CLIENTS).is_file():
+        if rebuilt is not None or (packed / CLIENTS).is_file():
+            raise ZbenchError(f"{packed}: {CLIENTS} is {'missing' if rebuilt is not None else 'present'}, but "
+                              f"its raw files hold {'' if rebuilt is not None else 'no '}clients runs")
+        return
+    try:
+        pd.testing.assert_frame_equal(rebuilt, pd.read_parquet(packed / CLIENTS), check_dtype=False)
+    except AssertionError as exc:
+        raise ZbenchError(f"{packed}: {CLIENTS} does not match what its raw files give:\n{exc}") from None
 
 
 def _check_histograms(packed: Path, rebuilt: pd.DataFrame) -> None:

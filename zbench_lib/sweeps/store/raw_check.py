@@ -24,11 +24,14 @@ import pandas as pd
 
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.core.events import Event
+from zbench_lib.measure.client_rows import CLIENT_TABLE_COLUMNS, client_table, is_clients_run
 from zbench_lib.measure.fio_hist import HIST_COLUMNS, attempt_histograms
 from zbench_lib.sweeps.planning.blocks import run_id as make_run_id
 
 INVALID_MARKER = "COMPLETE.invalid"
 HISTOGRAMS = "latency_hist.parquet"       # histogram_frame's table, beside results.parquet
+CLIENTS = "clients.parquet"               # client_frame's table: only a sweep with clients has one
+CLIENT_ID_COLUMNS = ["run_id", "attempt", "cell_id"]
 # What torn or malformed raw files raise while rows are derived (a missing file, bad JSON,
 # a JSON value of the wrong shape, fio_parse's own ZbenchError).
 PARSE_ERRORS = (ZbenchError, OSError, ValueError, KeyError, TypeError, IndexError, AttributeError)
@@ -127,11 +130,26 @@ def histogram_frame(runs: list[tuple[str, dict, list]], raw: Path) -> pd.DataFra
     return df.astype({"run_id": str, "attempt": "int64", "direction": str, "bin_ns": "int64", "count": "int64"})
 
 
+def client_frame(runs: list[tuple[str, dict, list]], raw: Path) -> pd.DataFrame:
+    """clients.parquet's table: a row per client and direction of each clients run (issue 30;
+    `measure.client_rows.client_table`), for the runs `results_frame` gets, the same attempt as its row."""
+    recs = []
+    for run_id, meta, _ in runs:
+        for a in sorted(p for p in (Path(raw) / run_id).glob("attempt-*") if (p / "COMPLETE").exists()):
+            if is_clients_run(a):
+                ids = {"run_id": run_id, "attempt": int(a.name.split("-")[1]), "cell_id": meta.get("cell_id")}
+                recs += [{**ids, **r} for r in client_table(a)]
+    return pd.DataFrame.from_records(recs, columns=[*CLIENT_ID_COLUMNS, *CLIENT_TABLE_COLUMNS])
+
+
 def derived_files(runs: list[tuple[str, dict, list]], raw: Path, sweep_id: str) -> tuple[pd.DataFrame, dict]:
     """The results table, and what the store writes from raw: latency_hist.parquet first (so
-    results.parquet, written after it, is never newer than the histograms), then the results."""
+    results.parquet, written after it, is never newer than the histograms), then the results.
+    A sweep with clients has clients.parquet too, written before the results likewise."""
     df = results_frame(runs, sweep_id)
+    clients = client_frame(runs, raw)
     return df, {HISTOGRAMS: histogram_frame(runs, raw).to_parquet(index=False),
+                **({CLIENTS: clients.to_parquet(index=False)} if len(clients) else {}),
                 "results.parquet": df.to_parquet(index=False), "results.csv": df.to_csv(index=False)}
 
 

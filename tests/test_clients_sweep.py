@@ -1,0 +1,309 @@
+"""Several clients on one NFS datastore as a sweep feature (issue 30): what can be checked without a lab.
+
+The spec and the plan (`clients` as a factor and as a target key), the clock-offset arithmetic, the
+rows of a clients run derived from raw files (the stored two-client report of tests/fixtures/fio_clients
+with hand-made clock readings; every expected number below is worked out by hand in the comments),
+and a clients run measured end to end on this machine: the storage node is the local host (its
+sampler), the clients two `fio --server` daemons on 127.0.0.1 (a tiny rate-limited psync job on a file
+in the test's directory), then its rows and per-client table derived from what it left in raw.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from zbench_lib.hosts.base import LocalHost
+from zbench_lib.measure.client_clock import ClientClock, ClockReading, clocks_from_record, to_storage_ms
+from zbench_lib.measure.client_rows import client_fio_rows, client_table, storage_window
+from zbench_lib.measure.fio_clients import ClientLoad, FioServers, ServerSpec
+from zbench_lib.measure.rows import derive_rows
+from zbench_lib.measure.run_context import RunContext
+from zbench_lib.measure.runner import measure_clients
+from zbench_lib.sweeps.planning.plan import expand
+from zbench_lib.sweeps.spec.sweep_spec import parse_spec
+
+FIX = Path(__file__).parent / "fixtures" / "fio_clients"
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None or shutil.which("ss") is None,
+                               reason="fio or ss not installed")
+SPEC = """\
+name: clients
+question: How do several clients share one NFS datastore?
+surface: dataset
+host: lab
+lab: {disks: 2, disk_size: 1G, model: hdd, extra_disks: 0}
+factors:
+  layout: [mirror]
+  disks: [2]
+  sync: [standard, always]
+  clients: [1, 2, 4]
+target: {size: 64M, access: nfs, recordsize: 16k}
+workloads:
+  - {name: randwrite, overrides: {runtime_s: 10, ramp_time_s: 2, bs: 16k}}
+repetitions: {fixed: 3}
+"""
+MiB = 1024 ** 2
+
+
+# --- spec and plan -------------------------------------------------------------------------------
+
+def test_a_clients_factor_plans_one_target_per_setting_mounted_by_the_largest_count():
+    spec = parse_spec(SPEC)
+    assert spec.clients == 4
+    plan = expand(spec)
+    # 2 sync levels x 3 client counts; the client count is a cell's, not a target's: 2 targets
+    assert len(plan.cells) == 6 and len(plan.targets) == 2
+    assert sorted(c.factors["clients"] for c in plan.cells) == [1, 1, 2, 2, 4, 4]
+    for t in plan.targets:
+        assert t.clients == 4 and t.surface == "nfs-clients"
+        assert t.prefill_bytes == 4 * 64 * MiB          # one client's file of 64M each, four clients
+        assert t.to_dict()["clients"] == 4
+    assert "clients: 4 client lab(s)" in plan.describe()
+
+
+def test_a_clients_target_key_is_every_cells_count():
+    spec = parse_spec(SPEC.replace("  clients: [1, 2, 4]\n", "").replace("access: nfs,", "access: nfs, clients: 2,"))
+    plan = expand(spec)
+    assert spec.clients == 2 and {c.factors["clients"] for c in plan.cells} == {2}
+    assert {t.clients for t in plan.targets} == {2}
+
+
+def test_without_clients_nothing_changes():
+    spec = parse_spec(SPEC.replace("  clients: [1, 2, 4]\n", ""))
+    plan = expand(spec)
+    assert spec.clients == 0
+    assert all("clients" not in c.factors for c in plan.cells)
+    assert all("clients" not in t.to_dict() and t.surface == "nfs" for t in plan.targets)
+    assert "client lab" not in plan.describe()
+
+
+# --- the clock offsets ---------------------------------------------------------------------------
+
+def test_a_clients_offset_is_its_reading_against_the_midpoint_of_the_storage_readings():
+    # storage read 100.0 then 100.4; the client, in between, read 103.5: offset 103.5 - 100.2 = 3.3 s,
+    # exact within half the round trip, 0.2 s
+    r = ClockReading("c0", 100.0, 103.5, 100.4)
+    assert r.offset_s == pytest.approx(3.3) and r.uncertainty_s == pytest.approx(0.2)
+    # at the end: 200.0 / 203.7 / 200.2 -> offset 3.6, uncertainty 0.1; the run uses the mean, 3.45
+    clock = ClientClock("c0", r, ClockReading("c0", 200.0, 203.7, 200.2))
+    assert clock.offset_s == pytest.approx(3.45) and clock.drift_s == pytest.approx(0.3)
+    assert clock.uncertainty_s == pytest.approx(0.2)
+    # a client time of 5000 ms on its clock is 5000 - 3450 = 1550 ms on the storage node's
+    assert to_storage_ms(5000.0, clock.offset_s) == pytest.approx(1550.0)
+    assert ClientClock("c0", r, None).offset_s == pytest.approx(3.3)
+
+
+def test_clock_records_round_trip():
+    rec = {"start": [ClockReading("c0", 1.0, 2.0, 1.5).to_record()],
+           "end": [ClockReading("c0", 3.0, 4.0, 3.5).to_record()]}
+    clocks = clocks_from_record(json.loads(json.dumps(rec)))
+    assert clocks["c0"].start == ClockReading("c0", 1.0, 2.0, 1.5) and clocks["c0"].end.client == 4.0
+
+
+# --- rows from a recorded raw run ------------------------------------------------------------------
+
+def _recorded_attempt(tmp_path: Path) -> Path:
+    """An attempt directory holding the stored two-client report, hand-made clock readings and run.json."""
+    attempt = tmp_path / "attempt-1"
+    shutil.copytree(FIX, attempt / "clients", ignore=shutil.ignore_patterns("README.md"))
+    # c0's clock runs 0.5 s ahead at the start (1000.6 against the midpoint 1000.1) and 0.6 s at the end:
+    # mean 0.55 s; c1's 0.2 s behind at both (1000.2 against 1000.4; 2000.2 against 2000.4)
+    clocks = {"start": [{"label": "c0", "storage_before": 1000.0, "client": 1000.6, "storage_after": 1000.2},
+                        {"label": "c1", "storage_before": 1000.3, "client": 1000.2, "storage_after": 1000.5}],
+              "end": [{"label": "c0", "storage_before": 2000.0, "client": 2000.7, "storage_after": 2000.2},
+                      {"label": "c1", "storage_before": 2000.3, "client": 2000.2, "storage_after": 2000.5}]}
+    (attempt / "clients" / "clocks.json").write_text(json.dumps(clocks))
+    run = {"t0": 1795672437.0, "t1": 1795672443.0, "t_start": 1795672437.0, "t_end": 1795672443.0, "ramp_s": 0,
+           "pool": "", "devices": [], "kernel_devices": [], "workload": "randread", "context": {},
+           "clients": {"endpoints": {"c0": "127.0.0.1,57747", "c1": "127.0.0.1,52907"}, "interval_ms": 500}}
+    (attempt / "run.json").write_text(json.dumps(run))
+    (attempt / "counters").mkdir()
+    return attempt
+
+
+def test_the_window_is_placed_on_the_storage_clock(tmp_path):
+    attempt = _recorded_attempt(tmp_path)
+    # starts from the logs (stamp - k x 500 ms, the least delayed): c0 1795672438772, c1 1795672438893 ms
+    # on their own clocks; on the storage clock c0 438772 - 550 = 438222, c1 438893 + 200 = 439093.
+    # Ends: c0 438222 + 3001 = 441223, c1 439093 + 3000 = 442093. Shared: 439093 .. 441223.
+    t_start, t_end = storage_window(attempt, fallback=(0.0, 0.0))
+    assert t_start == pytest.approx(1795672439.093, abs=1e-6) and t_end == pytest.approx(1795672441.223, abs=1e-6)
+
+
+def test_the_aggregate_row_of_a_recorded_run(tmp_path):
+    [row] = client_fio_rows(_recorded_attempt(tmp_path))
+    # each client did 3001 reads of 4 KiB (12292096 bytes), c0 in 3001 ms, c1 in 3000 ms
+    assert row["direction"] == "read" and row["total_ios"] == 6002 and row["clients"] == 2
+    assert row["iops"] == pytest.approx(1000.0 + 1000.333333, rel=1e-6)          # 3001/3.001 + 3001/3.000
+    assert row["runtime_ms"] == 2130                                              # 441223 - 439093
+    assert row["io_bytes"] == 17451868          # (12292096/3.001 + 12292096/3.000) B/s x 2.130 s = 17451868.2
+    assert row["client_skew_ms"] == pytest.approx(871.0)                          # 439093 - 438222
+    assert row["client_iops_min_share"] == pytest.approx(1000.0 / 2000.333333, rel=1e-6)
+    assert row["client_iops_max_share"] == pytest.approx(1000.333333 / 2000.333333, rel=1e-6)
+    assert row["client_window_overlap"] == pytest.approx(2130 / 3001)
+    assert row["client_clock_uncertainty_ms"] == pytest.approx(100.0)   # every round trip took 0.2 s: half
+    assert row["bs_bytes"] == 4096 and row["rw"] == "randread"
+    assert row["client_fio_sum_agrees"] is True
+
+
+def test_the_per_client_table_of_a_recorded_run(tmp_path):
+    table = {r["client"]: r for r in client_table(_recorded_attempt(tmp_path))}
+    assert set(table) == {"c0", "c1"}
+    assert table["c0"]["endpoint"] == "127.0.0.1,57747" and table["c0"]["total_ios"] == 3001
+    assert table["c0"]["iops"] == pytest.approx(1000.0) and table["c1"]["iops"] == pytest.approx(1000.333333)
+    assert table["c0"]["start_after_first_ms"] == 0 and table["c1"]["start_after_first_ms"] == pytest.approx(871.0)
+    assert table["c0"]["clock_offset_ms"] == pytest.approx(550.0)
+    assert table["c1"]["clock_offset_ms"] == pytest.approx(-200.0)
+    assert table["c0"]["clock_drift_ms"] == pytest.approx(100.0)
+    assert table["c1"]["clock_drift_ms"] == pytest.approx(0.0, abs=1e-6)
+    assert table["c0"]["iops_share"] + table["c1"]["iops_share"] == pytest.approx(1.0)
+
+
+def test_derive_rows_reads_a_clients_run(tmp_path):
+    rows, checks = derive_rows(_recorded_attempt(tmp_path))
+    assert len(rows) == 1 and rows[0]["iops"] == pytest.approx(2000.333333, rel=1e-6)
+    assert rows[0]["fio_exit_lag_s"] is None and "host_contention" in checks
+
+
+# --- measured end to end on this machine ------------------------------------------------------------
+
+@needs_fio
+def test_a_clients_run_measured_on_localhost(tmp_path):
+    from tests.test_fio_clients import free_ports
+
+    host = LocalHost()
+    specs = [ServerSpec(host, "127.0.0.1", port, str(tmp_path / f"srv{i}"), f"c{i}")
+             for i, port in enumerate(free_ports(2))]
+    files = {s.label: str(tmp_path / f"{s.label}.data") for s in specs}
+    overrides = dict(ioengine="psync", direct=0, size=4 * MiB, runtime_s=2, ramp_time_s=1, rate_iops=200)
+    with FioServers(specs, host) as servers:
+        load = ClientLoad(servers, files, host, str(tmp_path / "controller"))
+        res = measure_clients(host, load, 2, pool=None, devices=[], workload="randread", overrides=overrides,
+                              remote_dir=str(tmp_path / "storage" / "r1"), raw_dir=tmp_path / "attempt-1",
+                              context=RunContext())
+    raw = tmp_path / "attempt-1"
+    rec = json.loads((raw / "run.json").read_text())
+    clocks = json.loads((raw / "clients" / "clocks.json").read_text())
+    fio = json.loads((t := (raw / "clients" / "fio.json").read_text())[t.find("{"):])
+    entries = [e for e in fio["client_stats"] if e["jobname"] != "All clients"]
+    # the clocks read at the start and the end, for both clients, one machine: offsets within the round trip
+    assert [r["label"] for r in clocks["start"]] == ["c0", "c1"] == [r["label"] for r in clocks["end"]]
+    for r in clocks["start"] + clocks["end"]:
+        assert r["storage_before"] <= r["client"] <= r["storage_after"]
+    # the window inside the run, on the storage (here: the same) clock
+    assert rec["t0"] <= res.window[0] < res.window[1] <= rec["t1"] + 1
+    rows, _ = derive_rows(raw)
+    [row] = rows
+    assert row["total_ios"] == sum(e["read"]["total_ios"] for e in entries)
+    assert row["iops"] == pytest.approx(sum(e["read"]["total_ios"] * 1000 / e["read"]["runtime"] for e in entries))
+    assert row["clients"] == 2 and 0 <= row["client_skew_ms"] < 3000
+    assert len(client_table(raw)) == 2
+    assert (raw / "counters").is_dir() and math.isfinite(row["clat_p50_ns"])   # the storage node sampled, bins summed
+
+
+# --- the store: clients.parquet and the summed histogram ---------------------------------------------
+
+def test_the_store_derives_clients_parquet_and_the_summed_histogram(tmp_path):
+    from zbench_lib.measure.fio_hist import attempt_histograms
+    from zbench_lib.sweeps.store.raw_check import client_frame
+
+    raw = tmp_path / "raw"
+    attempt = _recorded_attempt(raw / "c1-r01")
+    (attempt / "COMPLETE").write_text("")
+    frame = client_frame([("c1-r01", {"cell_id": "c1"}, [])], raw)
+    assert list(frame["client"]) == ["c0", "c1"] and set(frame["run_id"]) == {"c1-r01"}
+    assert list(frame["attempt"]) == [1, 1] and list(frame["total_ios"]) == [3001, 3001]
+    hist = attempt_histograms(attempt)
+    # the two clients' bins summed: 6002 reads in all, none from fio's "All clients" entry
+    assert {h["direction"] for h in hist} == {"read"} and sum(h["count"] for h in hist) == 6002
+    assert client_frame([("c1-r01", {"cell_id": "c1"}, [])], tmp_path / "none").empty
+
+
+# --- the executor's pieces -------------------------------------------------------------------------
+
+def test_a_clients_target_is_on_the_nfs_clients_surface():
+    from zbench_lib.sweeps.running.surfaces import surface_of
+
+    target = expand(parse_spec(SPEC)).targets[0]
+    assert surface_of(target).name == "nfs-clients"
+
+
+def test_client_labs_the_controller_cannot_hold_are_refused_in_one_line():
+    from zbench_lib.core.errors import ConfigError
+    from zbench_lib.sweeps.running.sweep_host import check_client_memory
+
+    # each client lab: 1024 MiB guest + 512 MiB QEMU = 1536; the controller keeps 2048.
+    check_client_memory(4, 4 * 1536 + 2048)                          # exactly fits
+    with pytest.raises(ConfigError, match=r"^clients: 4 client labs need 8192 MiB .* has 8191 MiB available "
+                                          r"beside its labs: at most 3 fit$"):
+        check_client_memory(4, 8191)
+
+
+def test_a_spec_without_clients_keeps_the_node_as_it_is():
+    from zbench_lib.sweeps.running.sweep_host import with_clients
+
+    node = object()
+    with with_clients(parse_spec(SPEC.replace("  clients: [1, 2, 4]\n", "")), node) as got:
+        assert got is node
+
+
+# --- the report: fairness per cell, the caveat ---------------------------------------------------------
+
+def _fairness_rows():
+    import pandas as pd
+
+    # one cell (2 clients) of two runs: aggregate 100 and 120 IOPS; shares (0.40, 0.60) and (0.45, 0.55)
+    rows = pd.DataFrame({"workload": "randwrite", "direction": "write", "clients": 2, "run_id": ["a", "b"],
+                         "attempt": 1, "pool_replicate": 1, "iops": [100.0, 120.0], "total_ios": 3000,
+                         "client_iops_min_share": [0.40, 0.45], "client_iops_max_share": [0.60, 0.55]})
+    clients = pd.DataFrame({"run_id": ["a", "a", "b", "b"], "attempt": 1, "direction": "write",
+                            "client": ["c1", "c2", "c1", "c2"], "p99_ns": [1e6, 2e6, 3e6, 4e6]})
+    # each run: 2970 I/Os in the 1000 ns bin, 30 in the 5000 ns one; merged 6000, p99 needs 5940: 1000 ns
+    hist = pd.DataFrame({"run_id": ["a", "a", "b", "b"], "attempt": 1, "direction": "write",
+                         "bin_ns": [1000, 5000, 1000, 5000], "count": [2970, 30, 2970, 30]})
+    return rows, clients, hist
+
+
+def test_the_fairness_table_of_hand_made_rows():
+    from zbench_lib.analysis.stats.fairness import fairness_table
+
+    rows, clients, hist = _fairness_rows()
+    [r] = fairness_table(rows, clients, hist, ["workload", "direction", "clients"]).to_dict("records")
+    assert r["n"] == 2 and r["iops_mean"] == pytest.approx(110.0)
+    # sd 14.1421, t(0.975, 1) = 12.7062: half-width 12.7062 x 14.1421 / sqrt 2 = 127.062 -> on the log scale
+    # 110 x exp(-/+ 127.062 / 110) = 110 x exp(-/+ 1.15511) = 34.65 .. 349.21
+    assert r["iops_ci_low"] == pytest.approx(34.65, rel=1e-3) and r["iops_ci_high"] == pytest.approx(349.21, rel=1e-3)
+    assert r["p99_ns"] == 1000.0
+    assert r["share_min"] == 0.40 and r["share_max"] == 0.60
+    assert r["share_min_mean"] == pytest.approx(0.425) and r["share_max_mean"] == pytest.approx(0.575)
+    assert r["p99_c1_ns"] == 2e6 and r["p99_c2_ns"] == 3e6          # medians of (1, 3) and (2, 4) ms
+
+
+def test_the_clients_section_and_caveat_appear_only_with_clients():
+    from zbench_lib.analysis.claims.caveats import CLIENTS_CAVEAT, caveats
+    from zbench_lib.analysis.report.client_section import client_section
+
+    rows, clients, hist = _fairness_rows()
+    page = client_section(rows, clients, hist, "Sweep s.")
+    assert "p99_c1_ns" in page or "c1" in page
+    assert "a fair share is 1 / clients" in page
+    assert client_section(rows.drop(columns="clients"), None, hist) == ""
+    nfs = rows.assign(access="nfs")
+    assert caveats(nfs) == [CLIENTS_CAVEAT]           # and not the loopback datastore's
+    assert CLIENTS_CAVEAT not in caveats(nfs.drop(columns="clients"))
+    assert "QEMU's user-mode networking" in CLIENTS_CAVEAT and "NFS stack" in CLIENTS_CAVEAT
+
+
+def test_a_clients_target_needs_room_for_every_clients_file_even_without_a_prefill():
+    from zbench_lib.sweeps.planning.capacity import target_need
+    from zbench_lib.zfs.layouts import Layout
+
+    no_prefill = parse_spec(SPEC + "prefill: {fill: whole, policy: none}\n")
+    [t, *_] = expand(no_prefill).targets
+    alone = expand(parse_spec(SPEC.replace("  clients: [1, 2, 4]\n", "") + "prefill: {fill: whole, policy: none}\n"))
+    layout = Layout("mirror", 2)
+    assert t.prefill_bytes == 0 and target_need(t, layout) > 3.9 * target_need(alone.targets[0], layout)

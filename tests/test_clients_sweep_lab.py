@@ -1,0 +1,153 @@
+"""A sweep whose load comes from client VMs on one NFS datastore (issue 30), end to end through the executor.
+
+A tiny spec (one 1-disk stripe, one dataset, randwrite for 3 s, `clients: [2, 1]` as written: a cell with
+two clients, then one with one, one run each) runs on the session's lab as a user runs `zbench sweep`:
+the sweep boots two client labs beside the session lab, exports the dataset once, mounts it on both,
+starts their fio servers and measures each cell from its first k clients. One sweep checks both
+halves, so the client labs boot once: its first run (two clients) is committed, and a SIGTERM inside
+its second run takes everything down (`zbench sweep` exits 143). Checked: nothing is left (no client
+lab running, no NFS forward on the session lab, nothing exported, no pool, no controller fio, no
+scratch directory); the committed run, its tables rebuilt from raw, gives the aggregate row of its
+clients with the clients' columns and clients.parquet a row per client; its raw record holds the
+controller's report, both clock readings of each client and the storage node's counters, with a
+window inside the run on the storage node's clock; the packed sweep verifies.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from zbench_lib.core.events import Event
+from zbench_lib.hosts.lab_state import read_state
+from zbench_lib.zfs.pools import find_leftovers
+
+from conftest import LAB_TEST_CONFIG, sweep_child, wait_lock_free
+
+pytestmark = pytest.mark.lab
+SPEC = """\
+name: clients-lab
+question: Do two client VMs on one NFS datastore give a row per client and their aggregate?
+surface: dataset
+host: lab
+lab: {disks: 1, disk_size: 1G, model: "custom:iops=400,bw=100M", extra_disks: 0}
+factors:
+  layout: [stripe]
+  disks: [1]
+  clients: [2, 1]
+target: {size: 32M, recordsize: 16k, compression: "off", sync: standard, access: nfs}
+workloads:
+  - {name: randwrite, overrides: {runtime_s: 3, ramp_time_s: 1, bs: 16k, numjobs: 1, iodepth: 2}}
+repetitions: {fixed: 1, max_attempts: 1, metric: iops}
+prefill: {fill: whole, policy: once-per-target}
+order: as-written
+seed: 30
+"""
+CLIENT_LABS = [f"{LAB_TEST_CONFIG['name']}-cl{i}" for i in (1, 2)]
+NFS_PORT = 2049
+
+
+def _spec(tmp_path: Path) -> Path:
+    path = tmp_path / "clients-lab.yaml"
+    path.write_text(SPEC)
+    return path
+
+
+def _events(sweep_dir: Path) -> list[dict]:
+    path = sweep_dir / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _nothing_left(lab, lab_host, started: float) -> None:
+    """No client lab, no NFS forward, no export, no pool, no controller fio, no scratch directory."""
+    assert [n for n in CLIENT_LABS if read_state(n) is not None] == []
+    qemus = subprocess.run(["pgrep", "-af", "zbench-lab-pytest-cl"], capture_output=True, text=True).stdout
+    assert qemus.strip() == "", qemus
+    usernet = lab.qmp("human-monitor-command", **{"command-line": "info usernet"})
+    assert [f for f in usernet.splitlines() if "HOST_FORWARD" in f and f" {NFS_PORT} " in f] == [], usernet
+    exported = lab_host.run(["exportfs", "-v"]).stdout
+    assert "/zbench" not in exported, exported
+    assert find_leftovers(lab_host) == []
+    controller = subprocess.run(["pgrep", "-af", "fio --output-format=json\\+"], capture_output=True, text=True)
+    assert controller.stdout.strip() == "", controller.stdout
+    scratch = [p for p in Path("/tmp").glob("zbench-clients-*") if p.stat().st_mtime >= started]
+    assert scratch == [], scratch
+
+
+def _run_until_the_second_run_then_sigterm(spec: Path, out: Path, log_path: Path) -> tuple[int, Path]:
+    """`zbench sweep` as a user runs it, SIGTERMed inside its second run's fio --client call: (rc, sweep dir)."""
+    argv, env = sweep_child(spec, out, cli=True, ZBENCH_LAB=LAB_TEST_CONFIG["name"])
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline, sweep_dir = time.monotonic() + 1500, None
+        while time.monotonic() < deadline and proc.poll() is None:
+            dirs = list(out.glob("*"))
+            sweep_dir = dirs[0] if dirs else None
+            if sweep_dir and sum(e["event"] == Event.RUN_STARTED for e in _events(sweep_dir)) >= 2:
+                break
+            time.sleep(0.5)
+        assert proc.poll() is None, log_path.read_text()[-3000:]
+        time.sleep(1.5)                                  # inside the run's fio --client call
+        os.kill(proc.pid, signal.SIGTERM)
+        rc = proc.wait(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return rc, sweep_dir
+
+
+def test_a_clients_sweep_gives_the_aggregate_and_a_row_per_client_and_a_sigterm_leaves_nothing(lab, lab_host,
+                                                                                                tmp_path):
+    """One sweep (two client labs booted once) checks both: its first run (two clients) is committed and
+    gives its rows; a SIGTERM inside its second run (one client) takes everything down, exit 143."""
+    from zbench_lib.measure.rows import parse_results
+    from zbench_lib.sweeps.store.publish import pack, verify
+    from zbench_lib.sweeps.store.store import Store
+
+    started = time.time()
+    rc, sweep_dir = _run_until_the_second_run_then_sigterm(_spec(tmp_path), tmp_path / "out", tmp_path / "sweep.log")
+    assert rc == 128 + signal.SIGTERM, (tmp_path / "sweep.log").read_text()[-3000:]
+    wait_lock_free(lab_host)
+    _nothing_left(lab, lab_host, started)
+    # the derived tables rebuilt from the raw record of the committed run, as a resume or verify does
+    Store.open(sweep_dir).rebuild_results(parse_results)
+    df = pd.read_parquet(sweep_dir / "results.parquet")
+    clients = pd.read_parquet(sweep_dir / "clients.parquet")
+    print("\n", df[["run_id", "clients", "iops", "clat_p99_ns", "client_skew_ms", "client_iops_min_share",
+                    "client_iops_max_share", "client_clock_uncertainty_ms", "truth_flags"]].to_string(),
+          "\n", clients.to_string())
+    # the committed run: two clients' aggregate, one row (writes only)
+    assert len(df) == 1 and list(df["clients"]) == [2] and list(df["direction"]) == ["write"]
+    two = df.iloc[0]
+    assert two["iops"] > 0 and two["total_ios"] > 0
+    assert 0 < two["client_iops_min_share"] <= 0.5 <= two["client_iops_max_share"] < 1
+    assert two["client_skew_ms"] >= 0 and 0 < two["client_window_overlap"] <= 1
+    # clients.parquet: c1 and c2, each wrote, its clock read; their I/O counts add up to the aggregate's
+    assert sorted(clients["client"]) == ["c1", "c2"] and set(clients["run_id"]) == {two["run_id"]}
+    assert (clients["iops"] > 0).all() and (clients["total_ios"] > 0).all()
+    assert clients["clock_offset_ms"].map(math.isfinite).all()
+    assert (clients["clock_uncertainty_ms"] < 5000).all()
+    assert clients["total_ios"].sum() == two["total_ios"]
+    # the committed run's raw record: the controller's report, the clocks at both ends, the storage node's counters
+    for complete in (sweep_dir / "raw").rglob("COMPLETE"):
+        attempt = complete.parent
+        rec = json.loads((attempt / "run.json").read_text())
+        clocks = json.loads((attempt / "clients" / "clocks.json").read_text())
+        assert len(clocks["start"]) == len(rec["clients"]["endpoints"]) == len(clocks["end"]) == 2
+        assert (attempt / "clients" / "fio.json").is_file() and (attempt / "counters").is_dir()
+        assert not (attempt / "fio").exists()           # no fio ran on the storage node
+        assert rec["t0"] - 2 <= rec["t_start"] < rec["t_end"] <= rec["t1"] + 2, rec
+    mounted = [e for e in _events(sweep_dir) if e["event"] == Event.NFS_DATASTORE_MOUNTED]
+    assert len(mounted) == 1 and mounted[0]["clients"] == ["c1", "c2"]
+    assert all(o and "vers=4.2" in o for o in mounted[0]["mount_options"].values()), mounted
+    # packed, it verifies: results, histograms and clients.parquet rebuilt from raw alone
+    verify(pack(sweep_dir, tmp_path / "packed"))

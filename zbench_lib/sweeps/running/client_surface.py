@@ -1,0 +1,95 @@
+"""The nfs-clients surface: a dataset exported once and mounted by the sweep's client VMs (issue 30).
+
+A target with clients (``Target.clients``: its cells' largest count) is a dataset whose every
+client has a file of its own (``<label>-fio.data``, `zfs.nfs_clients`), each written first by the
+prefill on the storage node (a datastore's disks are written before they are measured; the same
+fill the loopback datastore gets, once per client). Then, for as long as the target is measured:
+
+- the storage lab's NFS port is forwarded (`hosts.lab_clients.forwarded`) and the dataset exported to
+  the clients' address, mounted by every client with stable writes (`zfs.nfs_clients`);
+- every client runs fio's server behind a forward of its own (`measure.fio_clients.FioServers`: one
+  fio release everywhere, no leftover server, the port answers from the controller);
+- the `FioTarget` carries them as a `ClientLoad`: each run of a cell with `clients: k` is one
+  `fio --client` call from the first k (`runner.measure_clients`, through `run_loop`).
+
+Leaving it, also on an error, Ctrl-C or SIGTERM: the servers stopped, their forwards removed, every
+client unmounted, the export removed, the NFS forward removed; the pool goes after (its ground).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import posixpath
+import tempfile
+
+from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.events import Event
+from zbench_lib.hosts.base import LocalHost
+from zbench_lib.hosts.lab_clients import CONTROLLER_FROM_GUEST, forwarded
+from zbench_lib.hosts.node import ClientNodes
+from zbench_lib.measure.fio_clients import DEFAULT_PORT, ClientLoad, FioServers, ServerSpec
+from zbench_lib.sweeps.planning.records import Target
+from zbench_lib.sweeps.running.surface import FioTarget, Site
+from zbench_lib.sweeps.running.zfs_surfaces import pool_context, write_target, zfs_target
+from zbench_lib.zfs.nfs_clients import SharedNfsDatastore
+from zbench_lib.zfs.nfs_share import NFS_FILE
+from zbench_lib.zfs.pools import TargetInfo
+
+NFS_PORT = 2049
+SERVER_DIR = "/var/tmp/zbench-fio-server"       # on each client: the fio server's pidfile and working directory
+
+
+def _clients(site: Site, target: Target) -> ClientNodes:
+    clients = site.node.clients
+    if clients is None or len(clients.nodes) < (target.clients or 0):
+        have = 0 if clients is None else len(clients.nodes)
+        raise ConfigError(f"target {target.target_id} is mounted by {target.clients} client(s), "
+                          f"the sweep booted {have}")
+    return dataclasses.replace(clients, nodes=clients.nodes[:target.clients])
+
+
+def _written(site: Site, tinfo: TargetInfo, target: Target, labels: list[str]) -> tuple[dict, dict | None]:
+    """Every client's file prefilled on the storage node: the first one's records (each one's is an event)."""
+    directory = posixpath.dirname(tinfo.path)
+    records = [write_target(site, dataclasses.replace(tinfo, path=f"{directory}/{label}-{NFS_FILE}"), target)
+               for label in labels]
+    return records[0]
+
+
+@contextlib.contextmanager
+def _servers(clients: ClientNodes):
+    """Each client's fio server behind a forward of its own, for the length of the block."""
+    with contextlib.ExitStack() as stack:
+        specs = [ServerSpec(n.host, "0.0.0.0", DEFAULT_PORT, SERVER_DIR, n.label,
+                            reach=("127.0.0.1", stack.enter_context(forwarded(n.lab_dir, DEFAULT_PORT))))
+                 for n in clients.nodes]
+        yield stack.enter_context(FioServers(specs, LocalHost()))
+
+
+class NfsClientsSurface:
+    """fio's client/server mode on the clients' NFS mounts of the dataset (see the module's text)."""
+    name = "nfs-clients"
+
+    @contextlib.contextmanager
+    def prepare(self, site: Site, target: Target):
+        clients = _clients(site, target)
+        labels = [n.label for n in clients.nodes]
+        tinfo = site.pool.create_target(zfs_target(target))
+        fill, warm = _written(site, tinfo, target, labels)
+        exported = posixpath.dirname(tinfo.path)
+        with forwarded(clients.storage_dir, NFS_PORT) as nfs_port, \
+                SharedNfsDatastore(site.host, exported, {n.label: n.host for n in clients.nodes},
+                                   export_to=CONTROLLER_FROM_GUEST, reach=(CONTROLLER_FROM_GUEST, nfs_port),
+                                   size_bytes=target.size_bytes) as store, \
+                _servers(clients) as servers, \
+                tempfile.TemporaryDirectory(prefix="zbench-clients-") as controller_dir:
+            site.store.record(Event.NFS_DATASTORE_MOUNTED, target_id=target.target_id, clients=labels,
+                              fio=servers.version, **store.readback())
+            ctx = pool_context(site, tinfo, target, fill, warm)
+            # the controller's job files and report land in the attempt's raw clients/; this is its scratch
+            load = ClientLoad(servers, {label: store.file_path(label) for label in labels}, LocalHost(),
+                              controller_dir)
+            yield FioTarget(tinfo.path, ctx.file_bytes, tinfo.full_name, ctx,
+                            meta=dict(pool=site.pool.name, target=tinfo.full_name,
+                                      target_properties=tinfo.properties, client_labs=labels), clients=load)
