@@ -18,9 +18,14 @@ import pytest
 import yaml
 
 from zbench_lib.core.events import Event
+from zbench_lib.hosts.fleet import LAB, HostEntry
+from zbench_lib.hosts.host_lock import LockOwner
 from zbench_lib.sweeps.planning.plan import expand
 from zbench_lib.sweeps.planning.probes import probe_id
 from zbench_lib.sweeps.running import open_loop
+from zbench_lib.sweeps.running.fleet import Dispatcher
+from zbench_lib.sweeps.running.fleet_open import OpenFleet
+from zbench_lib.sweeps.running.pool_request import pool_requests
 from zbench_lib.sweeps.running.staging import Committer, new_execution, staged_executions
 from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 from zbench_lib.sweeps.store.store import Store
@@ -28,6 +33,8 @@ from zbench_lib.sweeps.store.store import Store
 SPEC = Path(__file__).resolve().parent / "specs" / "load.yaml"
 PROBE_IOPS = 800.0                      # 700 + 100: every direction, what the load splits
 OFFERED = 400.0                         # 0.5 x 800
+OWNER = LockOwner("sweep s from ctl", "c0ffee")
+LAB1, LAB2 = HostEntry("lab1", LAB, "lab-lab1"), HostEntry("lab2", LAB, "lab-lab2")
 
 
 def _plan():
@@ -127,6 +134,24 @@ def test_a_probe_whose_run_was_cut_off_keeps_its_files_in_the_discarded_attempt(
     assert discarded["path"] == f"raw/{s.run_id}/attempt-1" and probe["path"] == f"raw/{s.run_id}/attempt-1/probe"
     assert (s.store.path / probe["path"] / "fio.json").read_text() == "probe"    # as a single host leaves it
     assert not staged.path.exists()
+
+
+def test_a_requeued_pool_on_another_host_reuses_the_probe_the_store_holds(sweep):
+    s = sweep
+    staged, _ = _stage_loaded_run(s, "lab1", complete=False)         # lab1 lost mid-run, after the probe
+    Committer(s.store).close(staged.path, "lab1", lost="KilledWorker")
+    request = next(r for r in pool_requests(s.plan) if r.pool_id == s.cell.pool_id)
+    dispatcher = Dispatcher(None, OpenFleet((LAB1, LAB2), (), ()), s.plan, s.store, s.root, OWNER, lambda m: None)
+    job = dispatcher._job(LAB2, request)
+    assert open_loop.recorded_probe(list(job.known_events), probe_id(s.cell)) == PROBE_IOPS
+    staged, loaded = _stage_loaded_run(s, "lab2", job.known_events)
+    assert len(s.ran) == 1 and loaded.offered_iops == OFFERED         # never measured again
+    for host, d in staged_executions(s.root):
+        Committer(s.store).close(d, host)
+    assert len(_probes(s.store)) == 1
+    meta = json.loads((s.store.raw / s.run_id / "attempt-2" / "meta.json").read_text())
+    assert meta["host"] == "lab2" and meta["open_loop"]["offered_iops"] == OFFERED
+    assert not (s.store.raw / s.run_id / "attempt-2" / "probe").exists()
 
 
 def test_a_probe_staged_after_the_controllers_last_commit_lands_in_the_attempt_the_resume_opens(sweep):
