@@ -123,6 +123,20 @@ def test_a_window_extended_on_a_worker_names_the_stores_attempt(sweep):
     assert extended["attempt"] == 2 and attempt.name == "attempt-1"
 
 
+def test_a_run_judged_after_the_controllers_last_commit_names_the_stores_attempt(sweep):
+    s = sweep
+    (s.store.raw / s.run_id / "attempt-1").mkdir(parents=True)
+    staged = new_execution(s.root, s.cell.pool_id, "lab2")
+    attempt = staged.begin_attempt(s.run_id)
+    staged.complete_attempt(s.run_id, attempt, {"cell_id": s.cell.cell_id})
+    Committer(s.store).commit(staged.path, "lab2")     # attempt-2 complete; then the controller died
+    staged.record(Event.RUN_JUDGED, run_id=s.run_id, attempt=1, invalidating_flags=[], described_flags=[])
+    for host, d in staged_executions(s.root):
+        Committer(s.store).close(d, host, lost="the controller stopped")
+    (judged,) = [e for e in s.store.events() if e["event"] == Event.RUN_JUDGED]
+    assert judged["attempt"] == 2
+
+
 def test_a_probe_whose_run_was_cut_off_keeps_its_files_in_the_discarded_attempt(sweep):
     s = sweep
     staged, _ = _stage_loaded_run(s, "lab1", complete=False)

@@ -149,12 +149,12 @@ class Committer:
 
     def _renumbered(self, staging: Path, key: tuple, e: dict, probe: bool) -> dict:
         """An event of staged attempt `key` as the store numbers it (and a probe's path, its files
-        copied in first); unchanged if the store has no attempt for it (its run complete before)."""
+        copied in first into the store's open attempt)."""
         if key in self.numbers:
             return {"attempt": self.numbers[key]}
         target = self._open(key)
-        if target is None:
-            return {}
+        if target is None:      # completed, then the controller was killed before this event: a new Committer
+            return {"attempt": _complete_number(self.store, key[1])}
         out = {"attempt": _number(target)}
         if probe:
             source = staging / "raw" / key[1] / f"attempt-{key[2]}" / PROBE_DIR
@@ -189,6 +189,11 @@ class Committer:
 def _number(attempt: Path) -> int:
     """An attempt directory's number: attempt-3 -> 3."""
     return int(attempt.name.rsplit("-", 1)[1])
+
+
+def _complete_number(store: Store, run_id: str) -> int:
+    """The number of a complete run's one COMPLETE attempt in the store."""
+    return min(_number(a.parent) for a in (store.raw / run_id).glob("attempt-*/COMPLETE"))
 
 
 def _mark(staging: Path) -> int:
