@@ -144,10 +144,10 @@ class Committer:
             self._complete(staging, host, key)
             return
         if e.get("run_id") and isinstance(e.get("attempt"), int):
-            e.update(self._renumbered(staging, key, e, name == Event.LOAD_PROBED))
+            e.update(self._renumbered(staging, key, name == Event.LOAD_PROBED))
         self.store.record(name, **{**e, "host": host})     # the worker's own time kept (its ts)
 
-    def _renumbered(self, staging: Path, key: tuple, e: dict, probe: bool) -> dict:
+    def _renumbered(self, staging: Path, key: tuple, probe: bool) -> dict:
         """An event of staged attempt `key` as the store numbers it (and a probe's path, its files
         copied in first into the store's open attempt)."""
         if key in self.numbers:
