@@ -73,7 +73,8 @@ class Event(str, Enum):
     RUN_EXTENDED = "run extended"
     # run_loop.measured_run (sweeps/running/open_loop.py), a cell's saturation probe measured before the
     # first run whose load is a fraction of it (a resume reuses it): probe_id, run_id, attempt, path
-    # (its fio files, under the attempt), iops (all directions), runtime_s, ramp_time_s
+    # (its fio files, under the attempt), iops (all directions), runtime_s, ramp_time_s; a fleet's is committed
+    # with the store's attempt and path, its files copied in first, and host (sweeps/running/staging.py)
     LOAD_PROBED = "load probed"
     # Store.discard_incomplete on resume, an attempt without COMPLETE: run_id, attempt, path, reason
     RUN_DISCARDED = "run discarded"

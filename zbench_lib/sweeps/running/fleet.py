@@ -34,6 +34,7 @@ from zbench_lib.hosts.fleet import HostEntry
 from zbench_lib.hosts.host_lock import LockOwner, sweep_owner
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.sweeps.planning.plan import Plan, expand
+from zbench_lib.sweeps.planning.probes import probe_id
 from zbench_lib.sweeps.running.pool_request import PoolRequest, pool_requests
 from zbench_lib.sweeps.running.run_loop import flush
 from zbench_lib.sweeps.running.fleet_open import OpenFleet, open_fleet
@@ -215,8 +216,12 @@ class Dispatcher:
         cells = {c.cell_id for c in plan.cells}
         attempts = [a for a in self.store.completed_attempts() if a[2].get("cell_id") in cells]
         outcomes = outcomes_from_raw(attempts, plan, parse_results)
+        # A probe's event names no cell and carries the host that measured it: a pool requeued or resumed
+        # on another host reuses it, so every loaded run of a cell offers a fraction of one probe.
+        probes = {probe_id(c) for c in plan.cells}
         events = tuple(e for e in self.store.events()
-                       if e.get("cell_id") in cells or e.get("host") in (None, entry.name))
+                       if e.get("cell_id") in cells or e.get("host") in (None, entry.name)
+                       or (e.get("event") == Event.LOAD_PROBED and e.get("probe_id") in probes))
         return PoolJob(entry, request, plan, tuple((k, tuple(v)) for k, v in outcomes.items()),
                        tuple(a[0] for a in attempts), events, str(self.staging), self.owner)
 

@@ -6,7 +6,9 @@ the probe (`planning/probes.py`: one per cell but its load) is the cell's own jo
 short, on the same target, measured before the first run that needs it into that run's attempt
 directory (``probe/``: raw, kept as it came) and recorded as a ``load probed`` event with its IOPS. A
 later run, or a resumed sweep, finds the event and reuses it: a probe is never measured twice, and it
-is reported, never a result row (its files are outside the attempt's ``fio/``, which rows read).
+is reported, never a result row (its files are outside the attempt's ``fio/``, which rows read). On a
+fleet the worker's store is a staging one: the controller commits the event under the store's attempt
+(``staging.Committer``), and a pool dispatched to another host is given its cells' probes (``fleet``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,13 @@ as the worker wrote it, with its time and the host's name added. How far a direc
 committed is kept beside it (`.committed`), so a controller killed and resumed commits what its
 workers had staged and not yet handed over (an attempt completed on the host is never measured
 twice), and an attempt cut off with its host is discarded as a single host's is.
+
+A worker numbers its attempts from 1 in each execution; the store numbers them after any earlier one
+(a cut-off attempt, another host's). So an event of a staged attempt (run judged, run extended, load
+probed) is recorded with the store's number, and a saturation probe's event with the store's path: its
+files (the attempt's ``probe/``) are copied in before the event is recorded, into the store's attempt
+(opened then if the controller was killed since its start), so a recorded probe always has its files,
+in that attempt whether its run completes or is cut off, as a single host leaves them.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from pathlib import Path
 
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.core.events import Event, event_name
-from zbench_lib.sweeps.store.store import Store, atomic_write, utc_now
+from zbench_lib.measure.load import PROBE_DIR
+from zbench_lib.sweeps.store.store import Store, atomic_write, fsync_tree, utc_now
 
 EVENTS = "events.jsonl"
 META = "meta.json"
@@ -118,7 +126,7 @@ class Committer:
         out = []
         for key in sorted(k for k in self.opened if k[0] == str(staging)):
             path = self.opened.pop(key)
-            self.store.record(Event.RUN_DISCARDED, run_id=key[1], attempt=int(path.name.rsplit("-", 1)[1]),
+            self.store.record(Event.RUN_DISCARDED, run_id=key[1], attempt=_number(path),
                               path=str(path.relative_to(self.store.path)), host=host,
                               reason=f"its host was lost mid-run ({lost or 'no reason given'}); excluded from results")
             out.append(key[1])
@@ -135,22 +143,57 @@ class Committer:
         if name == Event.RUN_COMPLETED:
             self._complete(staging, host, key)
             return
-        if name == Event.RUN_JUDGED and key in self.numbers:
-            e["attempt"] = self.numbers[key]
+        if e.get("run_id") and isinstance(e.get("attempt"), int):
+            e.update(self._renumbered(staging, key, name == Event.LOAD_PROBED))
         self.store.record(name, **{**e, "host": host})     # the worker's own time kept (its ts)
+
+    def _renumbered(self, staging: Path, key: tuple, probe: bool) -> dict:
+        """An event of staged attempt `key` as the store numbers it (and a probe's path, its files
+        copied in first into the store's open attempt)."""
+        if key in self.numbers:
+            return {"attempt": self.numbers[key]}
+        target = self._open(key)
+        if target is None:      # completed, then the controller was killed before this event: a new Committer
+            return {"attempt": _complete_number(self.store, key[1])}
+        out = {"attempt": _number(target)}
+        if probe:
+            source = staging / "raw" / key[1] / f"attempt-{key[2]}" / PROBE_DIR
+            if source.is_dir() and not (target / PROBE_DIR).exists():
+                shutil.copytree(source, target / PROBE_DIR)
+                fsync_tree(target / PROBE_DIR)      # on disk before the event says it is there
+            out["path"] = str((target / PROBE_DIR).relative_to(self.store.path))
+        return out
+
+    def _open(self, key: tuple) -> Path | None:
+        """The store's attempt of staged attempt `key`: the one opened at its start, or one opened now
+        (a controller killed since its start: the resume discarded that one), None if its run is complete."""
+        if key not in self.opened and key[1] not in self.store.completed_runs():
+            self.opened[key] = self.store.begin_attempt(key[1])
+        return self.opened.get(key)
 
     def _complete(self, staging: Path, host: str, key: tuple) -> None:
         _, run_id, k = key
         if run_id in self.store.completed_runs():
             return                                  # committed before the controller was killed
-        target = self.opened.pop(key, None) or self.store.begin_attempt(run_id)
+        target = self._open(key)
         source = staging / "raw" / run_id / f"attempt-{k}"
         meta = json.loads((source / META).read_text())
         for item in source.iterdir():
-            if item.name != META:
+            if item.name != META and not (target / item.name).exists():    # a probe is in already
                 (shutil.copytree if item.is_dir() else shutil.copy2)(item, target / item.name)
         self.store.complete_attempt(run_id, target, {**meta, "host": host})
-        self.numbers[key] = int(target.name.rsplit("-", 1)[1])
+        del self.opened[key]
+        self.numbers[key] = _number(target)
+
+
+def _number(attempt: Path) -> int:
+    """An attempt directory's number: attempt-3 -> 3."""
+    return int(attempt.name.rsplit("-", 1)[1])
+
+
+def _complete_number(store: Store, run_id: str) -> int:
+    """The number of a complete run's one COMPLETE attempt in the store."""
+    return min(_number(a.parent) for a in (store.raw / run_id).glob("attempt-*/COMPLETE"))
 
 
 def _mark(staging: Path) -> int:
