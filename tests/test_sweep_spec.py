@@ -268,6 +268,10 @@ PLANNED = {
     "tests/specs/l2arc-warmup.yaml": (2, 0, 2, 2, 2, "24641ca8e144f42e"),
     "templates/sweeps/iodepth-curve.yaml": (7, 0, 1, 1, 35, "60ef1cb52f9f331f"),
     "templates/sweeps/latency-vs-load.yaml": (20, 0, 1, 2, 60, "ea80c471390114ad"),
+    # issue 33 item 5, added at 8196f23 (pinned from that planner): the volblocksize and iodepth examples'
+    # latency questions on the 7200 rpm mechanism model
+    "templates/sweeps/volblocksize-hdd.yaml": (6, 0, 1, 3, 18, "2d74f13c724f4fdb"),
+    "templates/sweeps/iodepth-hdd.yaml": (4, 0, 1, 1, 12, "2d6a34169502d706"),
     "templates/sweeps/recordsize.yaml": (24, 0, 2, 6, 120, "b98dcd9afbb7f899"),
     "templates/sweeps/resilver.yaml": (6, 0, 6, 6, 12, "3c3ac176dc4c22db"),
     "templates/sweeps/scaling-example.yaml": (300, 44, 75, 75, 300, "e7d25a7b4c01a88e"),
