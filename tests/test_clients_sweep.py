@@ -223,6 +223,68 @@ def test_the_store_derives_clients_parquet_and_the_summed_histogram(tmp_path):
     assert client_frame([("c1-r01", {"cell_id": "c1"}, [])], tmp_path / "none").empty
 
 
+def test_the_store_keeps_each_clients_own_bins_beside_their_sum(tmp_path):
+    from zbench_lib.measure.fio_hist import attempt_histograms
+    from zbench_lib.sweeps.store.raw_check import client_histogram_frame
+
+    raw = tmp_path / "raw"
+    attempt = _recorded_attempt(raw / "c1-r01")
+    (attempt / "COMPLETE").write_text("")
+    frame = client_histogram_frame([("c1-r01", {"cell_id": "c1"}, [])], raw)
+    assert list(frame.columns) == ["run_id", "attempt", "direction", "client", "bin_ns", "count"]
+    assert set(frame["run_id"]) == {"c1-r01"} and set(frame["attempt"]) == {1} and set(frame["direction"]) == {"read"}
+    # fio.json: c0 (port 57747) and c1 (52907) each did 3001 reads in 107 and 108 non-empty bins, the first
+    # ones 30 ns: 69 and 67, 40 ns: 70 and 78 (fio's "All clients" entry has no bins)
+    per = frame.groupby("client")["count"].agg(["sum", "size"])
+    assert per.to_dict("index") == {"c0": {"sum": 3001, "size": 107}, "c1": {"sum": 3001, "size": 108}}
+    at = frame.set_index(["client", "bin_ns"])["count"]
+    assert (at["c0", 30], at["c1", 30], at["c0", 40], at["c1", 40]) == (69, 67, 70, 78)
+    # summed over the clients they are the run's latency_hist rows, read by another path (fio_hist)
+    summed = frame.groupby("bin_ns")["count"].sum().to_dict()
+    assert summed == {h["bin_ns"]: h["count"] for h in attempt_histograms(attempt)}
+    assert client_histogram_frame([("c1-r01", {"cell_id": "c1"}, [])], tmp_path / "none").empty
+
+
+def _clients_store(root: Path) -> Path:
+    """A sweep store of one clients run (the recorded two-client report), its results rebuilt."""
+    from zbench_lib.measure.rows import parse_results
+    from zbench_lib.sweeps.store.store import Store
+
+    store = root / "sweep"
+    attempt = _recorded_attempt(store / "raw" / "c1-r01")
+    (attempt / "meta.json").write_text(json.dumps({"sweep": "s", "cell_id": "c1", "rep": 1, "attempt": 1,
+                                                   "order_index": 0, "factors": {"clients": 2}}))
+    (attempt / "COMPLETE").write_text("")
+    (store / "spec.yaml").write_text("name: s\n")
+    (store / "plan.json").write_text(json.dumps({"runs": [{"run_id": "c1-r01"}], "cells": [{"cell_id": "c1"}]}))
+    (store / "events.jsonl").write_text(json.dumps({"event": "run started", "run_id": "c1-r01"}) + "\n" +
+                                        json.dumps({"event": "run completed", "run_id": "c1-r01", "attempt": 1}) + "\n")
+    Store.open(store).rebuild_results(parse_results)
+    return store
+
+
+def test_a_packed_clients_sweep_verifies_its_client_histograms(tmp_path):
+    import pandas as pd
+
+    from zbench_lib.core.errors import ZbenchError
+    from zbench_lib.sweeps.store.publish import pack, verify, write_manifest
+
+    store = _clients_store(tmp_path)
+    assert {"clients.parquet", "client_hist.parquet", "latency_hist.parquet"} <= {p.name for p in store.iterdir()}
+    dest = pack(store, tmp_path / "packed")
+    assert len(verify(dest)) == 1
+    hist = pd.read_parquet(dest / "client_hist.parquet")
+    hist.loc[0, "count"] += 1                      # one I/O more for a client than its raw bins hold
+    hist.to_parquet(dest / "client_hist.parquet", index=False)
+    write_manifest(dest)                           # a forged manifest too: the raw files still say otherwise
+    with pytest.raises(ZbenchError, match="client_hist.parquet does not match what its raw files give"):
+        verify(dest)
+    (dest / "client_hist.parquet").unlink()
+    write_manifest(dest)
+    with pytest.raises(ZbenchError, match="client_hist.parquet is missing, but its raw files hold clients runs"):
+        verify(dest)
+
+
 # --- the executor's pieces -------------------------------------------------------------------------
 
 def test_a_clients_target_is_on_the_nfs_clients_surface():
