@@ -223,6 +223,68 @@ def test_the_store_derives_clients_parquet_and_the_summed_histogram(tmp_path):
     assert client_frame([("c1-r01", {"cell_id": "c1"}, [])], tmp_path / "none").empty
 
 
+def test_the_store_keeps_each_clients_own_bins_beside_their_sum(tmp_path):
+    from zbench_lib.measure.fio_hist import attempt_histograms
+    from zbench_lib.sweeps.store.raw_check import client_histogram_frame
+
+    raw = tmp_path / "raw"
+    attempt = _recorded_attempt(raw / "c1-r01")
+    (attempt / "COMPLETE").write_text("")
+    frame = client_histogram_frame([("c1-r01", {"cell_id": "c1"}, [])], raw)
+    assert list(frame.columns) == ["run_id", "attempt", "direction", "client", "bin_ns", "count"]
+    assert set(frame["run_id"]) == {"c1-r01"} and set(frame["attempt"]) == {1} and set(frame["direction"]) == {"read"}
+    # fio.json: c0 (port 57747) and c1 (52907) each did 3001 reads in 107 and 108 non-empty bins, the first
+    # ones 30 ns: 69 and 67, 40 ns: 70 and 78 (fio's "All clients" entry has no bins)
+    per = frame.groupby("client")["count"].agg(["sum", "size"])
+    assert per.to_dict("index") == {"c0": {"sum": 3001, "size": 107}, "c1": {"sum": 3001, "size": 108}}
+    at = frame.set_index(["client", "bin_ns"])["count"]
+    assert (at["c0", 30], at["c1", 30], at["c0", 40], at["c1", 40]) == (69, 67, 70, 78)
+    # summed over the clients they are the run's latency_hist rows, read by another path (fio_hist)
+    summed = frame.groupby("bin_ns")["count"].sum().to_dict()
+    assert summed == {h["bin_ns"]: h["count"] for h in attempt_histograms(attempt)}
+    assert client_histogram_frame([("c1-r01", {"cell_id": "c1"}, [])], tmp_path / "none").empty
+
+
+def _clients_store(root: Path) -> Path:
+    """A sweep store of one clients run (the recorded two-client report), its results rebuilt."""
+    from zbench_lib.measure.rows import parse_results
+    from zbench_lib.sweeps.store.store import Store
+
+    store = root / "sweep"
+    attempt = _recorded_attempt(store / "raw" / "c1-r01")
+    (attempt / "meta.json").write_text(json.dumps({"sweep": "s", "cell_id": "c1", "rep": 1, "attempt": 1,
+                                                   "order_index": 0, "factors": {"clients": 2}}))
+    (attempt / "COMPLETE").write_text("")
+    (store / "spec.yaml").write_text("name: s\n")
+    (store / "plan.json").write_text(json.dumps({"runs": [{"run_id": "c1-r01"}], "cells": [{"cell_id": "c1"}]}))
+    (store / "events.jsonl").write_text(json.dumps({"event": "run started", "run_id": "c1-r01"}) + "\n" +
+                                        json.dumps({"event": "run completed", "run_id": "c1-r01", "attempt": 1}) + "\n")
+    Store.open(store).rebuild_results(parse_results)
+    return store
+
+
+def test_a_packed_clients_sweep_verifies_its_client_histograms(tmp_path):
+    import pandas as pd
+
+    from zbench_lib.core.errors import ZbenchError
+    from zbench_lib.sweeps.store.publish import pack, verify, write_manifest
+
+    store = _clients_store(tmp_path)
+    assert {"clients.parquet", "client_hist.parquet", "latency_hist.parquet"} <= {p.name for p in store.iterdir()}
+    dest = pack(store, tmp_path / "packed")
+    assert len(verify(dest)) == 1
+    hist = pd.read_parquet(dest / "client_hist.parquet")
+    hist.loc[0, "count"] += 1                      # one I/O more for a client than its raw bins hold
+    hist.to_parquet(dest / "client_hist.parquet", index=False)
+    write_manifest(dest)                           # a forged manifest too: the raw files still say otherwise
+    with pytest.raises(ZbenchError, match="client_hist.parquet does not match what its raw files give"):
+        verify(dest)
+    (dest / "client_hist.parquet").unlink()
+    write_manifest(dest)
+    with pytest.raises(ZbenchError, match="client_hist.parquet is missing, but its raw files hold clients runs"):
+        verify(dest)
+
+
 # --- the executor's pieces -------------------------------------------------------------------------
 
 def test_a_clients_target_is_on_the_nfs_clients_surface():
@@ -269,7 +331,7 @@ def _fairness_rows():
 
 
 def test_the_fairness_table_of_hand_made_rows():
-    from zbench_lib.analysis.stats.fairness import fairness_table
+    from zbench_lib.analysis.stats.fairness import NO_CLIENT_HIST, fairness_table
 
     rows, clients, hist = _fairness_rows()
     [r] = fairness_table(rows, clients, hist, ["workload", "direction", "clients"]).to_dict("records")
@@ -280,7 +342,92 @@ def test_the_fairness_table_of_hand_made_rows():
     assert r["p99_ns"] == 1000.0
     assert r["share_min"] == 0.40 and r["share_max"] == 0.60
     assert r["share_min_mean"] == pytest.approx(0.425) and r["share_max_mean"] == pytest.approx(0.575)
-    assert r["p99_c1_ns"] == 2e6 and r["p99_c2_ns"] == 3e6          # medians of (1, 3) and (2, 4) ms
+    # Changed with client_hist.parquet: a client's p99 was the median of its per-run p99s (2 and 3 ms here);
+    # it is now read from its own bins merged over the cell's runs (the tests below), and without them it is
+    # not judged rather than a statistic of percentiles
+    assert math.isnan(r["p99_c1_ns"]) and math.isnan(r["p99_c2_ns"])
+    assert r["p99_c1_status"] == r["p99_c2_status"] == NO_CLIENT_HIST
+
+
+def _client_bins():
+    """Two cells. A (2 clients): runs a and b, where each client's median of its per-run p99s differs from
+    the p99 of its bins merged over both runs. B (1 client): runs c and d, too few I/Os for a p99."""
+    import pandas as pd
+
+    rows = pd.DataFrame({"workload": "randwrite", "direction": "write", "clients": [2, 2, 1, 1],
+                         "run_id": ["a", "b", "c", "d"], "attempt": 1, "pool_replicate": 1,
+                         "iops": [100.0, 120.0, 30.0, 30.0], "total_ios": [10000, 2000, 300, 300],
+                         "clat_p99_ns": [7000.0, 7000.0, math.nan, math.nan], "tail_not_judged": "",
+                         "client_iops_min_share": [0.1, 0.5, 1.0, 1.0], "client_iops_max_share": [0.9, 0.5, 1.0, 1.0]})
+    # each client's own bins per run: (run, client) -> {bin_ns: count}
+    bins = {("a", "c1"): {1000: 990, 2000: 10},    # 1000 I/Os; 99% is 990: p99 1000
+            ("b", "c1"): {1000: 980, 2000: 20},    # 1000 I/Os; 980 < 990: p99 2000
+            ("a", "c2"): {1000: 9000},             # 9000 I/Os: p99 1000
+            ("b", "c2"): {1000: 900, 4000: 100},   # 1000 I/Os; 900 < 990: p99 4000
+            ("c", "c1"): {1000: 297, 2000: 3},     # 300 I/Os each: no p99 of their own
+            ("d", "c1"): {1000: 297, 2000: 3}}
+    client_hist = pd.DataFrame([{"run_id": r, "attempt": 1, "direction": "write", "client": c, "bin_ns": k,
+                                 "count": n} for (r, c), b in bins.items() for k, n in b.items()])
+    own_p99 = {("a", "c1"): 1000.0, ("b", "c1"): 2000.0, ("a", "c2"): 1000.0, ("b", "c2"): 4000.0,
+               ("c", "c1"): math.nan, ("d", "c1"): math.nan}
+    clients = pd.DataFrame([{"run_id": r, "attempt": 1, "direction": "write", "client": c, "p99_ns": p,
+                             "total_ios": sum(bins[(r, c)].values())} for (r, c), p in own_p99.items()])
+    # the aggregate's bins: the clients' summed per run, as latency_hist.parquet holds them
+    hist = client_hist.groupby(["run_id", "attempt", "direction", "bin_ns"], as_index=False)["count"].sum()
+    return rows, clients, hist, client_hist
+
+
+def test_a_clients_p99_is_read_from_its_bins_merged_over_the_cells_runs():
+    from zbench_lib.analysis.stats.fairness import client_tails
+
+    rows, clients, _, client_hist = _client_bins()
+    t = client_tails(rows, clients, client_hist, ["workload", "direction", "clients"])
+    got = {(r["clients"], r["client"]): r for r in t.to_dict("records")}
+    assert set(got) == {(2, "c1"), (2, "c2"), (1, "c1")}          # c2 never ran in cell B: no row, no verdict
+    c1, c2 = got[(2, "c1")], got[(2, "c2")]
+    # c1 merged: 1970 I/Os at 1000 ns, 30 at 2000, N 2000; 99% is 1980 > 1970: p99 2000 ns, in fio's bin
+    # [2000, 2016) (2^10 + 61 x 16). The median of its per-run p99s, (1000 + 2000) / 2 = 1500, is the latency
+    # of no I/O: it stays only as the labelled fallback runs_median_ns.
+    assert (c1["status"], c1["value_ns"], c1["ios"]) == ("judged", 2000.0, 2000)
+    assert (c1["bin_lo_ns"], c1["bin_hi_ns"]) == (2000.0, 2016.0) and c1["runs_median_ns"] == 1500.0
+    # c2 merged: 9900 at 1000 ns, 100 at 4000, N 10000; 99% is 9900, reached at 1000: p99 1000 ns. The median
+    # of its per-run p99s is (1000 + 4000) / 2 = 2500: run b's 1000 I/Os weighed as much as run a's 9000.
+    assert (c2["status"], c2["value_ns"], c2["ios"]) == ("judged", 1000.0, 10000)
+    assert (c2["bin_lo_ns"], c2["bin_hi_ns"]) == (1000.0, 1008.0) and c2["runs_median_ns"] == 2500.0
+    # The interval: Student's t on the logs of the runs' own p99s (each run has >= 1000 I/Os), t(0.975, 1) =
+    # tan(0.475 pi) = 12.7062; two values x < y: geometric mean sqrt(xy) times exp(-/+ t ln(y / x) / 2).
+    # c1 (1000, 2000): 1414.21 x exp(-/+ 4.40363) = 17.30 .. 115608 ns, rounded out to fio's bins: 17 (1 ns
+    # wide below 128) and 115712 (2^16 + 49 x 1024). c2 (1000, 4000): 2000 x exp(-/+ 8.80727) = 0.30 ..
+    # 13365301 ns: 0 and 13369344 (2^23 + 38 x 2^17). One pool: conditional on it.
+    assert (c1["ci_low_ns"], c1["ci_high_ns"]) == (17.0, 115712.0)
+    assert (c2["ci_low_ns"], c2["ci_high_ns"]) == (0.0, 13369344.0)
+    assert c1["interval"] == "t across 2 runs, log scale, conditional on one pool"
+    # cell B: 300 + 300 I/Os of c1 merged, fewer than the 10 / (1 - 0.99) = 1000 a p99 needs
+    nj = got[(1, "c1")]
+    assert nj["status"] == "not judged: 600 I/Os, a p99 needs 1000" and math.isnan(nj["value_ns"])
+
+
+def test_the_fairness_table_and_the_report_say_each_clients_merged_p99_or_why_not():
+    from zbench_lib.analysis.report.client_section import client_section
+    from zbench_lib.analysis.stats.fairness import fairness_table
+
+    rows, clients, hist, client_hist = _client_bins()
+    table = fairness_table(rows, clients, hist, ["workload", "direction", "clients"], client_hist)
+    a, b = (table[table["clients"] == n].iloc[0] for n in (2, 1))
+    # the aggregate of cell A, every client's bins summed: 11870 at 1000 ns, 30 at 2000, 100 at 4000, N 12000;
+    # 99% is 11880 > 11870, 11900 >= it: 2000 ns
+    assert a["p99_ns"] == 2000.0 and a["p99_status"] == "judged"
+    assert (a["p99_c1_ns"], a["p99_c1_ci_low_ns"], a["p99_c1_ci_high_ns"]) == (2000.0, 17.0, 115712.0)
+    assert (a["p99_c2_ns"], a["p99_c2_status"]) == (1000.0, "judged")
+    assert b["p99_c1_status"] == "not judged: 600 I/Os, a p99 needs 1000" and math.isnan(b["p99_c1_ns"])
+    assert math.isnan(b["p99_c2_ns"]) and not isinstance(b["p99_c2_status"], str)    # c2 was not in cell B
+    page = client_section(rows, clients, hist, "Sweep s.", client_hist)
+    # one column per client, in ms: 2000 ns with 17 .. 115712 ns is "0.00200 (0.0000170–0.116)"; 1000 ns with
+    # 0 .. 13369344 ns is "0.00100 (0–13.4)"; cell B's c1 says why it has none
+    assert "p99 c1 (ms, 95% CI)" in page and "p99 c2 (ms, 95% CI)" in page
+    assert "0.00200 (0.0000170–0.116)" in page and "0.00100 (0–13.4)" in page
+    assert "not judged: 600 I/Os, a p99 needs 1000" in page
+    assert "never a median of its per-run p99s" in page
 
 
 def test_the_clients_section_and_caveat_appear_only_with_clients():

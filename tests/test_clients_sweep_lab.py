@@ -137,6 +137,11 @@ def test_a_clients_sweep_gives_the_aggregate_and_a_row_per_client_and_a_sigterm_
     assert clients["clock_offset_ms"].map(math.isfinite).all()
     assert (clients["clock_uncertainty_ms"] < 5000).all()
     assert clients["total_ios"].sum() == two["total_ios"]
+    # client_hist.parquet: each client's own bins, which summed over the clients are latency_hist.parquet's
+    own = pd.read_parquet(sweep_dir / "client_hist.parquet")
+    summed = pd.read_parquet(sweep_dir / "latency_hist.parquet").set_index(["run_id", "direction", "bin_ns"])["count"]
+    assert sorted(own["client"].unique()) == ["c1", "c2"] and (own["count"] > 0).all()
+    assert own.groupby(["run_id", "direction", "bin_ns"])["count"].sum().sort_index().equals(summed.sort_index())
     # the committed run's raw record: the controller's report, the clocks at both ends, the storage node's counters
     for complete in (sweep_dir / "raw").rglob("COMPLETE"):
         attempt = complete.parent
@@ -149,5 +154,5 @@ def test_a_clients_sweep_gives_the_aggregate_and_a_row_per_client_and_a_sigterm_
     mounted = [e for e in _events(sweep_dir) if e["event"] == Event.NFS_DATASTORE_MOUNTED]
     assert len(mounted) == 1 and mounted[0]["clients"] == ["c1", "c2"]
     assert all(o and "vers=4.2" in o for o in mounted[0]["mount_options"].values()), mounted
-    # packed, it verifies: results, histograms and clients.parquet rebuilt from raw alone
+    # packed, it verifies: results, histograms, clients.parquet and client_hist.parquet rebuilt from raw alone
     verify(pack(sweep_dir, tmp_path / "packed"))

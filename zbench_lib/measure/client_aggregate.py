@@ -73,6 +73,7 @@ class ClientRow:
     start_ms: float | None  # on its own clock; None when fio gave no start
     p99_ns: float           # from its own summed bins
     p99_supported: bool
+    bins: tuple[tuple[int, int], ...] = ()  # its jobs' bins summed: a cell's p99 of this client merges them
 
 
 @dataclass(frozen=True)
@@ -188,12 +189,13 @@ def shared_window(runtimes: dict[str, int], starts: dict[str, float], source: st
 
 def _client_row(endpoint: str, jobs: list, start: float | None) -> ClientRow:
     dirs = [d for _, d in jobs]
-    p99 = read_percentile(sum_bins(d.bins for d in dirs), "p99", Fraction(99, 100))
+    bins = sum_bins(d.bins for d in dirs)
+    p99 = read_percentile(bins, "p99", Fraction(99, 100))
     return ClientRow(endpoint=endpoint, jobs=len(jobs), total_ios=sum(d.total_ios for d in dirs),
                      io_bytes=sum(d.io_bytes for d in dirs), runtime_ms=max(d.runtime_ms for d in dirs),
                      iops=sum(_rate(d, d.total_ios) for d in dirs),
                      bw_bytes_s=sum(_rate(d, d.io_bytes) for d in dirs),
-                     start_ms=start, p99_ns=p99.value_ns, p99_supported=p99.supported)
+                     start_ms=start, p99_ns=p99.value_ns, p99_supported=p99.supported, bins=bins)
 
 
 def aggregate(stats: ClientStats, direction: str, log_starts: dict[str, float] | None = None,

@@ -13,7 +13,10 @@ stamped iops logs, and the clients' clock readings (``clocks.json``, `client_clo
   client's I/O count (``total_ios``: what supports a percentile) and the percentiles from the summed
   bins; beside them the clients' columns (``CLIENT_COLUMNS``);
 - **one row per client and direction** (`client_table`): its IOPS, bandwidth, p99, share, start
-  and clock, rebuilt into clients.parquet by the same path as results.parquet.
+  and clock, rebuilt into clients.parquet by the same path as results.parquet;
+- **each client's completion-latency bins per direction** (`client_histograms`): its jobs' json+
+  bins summed, rebuilt into client_hist.parquet beside it, from which the analysis reads a client's
+  p99 over a cell's runs by merging them (methods §18: never a statistic of its per-run p99s).
 
 Pure: an attempt directory in, rows out; never a host.
 """
@@ -39,6 +42,8 @@ CLIENT_COLUMNS = ("clients", "client_skew_ms", "client_iops_min_share", "client_
 CLIENT_TABLE_COLUMNS = ("direction", "client", "endpoint", "iops", "bw_bytes_s", "iops_share", "total_ios",
                         "io_bytes", "runtime_ms", "p99_ns", "p99_supported", "start_after_first_ms",
                         "clock_offset_ms", "clock_drift_ms", "clock_uncertainty_ms")
+# client_hist.parquet's columns of a run (the store adds run_id and attempt, as latency_hist.parquet's).
+CLIENT_HIST_COLUMNS = ("direction", "client", "bin_ns", "count")
 _OPTION = re.compile(r"^\s*(rw|bs|iodepth|numjobs)\s*=\s*(\S+)\s*$", re.M)
 
 
@@ -164,3 +169,12 @@ def client_table(raw_dir) -> list[dict]:
                 clock_drift_ms=math.nan if clock is None or clock.drift_s is None else clock.drift_s * 1000,
                 clock_uncertainty_ms=math.nan if clock is None else clock.uncertainty_s * 1000))
     return out
+
+
+def client_histograms(raw_dir) -> list[dict]:
+    """Each client's completion-latency bins per direction (CLIENT_HIST_COLUMNS), its jobs' bins summed:
+    what client_hist.parquet holds of a run. Summed over the clients, they are the run's latency_hist rows."""
+    record = ClientsRecord(raw_dir)
+    label_of = {ep: lab for lab, ep in record.labels.items()}
+    return [dict(direction=d, client=label_of[c.endpoint], bin_ns=int(k), count=int(n))
+            for d in record.directions() for c in record.aggregate(d).clients for k, n in c.bins]

@@ -23,7 +23,7 @@ from zbench_lib.core.events import Event
 from zbench_lib.core.paths import REPO_ROOT
 from zbench_lib.core.sizes import format_size, parse_size
 from zbench_lib.measure.load import SATURATION, Load
-from zbench_lib.sweeps.store.raw_check import CLIENTS, HISTOGRAMS
+from zbench_lib.sweeps.store.raw_check import CLIENT_HISTOGRAMS, CLIENTS, HISTOGRAMS
 
 
 # Columns whose values name themselves ("randwrite", "raidz2"); the others are said with their name.
@@ -73,6 +73,7 @@ class Sweep(NamedTuple):
     plan: pd.DataFrame | None = None    # planned cells (coverage.load_plan); empty without plan.json
     histograms: pd.DataFrame | None = None   # latency_hist.parquet (tails.cell_tails); None without it
     clients: pd.DataFrame | None = None      # clients.parquet (a sweep with clients, issue 30); None without
+    client_histograms: pd.DataFrame | None = None   # client_hist.parquet: each client's bins (stats.fairness)
 
 
 def resolve_sweep_dir(path) -> Path:
@@ -91,7 +92,8 @@ def load_sweep(path) -> Sweep:
     flag True" (`flags.normalise_flags`), `replacement` marks the runs added to replace excluded
     ones (from events.jsonl), and `plan` holds the planned cells so that none is silently dropped.
     `histograms` is each run's completion-latency histogram (None for a store built before they
-    were kept).
+    were kept); a sweep with clients has `clients` (a row per client and run) and `client_histograms`
+    (each client's own bins per run), None otherwise.
     """
     p = resolve_sweep_dir(path)
     if not p.is_dir():
@@ -124,7 +126,9 @@ def load_sweep(path) -> Sweep:
     ids = df["sweep_id"].dropna().unique()
     hist = pd.read_parquet(p / HISTOGRAMS) if (p / HISTOGRAMS).is_file() else None
     clients = pd.read_parquet(p / CLIENTS) if (p / CLIENTS).is_file() else None
-    return Sweep(p, spec or {}, prov or {}, df, load_plan(p, ids[0] if len(ids) == 1 else None), hist, clients)
+    client_hist = pd.read_parquet(p / CLIENT_HISTOGRAMS) if (p / CLIENT_HISTOGRAMS).is_file() else None
+    return Sweep(p, spec or {}, prov or {}, df, load_plan(p, ids[0] if len(ids) == 1 else None), hist, clients,
+                 client_hist)
 
 
 def join_sweeps(sweeps: list[Sweep]) -> Sweep:
@@ -136,7 +140,7 @@ def join_sweeps(sweeps: list[Sweep]) -> Sweep:
     plans = [s.plan for s in sweeps if s.plan is not None and len(s.plan)]
     return sweeps[0]._replace(results=with_load_level(pd.concat([s.results for s in sweeps], ignore_index=True)),
                               plan=with_load_level(pd.concat(plans, ignore_index=True)) if plans else sweeps[0].plan,
-                              histograms=None, clients=None)
+                              histograms=None, clients=None, client_histograms=None)
 
 
 def with_load_level(rows: pd.DataFrame) -> pd.DataFrame:

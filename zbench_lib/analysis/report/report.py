@@ -187,7 +187,8 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
     extras["resilver_html"], fig = resilver_section(resilver_table(sweep.path), f"Sweep {sid}.")
     if fig is not None:
         extras["static"].append(("index-02-resilver", fig))
-    extras["clients_html"] = client_section(adm, sweep.clients, sweep.histograms, f"Sweep {sid}.")
+    extras["clients_html"] = client_section(adm, sweep.clients, sweep.histograms, f"Sweep {sid}.",
+                                            sweep.client_histograms)
     extras["load_html"], fig = load_section(adm, sweep.histograms, f"Sweep {sid}.")
     if fig is not None:
         extras["static"].append(("index-03-latency-vs-load", fig))

@@ -1,8 +1,8 @@
 """How several clients shared one datastore (issue 30): a row per cell, the aggregate and each client.
 
 A clients run's result row is the clients' aggregate (`measure.client_rows`); clients.parquet has a
-row per client and run. Per cell (its configuration, workload and direction, the client count
-among them):
+row per client and run, client_hist.parquet each client's own completion-latency bins per run. Per
+cell (its configuration, workload and direction, the client count among them):
 
 - the aggregate IOPS: mean and 95% interval over the cell's runs or pools (`stats.summary`, as
   every IOPS of the report);
@@ -10,8 +10,11 @@ among them):
   interval (`tails.cell_tails`, methods §18);
 - the clients' shares of the IOPS: the lowest any client got in any run and the highest (a fair
   share is 1 / clients), and their means over runs;
-- each client's p99: the median over the cell's runs of that client's own p99 (`p99_<label>_ns`;
-  a run where its I/O count did not support one is left out).
+- each client's p99 from that client's bins merged over the cell's runs, with its interval across
+  the same units as the aggregate's, or "not judged" with the reason where its merged I/O count
+  cannot support one (`client_tails`: `tails.cell_tails` on the client's bins alone, methods §18,
+  §20). Never a median or mean of its per-run p99s: that is a statistic of percentiles, the
+  latency of no I/O, in which a run with few I/Os weighs as much as one with many.
 
 Pure: tables in, a table out.
 """
@@ -20,10 +23,17 @@ from __future__ import annotations
 
 import pandas as pd
 
+from zbench_lib.analysis.data.replication import resolve_unit
 from zbench_lib.analysis.stats.stats import summary
-from zbench_lib.analysis.stats.tails import cell_tails
+from zbench_lib.analysis.stats.tails import COLUMNS as TAIL_COLUMNS, cell_tails
 
 _RUN_KEYS = ["run_id", "attempt", "direction"]
+# client_tails' columns beside the cell's: the client, then cell_tails' own for its p99.
+CLIENT_TAIL_COLUMNS = ["client", *TAIL_COLUMNS]
+# A store built before client_hist.parquet was derived: its raw files hold the bins, the store does not.
+NO_CLIENT_HIST = "not judged: no per-client histograms in the store (client_hist.parquet: rebuild the results)"
+# A client's columns in fairness_table, from client_tails' (p99_<label>_ns, p99_<label>_ci_low_ns, ...).
+_WIDE = {"value_ns": "ns", "ci_low_ns": "ci_low_ns", "ci_high_ns": "ci_high_ns", "status": "status"}
 
 
 def has_clients(df: pd.DataFrame) -> bool:
@@ -38,21 +48,65 @@ def _shares(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
                          "share_max_mean": g["client_iops_max_share"].mean()}).reset_index()
 
 
-def _client_p99s(rows: pd.DataFrame, clients: pd.DataFrame | None, by: list[str]) -> pd.DataFrame:
-    """The median over runs of each client's own p99, a column per client (p99_<label>_ns)."""
+def _int_attempt(df: pd.DataFrame) -> pd.DataFrame:
+    return df.astype({"attempt": int})
+
+
+def _client_rows(rows: pd.DataFrame, ran: pd.DataFrame) -> pd.DataFrame:
+    """The aggregate rows of the runs one client ran in (`ran`: its clients.parquet rows), with the client's
+    own I/O count and per-run p99 in place of the aggregate's: cell_tails' labelled fallback
+    (runs_median_ns) is then the client's, never the aggregate's under the client's name."""
+    own = {"total_ios": "total_ios", "p99_ns": "clat_p99_ns"}
+    own = {k: v for k, v in own.items() if k in ran}
+    aggregate = [c for c in rows if c.startswith(("clat_p", "lat_p", "sync_lat_p")) or c in own.values()]
+    mine = ran[_RUN_KEYS + list(own)].drop_duplicates(_RUN_KEYS).rename(columns=own)
+    return _int_attempt(rows.drop(columns=aggregate)).merge(mine, on=_RUN_KEYS)
+
+
+def client_tails(rows: pd.DataFrame, clients: pd.DataFrame | None, client_hist: pd.DataFrame | None,
+                 by: list[str], unit: str = "auto") -> pd.DataFrame:
+    """One row per cell of `by` and client: that client's p99 from its bins merged over the cell's runs.
+
+    `rows` are the admissible aggregate rows, `clients` clients.parquet (which client ran in which run:
+    a cell of 2 clients has no row for a third), `client_hist` client_hist.parquet. Each client's rows go
+    through `tails.cell_tails` with its own bins, with the unit resolved once over every row (the aggregate
+    p99's), so the client's value, bin, interval and status ("not judged: 600 I/Os, a p99 needs 1000")
+    are read as the aggregate's are. Columns: `by` and CLIENT_TAIL_COLUMNS.
+    """
     if clients is None or clients.empty:
+        return pd.DataFrame(columns=by + CLIENT_TAIL_COLUMNS)
+    unit = resolve_unit(rows, by, unit)
+    hist = _int_attempt(client_hist) if client_hist is not None else None
+    parts = []
+    for label, ran in _int_attempt(clients).groupby("client", sort=True):
+        mine = _client_rows(rows, ran)
+        if mine.empty:          # the client ran in none of these rows (a cell with fewer clients)
+            continue
+        own = None if hist is None else hist[hist["client"] == label].drop(columns="client")
+        parts.append(cell_tails(mine, own, by=by, unit=unit, quantiles=(0.99,)).assign(client=label))
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=by + CLIENT_TAIL_COLUMNS)
+    if client_hist is None:
+        out["status"] = NO_CLIENT_HIST
+    return out[by + CLIENT_TAIL_COLUMNS]
+
+
+def _client_p99s(rows: pd.DataFrame, clients: pd.DataFrame | None, client_hist: pd.DataFrame | None,
+                 by: list[str]) -> pd.DataFrame:
+    """`client_tails` a row per cell: p99_<label>_ns, its interval's ends and its status, for each client."""
+    tails = client_tails(rows, clients, client_hist, by)
+    if tails.empty:
         return rows[by].drop_duplicates()
-    keys = list(dict.fromkeys(by + _RUN_KEYS))         # direction is both a cell's and a run's key
-    c = clients.astype({"attempt": int}).merge(rows[keys].astype({"attempt": int}), on=_RUN_KEYS)
-    wide = c.groupby(by + ["client"], dropna=False, sort=True)["p99_ns"].median().unstack("client")
-    wide.columns = [f"p99_{label}_ns" for label in wide.columns]
-    return wide.reset_index()
+    wide = tails.set_index(by + ["client"])[list(_WIDE)].unstack("client")
+    wide.columns = [f"p99_{label}_{_WIDE[field]}" for field, label in wide.columns]
+    order = [f"p99_{label}_{_WIDE[f]}" for label in sorted(tails["client"].unique()) for f in _WIDE]
+    return wide[order].reset_index()
 
 
 def fairness_table(rows: pd.DataFrame, clients: pd.DataFrame | None, hist: pd.DataFrame | None,
-                   by: list[str]) -> pd.DataFrame:
+                   by: list[str], client_hist: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per cell of `by` (see the module's text) over the admissible rows `rows` of a clients
-    sweep, its clients.parquet `clients` and its latency_hist.parquet `hist`."""
+    sweep, its clients.parquet `clients`, its latency_hist.parquet `hist` and its client_hist.parquet
+    `client_hist` (None: each client's p99 is not judged, NO_CLIENT_HIST)."""
     rows = rows[rows["clients"].notna()].copy()
     if "attempt" not in rows:
         rows["attempt"] = 1
@@ -62,4 +116,4 @@ def fairness_table(rows: pd.DataFrame, clients: pd.DataFrame | None, hist: pd.Da
     p99 = p99.rename(columns={"value_ns": "p99_ns", "ci_low_ns": "p99_ci_low_ns", "ci_high_ns": "p99_ci_high_ns",
                               "status": "p99_status"})
     out = iops.merge(p99, on=by, how="left").merge(_shares(rows, by), on=by, how="left")
-    return out.merge(_client_p99s(rows, clients, by), on=by, how="left")
+    return out.merge(_client_p99s(rows, clients, client_hist, by), on=by, how="left")

@@ -23,7 +23,9 @@ and figures/ that `zbench report` writes into the sweep's directory.
 
 latency_hist.parquet (each run's completion-latency histogram, derived with the results) is
 packed and checked like results.parquet. A pack made before it existed has none: it passes
-only when its raw files hold no histogram either (runs recorded with plain json).
+only when its raw files hold no histogram either (runs recorded with plain json). A sweep with
+clients has clients.parquet and client_hist.parquet (each client's own bins) beside it, checked
+alike; a sweep without clients has neither.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from pathlib import Path
 import pandas as pd
 
 from zbench_lib.core.errors import ZbenchError
-from zbench_lib.sweeps.store.raw_check import CLIENTS, HISTOGRAMS
+from zbench_lib.sweeps.store.raw_check import CLIENT_HISTOGRAMS, CLIENTS, HISTOGRAMS
 
 RAW_ARCHIVE = "raw.tar.xz"
 MANIFEST = "SHA256SUMS"
@@ -185,28 +187,31 @@ def verify(packed_dir) -> pd.DataFrame:
     committed = pd.read_parquet(packed / "results.parquet")
     with rebuilt_copy(packed) as (copy, rebuilt):
         hist = pd.read_parquet(copy / HISTOGRAMS)
-        clients = pd.read_parquet(copy / CLIENTS) if (copy / CLIENTS).is_file() else None
+        per_client = {name: pd.read_parquet(copy / name) if (copy / name).is_file() else None
+                      for name in (CLIENTS, CLIENT_HISTOGRAMS)}
     try:
         pd.testing.assert_frame_equal(rebuilt, committed, check_dtype=False)
     except AssertionError as exc:
         raise ZbenchError(f"{packed}: results.parquet does not match what its raw files give:\n{exc}") from None
     _check_histograms(packed, hist)
-    _check_clients(packed, clients)
+    for name, table in per_client.items():
+        _check_clients(packed, name, table)
     rebuilt.attrs["manifest"] = manifest
     return rebuilt
 
 
-def _check_clients(packed: Path, rebuilt: pd.DataFrame | None) -> None:
-    """clients.parquet (a sweep with clients, issue 30) is what the raw files give, and there only."""
-    if rebuilt is None or not (packed / CLIENTS).is_file():
-        if rebuilt is not None or (packed / CLIENTS).is_file():
-            raise ZbenchError(f"{packed}: {CLIENTS} is {'missing' if rebuilt is not None else 'present'}, but "
+def _check_clients(packed: Path, name: str, rebuilt: pd.DataFrame | None) -> None:
+    """`name`, clients.parquet or client_hist.parquet (a sweep with clients, issue 30), is what the raw
+    files give, and there only."""
+    if rebuilt is None or not (packed / name).is_file():
+        if rebuilt is not None or (packed / name).is_file():
+            raise ZbenchError(f"{packed}: {name} is {'missing' if rebuilt is not None else 'present'}, but "
                               f"its raw files hold {'' if rebuilt is not None else 'no '}clients runs")
         return
     try:
-        pd.testing.assert_frame_equal(rebuilt, pd.read_parquet(packed / CLIENTS), check_dtype=False)
+        pd.testing.assert_frame_equal(rebuilt, pd.read_parquet(packed / name), check_dtype=False)
     except AssertionError as exc:
-        raise ZbenchError(f"{packed}: {CLIENTS} does not match what its raw files give:\n{exc}") from None
+        raise ZbenchError(f"{packed}: {name} does not match what its raw files give:\n{exc}") from None
 
 
 def _check_histograms(packed: Path, rebuilt: pd.DataFrame) -> None:

@@ -9,7 +9,9 @@ Reading only: setting an attempt aside and recording it is the store's (``on_inv
   ``<cell>-rNN`` of planned cells) and events.jsonl (``run started``): a run directory
   that is not one of them is stray; a planned run with no usable attempt is missing.
 - ``usable_runs`` walks raw/ with both and ``results_frame`` makes the results table;
-  ``histogram_frame`` the completion-latency histograms of the same runs (json+ bins).
+  ``histogram_frame`` the completion-latency histograms of the same runs (json+ bins);
+  a sweep with clients also ``client_frame`` (a row per client and run) and
+  ``client_histogram_frame`` (each client's own bins per run).
   Whatever is left out is named in a ``StoreWarning``, never dropped silently.
 """
 
@@ -24,13 +26,15 @@ import pandas as pd
 
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.core.events import Event
-from zbench_lib.measure.client_rows import CLIENT_TABLE_COLUMNS, client_table, is_clients_run
+from zbench_lib.measure.client_rows import (CLIENT_HIST_COLUMNS, CLIENT_TABLE_COLUMNS, client_histograms,
+                                            client_table, is_clients_run)
 from zbench_lib.measure.fio_hist import HIST_COLUMNS, attempt_histograms
 from zbench_lib.sweeps.planning.blocks import run_id as make_run_id
 
 INVALID_MARKER = "COMPLETE.invalid"
 HISTOGRAMS = "latency_hist.parquet"       # histogram_frame's table, beside results.parquet
 CLIENTS = "clients.parquet"               # client_frame's table: only a sweep with clients has one
+CLIENT_HISTOGRAMS = "client_hist.parquet"  # client_histogram_frame's table: beside clients.parquet, never without
 CLIENT_ID_COLUMNS = ["run_id", "attempt", "cell_id"]
 # What torn or malformed raw files raise while rows are derived (a missing file, bad JSON,
 # a JSON value of the wrong shape, fio_parse's own ZbenchError).
@@ -130,26 +134,42 @@ def histogram_frame(runs: list[tuple[str, dict, list]], raw: Path) -> pd.DataFra
     return df.astype({"run_id": str, "attempt": "int64", "direction": str, "bin_ns": "int64", "count": "int64"})
 
 
-def client_frame(runs: list[tuple[str, dict, list]], raw: Path) -> pd.DataFrame:
-    """clients.parquet's table: a row per client and direction of each clients run (issue 30;
-    `measure.client_rows.client_table`), for the runs `results_frame` gets, the same attempt as its row."""
-    recs = []
+def _clients_attempts(runs: list[tuple[str, dict, list]], raw: Path):
+    """(run_id, meta, attempt number, attempt dir) of each COMPLETE clients attempt of `runs`."""
     for run_id, meta, _ in runs:
         for a in sorted(p for p in (Path(raw) / run_id).glob("attempt-*") if (p / "COMPLETE").exists()):
             if is_clients_run(a):
-                ids = {"run_id": run_id, "attempt": int(a.name.split("-")[1]), "cell_id": meta.get("cell_id")}
-                recs += [{**ids, **r} for r in client_table(a)]
+                yield run_id, meta, int(a.name.split("-")[1]), a
+
+
+def client_frame(runs: list[tuple[str, dict, list]], raw: Path) -> pd.DataFrame:
+    """clients.parquet's table: a row per client and direction of each clients run (issue 30;
+    `measure.client_rows.client_table`), for the runs `results_frame` gets, the same attempt as its row."""
+    recs = [{"run_id": run_id, "attempt": n, "cell_id": meta.get("cell_id"), **r}
+            for run_id, meta, n, a in _clients_attempts(runs, raw) for r in client_table(a)]
     return pd.DataFrame.from_records(recs, columns=[*CLIENT_ID_COLUMNS, *CLIENT_TABLE_COLUMNS])
+
+
+def client_histogram_frame(runs: list[tuple[str, dict, list]], raw: Path) -> pd.DataFrame:
+    """client_hist.parquet's table: run_id, attempt, direction, client, bin_ns, count of each client's own
+    completion latencies in each clients run (`measure.client_rows.client_histograms`): latency_hist.parquet
+    keeps only their sum, and a client's p99 over a cell's runs merges its own bins (methods §18, §20)."""
+    recs = [{"run_id": run_id, "attempt": n, **r}
+            for run_id, _, n, a in _clients_attempts(runs, raw) for r in client_histograms(a)]
+    df = pd.DataFrame.from_records(recs, columns=["run_id", "attempt", *CLIENT_HIST_COLUMNS])
+    return df.astype({"run_id": str, "attempt": "int64", "direction": str, "client": str, "bin_ns": "int64",
+                      "count": "int64"})
 
 
 def derived_files(runs: list[tuple[str, dict, list]], raw: Path, sweep_id: str) -> tuple[pd.DataFrame, dict]:
     """The results table, and what the store writes from raw: latency_hist.parquet first (so
     results.parquet, written after it, is never newer than the histograms), then the results.
-    A sweep with clients has clients.parquet too, written before the results likewise."""
+    A sweep with clients has clients.parquet and client_hist.parquet too, written before the results likewise."""
     df = results_frame(runs, sweep_id)
     clients = client_frame(runs, raw)
-    return df, {HISTOGRAMS: histogram_frame(runs, raw).to_parquet(index=False),
-                **({CLIENTS: clients.to_parquet(index=False)} if len(clients) else {}),
+    per_client = {CLIENTS: clients.to_parquet(index=False),
+                  CLIENT_HISTOGRAMS: client_histogram_frame(runs, raw).to_parquet(index=False)} if len(clients) else {}
+    return df, {HISTOGRAMS: histogram_frame(runs, raw).to_parquet(index=False), **per_client,
                 "results.parquet": df.to_parquet(index=False), "results.csv": df.to_csv(index=False)}
 
 

@@ -7,6 +7,7 @@
                        completed, run discarded, attempt invalid, resumed, runs added, ...
     raw/<run_id>/attempt-<n>/   job.fio, fio.json, logs, counters, meta.json, COMPLETE
     results.parquet, results.csv, latency_hist.parquet   derived: rebuilt from raw COMPLETE attempts only
+    clients.parquet, client_hist.parquet                 derived likewise, only for a sweep with clients
 
 Every file is written to a temporary name, fsynced, then moved into place; files that
 must never change are linked into place, which fails if the name exists. ``COMPLETE``
