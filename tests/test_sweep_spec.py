@@ -237,6 +237,9 @@ PLANNED = {
     "tests/specs/fill.yaml": (3, 0, 3, 3, 3, "8173b9714ebebcd8"),
     "tests/specs/kill.yaml": (2, 0, 2, 2, 4, "89d3306219b19bd0"),
     "tests/specs/load.yaml": (2, 0, 1, 1, 4, "9d6838dfcd1bbd33"),
+    # a mech: level as a model factor (issue 33 item 2), pinned from the planner at 8196f23, before the
+    # lab could serve it (the plan is the same: what changed is how a pool's disks get the level)
+    "tests/specs/mech-factor.yaml": (2, 0, 2, 2, 2, "c789ad6a51219cac"),
     # two pools (make test budget): the mirror(2) and raidz1(3) cells of before (ids unchanged), raidz1(2) and
     # the skipped mirror(3) gone; the hash of the old run ids less raidz1(2)'s
     "tests/specs/fault.yaml": (2, 0, 2, 2, 4, "920cb4e0fa5da918"),
