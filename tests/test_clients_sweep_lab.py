@@ -1,6 +1,6 @@
 """A sweep whose load comes from client VMs on one NFS datastore (issue 30), end to end through the executor.
 
-A tiny spec (one 1-disk stripe, one dataset, randwrite for 3 s, `clients: [2, 1]` as written: a cell with
+A tiny spec (one 1-disk stripe, one dataset, randwrite for 6 s, `clients: [2, 1]` as written: a cell with
 two clients, then one with one, one run each) runs on the session's lab as a user runs `zbench sweep`:
 the sweep boots two client labs beside the session lab, exports the dataset once, mounts it on both,
 starts their fio servers and measures each cell from its first k clients. One sweep checks both
@@ -45,7 +45,7 @@ factors:
   clients: [2, 1]
 target: {size: 32M, recordsize: 16k, compression: "off", sync: standard, access: nfs}
 workloads:
-  - {name: randwrite, overrides: {runtime_s: 3, ramp_time_s: 1, bs: 16k, numjobs: 1, iodepth: 2}}
+  - {name: randwrite, overrides: {runtime_s: 6, ramp_time_s: 1, bs: 16k, numjobs: 1, iodepth: 2}}
 repetitions: {fixed: 1, max_attempts: 1, metric: iops}
 prefill: {fill: whole, policy: once-per-target}
 order: as-written
@@ -82,6 +82,16 @@ def _nothing_left(lab, lab_host, started: float) -> None:
     assert scratch == [], scratch
 
 
+def _wait_for_the_controllers_fio(deadline: float) -> None:
+    """Until the controller runs the run's `fio --client` call: the kill is placed by watching for the
+    command, not by a fixed delay (a run's setup, its clocks read, takes a while on a busy machine)."""
+    while time.monotonic() < deadline:
+        if subprocess.run(["pgrep", "-f", "fio --output-format=json\\+"], capture_output=True).returncode == 0:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the second run's fio --client call never started")
+
+
 def _run_until_the_second_run_then_sigterm(spec: Path, out: Path, log_path: Path) -> tuple[int, Path]:
     """`zbench sweep` as a user runs it, SIGTERMed inside its second run's fio --client call: (rc, sweep dir)."""
     argv, env = sweep_child(spec, out, cli=True, ZBENCH_LAB=LAB_TEST_CONFIG["name"])
@@ -96,7 +106,8 @@ def _run_until_the_second_run_then_sigterm(spec: Path, out: Path, log_path: Path
                 break
             time.sleep(0.5)
         assert proc.poll() is None, log_path.read_text()[-3000:]
-        time.sleep(1.5)                                  # inside the run's fio --client call
+        _wait_for_the_controllers_fio(deadline=time.monotonic() + 60)
+        time.sleep(0.5)                                  # inside the run's fio --client call
         os.kill(proc.pid, signal.SIGTERM)
         rc = proc.wait(timeout=600)
     finally:
