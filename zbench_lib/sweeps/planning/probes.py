@@ -1,11 +1,12 @@
 """The saturation probes a plan needs: one per cell whose load is a fraction of its saturation.
 
-A load fraction is relative to the cell's own saturation IOPS, measured by a short closed-loop probe
-of the cell's job on its target (measure/load.py). A cell here is everything but its load: the pool
-replicate, the target, the workload and its fio parameters, so the loads 0.25 ... 0.9 of one
-configuration share one probe (`probe_id`), and each pool replicate probes its own pool. The executor
-runs a probe before the first run that needs it and reuses a recorded one on resume
-(`sweeps/running/open_loop.py`); the plan counts them in its estimate and says so (`describe`).
+A load fraction is relative to the cell's own saturation IOPS, measured by a closed-loop probe of the
+cell's job on its target (measure/load.py: a read's window short, a write's the cell's own). A cell
+here is everything but its load: the pool replicate, the target, the workload and its fio
+parameters, so the loads 0.25 ... 0.9 of one configuration share one probe (`probe_id`), and each
+pool replicate probes its own pool. The executor runs a probe before the first run that needs it
+and reuses a recorded one on resume (`sweeps/running/open_loop.py`); the plan counts them in its
+estimate and says so (`describe`).
 """
 
 from __future__ import annotations
