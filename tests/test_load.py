@@ -412,6 +412,13 @@ def test_the_shipped_spec_loads_and_plans_with_its_probes():
     assert probe_s == {"randwrite": 3 + 40 + 3, "randread": 3 + 10 + 3}
     e = plan.estimates
     assert e["probes"] == 4 and e["probes_s"] == 2 * 46 + 2 * 16     # 2 volblocksizes x 2 workloads
+    # a write probe writes what a saturation run of its cell writes (the same window, closed loop); a read
+    # probe nothing: the bytes are the prefill, 3 runs of every cell and one saturation run per write cell
+    saturation_writes = [c.write_bytes_per_run for c in plan.cells
+                         if c.template == "randwrite" and c.factors["load"] == "saturation"]
+    assert len(saturation_writes) == 2 and min(saturation_writes) > 0
+    assert e["bytes_written"] == e["prefill_bytes"] + 3 * sum(c.write_bytes_per_run for c in plan.cells) + \
+        sum(saturation_writes)
     text = plan.describe()
     assert "plus 4 saturation probe(s)" in text and "never a result row" in text
     assert 40 * 60 < e["wall_s"] < 60 * 60, e["wall_s"]              # ~50 min in the lab (40 s windows)

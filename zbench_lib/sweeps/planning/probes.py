@@ -35,6 +35,20 @@ def probe_seconds(cells: list[Cell]) -> dict[str, float]:
     return {probe_id(c): c.probe_s for c in cells if needs_probe(c)}
 
 
+def probe_bytes(cells: list[Cell], overhead_s: float) -> dict[str, int]:
+    """Each probe the cells need, with the bytes it writes: closed loop, at the saturation rate of which
+    the cell's load is a fraction, over the probe's fio time (its `probe_s` less `overhead_s`). A cell's
+    run writes `write_bytes_per_run` at that fraction over its own fio time (`run_s` less the same
+    overhead), so the probe writes that over the fraction, scaled to its time (a write probe's time is
+    the run's: methods §21). A read probe writes nothing, as its runs do."""
+    out = {}
+    for c in cells:
+        if needs_probe(c):
+            saturation = c.write_bytes_per_run / Load.of(c.factors["load"]).fraction
+            out[probe_id(c)] = int(saturation * (c.probe_s - overhead_s) / (c.run_s - overhead_s))
+    return out
+
+
 def describe(cells: list[Cell]) -> list[str]:
     """The dry run's line on the probes, if any."""
     probes = probe_seconds(cells)
