@@ -6,7 +6,6 @@ The lab half (a tiny sweep on the lab) is tests/test_load_lab.py."""
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -24,8 +23,9 @@ from zbench_lib.core.events import Event
 from zbench_lib.measure.fio import build_job
 from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 from zbench_lib.measure.fio_parse import load_fio_json
+from zbench_lib.measure import workloads
 from zbench_lib.measure.load import (OPEN_LOOP_DEPTH_FLOOR, Load, fio_rate, open_loop_iodepth, parse_level,
-                                     probe_overrides)
+                                     probe_overrides, probe_seconds)
 from zbench_lib.measure.rows import load_columns
 from zbench_lib.sweeps.planning.plan import expand
 from zbench_lib.sweeps.planning.probes import probe_id
@@ -86,11 +86,23 @@ def test_open_loop_depth_leaves_room_for_bursts():
     assert open_loop_iodepth(10_000) == 1024
 
 
-def test_the_probe_is_the_job_short_with_its_ramp():
-    d = {"runtime_s": 60, "ramp_time_s": 10}
-    assert probe_overrides({"bs": "8k"}, d) == {"bs": "8k", "runtime_s": 11}      # longer than its ramp
-    assert probe_overrides({"runtime_s": 15, "ramp_time_s": 3}, d)["runtime_s"] == 10
-    assert probe_overrides({"runtime_s": 4, "ramp_time_s": 1}, d)["runtime_s"] == 4
+def test_a_read_probe_is_the_job_short_with_its_ramp():
+    read = workloads.get("randread")                        # defaults: a 60 s window after a 10 s ramp
+    assert probe_overrides({"bs": "8k"}, read) == {"bs": "8k", "runtime_s": 11}      # longer than its ramp
+    spec = {"runtime_s": 40, "ramp_time_s": 3}              # latency-vs-load.yaml's reads
+    assert probe_overrides(spec, read) == {**spec, "runtime_s": 10}                  # PROBE_RUNTIME_MAX_S
+    assert probe_seconds(spec, read) == 3 + 10
+    assert probe_overrides({"runtime_s": 4, "ramp_time_s": 1}, read)["runtime_s"] == 4
+
+
+@pytest.mark.parametrize("name", ["randwrite", "mixed", "seqwrite"])
+def test_a_write_probe_measures_the_cells_own_window(name):
+    """ZFS absorbs a short write window in memory (methods §21): a probe of a job that writes, a mixed
+    one too, measures the window its runs measure, ramp included."""
+    w = workloads.get(name)
+    spec = {"bs": "8k", "runtime_s": 40, "ramp_time_s": 3}  # latency-vs-load.yaml's writes
+    assert probe_overrides(spec, w) == spec and probe_seconds(spec, w) == 3 + 40
+    assert probe_overrides({}, w) == {"runtime_s": 60} and probe_seconds({}, w) == 10 + 60     # the defaults
 
 
 # -- the job file, rendered through the templates ----------------------------------------------------
@@ -128,10 +140,21 @@ class _Store:
         self._events.append({"event": Event(event).value, **fields})
 
 
-def _cell(load="0.5", target="p01-t01", volblocksize=8192):
-    return Cell("c1", "p01", target, "randwrite", "randwrite", False,
-                {"layout": "mirror", "volblocksize_bytes": volblocksize, "workload": "randwrite", "load": load},
+def _cell(load="0.5", target="p01-t01", volblocksize=8192, template="randwrite"):
+    return Cell("c1", "p01", target, template, template, template == "randread",
+                {"layout": "mirror", "volblocksize_bytes": volblocksize, "workload": template, "load": load},
                 {"bs": "8k"}, 60, 73.0, 0)
+
+
+def _fake_fio(monkeypatch) -> list:
+    """The jobs the probe runs, each answered by a real fio JSON (its IOPS the probe's)."""
+    ran = []
+
+    def fake_run_fio(host, job, remote, local):
+        ran.append((job, local))
+        return SimpleNamespace(data=load_fio_json(FIO_JSON.read_text()))
+    monkeypatch.setattr(open_loop, "run_fio", fake_run_fio)
+    return ran
 
 
 def test_loads_of_one_cell_share_a_probe_and_replicates_do_not():
@@ -141,20 +164,19 @@ def test_loads_of_one_cell_share_a_probe_and_replicates_do_not():
 
 
 def test_a_fraction_is_of_the_probe_measured_once_then_reused(monkeypatch, tmp_path):
-    ran = []
-
-    def fake_run_fio(host, job, remote, local):
-        ran.append((job, local))
-        return SimpleNamespace(data=load_fio_json(FIO_JSON.read_text()))
-    monkeypatch.setattr(open_loop, "run_fio", fake_run_fio)
+    ran = _fake_fio(monkeypatch)
     store = _Store()
     site = SimpleNamespace(store=store, work_dir="/tmp/zb", host=None)
     attempt = tmp_path / "raw" / "c1-r01" / "attempt-1"
     run = SimpleNamespace(run_id="c1-r01")
-    first = open_loop.offered_load(site, _cell("0.5"), run, attempt, {"filename": "/dev/x", "iodepth": 8})
+    job = {"filename": "/dev/x", "iodepth": 8, "runtime_s": 40, "ramp_time_s": 3}   # latency-vs-load.yaml's
+    first = open_loop.offered_load(site, _cell("0.5"), run, attempt, job)
     probes = [e for e in store.events() if e["event"] == Event.LOAD_PROBED]
     assert len(ran) == 1 and len(probes) == 1 and ran[0][1] == attempt / "probe"
-    assert "rate_iops" not in ran[0][0] and re.search(r"^runtime=11$", ran[0][0], re.M)   # closed loop, short
+    # closed loop, and a write: the run's own 40 s window after its 3 s ramp (methods §21)
+    probe_job = _lines(ran[0][0])
+    assert "rate_iops" not in probe_job and (probe_job["runtime"], probe_job["ramp_time"]) == ("40", "3")
+    assert (probes[0]["runtime_s"], probes[0]["ramp_time_s"]) == (40, 3)
     assert first.probe_iops == probes[0]["iops"] > 0 and probes[0]["path"] == "raw/c1-r01/attempt-1/probe"
     assert first.offered_iops == pytest.approx(0.5 * first.probe_iops) and first.iodepth == 64
     # a later load of the cell, or a resumed sweep (the event is in events.jsonl), reuses it
@@ -162,6 +184,17 @@ def test_a_fraction_is_of_the_probe_measured_once_then_reused(monkeypatch, tmp_p
     again = open_loop.offered_load(site, _cell("0.9"), later, attempt, {"filename": "/dev/x"})
     assert len(ran) == 1 and again.offered_iops == pytest.approx(0.9 * first.probe_iops)
     assert again.probe_id == first.probe_id
+
+
+def test_a_read_probe_keeps_its_short_window(monkeypatch, tmp_path):
+    ran, store = _fake_fio(monkeypatch), _Store()
+    site = SimpleNamespace(store=store, work_dir="/tmp/zb", host=None)
+    job = {"filename": "/dev/x", "iodepth": 8, "runtime_s": 40, "ramp_time_s": 3}   # latency-vs-load.yaml's
+    open_loop.offered_load(site, _cell("0.5", template="randread"), SimpleNamespace(run_id="c1-r01"),
+                           tmp_path / "attempt-1", job)
+    probe_job = _lines(ran[0][0])
+    assert (probe_job["runtime"], probe_job["ramp_time"]) == ("10", "3")       # its ramp, at most 10 s measured
+    assert (store.events()[0]["runtime_s"], store.events()[0]["ramp_time_s"]) == (10, 3)
 
 
 def test_saturation_and_absolute_rates_need_no_probe(monkeypatch, tmp_path):
@@ -373,8 +406,19 @@ def test_the_shipped_spec_loads_and_plans_with_its_probes():
     assert loads == ["0.25", "0.5", "0.75", "0.9", "saturation"]
     assert len(plan.cells) == 2 * 2 * 5
     assert all((c.probe_s is not None) == (c.factors["load"] != "saturation") for c in plan.cells)
+    # its jobs: a 40 s window after a 3 s ramp, 3 s of overhead a run (estimate.RUN_OVERHEAD_S); a write
+    # probe measures that window, a read probe 10 s of it (methods §21)
+    probe_s = {c.template: c.probe_s for c in plan.cells if c.factors["load"] != "saturation"}
+    assert probe_s == {"randwrite": 3 + 40 + 3, "randread": 3 + 10 + 3}
     e = plan.estimates
-    assert e["probes"] == 4 and e["probes_s"] > 0                    # 2 volblocksizes x 2 workloads
+    assert e["probes"] == 4 and e["probes_s"] == 2 * 46 + 2 * 16     # 2 volblocksizes x 2 workloads
+    # a write probe writes what a saturation run of its cell writes (the same window, closed loop); a read
+    # probe nothing: the bytes are the prefill, 3 runs of every cell and one saturation run per write cell
+    saturation_writes = [c.write_bytes_per_run for c in plan.cells
+                         if c.template == "randwrite" and c.factors["load"] == "saturation"]
+    assert len(saturation_writes) == 2 and min(saturation_writes) > 0
+    assert e["bytes_written"] == e["prefill_bytes"] + 3 * sum(c.write_bytes_per_run for c in plan.cells) + \
+        sum(saturation_writes)
     text = plan.describe()
     assert "plus 4 saturation probe(s)" in text and "never a result row" in text
     assert 40 * 60 < e["wall_s"] < 60 * 60, e["wall_s"]              # ~50 min in the lab (40 s windows)

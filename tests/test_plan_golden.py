@@ -6,6 +6,13 @@ before the plan's cells, pools and targets became typed records (issue 28). Ever
 plans offline (a lab spec names its disks; a host spec is not read before the sweep), so none
 is skipped. Regenerate a row only when that spec, or what a plan holds, is changed on purpose, and
 with the untyped code: tests/specs/fault-slow.yaml's row is that of a2aa5a1 (its dirty cap became 4M).
+templates/sweeps/latency-vs-load.yaml's row changed on purpose when a write probe came to measure its
+cell's own window (methods §21: a 10 s write probe overestimated what the pool sustains): its randwrite
+cells' probe_s 16 -> 46 s and the estimate's probes_s and wall times with them, and its bytes written
+by what those probes write (as much as a saturation run each; no probe's writes were counted before),
+nothing else. That row was computed by the code of that change (the typed planner), not by an
+independent one: it pins the plan against later drift, it does not check the change itself
+(tests/test_load.py does, by hand).
 """
 
 from __future__ import annotations

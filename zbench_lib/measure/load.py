@@ -7,7 +7,8 @@ its latency is the latency *at that load* (docs/methods.md §21). A level is
 
 - ``saturation``: closed loop, as every run was before (the level a sweep without the factor has);
 - a fraction of the cell's own saturation throughput, ``0.5`` or ``50%`` (0 < f <= 1): the rate is
-  the fraction times the IOPS of a short closed-loop probe of the same job on the same target;
+  the fraction times the IOPS of a closed-loop probe of the same job on the same target (short for a
+  read, the cell's own window for a write: `probe_overrides`);
 - an absolute rate, ``2000iops``: the IOPS offered, all jobs and directions together.
 
 Standard library only: the spec checks levels with `parse_level` and the analysis reads them back
@@ -19,8 +20,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from zbench_lib.core.errors import ConfigError
+
+if TYPE_CHECKING:       # a record passed in: the levels' parsing never loads the registry
+    from zbench_lib.measure.workloads import Workload
 
 SATURATION = "saturation"
 MAX_IOPS = 10_000_000           # no device offers more; a typo's 2e9 is refused rather than tried
@@ -34,8 +39,9 @@ _IOPS = re.compile(r"(\d+(?:\.\d+)?)\s*iops", re.IGNORECASE)
 # what the target sustains fills any queue: the cap keeps such a run finite, and `load_achieved` says
 # it fell short (measure rows; it is described, never dropped).
 OPEN_LOOP_DEPTH_FLOOR, OPEN_LOOP_DEPTH_FACTOR, OPEN_LOOP_DEPTH_CAP = 64, 4, 1024
-# The saturation probe: the cell's job, closed loop, with its own ramp and at most this long a window,
-# its files in the attempt's PROBE_DIR (beside fio/, which the rows read; a window filed leaves it).
+# The saturation probe: the cell's job, closed loop, with its own ramp; a read probe's window at most this
+# long, a write probe's the cell's own (`probe_overrides` says why). Its files in the attempt's PROBE_DIR
+# (beside fio/, which the rows read; a window filed leaves it).
 PROBE_RUNTIME_MAX_S = 10
 PROBE_DIR = "probe"
 
@@ -117,16 +123,21 @@ def fio_rate(total_iops: float, numjobs: int, read_share: float | None) -> str:
     return f"{whole(per_job * read_share)},{whole(per_job * (1 - read_share))}"
 
 
-def probe_overrides(params: dict, defaults: dict) -> dict:
-    """The probe's fio parameters: the cell's job with its own ramp and a window of at most
-    PROBE_RUNTIME_MAX_S (the ramp keeps a write probe past the first seconds ZFS absorbs in memory), longer
-    than the ramp as every job's window is (measure/fio.py)."""
-    runtime = int(params.get("runtime_s", defaults["runtime_s"]))
-    ramp = int(params.get("ramp_time_s", defaults["ramp_time_s"]))
+def probe_overrides(params: dict, workload: Workload) -> dict:
+    """The probe's fio parameters: the cell's job (`params` over `workload`'s defaults), closed loop.
+    A workload that writes keeps its own ramp and window: ZFS absorbs a short write window in memory
+    (the dirty-data buffer fills before the write throttle settles, a few TXGs of ~5 s), so a 10 s
+    write probe read 1,319 IOPS where the same job's 40 s runs sustained 952 (methods §21). A read
+    probe is disk-bound from its start: its own ramp and a window of at most PROBE_RUNTIME_MAX_S,
+    longer than the ramp as every job's window is (measure/fio.py)."""
+    runtime = int(params.get("runtime_s", workload.defaults["runtime_s"]))
+    if not workload.reads_only:
+        return {**params, "runtime_s": runtime}
+    ramp = int(params.get("ramp_time_s", workload.defaults["ramp_time_s"]))
     return {**params, "runtime_s": min(runtime, max(PROBE_RUNTIME_MAX_S, ramp + 1))}
 
 
-def probe_seconds(params: dict, defaults: dict) -> float:
+def probe_seconds(params: dict, workload: Workload) -> float:
     """A probe's fio time (ramp plus window), for the plan's estimate."""
-    p = probe_overrides(params, defaults)
-    return float(p["runtime_s"]) + float(p.get("ramp_time_s", defaults["ramp_time_s"]))
+    p = probe_overrides(params, workload)
+    return float(p["runtime_s"]) + float(p.get("ramp_time_s", workload.defaults["ramp_time_s"]))

@@ -22,7 +22,7 @@ from zbench_lib.analysis.figures.plots import plot_latency_vs_load
 from zbench_lib.analysis.stats.load_curves import KNEE_FACTOR, load_curves
 
 METHOD = (f"Open loop: fio offers each load at a stated rate (Poisson arrivals), a fraction of the cell's saturation "
-          f"IOPS from a short closed-loop probe; saturation is the closed-loop run. Each percentile is read from "
+          f"IOPS from a closed-loop probe of its job; saturation is the closed-loop run. Each percentile is read from "
           f"the level's runs' merged fio histograms, with its 95% interval across the runs or pools (methods §18); "
           f"the knee is the first load whose p99 interval lies above {KNEE_FACTOR:g}x the lowest load's, not judged "
           f"where the intervals overlap that bound (methods §21).")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from zbench_lib.hosts.disk_models import parse_model
 from zbench_lib.zfs import families
-from zbench_lib.sweeps.planning.probes import probe_seconds
+from zbench_lib.sweeps.planning.probes import probe_bytes, probe_seconds
 from zbench_lib.sweeps.planning.records import Cell, PlanPool, Target
 
 MiB = 1024 ** 2
@@ -54,7 +54,9 @@ def estimates(spec, cells: list[Cell], pools: list[PlanPool], targets: list[Targ
     fixed = (BOOT_S if spec.host == "lab" else 0.0) + POOL_CREATE_S * len(pools) + \
         sum(TARGET_CREATE_S + t.prefill_s for t in targets) + warm.get("l2arc_warmup_max_s", 0.0) + \
         sum(probes.values())
+    # what fio writes once beside the runs: the prefill, and a write cell's probe (as long as a run)
     prefill = sum(t.prefill_bytes for t in targets)
+    once = prefill + sum(probe_bytes(cells, RUN_OVERHEAD_S).values())
     per_run = sum(c.run_s for c in cells)
     written = sum(c.write_bytes_per_run for c in cells)
     # a run extended until steady may measure up to max_windows windows: only the maxima count them
@@ -67,7 +69,7 @@ def estimates(spec, cells: list[Cell], pools: list[PlanPool], targets: list[Targ
             # every run excluded and replaced up to max_attempts (a flagged write doubles its cell)
             "wall_attempts_max_s": round(fixed + max(hi, spec.repetitions["max_attempts"]) * per_run_max, 1),
             "measure_s": lo * sum(c.runtime_s for c in cells), "prefill_bytes": prefill,
-            "bytes_written": prefill + lo * written, "bytes_written_max": prefill + hi * written_max, **warm,
+            "bytes_written": once + lo * written, "bytes_written_max": once + hi * written_max, **warm,
             **({"probes_s": round(sum(probes.values()), 1), "probes": len(probes)} if probes else {}),
             "assumptions": {"boot_s": BOOT_S, "pool_create_s": POOL_CREATE_S, "target_create_s": TARGET_CREATE_S,
                             "run_overhead_s": RUN_OVERHEAD_S, "disk_write_bw_iops": disk_rates(spec),

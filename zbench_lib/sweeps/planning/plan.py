@@ -284,7 +284,7 @@ def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> 
             "write_bytes_per_run": int(share * rate * measured),
             # only where declared: plan.json of every other spec stays as it was (a resume compares it)
             **({"until_steady": w.until_steady.to_record()} if w.until_steady else {}),
-            **({"probe_s": probe_seconds(params, w.kind.defaults) + RUN_OVERHEAD_S}
+            **({"probe_s": probe_seconds(params, w.kind) + RUN_OVERHEAD_S}
                if Load.of(f.get("load")).needs_probe else {})}
 
 

@@ -1,11 +1,12 @@
 """The saturation probes a plan needs: one per cell whose load is a fraction of its saturation.
 
-A load fraction is relative to the cell's own saturation IOPS, measured by a short closed-loop probe
-of the cell's job on its target (measure/load.py). A cell here is everything but its load: the pool
-replicate, the target, the workload and its fio parameters, so the loads 0.25 ... 0.9 of one
-configuration share one probe (`probe_id`), and each pool replicate probes its own pool. The executor
-runs a probe before the first run that needs it and reuses a recorded one on resume
-(`sweeps/running/open_loop.py`); the plan counts them in its estimate and says so (`describe`).
+A load fraction is relative to the cell's own saturation IOPS, measured by a closed-loop probe of the
+cell's job on its target (measure/load.py: a read's window short, a write's the cell's own). A cell
+here is everything but its load: the pool replicate, the target, the workload and its fio
+parameters, so the loads 0.25 ... 0.9 of one configuration share one probe (`probe_id`), and each
+pool replicate probes its own pool. The executor runs a probe before the first run that needs it
+and reuses a recorded one on resume (`sweeps/running/open_loop.py`); the plan counts them in its
+estimate and says so (`describe`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,20 @@ def needs_probe(cell: Cell) -> bool:
 def probe_seconds(cells: list[Cell]) -> dict[str, float]:
     """Each probe the cells need, with its wall time (the cell's `probe_s`, set by the plan)."""
     return {probe_id(c): c.probe_s for c in cells if needs_probe(c)}
+
+
+def probe_bytes(cells: list[Cell], overhead_s: float) -> dict[str, int]:
+    """Each probe the cells need, with the bytes it writes: closed loop, at the saturation rate of which
+    the cell's load is a fraction, over the probe's fio time (its `probe_s` less `overhead_s`). A cell's
+    run writes `write_bytes_per_run` at that fraction over its own fio time (`run_s` less the same
+    overhead), so the probe writes that over the fraction, scaled to its time (a write probe's time is
+    the run's: methods §21). A read probe writes nothing, as its runs do."""
+    out = {}
+    for c in cells:
+        if needs_probe(c):
+            saturation = c.write_bytes_per_run / Load.of(c.factors["load"]).fraction
+            out[probe_id(c)] = int(saturation * (c.probe_s - overhead_s) / (c.run_s - overhead_s))
+    return out
 
 
 def describe(cells: list[Cell]) -> list[str]:

@@ -2,9 +2,10 @@
 
 A cell at saturation runs closed loop as ever (`offered_load` gives None). A cell with an absolute
 rate offers it. A cell whose load is a fraction of saturation offers that fraction of its probe's IOPS:
-the probe (`planning/probes.py`: one per cell but its load) is the cell's own job, closed loop and
-short, on the same target, measured before the first run that needs it into that run's attempt
-directory (``probe/``: raw, kept as it came) and recorded as a ``load probed`` event with its IOPS. A
+the probe (`planning/probes.py`: one per cell but its load) is the cell's own job, closed loop (a
+read's window short, a write's its own: measure/load.py `probe_overrides`), on the same target,
+measured before the first run that needs it into that run's attempt directory (``probe/``: raw,
+kept as it came) and recorded as a ``load probed`` event with its IOPS. A
 later run, or a resumed sweep, finds the event and reuses it: a probe is never measured twice, and it
 is reported, never a result row (its files are outside the attempt's ``fio/``, which rows read). On a
 fleet the worker's store is a staging one: the controller commits the event under the store's attempt
@@ -64,14 +65,15 @@ def offered_load(site: Site, cell: Cell, run, attempt: Path, fio: dict) -> OpenL
 
 
 def _probe(site: Site, cell: Cell, run, attempt: Path, fio: dict, pid: str) -> float:
-    """Measure probe `pid` (the cell's job closed loop, short) into `attempt`/probe/ and record it."""
-    defaults = workloads.get(cell.template).defaults
-    params = probe_overrides(fio, defaults)
+    """Measure probe `pid` (the cell's job closed loop) into `attempt`/probe/ and record it."""
+    kind = workloads.get(cell.template)
+    params = probe_overrides(fio, kind)
     job = build_job(cell.template, **params)
     remote = f"{site.work_dir}/{run.run_id}-{attempt.name}-{PROBE_DIR}"
     done = run_fio(site.host, job, remote, attempt / PROBE_DIR)
     iops = sum(r["iops"] for r in parse_fio_json(done.data))        # every direction: what the load splits
+    ramp = params.get("ramp_time_s", kind.defaults["ramp_time_s"])
     site.store.record(Event.LOAD_PROBED, probe_id=pid, run_id=run.run_id, attempt=int(attempt.name.rsplit("-", 1)[1]),
                       path=str(Path("raw") / run.run_id / attempt.name / PROBE_DIR), iops=iops,
-                      runtime_s=params["runtime_s"], ramp_time_s=params.get("ramp_time_s", defaults["ramp_time_s"]))
+                      runtime_s=params["runtime_s"], ramp_time_s=ramp)
     return iops
