@@ -263,6 +263,14 @@ def test_the_knee_is_judged_on_the_intervals():
     assert knee(lone) is None
 
 
+def test_a_knee_verdict_writes_large_latencies_as_the_sentences_do():
+    # the lvl sweep's randwrite 128K: 151-1,728 ms against a lowest load of 62-780 ms (bound 124-1,560 ms);
+    # '.3g' printed "(151–1.73e+03 ms)"
+    base = _pt("0.25", 31, _tail(62.0, 780.0))
+    v = knee_verdicts([base, _pt("0.5", 62, _tail(151.0, 1728.0))])[1]
+    assert v == "not judged: its p99 interval (151–1,728 ms) overlaps 2x the lowest load's (124–1,560 ms)"
+
+
 def test_points_are_the_merged_histograms_percentiles_with_their_intervals():
     df, hist = _store()
     curves = load_curves(df, hist)

@@ -99,7 +99,10 @@ class LoadCurve:
 
 
 def _ms(ns: float) -> str:
-    return f"{ns / 1e6:.3g}"
+    """Milliseconds as the sentences write them: '2.13', '151', '1,730' (3 significant digits, a thousands
+    separator, never '1.73e+03'; the stats room may not import claims.wording's `num`)."""
+    ms = ns / 1e6
+    return f"{ms:,.0f}" if abs(ms) >= 100 else f"{ms:.3g}"
 
 
 def knee_verdicts(points, factor: float = KNEE_FACTOR) -> list[str]:
