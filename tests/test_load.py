@@ -365,15 +365,42 @@ def test_the_figure_draws_each_curve_its_interval_and_its_knee():
     df, hist = _store()
     fig = plot_latency_vs_load(df, hist)
     names = [t.name for t in fig.data]
-    assert sum(n.endswith("knee") for n in names) == 1 and len(names) == 2 * 3 + 1
+    assert sum(n.endswith("knee") for n in names) == 1 and len(names) == 2 * 3 + 1 + 3
+    # the legend names each curve once, by its p99 line; p50, p99.9 and the knee by a grey entry each
+    assert [t.name for t in fig.data if t.showlegend is not False] == [
+        "randwrite, 8K write p99", "randwrite, 128K write p99", "p50 (dotted, each curve's colour)",
+        "p99.9 (dashed, each curve's colour)", "knee (ringed)"]
     p99 = next(t for t in fig.data if t.name.endswith("write p99"))
     assert p99.error_y.array is not None and list(p99.y)[0] == pytest.approx(MS / 1e6)
     p999 = next(t for t in fig.data if t.name.endswith("write p99.9"))
     assert all(math.isnan(y) for y in p999.y)                          # not judged: a gap, not a number
     offered = plot_latency_vs_load(df, hist, x="offered")
-    assert all(None not in t.x for t in offered.data)                # saturation has no offer: left out
+    # saturation has no offer: left out (the legend's grey entries draw nothing)
+    assert all(None not in t.x for t in offered.data if t.legendgroup != "percentiles")
     with pytest.raises(ConfigError, match="no load factor"):
         plot_latency_vs_load(df.drop(columns="load"), hist)
+
+
+def test_reads_and_writes_get_a_panel_each_with_their_own_iops_axis():
+    # the lvl sweep drew reads (0-200 IOPS) and writes (300-1,000) on one axis, the reads squashed in a corner
+    df, hist = _store({8192: P99_KEYS[8192]})
+    reads = df.assign(workload="randread", direction="read", run_id=df["run_id"] + "-r",
+                      iops=df["iops"] / 10, offered_iops=df["offered_iops"] / 10)
+    rhist = hist.assign(run_id=hist["run_id"] + "-r", direction="read")
+    fig = plot_latency_vs_load(pd.concat([df, reads]), pd.concat([hist, rhist]))
+    assert [a.text for a in fig.layout.annotations][:2] == ["randread reads", "randwrite writes"]
+    axis = {t.name: t.xaxis for t in fig.data}
+    assert axis["randread read p99"] == "x" and axis["randwrite write p99"] == "x2"
+    assert max(next(t for t in fig.data if t.name == "randread read p99").x) == pytest.approx(39.2)
+    assert fig.layout.xaxis.matches is None and fig.layout.xaxis2.matches is None      # each its own range
+    assert fig.layout.yaxis2.matches == "y" and fig.layout.yaxis2.type == "log"     # one latency scale
+    assert fig.layout.xaxis.type != "log"
+    # two curves of one panel whose saturations are 392 and 39.2 IOPS (10x > LOAD_LOG_X): a log IOPS axis
+    both, bhist = _store()
+    slow = both["volblocksize_bytes"] == 131072
+    both.loc[slow, "iops"] /= 10
+    assert plot_latency_vs_load(both, bhist).layout.xaxis.type == "log"
+    assert plot_latency_vs_load(*_store()).layout.xaxis.type != "log"
 
 
 # -- the shipped spec ------------------------------------------------------------------------------------
