@@ -202,3 +202,11 @@ def test_a_load_sweeps_detailed_answers_are_folded_under_its_short_lines():
     assert "<summary>Each load in detail (open)</summary>" in folded and "8K 18.5 ms (15.3–22.5)" in folded
     assert '<a href="methods.html#s21">methods §21</a>' in folded and "how to read them" in folded
     assert 'id="answer-detail"' not in _render()          # a sweep without the load factor: as before
+
+
+def test_a_load_sweeps_curves_come_before_the_studys_headline_figure():
+    load = '<div id="zbench-load"></div>'
+    first = _render(load_html=load, load_first=True)
+    assert first.index('id="zbench-load"') < first.index('id="zbench-headline"') and first.count(load) == 1
+    after = _render(load_html=load)                          # load held at one level: the study's figure first
+    assert after.index('id="zbench-headline"') < after.index('id="zbench-load"') and after.count(load) == 1

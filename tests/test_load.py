@@ -459,8 +459,11 @@ def test_a_load_is_also_stated_against_what_the_closed_loop_runs_sustained():
     p75 = c.points[2]
     assert round(c.sustained_share(p75), 4) == 1.0391 and c.probe_off(p75)
     assert at_load(p75, c) == ("at 989 IOPS offered (75% of saturation by the probe, but 104% of the 952 IOPS the "
-                               "closed-loop runs sustained; the probe read 1,319)")
+                               "closed-loop runs sustained)")
     assert at_load(p75) == "at 989 IOPS offered (75% of saturation)"          # without its curve, as before
+    # every load of the curve shares the probe: its reading is said once, at the first load it misset
+    assert at_load(c.points[0], c).endswith("35% of the 952 IOPS the closed-loop runs sustained; the probe read 1,319)")
+    assert curve_sentence(c).count("the probe read 1,319") == 1
     # within 10%: the share is said, the probe not questioned (1,000 / 910 = 1.099; 1,000 / 900 = 1.111)
     assert not _write_curve(910.0, 1000.0).probe_off(_write_curve(910.0, 1000.0).points[2])
     near = _write_curve(950.0, 1000.0)

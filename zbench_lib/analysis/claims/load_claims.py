@@ -40,15 +40,18 @@ def probe_read(p: LoadPoint) -> float:
 
 def sustained_text(c: LoadCurve, p: LoadPoint) -> str:
     """', 26% by the closed-loop runs', or where the probe misread the saturation by more than
-    PROBE_TOLERANCE: ', but 104% of the 952 IOPS the closed-loop runs sustained; the probe read 1,318'.
+    PROBE_TOLERANCE: ', but 104% of the 952 IOPS the closed-loop runs sustained' (with '; the probe read 1,318'
+    at the curve's first such load).
     Said, never used to drop a run: the load offered is what it was (methods §21)."""
     share = c.sustained_share(p)
     if share is None:
         return ""
     if not c.probe_off(p):
         return f", {_pct(share)} by the closed-loop runs"
-    return (f", but {_pct(share)} of the {_iops(c.sustained_iops)} IOPS the closed-loop runs sustained; "
-            f"the probe read {_iops(probe_read(p))}")
+    # a curve's fractional loads share its probe: its reading is said at the first load it misset, once
+    first = next(q for q in c.points if c.probe_off(q)) is p
+    return (f", but {_pct(share)} of the {_iops(c.sustained_iops)} IOPS the closed-loop runs sustained"
+            + (f"; the probe read {_iops(probe_read(p))}" if first else ""))
 
 
 def load_name(p: LoadPoint) -> str:

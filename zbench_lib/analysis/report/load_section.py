@@ -52,11 +52,10 @@ def load_section(adm: pd.DataFrame, hist: pd.DataFrame | None, caption: str = ""
     return "\n".join(parts), fig
 
 
-LINE_NOTE = (f"Each line is a curve: its p99 at each offered load in order and at saturation (closed loop), read from "
-             f"the level's runs' merged fio histograms, then its knee: the first load whose p99 interval lies above "
-             f"{KNEE_FACTOR:g}x the lowest load's, not judged where an interval overlaps that bound (methods §21). "
-             f"Each p99's 95% interval, and why a point or a knee is not judged: the details below and \"Latency at a "
-             f"stated load\".")
+LINE_NOTE = (f"Each line: a curve's p99 at each offered load and at saturation (closed loop), from the runs' merged "
+             f"fio histograms, then its knee, the first load whose p99 interval lies above {KNEE_FACTOR:g}x the "
+             f"lowest load's (methods §21). Intervals and reasons: folded below, and in \"Latency at a stated "
+             f"load\".")
 
 
 def _subject(c: LoadCurve, curves: list[LoadCurve]) -> str:

@@ -200,11 +200,12 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
 def _load_first(extras: dict, adm: pd.DataFrame, hist) -> dict:
     """The first screen of a sweep whose question is the load (its only study, or several load levels): a short
     line per curve answers it, and the per-load answers the study gave (else each curve's sentence) are its
-    details, folded, with every interval and reason."""
+    details, folded, with every interval and reason; the latency-vs-load section comes before the study's
+    headline figure (`load_first`), as the lines read off it."""
     detail = (extras["answers"], extras["answers_note"], DETAIL_STUDY) if extras["answers"] else \
         (load_details(adm, hist), LOAD_METHOD, DETAIL_CURVES)
     return dict(answers=load_answers(adm, hist), answers_note=LINE_NOTE, answers_detail=detail[0],
-                detail_note=detail[1], detail_summary=detail[2])
+                detail_note=detail[1], detail_summary=detail[2], load_first=True)
 
 
 def check_notebook_values(name: str, params: dict) -> None:
