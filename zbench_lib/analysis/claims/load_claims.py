@@ -4,7 +4,10 @@ A closed-loop percentile is a percentile at saturation, and says so ("closed loo
 an open-loop one names its offered IOPS and, where the load was a fraction of the cell's saturation,
 that fraction; a run that did not sustain its offer says how much of it was achieved. A percentile
 is the cell's, from its runs' merged histograms, with its 95% interval, or "not judged" and why
-(methods §18, §21); the knee is stated only where the intervals place it.
+(methods §18, §21); the knee is stated only where the intervals place it. Where the curve has its saturation
+level, a load is also stated as a share of what those runs sustained, and a probe that misread it by more than
+10% is said. `curve_line` is a curve on one line for the report's first screen: its p99 at each load in
+order and its knee in a few words (`knee_short`), the intervals left to `curve_sentence`.
 """
 
 from __future__ import annotations

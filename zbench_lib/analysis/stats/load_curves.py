@@ -15,6 +15,10 @@ interval's low end exceeds KNEE_FACTOR x the lowest load's interval's high end, 
 high end is at most KNEE_FACTOR x that low end, and otherwise "not judged". The knee is the first
 point past the bound with every point before it under; a point not judged before it leaves the knee
 not judged.
+
+A curve with its saturation level also states each open-loop offer as a share of what that level sustained
+(`LoadCurve.sustained_share`), and marks an offer more than PROBE_TOLERANCE away from its stated fraction
+of it (`LoadCurve.probe_off`): the short probe misread the cell's saturation (methods §21).
 """
 
 from __future__ import annotations
