@@ -402,3 +402,20 @@ def test_no_section_when_no_claim_applies():
     df = _reads([("stripe", 2, 1, FLAT), ("mirror", 2, 1, FLAT)])
     assert classic_claims(df) == []
     assert "The classic claims" not in _index(classic_claims=classic_claims(df))
+
+
+def test_the_lab_caveat_says_how_each_kind_of_disk_model_works():
+    throttle = pd.DataFrame({"disk_model": ["custom:iops=100,bw=12M"]})
+    assert classic_base.lab_caveat(throttle) == (
+        "The lab's disks are modelled (custom:iops=100,bw=12M: QEMU throttles with a constant service time), "
+        "so this speaks for the layout's arithmetic, not for a real drive's seeks.")        # as before
+    # a mechanism model is nbdkit's, with seeks and a write cache: "QEMU throttles" was wrong for it
+    mech = pd.DataFrame({"disk_model": ["mech:hdd-7200"]})
+    assert classic_base.lab_caveat(mech) == (
+        "The lab's disks are modelled (mech:hdd-7200: a mechanism model served by nbdkit, with seek, rotation, command "
+        "queueing and a write cache), so this speaks for the layout on the modelled drive, not for a particular "
+        "real drive.")
+    both = classic_base.lab_caveat(pd.DataFrame({"disk_model": ["hdd", "mech:nvme"]}))
+    assert "(hdd: QEMU throttles with a constant service time; mech:nvme: a mechanism model served by nbdkit, " \
+           "with flash channels, a latency tail and a write cliff)" in both
+    assert classic_base.lab_caveat(pd.DataFrame({"disk_model": [None]})) == ""

@@ -189,3 +189,24 @@ def test_the_depth_headline_is_the_compare_pages_iops_p99_curve(monkeypatch):
             assert np.allclose(a[attr], b[attr])
             assert np.allclose(a[f"error_{attr}"].array, b[f"error_{attr}"].array, equal_nan=True)
     assert np.isnan(head.data[0].error_y.array[-1])            # qd64 rests on one run: no interval
+
+
+def test_a_load_sweeps_detailed_answers_are_folded_under_its_short_lines():
+    page = _render(answers=[{"subject": "randwrite, 8K", "text": "p99 18.5 → 952 ms at 25/75% of saturation."}],
+                   answers_detail=[{"subject": "randwrite at 25% of saturation (open loop)",
+                                    "text": "Latency p99: 8K 18.5 ms (15.3–22.5) (methods §21)."}],
+                   detail_note="how to read them", detail_summary="Each load in detail")
+    answer = page[page.index('id="answer"'):page.index('id="zbench-headline"')]
+    lines, folded = answer.split('<details id="answer-detail">')
+    assert "p99 18.5 → 952 ms" in lines and "15.3–22.5" not in lines
+    assert "<summary>Each load in detail (open)</summary>" in folded and "8K 18.5 ms (15.3–22.5)" in folded
+    assert '<a href="methods.html#s21">methods §21</a>' in folded and "how to read them" in folded
+    assert 'id="answer-detail"' not in _render()          # a sweep without the load factor: as before
+
+
+def test_a_load_sweeps_curves_come_before_the_studys_headline_figure():
+    load = '<div id="zbench-load"></div>'
+    first = _render(load_html=load, load_first=True)
+    assert first.index('id="zbench-load"') < first.index('id="zbench-headline"') and first.count(load) == 1
+    after = _render(load_html=load)                          # load held at one level: the study's figure first
+    assert after.index('id="zbench-headline"') < after.index('id="zbench-load"') and after.count(load) == 1

@@ -14,9 +14,11 @@ import pytest
 
 from scipy.stats import t as scipy_t
 
-from zbench_lib.analysis.claims.load_claims import curve_sentence, knee_text, point_sentence
+from zbench_lib.analysis.claims.load_claims import (at_load, curve_line, curve_sentence, knee_short, knee_text,
+                                                   point_sentence)
 from zbench_lib.analysis.figures.plots import plot_latency_vs_load
-from zbench_lib.analysis.stats.load_curves import (KNEE_FACTOR, LOWEST, PAST, UNDER, LoadPoint, Tail, curves_table,
+from zbench_lib.analysis.stats.load_curves import (KNEE_FACTOR, LOWEST, PAST, UNDER, LoadCurve, LoadPoint, Tail,
+                                                   curves_table,
                                                    knee, knee_verdicts, load_curves)
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.events import Event
@@ -296,6 +298,14 @@ def test_the_knee_is_judged_on_the_intervals():
     assert knee(lone) is None
 
 
+def test_a_knee_verdict_writes_large_latencies_as_the_sentences_do():
+    # the lvl sweep's randwrite 128K: 151-1,728 ms against a lowest load of 62-780 ms (bound 124-1,560 ms);
+    # '.3g' printed "(151–1.73e+03 ms)"
+    base = _pt("0.25", 31, _tail(62.0, 780.0))
+    v = knee_verdicts([base, _pt("0.5", 62, _tail(151.0, 1728.0))])[1]
+    assert v == "not judged: its p99 interval (151–1,728 ms) overlaps 2x the lowest load's (124–1,560 ms)"
+
+
 def test_points_are_the_merged_histograms_percentiles_with_their_intervals():
     df, hist = _store()
     curves = load_curves(df, hist)
@@ -358,8 +368,7 @@ def test_without_histograms_nothing_is_estimated_and_no_median_stands_in():
     # one run a level: a number, but no interval to judge a knee on
     one = load_curves(*_store(reps=1))[1]
     assert one.points[2].p99_ns == 4 * MS and one.knee is None
-    assert knee_text(one) == "knee not judged: the lowest load's p99 has no interval (no interval: 1 run with a " \
-                             "histogram)"
+    assert knee_text(one) == "knee not judged: the lowest load's p99 has no interval (1 run with a histogram)"
 
 
 def test_sentences_state_the_load_and_interval_of_each_percentile():
@@ -370,8 +379,9 @@ def test_sentences_state_the_load_and_interval_of_each_percentile():
     short = LoadPoint("0.9", 1000.0, 800.0, a.points[0].p50, a.points[0].p99, a.points[0].p99_9, 0.9, 0.8, 3)
     assert "only 80% of it achieved" in point_sentence(short)
     s = curve_sentence(a)
+    # 100 IOPS is 25% of the probe's 400 and 100 / 392 = 25.5% of what the saturation runs sustained (400 x 0.98)
     assert s.startswith("randwrite, 8K, writes: p99 1.05 ms (95% CI 1.05–1.06 ms) at 100 IOPS offered "
-                        "(25% of saturation); p99 1.57 ms")
+                        "(25% of saturation by the probe, 26% by the closed-loop runs); p99 1.57 ms")
     assert s.count(" ms (95% CI ") == 5 and "closed loop, at saturation" in s
     assert s.endswith("no knee up to 50% of saturation; knee not judged at 75% of saturation: its p99 interval "
                       "(2.13–2.16 ms) overlaps 2x the lowest load's (2.1–2.13 ms); past the bound by 90% of "
@@ -388,15 +398,46 @@ def test_the_figure_draws_each_curve_its_interval_and_its_knee():
     df, hist = _store()
     fig = plot_latency_vs_load(df, hist)
     names = [t.name for t in fig.data]
-    assert sum(n.endswith("knee") for n in names) == 1 and len(names) == 2 * 3 + 1
+    assert sum(n.endswith("knee") for n in names) == 1 and len(names) == 2 * 3 + 1 + 3
+    # the legend names each curve once, by its p99 line; p50, p99.9 and the knee by a grey entry each
+    assert [t.name for t in fig.data if t.showlegend is not False] == [
+        "randwrite, 8K write p99", "randwrite, 128K write p99", "p50 (dotted, each curve's colour)",
+        "p99.9 (dashed, each curve's colour)", "knee (ringed)"]
     p99 = next(t for t in fig.data if t.name.endswith("write p99"))
     assert p99.error_y.array is not None and list(p99.y)[0] == pytest.approx(MS / 1e6)
     p999 = next(t for t in fig.data if t.name.endswith("write p99.9"))
     assert all(math.isnan(y) for y in p999.y)                          # not judged: a gap, not a number
     offered = plot_latency_vs_load(df, hist, x="offered")
-    assert all(None not in t.x for t in offered.data)                # saturation has no offer: left out
+    # saturation has no offer: left out (the legend's grey entries draw nothing)
+    assert all(None not in t.x for t in offered.data if t.legendgroup != "percentiles")
     with pytest.raises(ConfigError, match="no load factor"):
         plot_latency_vs_load(df.drop(columns="load"), hist)
+
+
+def test_reads_and_writes_get_a_panel_each_with_their_own_iops_axis():
+    # the lvl sweep drew reads (0-200 IOPS) and writes (300-1,000) on one axis, the reads squashed in a corner
+    df, hist = _store({8192: P99_KEYS[8192]})
+    reads = df.assign(workload="randread", direction="read", run_id=df["run_id"] + "-r",
+                      iops=df["iops"] / 10, offered_iops=df["offered_iops"] / 10)
+    rhist = hist.assign(run_id=hist["run_id"] + "-r", direction="read", bin_ns=hist["bin_ns"] * 64)   # slower
+    fig = plot_latency_vs_load(pd.concat([df, reads]), pd.concat([hist, rhist]))
+    assert [a.text for a in fig.layout.annotations][:2] == ["randread reads", "randwrite writes"]
+    axis = {t.name: t.xaxis for t in fig.data}
+    assert axis["randread read p99"] == "x" and axis["randwrite write p99"] == "x2"
+    assert max(next(t for t in fig.data if t.name == "randread read p99").x) == pytest.approx(39.2)
+    assert fig.layout.xaxis.matches is None and fig.layout.xaxis2.matches is None      # each its own range
+    assert fig.layout.yaxis2.matches == "y" and fig.layout.yaxis2.type == "log"     # one latency scale
+    assert fig.layout.xaxis.type != "log"
+    # the static redraw (--figures) keeps the one latency scale: seaborn fitted each facet to its own data
+    from zbench_lib.analysis.figures.figures_static import static_figure
+    read_ax, write_ax = static_figure(fig).axes[:2]
+    assert read_ax.get_ylim() == write_ax.get_ylim() and read_ax.get_xlim() != write_ax.get_xlim()
+    # two curves of one panel whose saturations are 392 and 39.2 IOPS (10x > LOAD_LOG_X): a log IOPS axis
+    both, bhist = _store()
+    slow = both["volblocksize_bytes"] == 131072
+    both.loc[slow, "iops"] /= 10
+    assert plot_latency_vs_load(both, bhist).layout.xaxis.type == "log"
+    assert plot_latency_vs_load(*_store()).layout.xaxis.type != "log"
 
 
 # -- the shipped spec ------------------------------------------------------------------------------------
@@ -439,3 +480,63 @@ def test_an_open_loop_run_is_estimated_to_write_its_offered_share():
     assert _offered_rate(Load.of(0.25), 100e6, 8192) == 25e6
     assert _offered_rate(Load.of("1000iops"), 100e6, 8192) == 8_192_000           # 1,000 x 8 KiB per second
     assert _offered_rate(Load.of("100000iops"), 100e6, 8192) == 100e6             # offered beyond what it can take
+
+
+def _write_curve(sustained=952.0, probe=1319.0):
+    """The lvl sweep's randwrite 8K, by hand: a probe of `probe` IOPS set each load; the closed-loop runs
+    sustained `sustained`; p99 in ms with its interval as measured there."""
+    t = {"0.25": (18.5, 15.3, 22.5), "0.5": (20.3, 6.0, 116.0), "0.75": (952.0, 688.0, 1342.0),
+         "0.9": (1200.0, 747.0, 1929.0), "saturation": (8.09, 7.08, 9.70)}
+    achieved = {"0.25": 0.97, "0.5": 0.96, "0.75": 0.96, "0.9": 0.82}
+    none = Tail.missing("x")
+    pts = []
+    for load, (v, lo, hi) in t.items():
+        sat = load == "saturation"
+        f = None if sat else float(load)
+        pts.append(LoadPoint(load, None if sat else f * probe, sustained if sat else f * probe * achieved[load],
+                             none, _tail(lo, hi, value_ms=v), none, f, None if sat else achieved[load], 3,
+                             None if sat else probe))
+    return LoadCurve((("workload", "randwrite"), ("volblocksize_bytes", 8192)), "write", tuple(pts),
+                     tuple(knee_verdicts(pts)), knee(pts))
+
+
+def test_a_load_is_also_stated_against_what_the_closed_loop_runs_sustained():
+    c = _write_curve()
+    assert c.sustained_iops == 952.0
+    # 0.75 x 1,319 = 989.25 IOPS offered, 989.25 / 952 = 104% of what saturation sustained: 39% past its 75%
+    p75 = c.points[2]
+    assert round(c.sustained_share(p75), 4) == 1.0391 and c.probe_off(p75)
+    assert at_load(p75, c) == ("at 989 IOPS offered (75% of saturation by the probe, but 104% of the 952 IOPS the "
+                               "closed-loop runs sustained)")
+    assert at_load(p75) == "at 989 IOPS offered (75% of saturation)"          # without its curve, as before
+    # every load of the curve shares the probe: its reading is said once, at the first load it misset
+    assert at_load(c.points[0], c).endswith("35% of the 952 IOPS the closed-loop runs sustained; the probe read 1,319)")
+    assert curve_sentence(c).count("the probe read 1,319") == 1
+    # within 10%: the share is said, the probe not questioned (1,000 / 910 = 1.099; 1,000 / 900 = 1.111)
+    assert not _write_curve(910.0, 1000.0).probe_off(_write_curve(910.0, 1000.0).points[2])
+    near = _write_curve(950.0, 1000.0)
+    assert at_load(near.points[0], near) == "at 250 IOPS offered (25% of saturation by the probe, 26% by the " \
+                                            "closed-loop runs)"
+    assert _write_curve(900.0, 1000.0).probe_off(_write_curve(900.0, 1000.0).points[0])
+    # an absolute rate has no stated fraction to be off from; a curve without saturation has nothing to compare
+    absolute = LoadPoint("2000iops", 2000.0, 1990.0, p75.p50, p75.p99, p75.p99_9, None, 0.995, 3)
+    assert not c.probe_off(absolute) and round(c.sustained_share(absolute), 3) == 2.101
+    bare = LoadCurve(c.config, c.direction, c.points[:-1], c.verdicts[:-1], None)
+    assert bare.sustained_iops is None and bare.sustained_share(p75) is None and not bare.probe_off(p75)
+
+
+def test_the_first_screen_line_gives_each_p99_in_load_order_and_the_knee():
+    line = curve_line(_write_curve())
+    assert line == ("p99 18.5 → 20.3 → 952 → 1,200 ms at 25/50/75/90% of saturation (8.09 ms closed loop, 952 IOPS); "
+                    "past the knee by 75% (50% not judged). Offered 330/660/989/1,187 IOPS: 35/69/104/125% of what "
+                    "the closed-loop runs sustained (952 IOPS); the probe read 1,319. At 90% only 82% of the offer "
+                    "was achieved.")
+    # a probe within 10% of saturation and loads all achieved: the line is the p99s and the knee alone
+    a, b = load_curves(*_store())
+    assert curve_line(b) == "p99 1.05 → 1.57 → 4.19 → 8.39 ms at 25/50/75/90% of saturation (16.8 ms closed " \
+                            "loop, 392 IOPS); knee at 75%."
+    assert knee_short(a) == "no knee up to 50%, past the knee by 90% (75% not judged)"
+    flat = load_curves(*_store({8192: {k: MS for k in OFFERED}}))[0]
+    assert knee_short(flat) == "no knee up to saturation"
+    lone = load_curves(*_store(reps=1))[0]
+    assert knee_short(lone) == "knee not judged: the lowest load's p99 has no interval (1 run with a histogram)"

@@ -91,7 +91,7 @@ def test_the_environment_shows_the_recorded_parameters_never_the_presets_of_the_
 
 
 def test_the_mechanism_prefix_is_the_hosts_one():
-    from zbench_lib.analysis.report.env_summary import MECH_PREFIX
+    from zbench_lib.analysis.data.columns import MECH_PREFIX
     from zbench_lib.hosts.mech_models import PREFIX
     assert MECH_PREFIX == PREFIX
 

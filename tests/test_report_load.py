@@ -70,12 +70,19 @@ def test_a_load_sweep_report_has_the_section_and_answers_at_a_stated_load(load_s
     assert "<h2>Latency at a stated load</h2>" in section and 'id="zbench-load"' in section
     assert page.count('<script src="plotly.min.js">') == 1
     sentence = re.search(r'<ul class="conclusions"><li>(.*?)</li>', section).group(1)
-    assert "p99 1.05 ms (95% CI 1.05–1.06 ms) at 50 IOPS offered (25% of saturation)" in sentence
+    # 50 IOPS is 25% of the 200 the probe read and of the 200 the saturation runs sustained
+    assert "p99 1.05 ms (95% CI 1.05–1.06 ms) at 50 IOPS offered (25% of saturation by the probe, 25% by the " \
+           "closed-loop runs)" in sentence
     assert "closed loop, at saturation (200 IOPS)" in sentence
     assert sentence.startswith(f"{rows_workload(load_store)}, reads: ")
     assert sentence.endswith("lowest load&#x27;s) is at 90% of saturation.")
     answer = page[page.index('<section id="answer">'):page.index('<section id="load">')]
-    assert "at 50 IOPS offered (25% of saturation)" in answer and "closed loop, at saturation" in answer
+    # the first screen: one line per curve, each p99 in load order (2^20, 2^20, 8 x 2^20 ns; 16 x 2^20 at
+    # saturation), then the knee; the sentences with every interval folded beneath
+    first, folded = answer.split('<details id="answer-detail">')
+    assert re.search(r'<ul class="answer"><li><strong>[^<]+</strong>: p99 1.05 → 1.05 → 8.39 ms at 25/50/90% of '
+                     r'saturation \(16.8 ms closed loop, 200 IOPS\); knee at 90%.</li></ul>', first), first
+    assert "at 50 IOPS offered (25% of saturation by the probe" in folded and "closed loop, at saturation" in folded
 
 
 def test_answers_of_a_comparison_name_the_load_they_were_measured_at():

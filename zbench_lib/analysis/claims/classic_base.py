@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from zbench_lib.analysis.data.columns import MECH_PREFIX
 from zbench_lib.analysis.data.flags import admissible_mask, raised_by_kind, replacement_mask
 from zbench_lib.analysis.data.replication import ONE_POOL_NOTE
 from zbench_lib.measure.judging import INVALIDATES
@@ -89,12 +90,34 @@ def label(r, cols) -> str:
                      else str(r[c]) for c in cols if c != "direction")
 
 
+THROTTLE = "QEMU throttles with a constant service time"
+# What a mechanism model (hosts/mech_models.py, served by nbdkit) models, by its kind in the name: a hard
+# disk's mechanics, an SSD's, or nothing (mech:null, the NBD path's own cost).
+MECHANISMS = (("hdd", "seek, rotation, command queueing and a write cache"),
+              ("null", "no delay (the NBD path's own cost)"),
+              ("", "flash channels, a latency tail and a write cliff"))
+
+
+def _mechanism(model: str) -> str:
+    """'mech:hdd-7200' -> 'a mechanism model served by nbdkit, with seek, rotation, ...'."""
+    what = next(w for kind, w in MECHANISMS if model.removeprefix(MECH_PREFIX).startswith(kind))
+    return f"a mechanism model served by nbdkit, with {what}"
+
+
 def lab_caveat(df: pd.DataFrame) -> str:
+    """How the lab's disks were modelled, and so what a claim on them speaks for. A throttle has a constant
+    service time (the layout's arithmetic, no seeks); a mechanism model has seeks and a cache of its own,
+    but is still a model of a drive, not one."""
     models = sorted(set(df["disk_model"].dropna().astype(str))) if "disk_model" in df else []
     if not models:
         return ""
-    return (f"The lab's disks are modelled ({', '.join(models)}: QEMU throttles with a constant service time), "
-            "so this speaks for the layout's arithmetic, not for a real drive's seeks.")
+    mech = [m for m in models if m.startswith(MECH_PREFIX)]
+    throttles = [m for m in models if m not in mech]
+    parts = [f"{', '.join(throttles)}: {THROTTLE}"] if throttles else []
+    parts += [f"{m}: {_mechanism(m)}" for m in mech]
+    speaks = "the layout on the modelled drive, not for a particular real drive" if mech else \
+        "the layout's arithmetic, not for a real drive's seeks"
+    return f"The lab's disks are modelled ({'; '.join(parts)}), so this speaks for {speaks}."
 
 
 def pool_note(units) -> str:

@@ -4,7 +4,10 @@ A closed-loop percentile is a percentile at saturation, and says so ("closed loo
 an open-loop one names its offered IOPS and, where the load was a fraction of the cell's saturation,
 that fraction; a run that did not sustain its offer says how much of it was achieved. A percentile
 is the cell's, from its runs' merged histograms, with its 95% interval, or "not judged" and why
-(methods §18, §21); the knee is stated only where the intervals place it.
+(methods §18, §21); the knee is stated only where the intervals place it. Where the curve has its saturation
+level, a load is also stated as a share of what those runs sustained, and a probe that misread it by more than
+10% is said. `curve_line` is a curve on one line for the report's first screen: its p99 at each load in
+order and its knee in a few words (`knee_short`), the intervals left to `curve_sentence`.
 """
 
 from __future__ import annotations
@@ -19,14 +22,39 @@ from zbench_lib.analysis.stats.load_curves import KNEE_FACTOR, PAST, UNDER, Load
 ACHIEVED_BELOW = 0.95       # under this share of the offer achieved, a sentence says so
 
 
-def at_load(p: LoadPoint) -> str:
-    """'at 2,000 IOPS offered (50% of saturation)', or 'closed loop, at saturation (3,950 IOPS)'."""
+def at_load(p: LoadPoint, curve: LoadCurve | None = None) -> str:
+    """'at 2,000 IOPS offered (50% of saturation)', or 'closed loop, at saturation (3,950 IOPS)'; with its
+    `curve`, the load also as a share of what the curve's saturation runs sustained (`sustained_text`)."""
     if p.saturation:
         return f"closed loop, at saturation ({_iops(p.achieved_iops)} IOPS)"
-    frac = f" ({_pct(p.load_fraction)} of saturation)" if p.load_fraction is not None else ""
+    frac = ""
+    if p.load_fraction is not None:
+        also = sustained_text(curve, p) if curve is not None else ""
+        frac = f" ({_pct(p.load_fraction)} of saturation{' by the probe' if also else ''}{also})"
     short = "" if p.load_achieved is None or p.load_achieved >= ACHIEVED_BELOW else \
         f"; only {_pct(p.load_achieved)} of it achieved, so this is the latency of a lower load"
     return f"at {_iops(p.offered_iops)} IOPS offered{frac}{short}"
+
+
+def probe_read(p: LoadPoint) -> float:
+    """The probe's IOPS a fractional load was set from (its rows' probe_iops, else offer over fraction)."""
+    return p.probe_iops if p.probe_iops is not None else p.offered_iops / p.load_fraction
+
+
+def sustained_text(c: LoadCurve, p: LoadPoint) -> str:
+    """', 26% by the closed-loop runs', or where the probe misread the saturation by more than
+    PROBE_TOLERANCE: ', but 104% of the 952 IOPS the closed-loop runs sustained' (with '; the probe read 1,318'
+    at the curve's first such load).
+    Said, never used to drop a run: the load offered is what it was (methods §21)."""
+    share = c.sustained_share(p)
+    if share is None:
+        return ""
+    if not c.probe_off(p):
+        return f", {_pct(share)} by the closed-loop runs"
+    # a curve's fractional loads share its probe: its reading is said at the first load it misset, once
+    first = next(q for q in c.points if c.probe_off(q)) is p
+    return (f", but {_pct(share)} of the {_iops(c.sustained_iops)} IOPS the closed-loop runs sustained"
+            + (f"; the probe read {_iops(probe_read(p))}" if first else ""))
 
 
 def load_name(p: LoadPoint) -> str:
@@ -61,9 +89,9 @@ def tail_text(t: Tail, percentile: str) -> str:
     return f"{percentile} {num(t.value_ns / 1e6)} ms ({ci})"
 
 
-def point_sentence(p: LoadPoint, percentile: str = "p99") -> str:
-    """'p99 4.10 ms (95% CI 3.90–4.31 ms) at 2,000 IOPS offered (50% of saturation)'."""
-    return tail_text(p.tail(percentile), percentile) + (", " if p.saturation else " ") + at_load(p)
+def point_sentence(p: LoadPoint, percentile: str = "p99", curve: LoadCurve | None = None) -> str:
+    """'p99 4.10 ms (95% CI 3.90–4.31 ms) at 2,000 IOPS offered (50% of saturation)' (`at_load` with `curve`)."""
+    return tail_text(p.tail(percentile), percentile) + (", " if p.saturation else " ") + at_load(p, curve)
 
 
 def knee_text(c: LoadCurve) -> str:
@@ -91,5 +119,89 @@ def knee_text(c: LoadCurve) -> str:
 def curve_sentence(c: LoadCurve) -> str:
     """A curve's p99 at each load with its interval and load, then its knee, in one sentence."""
     what = ", ".join(setting_text(k, v) for k, v in c.config) or "this configuration"
-    pts = "; ".join(point_sentence(p) for p in c.points)
+    pts = "; ".join(point_sentence(p, curve=c) for p in c.points)
     return f"{what}, {c.direction}s: {pts}; {knee_text(c)}."
+
+
+# -- the first screen: one short line per curve ------------------------------------------------------------------
+
+def _short_load(p: LoadPoint) -> str:
+    """'75%' (of saturation), '2,000 IOPS' (offered) or 'saturation': a load where the line already said which."""
+    if p.saturation:
+        return "saturation"
+    return _pct(p.load_fraction) if p.load_fraction is not None else f"{_iops(p.offered_iops)} IOPS"
+
+
+def _loads_text(open_loop: list[LoadPoint]) -> str:
+    """'25/50/75/90% of saturation', '1,000/2,000 IOPS offered', or the loads' names one by one where mixed."""
+    if all(p.load_fraction is not None for p in open_loop):
+        return "/".join(f"{p.load_fraction * 100:.0f}" for p in open_loop) + "% of saturation"
+    if all(p.load_fraction is None for p in open_loop):
+        return "/".join(_iops(p.offered_iops) for p in open_loop) + " IOPS offered"
+    return "/".join(load_name(p) for p in open_loop)
+
+
+def _p99_ms(p: LoadPoint) -> str:
+    return num(p.p99_ns / 1e6) if p.p99.judged else "not judged"
+
+
+def _why_short(verdict: str) -> str:
+    """A point's not-judged verdict in a few words; the numbers stay in the curve's sentence."""
+    if "overlaps" in verdict:
+        return f"its p99 interval straddles {KNEE_FACTOR:g}x the lowest load's"
+    return bare_reason(verdict)
+
+
+def knee_short(c: LoadCurve) -> str:
+    """The knee in a few words: 'knee at 75%', 'no knee up to 90%', 'past the knee by 75% (50% not judged)',
+    'knee not judged at 50%: why'. Never more than `knee_text` says: a knee is placed only where the
+    intervals place it, and 'past the knee by X' bounds it (at X or below) where a load before X was not judged."""
+    pts, verdicts = c.points, c.verdicts
+    if len(pts) < 2:
+        return "one load only: no knee to judge"
+    if c.knee is not None:
+        return f"knee at {_short_load(c.knee)}"
+    stop = c.knee_not_judged
+    if stop is None:
+        return f"no knee up to {_short_load(pts[-1])}"
+    why = bare_reason(verdicts[pts.index(stop)])
+    if why.startswith("the lowest load's"):
+        return f"knee not judged: {why}"
+    before = pts[pts.index(stop) - 1]
+    head = f"no knee up to {_short_load(before)}, " if pts.index(before) > 0 else ""
+    past = next((p for p, v in zip(pts, verdicts) if v == PAST and pts.index(p) > pts.index(stop)), None)
+    if past is not None:
+        return f"{head}past the knee by {_short_load(past)} ({_short_load(stop)} not judged)"
+    return f"{head}knee not judged at {_short_load(stop)}: {_why_short(verdicts[pts.index(stop)])}"
+
+
+def _offer_notes(c: LoadCurve, open_loop: list[LoadPoint]) -> list[str]:
+    """What the line's loads were not: offers the probe set too high or low (all of a curve's fractional loads
+    share its probe, so said once, each load's share listed), and offers the runs did not sustain."""
+    notes = []
+    off = [p for p in open_loop if c.probe_off(p)]
+    if off:
+        shares = "/".join(f"{c.sustained_share(p) * 100:.0f}" for p in off)
+        notes.append(f"offered {'/'.join(_iops(p.offered_iops) for p in off)} IOPS: {shares}% of what the "
+                     f"closed-loop runs sustained ({_iops(c.sustained_iops)} IOPS); the probe read "
+                     f"{_iops(probe_read(off[0]))}")
+    short = [p for p in open_loop if p.load_achieved is not None and p.load_achieved < ACHIEVED_BELOW]
+    notes += [f"at {_short_load(p)} only {_pct(p.load_achieved)} of the offer was achieved" for p in short]
+    return notes
+
+
+def curve_line(c: LoadCurve) -> str:
+    """A curve on one line for the first screen: its p99 at each open-loop load in order, at saturation, and the
+    knee; then what the loads were not (`_offer_notes`). 'p99 18.5 → 20.3 → 952 → 1,200 ms at 25/50/75/90% of
+    saturation (8.09 ms closed loop, 952 IOPS); past the knee by 75% (50% not judged)'. The intervals and
+    reasons are the curve's sentence's (`curve_sentence`)."""
+    open_loop = [p for p in c.points if not p.saturation]
+    sat = next((p for p in c.points if p.saturation), None)
+    parts = []
+    if open_loop:
+        parts.append(f"p99 {' → '.join(_p99_ms(p) for p in open_loop)} ms at {_loads_text(open_loop)}")
+    if sat is not None:
+        closed = f"{_p99_ms(sat)} ms closed loop, {_iops(sat.achieved_iops)} IOPS"
+        parts = [f"{parts[0]} ({closed})"] if parts else [f"p99 {closed}"]
+    notes = _offer_notes(c, open_loop)
+    return f"{parts[0]}; {knee_short(c)}." + "".join(f" {n[0].upper()}{n[1:]}." for n in notes)

@@ -17,6 +17,9 @@ MODULE_PARAM_COLUMNS = ("zfs_txg_timeout", "zfs_dirty_data_max", "zfs_vdev_async
                         "l2arc_noprefetch", "l2arc_headroom", "zil_slog_bulk", "zfs_immediate_write_sz")
 # Every column a sweep can vary: grouping by all that vary keeps configurations apart (a raw
 # row has no ZFS columns: NaN there, which nunique and groupby(dropna=False) keep apart)
+# A mechanism disk model's name starts with it (hosts.mech_models.PREFIX, a test keeps them equal): analysis may
+# not import hosts, and a caveat or the environment summary tells it from a QEMU throttle by its name.
+MECH_PREFIX = "mech:"
 CONFIG_COLUMNS = ("workload", "direction", "layout", "width", "vdevs", "data_disks", "total_disks",
                   "draid_data", "draid_spares", "ashift", "log", "log_mirror", "cache", "special", "zfs", "fill",
                   "model", "log_model", "cache_model", "special_model", "fs", "access", "surface",

@@ -168,6 +168,18 @@ def _limits(ax, axis: str, spec) -> None:
     getattr(ax, f"set_{axis}lim")(lo, hi)
 
 
+def _matched_limits(fig: go.Figure, axes, panels) -> None:
+    """Panels whose plotly y axes `matches` another share its range here too (a latency-vs-load figure's one
+    latency scale): seaborn's facets were drawn unshared, each fitted to its own data. Only y: the figures
+    with shared x axes (make_subplots' shared_xaxes) keep the static drawing they always had."""
+    names = [ya for _, ya in panels]
+    for anchor in {fig.layout[n].matches for n in names if fig.layout[n] is not None and fig.layout[n].matches}:
+        group = [ax for ax, n in zip(axes, names) if n == f"yaxis{anchor[1:]}" or fig.layout[n].matches == anchor]
+        lims = [ax.get_ylim() for ax in group]
+        for ax in group:
+            ax.set_ylim(min(lo for lo, _ in lims), max(hi for _, hi in lims))
+
+
 def _axes_style(fig: go.Figure, axes, panels, titles, frame):
     for i, (ax, (xa, ya)) in enumerate(zip(axes, panels)):
         xl, yl = fig.layout[xa], fig.layout[ya]
@@ -187,6 +199,7 @@ def _axes_style(fig: go.Figure, axes, panels, titles, frame):
             offset, ha, va = LABEL_OFFSETS.get(r["textpos"], LABEL_OFFSETS["top right"])
             ax.annotate(_plain(r["text"]), (r["x"], r["y"]), fontsize=7, xytext=offset, textcoords="offset points",
                         ha=ha, va=va)
+    _matched_limits(fig, axes, panels)
 
 
 def _legend(out, fig: go.Figure):

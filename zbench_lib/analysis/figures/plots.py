@@ -19,8 +19,8 @@ import plotly.graph_objects as go
 from matplotlib.figure import Figure
 
 from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYER_ORDER, LAYOUT_ORDER, PERCENTILE_COLUMNS,  # noqa: F401
-                                                   LABEL_OFFSETS, PALETTE, SD_LABEL, agg_figure, mean_sd, metric_label,
-                                                   ordered)
+                                                   LABEL_OFFSETS, PALETTE, SD_LABEL, agg_figure, legend_entry, mean_sd,
+                                                   metric_label, ordered)
 from zbench_lib.analysis.data.sweep_data import setting_text
 from zbench_lib.analysis.stats.load_curves import load_curves
 from zbench_lib.analysis.figures.plots_interactive import (iops_p99_means, iops_p99_labels, iops_p99_ranges,  # noqa: F401
@@ -185,6 +185,13 @@ def save_figure(fig, path_stem, dpi: int = 150, include_plotlyjs=True) -> list[P
 
 
 _LOAD_DASH = {"p50": "dot", "p99": "solid", "p99.9": "dash"}
+_DASH_WORD = {"dot": "dotted", "dash": "dashed"}
+LOAD_LOG_X = 3.0        # a panel whose curves' saturations differ more than this many times gets a log IOPS axis
+
+
+def _load_panels(curves) -> list[tuple[str, str]]:
+    """(workload, direction) of each panel, in the curves' order: reads and writes of a workload apart."""
+    return list(dict.fromkeys((str(dict(c.config).get("workload", "")), c.direction) for c in curves))
 
 
 def plot_latency_vs_load(df: pd.DataFrame, hist: pd.DataFrame | None, x: str = "achieved",
@@ -193,38 +200,76 @@ def plot_latency_vs_load(df: pd.DataFrame, hist: pd.DataFrame | None, x: str = "
     p99.9 (dotted, solid, dashed) against the `x` IOPS ("achieved" or "offered"; saturation, closed
     loop, is the last point and has no offer), log latency axis, the knee ringed (methods §21).
 
+    One panel per workload and direction, each with its own IOPS axis (a disk's reads at 200 IOPS and its
+    writes at 1,000 on one axis squash the reads into a corner) and one latency axis for all, so a
+    height means the same latency in every panel.
+
     Each percentile is the cell's, from the merged histograms in `hist` (`Sweep.histograms`; methods
     §18), the p99 with its 95% interval as an error bar; a percentile not judged (no histogram, too
     few I/Os) is a gap, never a median of the runs' own percentiles."""
+    from plotly.subplots import make_subplots
     if x not in ("achieved", "offered"):
         raise ConfigError(f"x must be 'achieved' or 'offered', got {x!r}")
     curves = load_curves(df, hist)
     if not curves:
         raise ConfigError("no load factor in these results: latency against load needs a sweep with `load`")
-    fig = go.Figure()
+    panels = _load_panels(curves)
+    cols = min(len(panels), 3)
+    rows = math.ceil(len(panels) / cols)
+    fig = make_subplots(rows=rows, cols=cols, horizontal_spacing=0.07, vertical_spacing=0.18,
+                        subplot_titles=[f"{w} {d}s".strip() for w, d in panels])
+    tops: dict[int, list[float]] = {}
     for i, c in enumerate(curves):      # one colour per curve, its percentiles by dash
-        name = ", ".join(setting_text(k, v) for k, v in c.config) + f" {c.direction}"
-        pts = [p for p in c.points if x == "achieved" or not p.saturation]
-        xs = [p.achieved_iops if x == "achieved" else p.offered_iops for p in pts]
-        for pct, dash in _LOAD_DASH.items():
-            tails = [p.tail(pct) for p in pts]
-            ys = [t.value_ns / 1e6 for t in tails]
-            err = None
-            if pct == "p99" and any(t.has_interval for t in tails):
-                up = [(t.hi_ns - t.value_ns) / 1e6 if t.has_interval and math.isfinite(t.hi_ns) else None
-                      for t in tails]
-                down = [(t.value_ns - t.lo_ns) / 1e6 if t.has_interval else None for t in tails]
-                err = dict(type="data", symmetric=False, array=up, arrayminus=down, thickness=1)
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=f"{name} {pct}", legendgroup=name,
-                                     line=dict(color=PALETTE[i % len(PALETTE)], dash=dash), error_y=err,
-                                     text=[f"{p.load}: {t.status}" if not t.judged else p.load
-                                           for p, t in zip(pts, tails)],
-                                     hovertemplate="%{text}: %{y:.3g} ms<extra></extra>"))
-        if c.knee is not None and any(c.knee is p for p in pts):
-            k = c.knee
-            fig.add_trace(go.Scatter(x=[k.achieved_iops if x == "achieved" else k.offered_iops], y=[k.p99_ns / 1e6],
-                                     mode="markers", name=f"{name} knee", legendgroup=name,
-                                     marker=dict(size=14, symbol="circle-open", line=dict(width=2))))
+        at = panels.index((str(dict(c.config).get("workload", "")), c.direction))
+        _load_curve_traces(fig, c, x, PALETTE[i % len(PALETTE)], row=at // cols + 1, col=at % cols + 1)
+        tops.setdefault(at, []).append(max(p.achieved_iops for p in c.points))
+    _load_legend(fig)
+    fig.update_xaxes(title_text=f"{x} IOPS", rangemode="tozero")
+    for at, top in tops.items():
+        if max(top) > LOAD_LOG_X * min(top):
+            # 8K writes at 1,000 IOPS beside 128K writes at 100: on a linear axis the slower curve is a smudge at 0
+            fig.update_xaxes(type="log", rangemode="normal", title_text=f"{x} IOPS (log)",
+                             row=at // cols + 1, col=at % cols + 1)
+    fig.update_yaxes(type="log", matches="y")
+    fig.update_yaxes(title_text="completion latency (ms)", col=1)
     fig.update_layout(title=title or "latency against load (saturation: closed loop, the last point)",
-                      xaxis_title=f"{x} IOPS", yaxis_title="completion latency (ms)", yaxis_type="log")
+                      height=max(450, 380 * rows))
     return fig
+
+
+def _load_legend(fig: go.Figure) -> None:
+    """A curve's colour is named once (its p99 line); the other percentiles and the knee by grey entries, so the
+    legend fits beside the panels (twelve percentile lines scrolled out of sight)."""
+    for pct in ("p50", "p99.9"):
+        legend_entry(fig, f"{pct} ({_DASH_WORD[_LOAD_DASH[pct]]}, each curve's colour)", _LOAD_DASH[pct],
+                     "percentiles")
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="knee (ringed)", legendgroup="percentiles",
+                             marker=dict(size=12, symbol="circle-open", color="#666666", line=dict(width=2)),
+                             hoverinfo="skip"))
+
+
+def _load_curve_traces(fig: go.Figure, c, x: str, color: str, **cell) -> None:
+    """A curve's p50 / p99 / p99.9 lines (the p99 with its interval) and its ringed knee, into one panel."""
+    name = ", ".join(setting_text(k, v) for k, v in c.config) + f" {c.direction}"
+    pts = [p for p in c.points if x == "achieved" or not p.saturation]
+    xs = [p.achieved_iops if x == "achieved" else p.offered_iops for p in pts]
+    for pct, dash in _LOAD_DASH.items():
+        tails = [p.tail(pct) for p in pts]
+        ys = [t.value_ns / 1e6 for t in tails]
+        err = None
+        if pct == "p99" and any(t.has_interval for t in tails):
+            up = [(t.hi_ns - t.value_ns) / 1e6 if t.has_interval and math.isfinite(t.hi_ns) else None
+                  for t in tails]
+            down = [(t.value_ns - t.lo_ns) / 1e6 if t.has_interval else None for t in tails]
+            err = dict(type="data", symmetric=False, array=up, arrayminus=down, thickness=1)
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=f"{name} {pct}", legendgroup=name,
+                                 showlegend=pct == "p99", line=dict(color=color, dash=dash), error_y=err,
+                                 text=[f"{p.load}: {t.status}" if not t.judged else p.load
+                                       for p, t in zip(pts, tails)],
+                                 hovertemplate="%{text}: %{y:.3g} ms<extra></extra>"), **cell)
+    if c.knee is not None and any(c.knee is p for p in pts):
+        k = c.knee
+        fig.add_trace(go.Scatter(x=[k.achieved_iops if x == "achieved" else k.offered_iops], y=[k.p99_ns / 1e6],
+                                 mode="markers", name=f"{name} knee", legendgroup=name, showlegend=False,
+                                 marker=dict(size=14, symbol="circle-open", line=dict(width=2, color=color))),
+                      **cell)

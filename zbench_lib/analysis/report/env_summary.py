@@ -20,6 +20,7 @@ from collections import Counter
 
 import pandas as pd
 
+from zbench_lib.analysis.data.columns import MECH_PREFIX
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER, ordered
 from zbench_lib.core.events import Event
 from zbench_lib.core.sizes import format_size
@@ -27,7 +28,6 @@ from zbench_lib.core.sizes import format_size
 _TARGET_PROPS = (("volblocksize_bytes", "volblocksize"), ("recordsize_bytes", "recordsize"),
                  ("compression", "compression"), ("primarycache", "primarycache"), ("sync", "sync"),
                  ("logbias", "logbias"), ("volsize_bytes", "volsize"))
-MECH_PREFIX = "mech:"       # hosts.mech_models.PREFIX (a test keeps them equal): analysis may not import hosts
 # Each role with its model column (sweeps/spec/pool.ROLE_OF_MODEL); the devices of a role but data are
 # counted in the column of its name (log, cache, special)
 ROLES = (("data", "model"), ("log", "log_model"), ("cache", "cache_model"), ("special", "special_model"))

@@ -7,7 +7,8 @@ saturation as "closed loop, at saturation", then the knee or why it is not judge
 the factor has no section: `load_section` gives ('', None) and the page is as it was.
 
     load_section(adm, hist, caption)    (HTML, figure) of the section; ('', None) without the factor
-    load_answers(adm, hist)             the first screen's answer lines of a sweep whose only study is the load
+    load_answers(adm, hist)             the first screen's answer: a short line per curve (`curve_line`)
+    load_details(adm, hist)             a sentence per curve, the details behind those lines
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import html
 
 import pandas as pd
 
-from zbench_lib.analysis.claims.load_claims import curve_sentence
+from zbench_lib.analysis.claims.load_claims import curve_line, curve_sentence
+from zbench_lib.analysis.data.sweep_data import setting_text
 from zbench_lib.analysis.figures.plot_base import add_caption
 from zbench_lib.analysis.figures.plots import plot_latency_vs_load
-from zbench_lib.analysis.stats.load_curves import KNEE_FACTOR, load_curves
+from zbench_lib.analysis.stats.load_curves import KNEE_FACTOR, LoadCurve, load_curves
 
 METHOD = (f"Open loop: fio offers each load at a stated rate (Poisson arrivals), a fraction of the cell's saturation "
           f"IOPS from a closed-loop probe of its job; saturation is the closed-loop run. Each percentile is read from "
@@ -50,13 +52,36 @@ def load_section(adm: pd.DataFrame, hist: pd.DataFrame | None, caption: str = ""
     return "\n".join(parts), fig
 
 
+LINE_NOTE = (f"Each line: a curve's p99 at each offered load and at saturation (closed loop), from the runs' merged "
+             f"fio histograms, then its knee, the first load whose p99 interval lies above {KNEE_FACTOR:g}x the "
+             f"lowest load's (methods §21). Intervals and reasons: folded below, and in \"Latency at a stated "
+             f"load\".")
+
+
+def _subject(c: LoadCurve, curves: list[LoadCurve]) -> str:
+    """'randwrite, 8K': a curve's configuration, with its direction only where the configuration has two
+    (a mixed workload's reads and writes), as the line reads from its workload otherwise."""
+    what = ", ".join(setting_text(k, v) for k, v in c.config) or "this configuration"
+    both = sum(o.config == c.config for o in curves) > 1
+    return f"{what}, {c.direction}s" if both else what
+
+
 def load_answers(adm: pd.DataFrame, hist: pd.DataFrame | None) -> list[dict]:
-    """A sentence per curve as the first screen's answer lines (`claims.answer` records: subject, text)."""
+    """A short line per curve as the first screen's answer (`claims.answer` records: subject, text):
+    `load_claims.curve_line`, its p99 at each load in order and its knee."""
+    if adm.empty or not has_load(adm):
+        return []
+    curves = load_curves(adm, hist)
+    return [dict(subject=_subject(c, curves), text=curve_line(c)) for c in curves]
+
+
+def load_details(adm: pd.DataFrame, hist: pd.DataFrame | None) -> list[dict]:
+    """A sentence per curve (`curve_sentence`: each p99 with its interval and load, the knee and why), as
+    answer records: the details behind the first screen's lines where the sweep's only study is the load."""
     if adm.empty or not has_load(adm):
         return []
     out = []
     for c in load_curves(adm, hist):
-        sentence = curve_sentence(c)
-        subject, _, text = sentence.partition(": ")
+        subject, _, text = curve_sentence(c).partition(": ")
         out.append(dict(subject=f"{subject} (p99 latency)", text=text))
     return out

@@ -33,7 +33,7 @@ from zbench_lib.analysis.report.env_summary import environment_summary
 from zbench_lib.analysis.report.headline import study_headline
 from zbench_lib.analysis.report.client_section import client_section
 from zbench_lib.analysis.report.load_section import METHOD as LOAD_METHOD
-from zbench_lib.analysis.report.load_section import has_load, load_answers, load_section
+from zbench_lib.analysis.report.load_section import LINE_NOTE, has_load, load_answers, load_details, load_section
 from zbench_lib.analysis.report.methods_page import methods_links, write_methods
 from zbench_lib.analysis.report.notebook_display import figure_caption, is_synthetic, sweep_id
 from zbench_lib.analysis.report.pub_tables import export_table, summary_table, write_tables
@@ -51,6 +51,9 @@ ALL_NOTEBOOKS = ("analysis-scaling", "analysis-volblocksize", "analysis-compare"
 TITLES = {"analysis-scaling": "Scaling per data disk", "analysis-volblocksize": "volblocksize",
           "analysis-compare": "Comparisons along one factor"}
 LOG_NAME = "report-errors.log"
+# The fold under a load sweep's short answer lines: what it holds, by where its sentences come from.
+DETAIL_STUDY = "Each load in detail: p99 and p99.9 with their 95% intervals, and the levels compared at saturation"
+DETAIL_CURVES = "Each curve in detail: every p99 with its 95% interval and its load, and why a knee is not judged"
 
 
 @dataclass
@@ -192,9 +195,20 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
     extras["load_html"], fig = load_section(adm, sweep.histograms, f"Sweep {sid}.")
     if fig is not None:
         extras["static"].append(("index-03-latency-vs-load", fig))
-        if not extras["answers"]:      # the load is the sweep's only study: its curves answer
-            extras.update(answers=load_answers(adm, sweep.histograms), answers_note=LOAD_METHOD)
+        if not extras["answers"] or adm["load"].nunique() > 1:
+            extras.update(_load_first(extras, adm, sweep.histograms))
     return extras
+
+
+def _load_first(extras: dict, adm: pd.DataFrame, hist) -> dict:
+    """The first screen of a sweep whose question is the load (its only study, or several load levels): a short
+    line per curve answers it, and the per-load answers the study gave (else each curve's sentence) are its
+    details, folded, with every interval and reason; the latency-vs-load section comes before the study's
+    headline figure (`load_first`), as the lines read off it."""
+    detail = (extras["answers"], extras["answers_note"], DETAIL_STUDY) if extras["answers"] else \
+        (load_details(adm, hist), LOAD_METHOD, DETAIL_CURVES)
+    return dict(answers=load_answers(adm, hist), answers_note=LINE_NOTE, answers_detail=detail[0],
+                detail_note=detail[1], detail_summary=detail[2], load_first=True)
 
 
 def check_notebook_values(name: str, params: dict) -> None:

@@ -15,6 +15,10 @@ interval's low end exceeds KNEE_FACTOR x the lowest load's interval's high end, 
 high end is at most KNEE_FACTOR x that low end, and otherwise "not judged". The knee is the first
 point past the bound with every point before it under; a point not judged before it leaves the knee
 not judged.
+
+A curve with its saturation level also states each open-loop offer as a share of what that level sustained
+(`LoadCurve.sustained_share`), and marks an offer more than PROBE_TOLERANCE away from its stated fraction
+of it (`LoadCurve.probe_off`): the short probe misread the cell's saturation (methods §21).
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 
 KNEE_FACTOR = 2.0           # the p99 that marks the knee, as a multiple of the lowest load's
+# A probe more than this far from the saturation runs' IOPS is said beside the loads it set: a write probe's
+# short window is partly absorbed by ZFS's dirty-data buffer and reads high (methods §21).
+PROBE_TOLERANCE = 0.10
 SATURATION = "saturation"
 QUANTILES = {"p50": 0.5, "p99": 0.99, "p99.9": 0.999}
 # A point's verdict against the knee's bound (`knee_verdicts`); anything else starts "not judged: ".
@@ -68,6 +75,7 @@ class LoadPoint:
     load_fraction: float | None     # the offer over the cell's saturation probe, where it had one
     load_achieved: float | None     # achieved over offered (None at saturation)
     runs: int
+    probe_iops: float | None = None     # the cell's saturation probe (the median of its runs'), where it had one
 
     saturation = property(lambda self: self.load == SATURATION)
     p50_ns = property(lambda self: self.p50.value_ns)
@@ -90,6 +98,26 @@ class LoadCurve:
     knee: LoadPoint | None
 
     @property
+    def sustained_iops(self) -> float | None:
+        """What the curve's closed-loop saturation runs sustained (the saturation point's IOPS, the median of
+        its runs', as its sentence states it), or None without a saturation level."""
+        sat = next((p for p in self.points if p.saturation), None)
+        return sat.achieved_iops if sat is not None and math.isfinite(sat.achieved_iops) else None
+
+    def sustained_share(self, p: LoadPoint) -> float | None:
+        """An open-loop point's offer over what the saturation runs sustained (None where either is missing)."""
+        s = self.sustained_iops
+        return None if s is None or not s or p.offered_iops is None else p.offered_iops / s
+
+    def probe_off(self, p: LoadPoint) -> bool:
+        """Whether a fractional load's offer is more than PROBE_TOLERANCE away from its stated fraction of what
+        the saturation runs sustained: the short probe misread the cell's saturation (methods §21)."""
+        share = self.sustained_share(p)
+        if share is None or not p.load_fraction:
+            return False
+        return abs(share / p.load_fraction - 1) > PROBE_TOLERANCE
+
+    @property
     def knee_not_judged(self) -> LoadPoint | None:
         """The first point whose verdict is 'not judged' with every point before it under the bound."""
         for p, v in zip(self.points[1:], self.verdicts[1:]):
@@ -99,7 +127,10 @@ class LoadCurve:
 
 
 def _ms(ns: float) -> str:
-    return f"{ns / 1e6:.3g}"
+    """Milliseconds as the sentences write them: '2.13', '151', '1,730' (3 significant digits, a thousands
+    separator, never '1.73e+03'; the stats room may not import claims.wording's `num`)."""
+    ms = ns / 1e6
+    return f"{ms:,.0f}" if abs(ms) >= 100 else f"{ms:.3g}"
 
 
 def knee_verdicts(points, factor: float = KNEE_FACTOR) -> list[str]:
@@ -110,13 +141,13 @@ def knee_verdicts(points, factor: float = KNEE_FACTOR) -> list[str]:
         return []
     base = points[0].p99
     if not base.has_interval:
-        why = bare_reason(base.status) if not base.judged else base.interval
+        why = bare_reason(base.status) if not base.judged else base.interval.removeprefix("no interval: ")
         return [LOWEST] + [f"not judged: the lowest load's p99 has no interval ({why})"] * (len(points) - 1)
     out = [LOWEST]
     for p in points[1:]:
         t = p.p99
         if not t.has_interval:
-            why = bare_reason(t.status) if not t.judged else t.interval
+            why = bare_reason(t.status) if not t.judged else t.interval.removeprefix("no interval: ")
             out.append(f"not judged: its p99 has no interval ({why})")
         elif t.lo_ns > factor * base.hi_ns:
             out.append(PAST)
@@ -155,7 +186,8 @@ def _point(load: str, g: pd.DataFrame, tails: pd.DataFrame | None) -> LoadPoint:
     else:
         p = {name: _tail(tails[tails["percentile"] == name]) for name in QUANTILES}
     return LoadPoint(str(load), None if load == SATURATION else opt("offered_iops"), med("iops"),
-                     p["p50"], p["p99"], p["p99.9"], opt("load_fraction"), opt("load_achieved"), len(g))
+                     p["p50"], p["p99"], p["p99.9"], opt("load_fraction"), opt("load_achieved"), len(g),
+                     None if load == SATURATION else opt("probe_iops"))
 
 
 def _order(p: LoadPoint) -> tuple:
@@ -195,7 +227,8 @@ def curves_table(curves: list[LoadCurve]) -> pd.DataFrame:
         for p, verdict in zip(c.points, c.verdicts):
             row = {**dict(c.config), "direction": c.direction, "load": p.load, "offered_iops": p.offered_iops,
                    "achieved_iops": p.achieved_iops, "load_fraction": p.load_fraction,
-                   "load_achieved": p.load_achieved, "runs": p.runs}
+                   "load_achieved": p.load_achieved, "runs": p.runs, "probe_iops": p.probe_iops,
+                   "sustained_share": c.sustained_share(p), "probe_off": c.probe_off(p)}
             for name in QUANTILES:
                 t, col = p.tail(name), name.replace(".", "_")
                 row |= {f"{col}_ns": t.value_ns, f"{col}_ci_low_ns": t.lo_ns,
