@@ -208,10 +208,7 @@ def _check_clients(packed: Path, name: str, rebuilt: pd.DataFrame | None) -> Non
             raise ZbenchError(f"{packed}: {name} is {'missing' if rebuilt is not None else 'present'}, but "
                               f"its raw files hold {'' if rebuilt is not None else 'no '}clients runs")
         return
-    try:
-        pd.testing.assert_frame_equal(rebuilt, pd.read_parquet(packed / name), check_dtype=False)
-    except AssertionError as exc:
-        raise ZbenchError(f"{packed}: {name} does not match what its raw files give:\n{exc}") from None
+    _same_as_raw(packed, name, rebuilt)
 
 
 def _check_histograms(packed: Path, rebuilt: pd.DataFrame) -> None:
@@ -221,7 +218,12 @@ def _check_histograms(packed: Path, rebuilt: pd.DataFrame) -> None:
             raise ZbenchError(f"{packed}: {HISTOGRAMS} is missing, but its raw files hold the latency "
                               f"histograms of {rebuilt['run_id'].nunique()} run(s)")
         return
+    _same_as_raw(packed, HISTOGRAMS, rebuilt)
+
+
+def _same_as_raw(packed: Path, name: str, rebuilt: pd.DataFrame) -> None:
+    """The derived table `name` of the pack equals the one its raw files give, or a one-line error."""
     try:
-        pd.testing.assert_frame_equal(rebuilt, pd.read_parquet(packed / HISTOGRAMS), check_dtype=False)
+        pd.testing.assert_frame_equal(rebuilt, pd.read_parquet(packed / name), check_dtype=False)
     except AssertionError as exc:
-        raise ZbenchError(f"{packed}: {HISTOGRAMS} does not match what its raw files give:\n{exc}") from None
+        raise ZbenchError(f"{packed}: {name} does not match what its raw files give:\n{exc}") from None
