@@ -22,7 +22,7 @@ from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
 MIRROR = os.environ.get("ZBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 RECIPE = {
-    "recipe_version": 6,
+    "recipe_version": 7,
     "suite": "bookworm",
     "base_packages": [
         "linux-image-amd64", "systemd-sysv", "udev", "dbus", "kmod", "procps",
@@ -30,6 +30,9 @@ RECIPE = {
         "util-linux", "gzip", "sudo",
         # the NFS datastore case (access: nfs): the lab exports a dataset to itself
         "nfs-kernel-server",
+        # several clients on one datastore (issue 30): a zvol served over iSCSI by LIO, and the
+        # initiator a client VM (a lab of the same image) logs in with
+        "targetcli-fb", "open-iscsi",
     ],
     # Users a remote-box test logs in as: `bench` may run anything through `sudo -n` (how
     # many benchmark boxes are set up), `guest` may not (sudo would prompt).
