@@ -431,7 +431,7 @@ def test_the_fairness_table_and_the_report_say_each_clients_merged_p99_or_why_no
 
 
 def test_the_clients_section_and_caveat_appear_only_with_clients():
-    from zbench_lib.analysis.claims.caveats import CLIENTS_CAVEAT, caveats
+    from zbench_lib.analysis.claims.caveats import caveats
     from zbench_lib.analysis.report.client_section import client_section
 
     rows, clients, hist = _fairness_rows()
@@ -440,9 +440,11 @@ def test_the_clients_section_and_caveat_appear_only_with_clients():
     assert "a fair share is 1 / clients" in page
     assert client_section(rows.drop(columns="clients"), None, hist) == ""
     nfs = rows.assign(access="nfs")
-    assert caveats(nfs) == [CLIENTS_CAVEAT]           # and not the loopback datastore's
-    assert CLIENTS_CAVEAT not in caveats(nfs.drop(columns="clients"))
-    assert "QEMU's user-mode networking" in CLIENTS_CAVEAT and "NFS stack" in CLIENTS_CAVEAT
+    [said] = caveats(nfs)                               # one, and not the loopback datastore's
+    assert "QEMU's user-mode networking" in said and "NFS stack" in said and "NFS 4.2" in said
+    assert all("client VMs" not in c for c in caveats(nfs.drop(columns="clients")))
+    [said] = caveats(rows.assign(access="iscsi"))       # a LUN's clients: their iSCSI path, not NFS's
+    assert "iSCSI initiator" in said and "asynchronous write on the zvol" in said and "NFS" not in said
 
 
 def test_a_clients_target_needs_room_for_every_clients_file_even_without_a_prefill():
@@ -454,3 +456,63 @@ def test_a_clients_target_needs_room_for_every_clients_file_even_without_a_prefi
     alone = expand(parse_spec(SPEC.replace("  clients: [1, 2, 4]\n", "") + "prefill: {fill: whole, policy: none}\n"))
     layout = Layout("mirror", 2)
     assert t.prefill_bytes == 0 and target_need(t, layout) > 3.9 * target_need(alone.targets[0], layout)
+
+
+# --- iSCSI: one shared LUN, each client in a region of its own ---------------------------------------
+
+ISCSI_SPEC = """\
+name: iscsi-clients
+question: How do several clients share one zvol over iSCSI?
+surface: zvol
+host: lab
+lab: {disks: 2, disk_size: 1G, model: hdd, extra_disks: 0}
+factors:
+  layout: [mirror]
+  disks: [2]
+  clients: [1, 2, 4]
+target: {volsize: 256M, volblocksize: 16k, access: iscsi}
+workloads:
+  - {name: randwrite, overrides: {runtime_s: 10, ramp_time_s: 2, bs: 16k}}
+repetitions: {fixed: 3}
+"""
+
+
+def test_an_iscsi_clients_spec_plans_one_shared_zvol_written_once():
+    from zbench_lib.sweeps.running.surfaces import surface_of
+
+    spec = parse_spec(ISCSI_SPEC)
+    plan = expand(spec)
+    assert spec.clients == 4 and len(plan.cells) == 3 and len(plan.targets) == 1
+    [t] = plan.targets
+    assert t.surface == "iscsi-clients" and surface_of(t).name == "iscsi-clients"
+    assert t.files == 1 and t.prefill_bytes == 256 * MiB      # one LUN, written once by the storage node
+    assert "clients: 4 client lab(s)" in plan.describe()
+
+
+@needs_fio
+def test_a_client_in_its_region_of_a_shared_device_writes_nowhere_else(tmp_path):
+    """Two clients share one 8 MiB file as they share a LUN, each given a half (`ClientLoad.regions`; the
+    first client the second half, so its job needs an offset); a run of the first alone writes its half
+    and leaves the other as it was (zeros), and its job file names its region."""
+    from tests.test_fio_clients import free_ports
+    from zbench_lib.zfs.iscsi_share import region
+
+    host = LocalHost()
+    specs = [ServerSpec(host, "127.0.0.1", port, str(tmp_path / f"srv{i}"), f"c{i}")
+             for i, port in enumerate(free_ports(2))]
+    shared = tmp_path / "lun.data"
+    shared.write_bytes(bytes(8 * MiB))
+    halves = [dict(zip(("offset", "size"), region(i, 2, 8 * MiB))) for i in (0, 1)]
+    assert halves == [{"offset": 0, "size": 4 * MiB}, {"offset": 4 * MiB, "size": 4 * MiB}]
+    overrides = dict(ioengine="psync", direct=0, size=8 * MiB, runtime_s=2, ramp_time_s=1, rate_iops=300, bs="4k")
+    with FioServers(specs, host) as servers:
+        load = ClientLoad(servers, {s.label: str(shared) for s in specs}, host, str(tmp_path / "controller"),
+                          regions={"c0": halves[1], "c1": halves[0]})
+        measure_clients(host, load, 1, pool=None, devices=[], workload="randwrite", overrides=overrides,
+                        remote_dir=str(tmp_path / "storage" / "r1"), raw_dir=tmp_path / "attempt-1",
+                        context=RunContext())
+    data = shared.read_bytes()
+    assert data[:4 * MiB] == bytes(4 * MiB)                      # nothing in c1's half
+    assert data[4 * MiB:].count(0) < 4 * MiB - 100 * 4096       # c0 wrote its own (hundreds of 4k blocks)
+    [job] = [p.read_text() for p in (tmp_path / "attempt-1" / "clients").glob("*.fio")]
+    assert "\nsize=4194304\n" in job and "\noffset=4194304\n" in job, job

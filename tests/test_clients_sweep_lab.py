@@ -11,6 +11,12 @@ scratch directory); the committed run, its tables rebuilt from raw, gives the ag
 clients with the clients' columns and clients.parquet a row per client; its raw record holds the
 controller's report, both clock readings of each client and the storage node's counters, with a
 window inside the run on the storage node's clock; the packed sweep verifies.
+
+The iSCSI half is the same with a zvol served as one LUN (`ISCSI_SPEC`: `clients: 2` on two targets,
+sync standard then always): the first target's run is committed, its clients log out and its LIO
+target goes, the second target is served and logged in to by the same clients, and a SIGTERM inside
+its run takes everything down. Checked besides: no LIO target, backstore or iSCSI forward left on the
+session lab, each client's region in its job file, the LUN's size and write cache as each client saw it.
 """
 
 from __future__ import annotations
@@ -51,13 +57,32 @@ prefill: {fill: whole, policy: once-per-target}
 order: as-written
 seed: 30
 """
+ISCSI_SPEC = """\
+name: iscsi-clients-lab
+question: Do two client VMs on one iSCSI LUN give a row per client and their aggregate?
+surface: zvol
+host: lab
+lab: {disks: 1, disk_size: 1G, model: "custom:iops=400,bw=100M", extra_disks: 0}
+factors:
+  layout: [stripe]
+  disks: [1]
+  sync: [standard, always]
+target: {volsize: 64M, volblocksize: 16k, compression: "off", access: iscsi, clients: 2}
+workloads:
+  - {name: randwrite, overrides: {runtime_s: 6, ramp_time_s: 1, bs: 16k, numjobs: 1, iodepth: 2}}
+repetitions: {fixed: 1, max_attempts: 1, metric: iops}
+prefill: {fill: whole, policy: once-per-target}
+order: as-written
+seed: 30
+"""
 CLIENT_LABS = [f"{LAB_TEST_CONFIG['name']}-cl{i}" for i in (1, 2)]
-NFS_PORT = 2049
+NFS_PORT, ISCSI_PORT = 2049, 3260
+MiB = 1024 ** 2
 
 
-def _spec(tmp_path: Path) -> Path:
+def _spec(tmp_path: Path, text: str = SPEC) -> Path:
     path = tmp_path / "clients-lab.yaml"
-    path.write_text(SPEC)
+    path.write_text(text)
     return path
 
 
@@ -67,12 +92,17 @@ def _events(sweep_dir: Path) -> list[dict]:
 
 
 def _nothing_left(lab, lab_host, started: float) -> None:
-    """No client lab, no NFS forward, no export, no pool, no controller fio, no scratch directory."""
+    """No client lab, no NFS or iSCSI forward, no export, no LIO target or backstore, no pool, no
+    controller fio, no scratch directory."""
     assert [n for n in CLIENT_LABS if read_state(n) is not None] == []
     qemus = subprocess.run(["pgrep", "-af", "zbench-lab-pytest-cl"], capture_output=True, text=True).stdout
     assert qemus.strip() == "", qemus
     usernet = lab.qmp("human-monitor-command", **{"command-line": "info usernet"})
-    assert [f for f in usernet.splitlines() if "HOST_FORWARD" in f and f" {NFS_PORT} " in f] == [], usernet
+    assert [f for f in usernet.splitlines()
+            if "HOST_FORWARD" in f and (f" {NFS_PORT} " in f or f" {ISCSI_PORT} " in f)] == [], usernet
+    lio = lab_host.run(["sh", "-c", "ls /sys/kernel/config/target/iscsi /sys/kernel/config/target/core 2>/dev/null; "
+                                    "true"]).stdout
+    assert "zbench" not in lio and "zb-" not in lio, lio
     exported = lab_host.run(["exportfs", "-v"]).stdout
     assert "/zbench" not in exported, exported
     assert find_leftovers(lab_host) == []
@@ -92,7 +122,7 @@ def _wait_for_the_controllers_fio(deadline: float) -> None:
     raise AssertionError("the second run's fio --client call never started")
 
 
-def _run_until_the_second_run_then_sigterm(spec: Path, out: Path, log_path: Path) -> tuple[int, Path]:
+def _run_until_the_second_run_then_sigterm(spec: Path, out: Path, log_path: Path) -> tuple[int, Path | None]:
     """`zbench sweep` as a user runs it, SIGTERMed inside its second run's fio --client call: (rc, sweep dir)."""
     argv, env = sweep_child(spec, out, cli=True, ZBENCH_LAB=LAB_TEST_CONFIG["name"])
     with open(log_path, "w") as log:
@@ -166,4 +196,46 @@ def test_a_clients_sweep_gives_the_aggregate_and_a_row_per_client_and_a_sigterm_
     assert len(mounted) == 1 and mounted[0]["clients"] == ["c1", "c2"]
     assert all(o and "vers=4.2" in o for o in mounted[0]["mount_options"].values()), mounted
     # packed, it verifies: results, histograms, clients.parquet and client_hist.parquet rebuilt from raw alone
+    verify(pack(sweep_dir, tmp_path / "packed"))
+
+
+def test_an_iscsi_clients_sweep_logs_out_between_targets_and_a_sigterm_leaves_nothing(lab, lab_host, tmp_path):
+    """Two client labs on one shared LUN per target: the first target's run (both clients, each in its
+    half) is committed and the clients log out before its target goes; the second target is served and
+    logged in to by the same clients; a SIGTERM inside its run takes everything down, exit 143."""
+    from zbench_lib.measure.rows import parse_results
+    from zbench_lib.sweeps.store.publish import pack, verify
+    from zbench_lib.sweeps.store.store import Store
+
+    started = time.time()
+    rc, sweep_dir = _run_until_the_second_run_then_sigterm(_spec(tmp_path, ISCSI_SPEC), tmp_path / "out",
+                                                           tmp_path / "sweep.log")
+    log = (tmp_path / "sweep.log").read_text()[-3000:]
+    assert rc == 128 + signal.SIGTERM, log
+    wait_lock_free(lab_host)
+    _nothing_left(lab, lab_host, started)
+    # both targets served and logged in to by both clients: the first one's logout let the second's login in
+    logged = [e for e in _events(sweep_dir) if e["event"] == Event.ISCSI_DATASTORE_LOGGED_IN]
+    print("\n", json.dumps(logged, indent=1))
+    assert len(logged) == 2 and len({e["iqn"] for e in logged}) == 2, log
+    for e in logged:
+        assert e["clients"] == ["c1", "c2"] and e["lun_bytes"] == {"c1": 64 * MiB, "c2": 64 * MiB}
+        assert set(e["client_write_cache"]) == {"c1", "c2"}
+        assert all(v in ("write back", "write through") for v in e["client_write_cache"].values())
+    Store.open(sweep_dir).rebuild_results(parse_results)
+    df = pd.read_parquet(sweep_dir / "results.parquet")
+    clients = pd.read_parquet(sweep_dir / "clients.parquet")
+    print("\n", df[["run_id", "sync", "clients", "access", "iops", "clat_p99_ns", "client_skew_ms",
+                    "client_iops_min_share", "truth_flags"]].to_string(), "\n", clients.to_string())
+    assert len(df) == 1 and list(df["clients"]) == [2] and list(df["access"]) == ["iscsi"]
+    assert list(df["sync"]) == ["standard"] and df.iloc[0]["iops"] > 0
+    assert sorted(clients["client"]) == ["c1", "c2"] and (clients["total_ios"] > 0).all()
+    assert clients["total_ios"].sum() == df.iloc[0]["total_ios"]
+    # each client in its half of the LUN, on the same device
+    [attempt] = [c.parent for c in (sweep_dir / "raw").rglob("COMPLETE")]
+    jobs = {p.stem: p.read_text() for p in (attempt / "clients").glob("job-*.fio")}
+    assert sorted(jobs) == ["job-c1", "job-c2"]
+    assert "\nsize=33554432\n" in jobs["job-c1"] and "offset=" not in jobs["job-c1"]
+    assert "\nsize=33554432\n" in jobs["job-c2"] and "\noffset=33554432\n" in jobs["job-c2"]
+    assert len({j.split("filename=")[1].split("\n")[0] for j in jobs.values()}) == 1
     verify(pack(sweep_dir, tmp_path / "packed"))

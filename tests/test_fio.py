@@ -311,3 +311,15 @@ def test_the_workload_records_keep_what_names_used_to_say():
     assert {n for n, w in ws.items() if w.sequential} == {"seqwrite", "seqread", "fsync-heavy"}
     assert all(w.metric == ("bw_bytes_s" if n.startswith("seq") else "iops") for n, w in ws.items())
     assert [n for n, w in ws.items() if w.rwmix] == ["mixed"]
+
+
+def test_an_offset_starts_a_region_of_whole_blocks_of_one_target():
+    job = build_job("randwrite", filename="/dev/sdb", size="32M", offset="64M", bs="16k")
+    assert "\noffset=67108864\n" in job and "\nsize=33554432\n" in job
+    assert "offset=" not in build_job("randwrite", filename="/dev/sdb", size="32M", offset=0)
+    for kw, match in ((dict(offset="6k", size="32M", bs="4k"), r"offset \(6144 bytes\) is not a whole number"),
+                      (dict(offset="64M"), "offset needs a size"),
+                      (dict(offset="64M", size="32M", filename=["/dev/sdb", "/dev/sdc"]), "offset needs a size"),
+                      (dict(offset="lots", size="32M"), "offset: cannot parse")):
+        with pytest.raises(ConfigError, match=match):
+            build_job("randwrite", **{"filename": "/dev/sdb", **kw})

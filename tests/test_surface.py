@@ -67,7 +67,7 @@ def test_each_target_gets_the_surface_its_kind_fs_and_access_say(spec, expected)
 
 
 def test_every_surface_is_registered_under_its_own_name():
-    assert sorted(SURFACES) == ["dataset", "fs-on-zvol", "nfs", "nfs-clients", "raw", "zvol"]
+    assert sorted(SURFACES) == ["dataset", "fs-on-zvol", "iscsi-clients", "nfs", "nfs-clients", "raw", "zvol"]
     assert all(s.name == name for name, s in SURFACES.items())
 
 

@@ -262,6 +262,8 @@ PLANNED = {
     "tests/specs/pool-factors-dataset.yaml": (4, 0, 2, 4, 4, "feb8804853474070"),
     "templates/sweeps/nfs-datastore.yaml": (6, 0, 2, 6, 18, "6ef51dadb0fc104e"),
     # issue 30: 1, 2 and 4 client VMs x sync standard and always; a target per sync level, mounted by all four
+    # iSCSI clients (issue 30): pinned from the planner of the change that added it (no earlier code plans it)
+    "templates/sweeps/iscsi-clients.yaml": (6, 0, 1, 2, 18, "863b39bf4ef4ef7f"),
     "templates/sweeps/nfs-clients.yaml": (6, 0, 1, 2, 18, "f8784cf89686be8a"),
     "tests/specs/nfs.yaml": (2, 0, 1, 2, 2, "7f084f50ba4345e2"),
     "templates/sweeps/fill.yaml": (12, 0, 6, 6, 36, "8cb3565fdd1c8ed1"),

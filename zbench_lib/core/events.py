@@ -108,6 +108,9 @@ class Event(str, Enum):
     # VMs (issue 30, client_surface): also clients (their labels), fio (their fio release) and
     # SharedNfsDatastore.readback() (export_options, export_to, server_path, mount_options per client)
     NFS_DATASTORE_MOUNTED = "nfs datastore mounted"
+    # a zvol served over iSCSI and logged in to by the sweep's client VMs (issue 30, client_surface):
+    # target_id, clients, fio and IscsiDatastore.readback() (iqn, portal, write cache, each client's LUN size)
+    ISCSI_DATASTORE_LOGGED_IN = "iscsi datastore logged in"
     # the declared L2ARC warm-up done: target_id and warm_l2arc's record
     L2ARC_WARMED = "l2arc warmed"
 

@@ -65,6 +65,19 @@ def fio_filename(paths) -> str:
     return ":".join(p.replace(":", "\\:") for p in ([paths] if isinstance(paths, str) else paths))
 
 
+def _offset(p: dict, size: int | None, bs: int, devices: int) -> int | None:
+    """Where the job's region starts (a client's share of a shared LUN: zfs/iscsi_share.region): a
+    whole number of blocks into one device, with the region's size given."""
+    if p["offset"] is None:
+        return None
+    offset = parse_size(p["offset"], "offset")
+    if offset % bs:
+        raise ConfigError(f"offset ({offset} bytes) is not a whole number of blocks of {bs} bytes")
+    if size is None or devices > 1:
+        raise ConfigError("offset needs a size (the region it starts) and one device or file")
+    return offset
+
+
 def _validate(w: Workload, p: dict) -> dict:  # noqa: C901, PLR0912, PLR0915 (one check per job parameter; debt, issue 28)
     """Check and normalise the merged parameters; returns the template context."""
     workload = w.name
@@ -86,6 +99,7 @@ def _validate(w: Workload, p: dict) -> dict:  # noqa: C901, PLR0912, PLR0915 (on
         raise ConfigError("size is required with several devices: it is split evenly between them, each from offset 0")
     if size is not None and size < bs:
         raise ConfigError(f"size ({size} bytes) is smaller than bs ({bs} bytes)")
+    offset = _offset(p, size, bs, len(names))
     iodepth = _int(p, "iodepth", 1)
     numjobs = _int(p, "numjobs", 1)
     runtime = _seconds(p, "runtime_s", positive=True)
@@ -139,7 +153,7 @@ def _validate(w: Workload, p: dict) -> dict:  # noqa: C901, PLR0912, PLR0915 (on
                 numjobs=numjobs, runtime_s=runtime, ramp_time_s=ramp, time_based=bool(p["time_based"]),
                 randseed=_int(p, "randseed", 0), ioengine=p["ioengine"], direct=int(p["direct"]),
                 compressible_percent=comp, compress_chunk=COMPRESS_CHUNK, sync=_SYNC_VALUES[p["sync"]], fsync=fsync,
-                offset_increment=offset_increment, rwmixread=mix, log_prefix=prefix,
+                offset=offset, offset_increment=offset_increment, rwmixread=mix, log_prefix=prefix,
                 steadystate=ss, ss_dur_s=ss_dur, ss_ramp_s=ss_ramp)
 
 

@@ -32,7 +32,7 @@ import contextlib
 import re
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
@@ -107,6 +107,9 @@ class ClientLoad:
     files: dict[str, str]       # {label: the file fio uses on that client}
     controller: Host            # where `fio --client` runs (the controller: it reaches every forward)
     controller_dir: str         # on the controller: each run's job files and report, in a directory of its own
+    # {label: {"offset": bytes, "size": bytes}}: each client's region of one shared device (an iSCSI
+    # LUN: zfs/iscsi_share.region), on top of the run's parameters; none where each has a file of its own
+    regions: dict[str, dict] = field(default_factory=dict)
 
     def labels(self, count: int) -> list[str]:
         """The first `count` clients' labels, in the servers' order."""

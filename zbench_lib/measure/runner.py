@@ -173,7 +173,8 @@ def measure_clients(host: Host, load: ClientLoad, count: int, *, pool: str | Non
     if (raw_dir / CLIENTS_DIR / "fio.json").exists():
         raise ConfigError(f"{raw_dir} already holds a run; raw results are never overwritten")
     labels = load.labels(count)
-    jobs = {label: build_job(workload, **{**overrides, "filename": load.files[label]}) for label in labels}
+    jobs = {label: build_job(workload, **{**overrides, "filename": load.files[label], **load.regions.get(label, {})})
+            for label in labels}
     ramp = float(overrides.get("ramp_time_s", build_defaults(workload).get("ramp_time_s", 0)) or 0)
     counters = f"{remote_dir}/counters"
     host.write_files(remote_dir, {"sampler.sh": sampler_script()}, dirs=("counters",))

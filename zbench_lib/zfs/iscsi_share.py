@@ -15,11 +15,12 @@ Ctrl-C or SIGTERM: every client is logged out and its node record deleted (each 
 the one before did), then the target and the backstore go; a client logged in to a target that
 is gone would retry for minutes.
 
-Not yet part of a sweep (issue 30): the lab image needs targetcli-fb and open-iscsi.
+A sweep reaches it through the iscsi-clients surface (sweeps/running/client_surface.py).
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 
@@ -144,6 +145,22 @@ class IscsiDatastore:
     def __exit__(self, *exc) -> bool:
         self.teardown()
         return False
+
+    def readback(self) -> dict:
+        """What the target serves and what each client sees of it: the LUN's size and write cache as
+        the client's kernel has them ('write back': a write the client neither flushes nor marks FUA
+        reaches the zvol as an asynchronous write) and LIO's own emulate_write_cache attribute."""
+        cache = self.server.run(["targetcli", f"/backstores/block/{backstore_name(self.iqn)}", "get", "attribute",
+                                 "emulate_write_cache"], timeout=60).stdout.strip()
+        seen = {label: self._client_view(login) for label, login in self.logins.items()}
+        return {"iqn": self.iqn, "portal": portal(*self.reach), "zvol": self.zvol, "lio_write_cache": cache,
+                "lun_bytes": {k: v[0] for k, v in seen.items()},
+                "client_write_cache": {k: v[1] for k, v in seen.items()}}
+
+    def _client_view(self, login: _Login) -> tuple[int, str]:
+        disk = posixpath.basename(login.host.run(["readlink", "-f", self.device()], timeout=30).stdout.strip())
+        size = int(login.host.run(["blockdev", "--getsize64", self.device()], timeout=60).stdout)
+        return size, login.host.run(["cat", f"/sys/block/{disk}/queue/write_cache"], timeout=30).stdout.strip()
 
     def _login(self, login: _Login) -> None:
         name = initiator_iqn(login.label)

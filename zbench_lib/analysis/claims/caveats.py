@@ -12,14 +12,26 @@ from __future__ import annotations
 import pandas as pd
 
 
-# What a client-side number includes (issue 30; hosts/lab_clients.py says why the path is so).
-CLIENTS_CAVEAT = ("clients rows were driven by client VMs, each mounting the dataset over NFS 4.2 with stable writes "
-                  "and running fio on a file of its own: every latency and rate is what the clients saw, so it "
-                  "includes the network between them and the storage lab and each client's own NFS stack, kernel "
-                  "and CPU. In the lab that network is QEMU's user-mode networking on the controller's CPUs: every "
-                  "byte crosses two user-mode network stacks (the client's QEMU and the storage lab's), which "
+# What a client-side number includes (issue 30; hosts/lab_clients.py says why the path is so), by
+# how the clients reached the datastore (the rows' `access`).
+_CLIENTS_PATH = {
+    "nfs": "each mounting the dataset over NFS 4.2 with stable writes and running fio on a file of its own",
+    "iscsi": "each logged in over iSCSI to one LUN (the zvol, served by LIO) and running fio on a region of its "
+             "own; LIO shows the clients the zvol's write cache, so a write a client neither flushes nor marks "
+             "FUA is an asynchronous write on the zvol unless its sync is always (as with ESXi's iSCSI writes; "
+             "each client's view is in the 'iscsi datastore logged in' event)",
+}
+_CLIENTS_STACK = {"nfs": "NFS stack", "iscsi": "iSCSI initiator and block layer"}
+CLIENTS_CAVEAT = ("clients rows were driven by client VMs, {path}: every latency and rate is what the clients saw, "
+                  "so it includes the network between them and the storage lab and each client's own {stack}, "
+                  "kernel and CPU. In the lab that network is QEMU's user-mode networking on the controller's CPUs: "
+                  "every byte crosses two user-mode network stacks (the client's QEMU and the storage lab's), which "
                   "bounds the rates and adds latency no switch would; the storage lab's counters count what "
                   "reached it. Compare clients levels with each other, not with a loopback or local run.")
+
+
+def clients_caveat(access: str) -> str:
+    return CLIENTS_CAVEAT.format(path=_CLIENTS_PATH[access], stack=_CLIENTS_STACK[access])
 
 
 def _has(df: pd.DataFrame, column: str, value) -> bool:
@@ -38,7 +50,8 @@ def caveats(df: pd.DataFrame) -> list[str]:
                    "rows are a reference line for what durability costs, not a setting to deploy where "
                    "durability matters.")
     if "clients" in df.columns and df["clients"].notna().any():
-        out.append(CLIENTS_CAVEAT)
+        clients = df[df["clients"].notna()]
+        out += [clients_caveat(a) for a in sorted(clients["access"].dropna().unique()) if a in _CLIENTS_PATH]
     elif _has(df, "access", "nfs"):
         out.append("access=nfs is an NFSv3 mount of the dataset inside the lab VM itself (loopback, client and "
                    "server on the same virtual CPUs), with stable writes as an ESXi datastore issues them: it "

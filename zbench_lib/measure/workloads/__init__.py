@@ -29,7 +29,8 @@ from zbench_lib.core.errors import ConfigError
 
 # The job parameters every workload takes, with the defaults a workload does not set.
 COMMON = MappingProxyType(dict(
-    filename=None, size=None, ioengine="libaio", direct=1, iodepth=16, numjobs=1, runtime_s=60, ramp_time_s=10,
+    filename=None, size=None, offset=None, ioengine="libaio", direct=1, iodepth=16, numjobs=1, runtime_s=60,
+    ramp_time_s=10,
     time_based=True, randseed=1234, compressible_percent=0, sync=0, fsync=0, log_prefix=None,
     steadystate=None, ss_dur_s=None, ss_ramp_s=None, rwmixread=None))
 METRICS = ("bw_bytes_s", "iops")

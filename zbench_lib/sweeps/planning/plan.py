@@ -184,8 +184,10 @@ def _describe_clients(spec: SweepSpec) -> list[str]:
     if not spec.clients:
         return []
     return [f"clients: {spec.clients} client lab(s) (1 CPU, 1 GiB each) booted once beside the lab, one after "
-            "another (a few minutes each, not in the estimate); each target mounted on every one of them over NFS, "
-            "each run's load from the first k of them (its `clients` level)"]
+            "another (a few minutes each, not in the estimate); each target "
+            + ("served over iSCSI as one LUN, every one of them logged in to it, each in a region of its own"
+               if spec.target.get("access") == "iscsi" else "mounted on every one of them over NFS")
+            + ", each run's load from the first k of them (its `clients` level)"]
 
 
 def _describe_steady_power(cells: list[Cell]) -> list[str]:

@@ -93,8 +93,8 @@ class Target:
     volblocksize_bytes: int | None = None
     recordsize_bytes: int | None = None
     fs: str | None = None                       # none or ext4 (zvol sweeps, fs-on-zvol)
-    access: str | None = None                   # local or nfs (dataset sweeps)
-    clients: int | None = None                  # client VMs mounting it over NFS: its cells' largest count
+    access: str | None = None                   # local or nfs (dataset sweeps), iscsi (zvol sweeps with clients)
+    clients: int | None = None                  # client VMs on it (NFS, iSCSI): its cells' largest count
     compressible_percent: int | None = None     # the data declared, where a spec declares it
     compression: str | None = None
     sync: str | None = None
@@ -117,13 +117,15 @@ class Target:
     def surface(self) -> str:
         """What fio runs on: raw, fs-on-zvol (a filesystem made on the zvol), nfs (the dataset
         through an NFS mount), nfs-clients (the dataset mounted by client VMs, fio on each),
-        else the ZFS target itself (zvol, dataset)."""
+        iscsi-clients (the zvol logged in to by client VMs, fio on each), else the ZFS target itself."""
         if self.kind == RAW:
             return RAW
         if self.fs not in (None, "none"):
             return "fs-on-zvol"
         if self.access == "nfs":
             return "nfs-clients" if self.clients else "nfs"
+        if self.access == "iscsi":
+            return "iscsi-clients"
         return self.kind
 
     @property
@@ -134,8 +136,8 @@ class Target:
 
     @property
     def files(self) -> int:
-        """How many files of `fio_bytes` it holds: one per client, else one."""
-        return self.clients or 1
+        """How many files of `fio_bytes` it holds: one per NFS client, else one (an iSCSI LUN is shared)."""
+        return (self.clients or 1) if self.access == "nfs" else 1
 
     def zfs_properties(self) -> dict:
         return {k: getattr(self, k) for k in ZFS_PROPERTIES if getattr(self, k) is not None}

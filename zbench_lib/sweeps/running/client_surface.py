@@ -1,4 +1,5 @@
-"""The nfs-clients surface: a dataset exported once and mounted by the sweep's client VMs (issue 30).
+"""The client surfaces (issue 30): a dataset mounted over NFS, or a zvol logged in to over iSCSI, by
+the sweep's client VMs.
 
 A target with clients (``Target.clients``: its cells' largest count) is a dataset whose every
 client has a file of its own (``<label>-fio.data``, `zfs.nfs_clients`), each written first by the
@@ -14,6 +15,13 @@ fill the loopback datastore gets, once per client). Then, for as long as the tar
 
 Leaving it, also on an error, Ctrl-C or SIGTERM: the servers stopped, their forwards removed, every
 client unmounted, the export removed, the NFS forward removed; the pool goes after (its ground).
+
+The iscsi-clients surface is the same with a zvol (``surface: zvol``, ``access: iscsi``): written whole
+on the storage node first (a zvol surface's prefill), then served as one LUN by LIO and logged in to
+by every client through a forward of port 3260 (`zfs.iscsi_share.IscsiDatastore`), as hypervisors
+share a VMFS datastore. Each client's fio works in a region of its own (`iscsi_share.region`, a
+share of the LUN fixed by the target's largest client count), so a client writes the same blocks
+whatever the cell's count; leaving it, every client logs out before the target goes.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from zbench_lib.measure.fio_clients import DEFAULT_PORT, ClientLoad, FioServers,
 from zbench_lib.sweeps.planning.records import Target
 from zbench_lib.sweeps.running.surface import FioTarget, Site
 from zbench_lib.sweeps.running.zfs_surfaces import pool_context, write_target, zfs_target
+from zbench_lib.zfs.iscsi_share import ISCSI_PORT, IscsiDatastore, region
 from zbench_lib.zfs.nfs_clients import SharedNfsDatastore
 from zbench_lib.zfs.nfs_share import NFS_FILE
 from zbench_lib.zfs.pools import TargetInfo
@@ -93,3 +102,29 @@ class NfsClientsSurface:
             yield FioTarget(tinfo.path, ctx.file_bytes, tinfo.full_name, ctx,
                             meta=dict(pool=site.pool.name, target=tinfo.full_name,
                                       target_properties=tinfo.properties, client_labs=labels), clients=load)
+
+
+class IscsiClientsSurface:
+    """fio's client/server mode on one zvol shared over iSCSI, each client in its region (see the module's text)."""
+    name = "iscsi-clients"
+
+    @contextlib.contextmanager
+    def prepare(self, site: Site, target: Target):
+        clients = _clients(site, target)
+        labels = [n.label for n in clients.nodes]
+        tinfo = site.pool.create_target(zfs_target(target))
+        fill, warm = write_target(site, tinfo, target)
+        with forwarded(clients.storage_dir, ISCSI_PORT) as iscsi_port, \
+                IscsiDatastore(site.host, tinfo.path, {n.label: n.host for n in clients.nodes},
+                               reach=(CONTROLLER_FROM_GUEST, iscsi_port)) as store, \
+                _servers(clients) as servers, \
+                tempfile.TemporaryDirectory(prefix="zbench-clients-") as controller_dir:
+            site.store.record(Event.ISCSI_DATASTORE_LOGGED_IN, target_id=target.target_id, clients=labels,
+                              fio=servers.version, **store.readback())
+            ctx = pool_context(site, tinfo, target, fill, warm)
+            shares = {label: region(i, target.clients, target.size_bytes) for i, label in enumerate(labels)}
+            load = ClientLoad(servers, {label: store.device() for label in labels}, LocalHost(), controller_dir,
+                              regions={label: {"offset": off, "size": size} for label, (off, size) in shares.items()})
+            yield FioTarget(tinfo.path, ctx.file_bytes, tinfo.full_name, ctx,
+                            meta=dict(pool=site.pool.name, target=tinfo.full_name, target_properties=tinfo.properties,
+                                      client_labs=labels, client_regions=shares), clients=load)

@@ -8,14 +8,15 @@ pool request (pooled: a zpool; not: raw disks, no pool). Adding a surface is a c
 from __future__ import annotations
 
 from zbench_lib.sweeps.planning.records import Target
-from zbench_lib.sweeps.running.client_surface import NfsClientsSurface
+from zbench_lib.sweeps.running.client_surface import IscsiClientsSurface, NfsClientsSurface
 from zbench_lib.sweeps.running.pool_request import PoolRequest
 from zbench_lib.sweeps.running.raw_surface import NoPool, RawSurface
 from zbench_lib.sweeps.running.surface import Ground, Surface
 from zbench_lib.sweeps.running.zfs_surfaces import DatasetSurface, FsOnZvolSurface, NfsSurface, ZfsPool, ZvolSurface
 
 SURFACES: dict[str, Surface] = {s.name: s for s in (ZvolSurface(), DatasetSurface(), FsOnZvolSurface(),
-                                                    NfsSurface(), NfsClientsSurface(), RawSurface())}
+                                                    NfsSurface(), NfsClientsSurface(), IscsiClientsSurface(),
+                                                    RawSurface())}
 GROUNDS: dict[bool, Ground] = {True: ZfsPool(), False: NoPool()}
 
 

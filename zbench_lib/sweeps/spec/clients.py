@@ -1,10 +1,12 @@
-"""Several clients on one NFS datastore (issue 30): `clients` in a spec, checked at load.
+"""Several clients on one datastore (issue 30): `clients` in a spec, checked at load.
 
 `clients` is a factor (``clients: [1, 2, 4]``) or a target key (``clients: 2``) of a dataset
-sweep whose every cell is reached over NFS (``access: nfs``): each run's load then comes from that
-many client VMs beside the storage lab (``hosts.lab_clients``), each mounting the dataset and
-writing a file of its own through fio's client/server mode; the storage lab keeps its observers.
-The sweep boots as many client labs as the largest level, once, and a run uses the first k.
+sweep whose every cell is reached over NFS (``access: nfs``), each client mounting the dataset and
+writing a file of its own, or of a zvol sweep served over iSCSI (``access: iscsi``), each client
+logged in to the one LUN and writing a region of its own. Each run's load comes from that many
+client VMs beside the storage lab (``hosts.lab_clients``) through fio's client/server mode; the
+storage lab keeps its observers. The sweep boots as many client labs as the largest level, once,
+and a run uses the first k.
 
 What cannot be run yet is refused here in one line, before anything exists: clients on another
 surface or on a local dataset, on a real host (only lab clients exist so far), with a fleet, a
@@ -37,16 +39,37 @@ def _check_host(d: dict, where: str) -> None:
         fail(where, "clients run beside one lab, not a fleet (lab.count above 1)")
 
 
-def check_clients(d: dict, factors: dict, target: dict, prefill: dict, workloads) -> None:
+# how clients reach each surface's datastore
+ACCESS = {"dataset": "nfs", "zvol": "iscsi"}
+
+
+def _check_access(surface: str, factors: dict, target: dict, clients: bool) -> None:
+    """iSCSI serves a zvol to clients, NFS a dataset; a zvol has no other access."""
+    levels = factors.get("access", [target["access"]] if "access" in target else [])
+    where = "factors.access" if "access" in factors else "target.access"
+    if surface == "dataset" and "iscsi" in levels:
+        fail(where, "iscsi serves a zvol to clients: use surface: zvol with target.access: iscsi")
+    if surface == "zvol" and levels and (levels != ["iscsi"] or not clients):
+        fail(where, "a zvol's access is iscsi, with clients (client VMs logged in to it); "
+                    "without access fio runs on the zvol itself")
+
+
+def check_clients(d: dict, surface: str, factors: dict, target: dict, prefill: dict, workloads) -> None:  # noqa: PLR0913 (the spec's parts it reads)
     """Refuse, in one line, what a spec with clients cannot run yet (see the module's text). `d` is the
     spec's mapping (its host, lab and the keys clients do not combine with yet)."""
-    if not client_levels(factors, target):
+    levels = client_levels(factors, target)
+    _check_access(surface, factors, target, bool(levels))
+    if not levels:
         return
     where = "factors.clients" if "clients" in factors else "target.clients"
     if "clients" in factors and "clients" in target:
         fail("target.clients", "is also a factor; a setting is either fixed (target) or varied (factors)")
-    if target.get("access") != "nfs" or factors.get("access", ["nfs"]) != ["nfs"]:
-        fail(where, "clients reach the datastore over NFS: set target.access: nfs (every cell through NFS)")
+    access = ACCESS.get(surface)
+    if target.get("access") != access or factors.get("access", [access]) != [access]:
+        fail(where, "clients reach a dataset over NFS (target.access: nfs) or a zvol over iSCSI "
+                    "(surface: zvol, target.access: iscsi), every cell the same way")
+    if "fs" in factors:
+        fail(where, "clients log in to the zvol itself, not to a filesystem made on it (fs)")
     _check_host(d, where)
     for key, what in _NOT_WITH:
         if d.get(key):

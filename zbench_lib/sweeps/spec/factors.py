@@ -120,15 +120,17 @@ _TARGET = (
     Factor("fs", _choice("none", "ext4", why=" (xfs needs xfsprogs, which the lab image does not carry)"), "fs",
            (ZVOL,), "fs (none or ext4 on the zvol) is a factor of a zvol sweep; a fs-on-zvol sweep sets target.fs"),
     # access (dataset sweeps): local, or nfs, through an NFSv3 mount of the dataset with stable writes
-    Factor("access", _choice("local", "nfs"), "access", (DATASET,),
+    # (iscsi: a zvol's target.access with clients, spec/clients.py; never a factor)
+    Factor("access", _choice("local", "nfs", "iscsi"), "access", (DATASET,),
            "access (local or nfs) is a factor of a dataset sweep"),
 )
 # the offered load (issue 33): 'saturation' (closed loop, as without the factor), a fraction of the
 # cell's saturation IOPS (0.5, '50%') or an absolute rate ('2000iops'): open loop (measure/load.py)
 _LOAD = (Factor("load", load_level, "load"),)
-# the client VMs a run's load comes from, over NFS (issue 30; spec/clients.py says where it applies)
-_CLIENTS = (Factor("clients", _int(1, MAX_CLIENTS), "clients", (DATASET,),
-                   "clients (client VMs on an NFS datastore) is a factor of a dataset sweep with access: nfs"),)
+# the client VMs a run's load comes from, over NFS or iSCSI (issue 30; spec/clients.py says where it applies)
+_CLIENTS = (Factor("clients", _int(1, MAX_CLIENTS), "clients", (DATASET, ZVOL),
+                   "clients (client VMs on a datastore) is a factor of a dataset sweep with access: nfs "
+                   "or a zvol sweep with access: iscsi"),)
 FACTORS: tuple[Factor, ...] = (*_POOL, *_POOL_SETTINGS, *_BLOCKS, *_PROPERTIES, *_WORKLOAD, *_TARGET, *_LOAD,
                                *_CLIENTS)
 BY_NAME = {f.name: f for f in FACTORS}

@@ -228,7 +228,7 @@ def _target(d, surface: str, factors: dict) -> dict:
         return raw_target(d)
     size_key = "volsize" if surface in ZVOL_SURFACES else "size"
     allowed = (size_key, BLOCKSIZE[surface]) + tuple(p for p in PROPERTIES if surface in BY_NAME[p].surfaces)
-    own = {"fs-on-zvol": ("fs",), "dataset": ("access", "clients")}.get(surface, ())
+    own = {"fs-on-zvol": ("fs",), "dataset": ("access", "clients"), "zvol": ("access", "clients")}.get(surface, ())
     mapping(d, "target", allowed + own, (size_key,))
     out = {"kind": "zvol" if surface in ZVOL_SURFACES else surface,
            "size_bytes": size(d[size_key], f"target.{size_key}")}
@@ -309,7 +309,7 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
                      faults=parse_faults(d.get("faults"), host), hosts=hosts, lab_count=lab_count,
                      host_factor=host_factor)
     check_fleet_spec(spec)
-    check_clients(d, factors, target, prefill, workloads)
+    check_clients(d, surface, factors, target, prefill, workloads)
     return spec
 
 
