@@ -8,7 +8,8 @@ resilver timed), and leaving ``open`` takes it down.
 
 A target's **surface** is how fio reaches it: zvol, dataset, fs-on-zvol (ext4 made on a zvol),
 nfs (a dataset through an NFS mount), nfs-clients (the dataset mounted by client VMs, fio's
-client/server mode from them: ``client_surface``) or raw (the bare disks' regions); ``surfaces.surface_of``
+client/server mode from them: ``client_surface``), iscsi-clients (a zvol logged in to by client VMs
+over iSCSI, each in a region of its own: ``client_surface``) or raw (the bare disks' regions); ``surfaces.surface_of``
 picks it by ``Target.surface``. ``Surface.prepare(site, target)`` is a context manager: it makes
 what fio needs, writes it first (the prefill, and an L2ARC warm-up where declared), records the
 read-back events, and yields a ``FioTarget``: the path(s) and size fio uses, the ZFS target to
@@ -64,7 +65,7 @@ class FioTarget:
     target_name: str | None         # the ZFS target whose properties a run reads back (None on raw disks)
     context: RunContext             # the run context: what the truth checks read beside fio's numbers
     meta: dict                      # what meta.json says of the pool and the target
-    clients: ClientLoad | None = None   # nfs-clients: the clients' servers and files; a run uses its first k
+    clients: ClientLoad | None = None   # nfs/iscsi-clients: the clients' servers and files; a run uses its first k
 
 
 class Surface(Protocol):
