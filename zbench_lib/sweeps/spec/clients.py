@@ -54,7 +54,7 @@ def _check_access(surface: str, factors: dict, target: dict, clients: bool) -> N
                     "without access fio runs on the zvol itself")
 
 
-def check_clients(d: dict, surface: str, factors: dict, target: dict, prefill: dict, workloads) -> None:  # noqa: PLR0913 (the spec's parts it reads)
+def check_clients(d: dict, surface: str, factors: dict, target: dict, prefill: dict, workloads) -> None:
     """Refuse, in one line, what a spec with clients cannot run yet (see the module's text). `d` is the
     spec's mapping (its host, lab and the keys clients do not combine with yet)."""
     levels = client_levels(factors, target)
