@@ -21,6 +21,7 @@ session lab, each client's region in its job file, the LUN's size and write cach
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -106,20 +107,31 @@ def _nothing_left(lab, lab_host, started: float) -> None:
     exported = lab_host.run(["exportfs", "-v"]).stdout
     assert "/zbench" not in exported, exported
     assert find_leftovers(lab_host) == []
-    controller = subprocess.run(["pgrep", "-af", "fio --output-format=json\\+"], capture_output=True, text=True)
-    assert controller.stdout.strip() == "", controller.stdout
+    assert _sweeps_controller_fio() == []
     scratch = [p for p in Path("/tmp").glob("zbench-clients-*") if p.stat().st_mtime >= started]
     assert scratch == [], scratch
 
 
-def _wait_for_the_controllers_fio(deadline: float) -> None:
+def _sweeps_controller_fio() -> list[str]:
+    """A sweep's `fio --client` calls on this machine: those working in a sweep's scratch directory
+    (client_surface's zbench-clients-*), not another test's fio client on localhost."""
+    found = subprocess.run(["pgrep", "-af", "fio --output-format=json\\+"], capture_output=True, text=True).stdout
+    out = []
+    for line in found.splitlines():
+        with contextlib.suppress(OSError):          # ended meanwhile
+            if os.readlink(f"/proc/{line.split()[0]}/cwd").startswith("/tmp/zbench-clients-"):
+                out.append(line)
+    return out
+
+
+def _wait_for_the_controllers_fio(deadline: float, log_path: Path) -> None:
     """Until the controller runs the run's `fio --client` call: the kill is placed by watching for the
     command, not by a fixed delay (a run's setup, its clocks read, takes a while on a busy machine)."""
     while time.monotonic() < deadline:
-        if subprocess.run(["pgrep", "-f", "fio --output-format=json\\+"], capture_output=True).returncode == 0:
+        if _sweeps_controller_fio():
             return
         time.sleep(0.1)
-    raise AssertionError("the second run's fio --client call never started")
+    raise AssertionError("the second run's fio --client call never started: " + log_path.read_text()[-3000:])
 
 
 def _run_until_the_second_run_then_sigterm(spec: Path, out: Path, log_path: Path) -> tuple[int, Path | None]:
@@ -128,16 +140,20 @@ def _run_until_the_second_run_then_sigterm(spec: Path, out: Path, log_path: Path
     with open(log_path, "w") as log:
         proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline, sweep_dir = time.monotonic() + 1500, None
+        deadline, sweep_dir, seen = time.monotonic() + 1500, None, []
         while time.monotonic() < deadline and proc.poll() is None:
             dirs = list(out.glob("*"))
             sweep_dir = dirs[0] if dirs else None
-            if sweep_dir and sum(e["event"] == Event.RUN_STARTED for e in _events(sweep_dir)) >= 2:
+            starts = sum(e["event"] == Event.RUN_STARTED for e in _events(sweep_dir)) if sweep_dir else -1
+            seen.append((time.strftime("%T"), starts))
+            if starts >= 2:
                 break
             time.sleep(0.5)
-        assert proc.poll() is None, log_path.read_text()[-3000:]
-        _wait_for_the_controllers_fio(deadline=time.monotonic() + 60)
+        assert proc.poll() is None, (seen[-40:], log_path.read_text()[-3000:])
+        print(f"\n{time.strftime('%T')} the second run started")
+        _wait_for_the_controllers_fio(deadline=time.monotonic() + 60, log_path=log_path)
         time.sleep(0.5)                                  # inside the run's fio --client call
+        print(f"{time.strftime('%T')} fio --client seen; SIGTERM (sweep alive: {proc.poll() is None})")
         os.kill(proc.pid, signal.SIGTERM)
         rc = proc.wait(timeout=600)
     finally:
