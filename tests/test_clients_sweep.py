@@ -454,3 +454,44 @@ def test_a_clients_target_needs_room_for_every_clients_file_even_without_a_prefi
     alone = expand(parse_spec(SPEC.replace("  clients: [1, 2, 4]\n", "") + "prefill: {fill: whole, policy: none}\n"))
     layout = Layout("mirror", 2)
     assert t.prefill_bytes == 0 and target_need(t, layout) > 3.9 * target_need(alone.targets[0], layout)
+
+
+def _client_sweep_rows():
+    """Hand-made aggregate rows of a client sweep: sync standard and always at 1 and 2 clients, 3 runs each, every
+    cell's IOPS its mean x (0.9, 1.0, 1.1): a coefficient of variation of 0.1 everywhere."""
+    import pandas as pd
+
+    means = {("standard", 1): 100.0, ("standard", 2): 150.0, ("always", 1): 50.0, ("always", 2): 100.0}
+    return pd.DataFrame([{"workload": "randwrite", "direction": "write", "layout": "mirror", "sync": s, "clients": c,
+                          "run_id": f"{s}-{c}-r{i}", "cell_id": f"{s}-{c}", "attempt": 1, "iops": m * f,
+                          "flagged": False}
+                         for (s, c), m in means.items() for i, f in enumerate((0.9, 1.0, 1.1))])
+
+
+def test_a_client_sweeps_answer_compares_the_client_counts_per_sync_level():
+    import pandas as pd
+
+    from zbench_lib.analysis.data.sweep_data import Sweep
+    from zbench_lib.analysis.report.headline import Focus, study_headline
+
+    rows = _client_sweep_rows()
+    h = study_headline(Sweep(None, {}, {}, rows), rows)
+    assert h["kind"] == "clients"
+    # The ratio of means with the delta-method interval on the log scale (methods §1): standard 150 / 100 = 1.5,
+    # se of ln = sqrt(0.1^2 / 3 + 0.1^2 / 3) = 0.081650 on Welch's df = 4, t(0.975, 4) = 2.776445: 1.5 x
+    # exp(-/+ 0.226697) = 1.196 .. 1.882; always 100 / 50 = 2, the same se: 1.594 .. 2.509. Both higher: Welch
+    # p = 0.0077 (t = ln 1.5 / 0.08165 = 4.97) and 0.0011 (t = 8.49) on 4 df, Holm x1 and x2 below 0.05.
+    assert [(a["subject"], a["text"]) for a in h["answers"]] == [
+        ("sync always (IOPS)", "against clients 1: clients 2 2.00x (1.59–2.51) higher."),
+        ("sync standard (IOPS)", "against clients 1: clients 2 1.50x (1.20–1.88) higher.")]
+    # the figure: the client counts along x, named as a count, a line per sync level through each one's means
+    fig = h["figure"]
+    assert fig.layout.xaxis.title.text == "client count" and "per client count" in fig.layout.title.text
+    assert {t.name: (list(t.x), list(t.y)) for t in fig.data} == {
+        "sync always": (["1", "2"], [50.0, 100.0]), "sync standard": (["1", "2"], [100.0, 150.0])}
+    # the client count wins over a block size the sweep also varies (that study came first before)
+    both = pd.concat([rows.assign(volblocksize_bytes=16384),
+                      rows.assign(volblocksize_bytes=65536, run_id=rows["run_id"] + "-64k")], ignore_index=True)
+    assert study_headline(Sweep(None, {}, {}, both), both)["kind"] == "clients"
+    # a notebook that names the factor gets the same study
+    assert study_headline(Sweep(None, {}, {}, rows), rows, focus=Focus(factor="clients"))["kind"] == "clients"

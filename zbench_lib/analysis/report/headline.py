@@ -1,6 +1,7 @@
 """What the first screen of a report says: the answer to the sweep's question and its headline figure.
 
-Each study type has its own (issue 31): a scaling sweep the throughput against the drives with
+Each study type has its own (issue 31): a sweep of client VMs on one datastore the aggregate along the client
+count, a line per configuration held equal (issue 30); a scaling sweep the throughput against the drives with
 the ideal and the model, and the efficiency of each family at its largest pool; a block-size
 sweep IOPS and p99 / p99.9 per size; a sync or log-device sweep a bar per configuration with its
 interval; a queue-depth sweep the IOPS-p99 curve with both axes labelled; any other factor (release,
@@ -141,10 +142,22 @@ def _factor_study(study: Study) -> dict:
     return _levels_study(study, *study.chosen(auto_factor(study.adm)))
 
 
-# The first type whose `applies` holds names the study: scaling where a layout's disk count varies,
-# else block size where it varies, else sync or log device, else queue depth, else the first factor that varies
-# (`compare_factor.auto_factor`). A new study type is one record here.
+def _is_clients(adm: pd.DataFrame) -> bool:
+    return auto_factor(adm) == "clients"
+
+
+def _clients(study: Study) -> dict:
+    """How the aggregate scales from one client to several: each count against the fewest, a line per
+    configuration held equal (sync standard, always) in the figure."""
+    return _levels_study(study, *study.chosen("clients"))
+
+
+# The first type whose `applies` holds names the study: clients where the client count varies (only a sweep of
+# client VMs has one, and its question is theirs, whatever else it varies), else scaling where a layout's disk
+# count varies, else block size where it varies, else sync or log device, else queue depth, else the first factor
+# that varies (`compare_factor.auto_factor`). A new study type is one record here.
 STUDY_TYPES = (
+    StudyType("clients", _is_clients, _clients),
     StudyType("scaling", _is_scaling, _scaling),
     StudyType("block", lambda adm: _block(adm) is not None, _block_study),
     StudyType("sync-log", _is_sync_log, _sync_log),
@@ -154,8 +167,10 @@ STUDY_TYPES = (
 
 
 def _kind_of_factor(adm: pd.DataFrame, factor: str) -> str:
-    """The study type a comparison along `factor` makes: block size, sync or log device, queue depth (where the
-    runs have p99), else a factor's levels."""
+    """The study type a comparison along `factor` makes: the client count, block size, sync or log device, queue
+    depth (where the runs have p99), else a factor's levels."""
+    if factor == "clients":
+        return "clients"
     if factor == block_column(adm):
         return "block"
     if factor in SYNC_LOG_FACTORS:
