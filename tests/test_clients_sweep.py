@@ -481,9 +481,14 @@ def test_a_client_sweeps_answer_compares_the_client_counts_per_sync_level():
     # se of ln = sqrt(0.1^2 / 3 + 0.1^2 / 3) = 0.081650 on Welch's df = 4, t(0.975, 4) = 2.776445: 1.5 x
     # exp(-/+ 0.226697) = 1.196 .. 1.882; always 100 / 50 = 2, the same se: 1.594 .. 2.509. Both higher: Welch
     # p = 0.0077 (t = ln 1.5 / 0.08165 = 4.97) and 0.0011 (t = 8.49) on 4 df, Holm x1 and x2 below 0.05.
+    # The fairness line last: these rows hold neither the clients' shares nor a clients.parquet, so neither is
+    # judged, each said once for both sync levels
     assert [(a["subject"], a["text"]) for a in h["answers"]] == [
         ("sync always (IOPS)", "against clients 1: clients 2 2.00x (1.59–2.51) higher."),
-        ("sync standard (IOPS)", "against clients 1: clients 2 1.50x (1.20–1.88) higher.")]
+        ("sync standard (IOPS)", "against clients 1: clients 2 1.50x (1.20–1.88) higher."),
+        ("Fairness", "at 2 clients, each client's share of the IOPS in every run (a fair share: 50%): not judged (the "
+                     "results hold no client's share of the IOPS); each client's own p99: not judged (no client's own "
+                     "p99 in the results).")]
     # the figure: the client counts along x, named as a count, a line per sync level through each one's means
     fig = h["figure"]
     assert fig.layout.xaxis.title.text == "client count" and "per client count" in fig.layout.title.text
@@ -495,3 +500,79 @@ def test_a_client_sweeps_answer_compares_the_client_counts_per_sync_level():
     assert study_headline(Sweep(None, {}, {}, both), both)["kind"] == "clients"
     # a notebook that names the factor gets the same study
     assert study_headline(Sweep(None, {}, {}, rows), rows, focus=Focus(factor="clients"))["kind"] == "clients"
+
+
+def _p99_cells(**clients):
+    """A fairness_table row's client columns: c1=(value_ns, ci_low_ns, ci_high_ns, status), None: did not run."""
+    out = {}
+    for label, got in clients.items():
+        value, low, high, status = got if got is not None else (math.nan, math.nan, math.nan, math.nan)
+        out.update({f"p99_{label}_ns": value, f"p99_{label}_ci_low_ns": low, f"p99_{label}_ci_high_ns": high,
+                    f"p99_{label}_status": status})
+    return out
+
+
+def test_the_fairness_line_reads_each_workloads_largest_client_count():
+    import pandas as pd
+
+    from zbench_lib.analysis.claims.client_answer import answer_fairness
+
+    ok, nj = "judged", "not judged: 600 I/Os, a p99 needs 1000"
+    nan = math.nan
+    one = _p99_cells(c1=(50e6, 40e6, 60e6, ok), c2=None, c3=None, c4=None)
+    rows = [  # a hand-made fairness table: workload, direction, clients, sync, the shares and each client's p99
+        ("randwrite", "write", 1, "standard", 1.0, 1.0, one),
+        ("randwrite", "write", 4, "standard", 0.2371, 0.2612,
+         _p99_cells(c1=(186e6, 65.5e6, 461e6, ok), c2=(181e6, 65e6, 478e6, ok), c3=(192e6, 40.4e6, 881e6, ok),
+                    c4=(165e6, 75.4e6, 327e6, ok))),
+        ("randwrite", "write", 4, "always", 0.2436, 0.2571,
+         _p99_cells(c1=(659e6, 50e6, 3959e6, ok), c2=(658e6, 37e6, 4630e6, ok), c3=(709e6, 466e6, 1443e6, ok),
+                    c4=(nan, nan, nan, nj))),
+        ("randread", "read", 1, "standard", 1.0, 1.0, one),
+        ("randread", "read", 2, "standard", 0.492, 0.508,
+         _p99_cells(c1=(10e6, 8e6, 12.5e6, ok), c2=(12e6, nan, nan, ok), c3=None, c4=None)),
+    ]
+    table = pd.DataFrame([{"workload": w, "direction": d, "clients": n, "sync": s, "share_min": lo, "share_max": hi,
+                           **p99} for w, d, n, s, lo, hi, p99 in rows])
+    got = answer_fairness(table, ["workload", "direction", "clients", "sync"])
+    assert [a["subject"] for a in got] == ["Fairness, randread read", "Fairness, randwrite write"]
+    # randread: 2 clients its largest (the single client's row is not read), one sync level (not named); c1 and c2
+    # from the lower p99 to the higher, c2's without an interval (n/a); c3 and c4 did not run: not named
+    assert got[0]["text"] == ("at 2 clients, each client's share of the IOPS in every run (a fair share: 50%): "
+                              "49.2–50.8%; each client's own p99: from c1 10.0 ms (8.0–12.5) to c2 12.0 ms (n/a).")
+    # randwrite at 4 clients, sync levels in order of name: always c2 658 < c1 659 < c3 709 ms, c4 not judged;
+    # standard c4 165 < c2 181 < c1 186 < c3 192 ms; intervals to three figures on the larger end (75.4 -> 75)
+    assert got[1]["text"] == (
+        "at 4 clients, each client's share of the IOPS in every run (a fair share: 25%): sync always 24.4–25.7%, "
+        "sync standard 23.7–26.1%; each client's own p99: sync always from c2 658 ms (37–4,630) to c3 709 ms "
+        "(466–1,443) and c4 not judged (600 I/Os, a p99 needs 1000), sync standard from c4 165 ms (75–327) to "
+        "c3 192 ms (40–881).")
+    # a sweep of one client count of one client: nothing to share
+    solo = table[table["clients"] == 1]
+    assert [a["text"] for a in answer_fairness(solo, ["workload", "direction", "clients", "sync"])] == [
+        "not judged: one client in every run, nothing shared."] * 2
+
+
+def test_a_client_sweeps_first_screen_says_how_fairly_the_clients_shared():
+    from zbench_lib.analysis.claims.client_answer import FAIRNESS_NOTE
+    from zbench_lib.analysis.data.sweep_data import Sweep
+    from zbench_lib.analysis.report.headline import study_headline
+
+    rows, clients, hist, client_hist = _client_bins()
+    h = study_headline(Sweep(None, {}, {}, rows, None, hist, clients, client_hist), rows)
+    # cell A (2 clients) is the largest count: shares 0.1 / 0.9 (run a) and 0.5 / 0.5 (run b): 10–90%. Each
+    # client's p99 from its bins merged over runs a and b, as worked out above: c2 1000 ns (0 .. 13369344 ns),
+    # c1 2000 ns (17 .. 115712 ns), in ms with the answer's intervals: 0.0–13.4 and 0.00002–0.11571
+    assert h["answers"][-1] == {"subject": "Fairness", "text": (
+        "at 2 clients, each client's share of the IOPS in every run (a fair share: 50%): 10–90%; each client's own "
+        "p99: from c2 0.00100 ms (0.0–13.4) to c1 0.00200 ms (0.00002–0.11571).")}
+    assert h["note"].endswith(FAIRNESS_NOTE)
+    # without each client's bins (a store before client_hist.parquet): their p99s are not judged, said once
+    old = study_headline(Sweep(None, {}, {}, rows, None, hist, clients, None), rows)
+    assert old["answers"][-1]["text"].endswith(
+        "each client's own p99: c1, c2 not judged (no per-client histograms in the store (client_hist.parquet: "
+        "rebuild the results)).")
+    # a sweep without clients has no fairness line and its note is as it was
+    plain = rows.drop(columns="clients").assign(sync=["standard", "always"] * 2)
+    h = study_headline(Sweep(None, {}, {}, plain, None, hist), plain)
+    assert not any(a["subject"] == "Fairness" for a in h["answers"]) and FAIRNESS_NOTE not in h["note"]

@@ -7,8 +7,10 @@ sweep IOPS and p99 / p99.9 per size; a sync or log-device sweep a bar per config
 interval; a queue-depth sweep the IOPS-p99 curve with both axes labelled; any other factor (release,
 numjobs, ...) its judged metric and tails per level, each level against the baseline. The sentences
 come from `claims.answer`, the figures from `figures.report_figures`; this module picks which, in
-one place: STUDY_TYPES. The analysis notebooks open with the same answer and figure, each asking for its
-own study (a `Focus`: the scaling study, or the factor and baseline the notebook compares).
+one place: STUDY_TYPES. A sweep whose load came from clients also answers how fairly they shared the
+datastore: a line per workload after the others (`claims.client_answer`), whatever its study. The analysis
+notebooks open with the same answer and figure, each asking for its own study (a `Focus`: the scaling study, or
+the factor and baseline the notebook compares).
 
     study_headline(sweep, adm, include_flagged, focus=Focus())   {kind, answers, figure, note}
 """
@@ -22,13 +24,16 @@ import pandas as pd
 
 from zbench_lib.analysis.claims.answer import (ALL_RUNS, COMPARE_NOTE, SCALING_NOTE, answer_compare, answer_scaling,
                                                latency_tails)
+from zbench_lib.analysis.claims.client_answer import FAIRNESS_NOTE, answer_fairness
 from zbench_lib.analysis.claims.conclusions import LINEAR_BAND
 from zbench_lib.analysis.data.coverage import cell_status
 from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
 from zbench_lib.analysis.data.sweep_data import Sweep, setting_text
 from zbench_lib.analysis.figures.report_figures import (plot_configurations, plot_depth_curve, plot_iops_vs_drives,
                                                         plot_levels)
+from zbench_lib.analysis.report.client_section import client_by
 from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor, block_choice, level_order
+from zbench_lib.analysis.stats.fairness import fairness_table, has_clients
 from zbench_lib.analysis.stats.tables import block_column, compare_table, comparison_by, scaling_table
 
 MARGIN = 0.05               # compare_table's default equivalence margin, named in the note
@@ -200,7 +205,20 @@ def study_headline(sweep: Sweep, adm: pd.DataFrame, include_flagged: bool = Fals
         return out
     study = Study(sweep, adm, cell_status(sweep.results, sweep.plan, include_flagged), focus)
     built = {**out, "kind": study_type.kind, **study_type.build(study)}
-    return {**built, "answers": _at_load(built["answers"], adm)}
+    return _with_fairness({**built, "answers": _at_load(built["answers"], adm)}, study)
+
+
+def _with_fairness(built: dict, study: Study) -> dict:
+    """A sweep whose load came from clients asks how fairly they shared the datastore: its fairness lines after
+    the answer's others, and the note says how to read them. Not for two sweeps compared: the clients' own
+    files are the first sweep's."""
+    adm, sweep = study.adm, study.sweep
+    if not has_clients(adm) or ("sweep_id" in adm and adm["sweep_id"].nunique() > 1):
+        return built
+    by = client_by(adm)
+    lines = answer_fairness(fairness_table(adm, sweep.clients, sweep.histograms, by, sweep.client_histograms), by)
+    return {**built, "answers": built["answers"] + lines, "note": f"{built['note']} {FAIRNESS_NOTE}"} if lines \
+        else built
 
 
 def _at_load(answers: list[dict], adm: pd.DataFrame) -> list[dict]:
