@@ -423,10 +423,10 @@ def test_the_fairness_table_and_the_report_say_each_clients_merged_p99_or_why_no
     assert math.isnan(b["p99_c2_ns"]) and not isinstance(b["p99_c2_status"], str)    # c2 was not in cell B
     page = client_section(rows, clients, hist, "Sweep s.", client_hist)
     # one column per client, in ms: 2000 ns with 17 .. 115712 ns is "0.00200 (0.0000170–0.116)"; 1000 ns with
-    # 0 .. 13369344 ns is "0.00100 (0–13.4)"; cell B's c1 says why it has none
-    assert "p99 c1 (ms, 95% CI)" in page and "p99 c2 (ms, 95% CI)" in page
+    # 0 .. 13369344 ns is "0.00100 (0–13.4)"; cell B's c1 says why it has none, the reason under the table
+    assert "c1 p99 ms (95%\u00a0CI)" in page and "c2 p99 ms (95%\u00a0CI)" in page
     assert "0.00200 (0.0000170–0.116)" in page and "0.00100 (0–13.4)" in page
-    assert "not judged: 600 I/Os, a p99 needs 1000" in page
+    assert "not judged <sup>1</sup>" in page and "<li>600 I/Os, a p99 needs 1000</li>" in page
     assert "never a median of its per-run p99s" in page
 
 
@@ -576,3 +576,65 @@ def test_a_client_sweeps_first_screen_says_how_fairly_the_clients_shared():
     plain = rows.drop(columns="clients").assign(sync=["standard", "always"] * 2)
     h = study_headline(Sweep(None, {}, {}, plain, None, hist), plain)
     assert not any(a["subject"] == "Fairness" for a in h["answers"]) and FAIRNESS_NOTE not in h["note"]
+
+
+def _table_cells(page: str) -> list[list[str]]:
+    """The text of each row of the first table in `page`, its heading row first."""
+    from html.parser import HTMLParser
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.cell = [], None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                self.rows.append([])
+            elif tag in ("th", "td"):
+                self.cell = ""
+
+        def handle_endtag(self, tag):
+            if tag in ("th", "td"):
+                self.rows[-1].append(self.cell)
+                self.cell = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+
+    cells = Cells()
+    cells.feed(page[:page.index("</table>")])
+    return cells.rows
+
+
+def test_the_clients_table_reads_as_the_reports_other_tables():
+    import pandas as pd
+
+    from zbench_lib.analysis.report.client_section import client_section
+
+    rows, clients, hist, client_hist = _client_bins()
+    page = client_section(rows, clients, hist, "Sweep s.", client_hist)
+    ci = "(95%\u00a0CI)"                       # the heading breaks before the interval, never inside it
+    # Worked out by hand from _client_bins. Cell B (1 client): IOPS 30 and 30, no spread: 30.0 (30.0–30.0); 300 +
+    # 300 I/Os merged, no p99 for the aggregate or c1 (reason 1); c2 not among its clients: —. Cell A (2 clients):
+    # IOPS 110 (110 x exp(-/+ 12.7062 x 14.1421 / sqrt 2 / 110) = 34.65 .. 349.2); the aggregate's p99 2000 ns from
+    # the summed bins, its interval from the runs' own p99s, 1000 (run a: 9990 of 10000 at 1000 ns) and 4000 (run
+    # b: 1900 of 2000 below 4000 ns), as c2's above: 0 .. 13.4 ms; shares 0.1 .. 0.9 over runs a and b
+    assert _table_cells(page) == [
+        ["Clients", "Runs", f"IOPS {ci}", f"p99 ms {ci}", "Lowest / highest client share", f"c1 p99 ms {ci}",
+         f"c2 p99 ms {ci}"],
+        ["1", "2", "30.0 (30.0–30.0)", "not judged 1", "100% / 100%", "not judged 1", "—"],
+        ["2", "2", "110 (34.7–349)", "0.00200 (0–13.4)", "10.0% / 90.0%", "0.00200 (0.0000170–0.116)",
+         "0.00100 (0–13.4)"]]
+    for raw in ("iops_mean", "iops_ci", "p99_ci", "p99_status", "share_min", "share_max", "_ns", "workload"):
+        assert raw not in page
+    # the workload every row shares is said once, in the caption, and the caption names the new columns
+    assert "Sweep s. Every row: randwrite, write. Each row is one configuration" in page
+    assert "the lowest and highest client share are the lowest and highest share" in page
+    assert "each client&#x27;s column (c1, c2, ...) is that client&#x27;s p99" in page
+    # two workloads: a column each for the workload and direction, first, and no "Every row"
+    read = rows.assign(workload="randread", direction="read")
+    both = pd.concat([rows, read], ignore_index=True)
+    page = client_section(both, None, None, "Sweep s.")
+    heads = _table_cells(page)[0]
+    assert heads[:3] == ["Workload", "Direction", "Clients"] and "Every row" not in page

@@ -20,6 +20,7 @@ Pure: tables in, a table out.
 
     fairness_table(rows, clients, hist, by, client_hist)   a row per cell, each client's p99 in four columns
     client_p99s(row)                                        a row's clients, each its p99 as a ClientP99
+    client_order(label)                                     a sort key: c2 before c10
 """
 
 from __future__ import annotations
@@ -146,15 +147,15 @@ class ClientP99:
         return self.status == "judged"
 
 
-def _natural(label: str) -> list:
-    """c2 before c10: the clients as the lab numbered them."""
+def client_order(label: str) -> list:
+    """A sort key: c2 before c10, the clients as the lab numbered them."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label)]
 
 
 def client_p99s(row: pd.Series) -> list[ClientP99]:
     """The clients of one `fairness_table` row, by label, each its p99; a client that did not run in the row's
     cell (no status: a cell of 2 clients has none for a third) is left out, not reported as not judged."""
-    labels = sorted((m["label"] for c in row.index if (m := _CLIENT_STATUS.match(str(c)))), key=_natural)
+    labels = sorted((m["label"] for c in row.index if (m := _CLIENT_STATUS.match(str(c)))), key=client_order)
     return [ClientP99(label, *(float(row[f"p99_{label}_{f}"]) for f in ("ns", "ci_low_ns", "ci_high_ns")),
                       row[f"p99_{label}_status"])
             for label in labels if isinstance(row[f"p99_{label}_status"], str)]
