@@ -486,9 +486,9 @@ def test_a_client_sweeps_answer_compares_the_client_counts_per_sync_level():
     assert [(a["subject"], a["text"]) for a in h["answers"]] == [
         ("sync always (IOPS)", "against clients 1: clients 2 2.00x (1.59–2.51) higher."),
         ("sync standard (IOPS)", "against clients 1: clients 2 1.50x (1.20–1.88) higher."),
-        ("Fairness", "at 2 clients, each client's share of the IOPS in every run (a fair share: 50%): not judged (the "
-                     "results hold no client's share of the IOPS); each client's own p99: not judged (no client's own "
-                     "p99 in the results).")]
+        ("Fairness", "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run and its own p99, "
+                     "lowest to highest: share not judged (the results hold no client's share of the IOPS), p99 not "
+                     "judged (no client's own p99 in the results).")]
     # the figure: the client counts along x, named as a count, a line per sync level through each one's means
     fig = h["figure"]
     assert fig.layout.xaxis.title.text == "client count" and "per client count" in fig.layout.title.text
@@ -538,15 +538,14 @@ def test_the_fairness_line_reads_each_workloads_largest_client_count():
     assert [a["subject"] for a in got] == ["Fairness, randread read", "Fairness, randwrite write"]
     # randread: 2 clients its largest (the single client's row is not read), one sync level (not named); c1 and c2
     # from the lower p99 to the higher, c2's without an interval (n/a); c3 and c4 did not run: not named
-    assert got[0]["text"] == ("at 2 clients, each client's share of the IOPS in every run (a fair share: 50%): "
-                              "49.2–50.8%; each client's own p99: from c1 10.0 ms (8.0–12.5) to c2 12.0 ms (n/a).")
+    assert got[0]["text"] == ("at 2 clients (a fair share: 50%), each client's share of the IOPS in every run and its "
+                              "own p99, lowest to highest: 49.2–50.8%, c1 10.0 ms (8.0–12.5) to c2 12.0 ms (n/a).")
     # randwrite at 4 clients, sync levels in order of name: always c2 658 < c1 659 < c3 709 ms, c4 not judged;
     # standard c4 165 < c2 181 < c1 186 < c3 192 ms; intervals to three figures on the larger end (75.4 -> 75)
     assert got[1]["text"] == (
-        "at 4 clients, each client's share of the IOPS in every run (a fair share: 25%): sync always 24.4–25.7%, "
-        "sync standard 23.7–26.1%; each client's own p99: sync always from c2 658 ms (37–4,630) to c3 709 ms "
-        "(466–1,443) and c4 not judged (600 I/Os, a p99 needs 1000), sync standard from c4 165 ms (75–327) to "
-        "c3 192 ms (40–881).")
+        "at 4 clients (a fair share: 25%), each client's share of the IOPS in every run and its own p99, lowest to "
+        "highest: sync always 24.4–25.7%, c2 658 ms (37–4,630) to c3 709 ms (466–1,443) and p99 of c4 not judged "
+        "(600 I/Os, a p99 needs 1000); sync standard 23.7–26.1%, c4 165 ms (75–327) to c3 192 ms (40–881).")
     # a sweep of one client count of one client: nothing to share
     solo = table[table["clients"] == 1]
     assert [a["text"] for a in answer_fairness(solo, ["workload", "direction", "clients", "sync"])] == [
@@ -564,14 +563,14 @@ def test_a_client_sweeps_first_screen_says_how_fairly_the_clients_shared():
     # client's p99 from its bins merged over runs a and b, as worked out above: c2 1000 ns (0 .. 13369344 ns),
     # c1 2000 ns (17 .. 115712 ns), in ms with the answer's intervals: 0.0–13.4 and 0.00002–0.11571
     assert h["answers"][-1] == {"subject": "Fairness", "text": (
-        "at 2 clients, each client's share of the IOPS in every run (a fair share: 50%): 10–90%; each client's own "
-        "p99: from c2 0.00100 ms (0.0–13.4) to c1 0.00200 ms (0.00002–0.11571).")}
+        "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run and its own p99, lowest to "
+        "highest: 10–90%, c2 0.00100 ms (0.0–13.4) to c1 0.00200 ms (0.00002–0.11571).")}
     assert h["note"].endswith(FAIRNESS_NOTE)
     # without each client's bins (a store before client_hist.parquet): their p99s are not judged, said once
     old = study_headline(Sweep(None, {}, {}, rows, None, hist, clients, None), rows)
     assert old["answers"][-1]["text"].endswith(
-        "each client's own p99: c1, c2 not judged (no per-client histograms in the store (client_hist.parquet: "
-        "rebuild the results)).")
+        "lowest to highest: 10–90%, p99 of c1, c2 not judged (no per-client histograms in the store "
+        "(client_hist.parquet: rebuild the results)).")
     # a sweep without clients has no fairness line and its note is as it was
     plain = rows.drop(columns="clients").assign(sync=["standard", "always"] * 2)
     h = study_headline(Sweep(None, {}, {}, plain, None, hist), plain)

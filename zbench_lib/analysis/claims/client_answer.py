@@ -40,42 +40,42 @@ def _p99(p: ClientP99) -> str:
 
 
 def _p99s(row: pd.Series) -> str:
-    """The clients' p99s of a cell: from the lowest to the highest where two or more are judged, and the clients
+    """The clients' p99s of a cell, from the lowest to the highest where two or more are judged, and the clients
     whose p99 is not judged with the reason, said once for the clients that share it."""
     clients = client_p99s(row)
     judged = sorted((p for p in clients if p.judged), key=lambda p: p.value_ns)
-    parts = [f"from {_p99(judged[0])} to {_p99(judged[-1])}" if len(judged) > 1 else _p99(judged[0])] if judged \
-        else []
+    parts = [f"{_p99(judged[0])} to {_p99(judged[-1])}" if len(judged) > 1 else _p99(judged[0])] if judged else []
     unjudged: dict[str, list[str]] = {}
     for p in clients:
         if not p.judged:
             unjudged.setdefault(bare_reason(p.status), []).append(p.client)
-    parts += [f"{', '.join(names)} not judged ({why})" for why, names in unjudged.items()]
-    # " and ": the configurations' clauses are comma-separated
-    return " and ".join(parts) or "not judged (no client's own p99 in the results)"
+    parts += [f"p99 of {', '.join(names)} not judged ({why})" for why, names in unjudged.items()]
+    # " and ": a configuration's share and p99s are comma-separated
+    return " and ".join(parts) or "p99 not judged (no client's own p99 in the results)"
 
 
 def _shares(row: pd.Series) -> str:
     low, high = row.get("share_min"), row.get("share_max")
     if pd.isna(low) or pd.isna(high):
-        return "not judged (the results hold no client's share of the IOPS)"
+        return "share not judged (the results hold no client's share of the IOPS)"
     return f"{_pct(low)}–{_pct(high)}%"
 
 
-def _per_group(rows: pd.DataFrame, groups: list[str], part) -> str:
-    """'sync always 24.4–25.7%, sync standard 23.7–26.1%': `part` of each configuration, named by its group; a
-    text every configuration shares (a reason not judged) once, for all."""
-    texts = [part(r) for _, r in rows.iterrows()]
+def _per_group(rows: pd.DataFrame, groups: list[str]) -> str:
+    """'sync always 24.4–25.7%, c1 659 ms (50–3,959) to c3 709 ms (466–1,443); sync standard ...': each
+    configuration's shares and p99s, named by its group; a text every configuration shares (a reason not
+    judged) once, for all."""
+    texts = [f"{_shares(r)}, {_p99s(r)}" for _, r in rows.iterrows()]
     if len(set(texts)) == 1:
         return texts[0]
     names = [" ".join(setting_text(c, r[c]) for c in groups) for _, r in rows.iterrows()]
-    return ", ".join(f"{n} {t}".strip() for n, t in zip(names, texts))
+    return "; ".join(f"{n} {t}".strip() for n, t in zip(names, texts))
 
 
 def _at_most(rows: pd.DataFrame, groups: list[str], most: int) -> str:
-    """The line at the largest client count `most`: the shares of every configuration, then the p99s."""
-    return (f"at {most} clients, each client's share of the IOPS in every run (a fair share: {_pct(1 / most)}%): "
-            f"{_per_group(rows, groups, _shares)}; each client's own p99: {_per_group(rows, groups, _p99s)}.")
+    """The line at the largest client count `most`: each configuration's shares and p99s."""
+    return (f"at {most} clients (a fair share: {_pct(1 / most)}%), each client's share of the IOPS in every run and "
+            f"its own p99, lowest to highest: {_per_group(rows, groups)}.")
 
 
 def _subject(key: tuple, panel: list[str], several: bool) -> str:
