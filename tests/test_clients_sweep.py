@@ -423,10 +423,10 @@ def test_the_fairness_table_and_the_report_say_each_clients_merged_p99_or_why_no
     assert math.isnan(b["p99_c2_ns"]) and not isinstance(b["p99_c2_status"], str)    # c2 was not in cell B
     page = client_section(rows, clients, hist, "Sweep s.", client_hist)
     # one column per client, in ms: 2000 ns with 17 .. 115712 ns is "0.00200 (0.0000170–0.116)"; 1000 ns with
-    # 0 .. 13369344 ns is "0.00100 (0–13.4)"; cell B's c1 says why it has none
-    assert "p99 c1 (ms, 95% CI)" in page and "p99 c2 (ms, 95% CI)" in page
+    # 0 .. 13369344 ns is "0.00100 (0–13.4)"; cell B's c1 says why it has none, the reason under the table
+    assert "c1 p99 ms (95%\u00a0CI)" in page and "c2 p99 ms (95%\u00a0CI)" in page
     assert "0.00200 (0.0000170–0.116)" in page and "0.00100 (0–13.4)" in page
-    assert "not judged: 600 I/Os, a p99 needs 1000" in page
+    assert "not judged <sup>1</sup>" in page and "<li>600 I/Os, a p99 needs 1000</li>" in page
     assert "never a median of its per-run p99s" in page
 
 
@@ -516,3 +516,186 @@ def test_a_client_in_its_region_of_a_shared_device_writes_nowhere_else(tmp_path)
     assert data[4 * MiB:].count(0) < 4 * MiB - 100 * 4096       # c0 wrote its own (hundreds of 4k blocks)
     [job] = [p.read_text() for p in (tmp_path / "attempt-1" / "clients").glob("*.fio")]
     assert "\nsize=4194304\n" in job and "\noffset=4194304\n" in job, job
+
+
+def _client_sweep_rows():
+    """Hand-made aggregate rows of a client sweep: sync standard and always at 1 and 2 clients, 3 runs each, every
+    cell's IOPS its mean x (0.9, 1.0, 1.1): a coefficient of variation of 0.1 everywhere."""
+    import pandas as pd
+
+    means = {("standard", 1): 100.0, ("standard", 2): 150.0, ("always", 1): 50.0, ("always", 2): 100.0}
+    return pd.DataFrame([{"workload": "randwrite", "direction": "write", "layout": "mirror", "sync": s, "clients": c,
+                          "run_id": f"{s}-{c}-r{i}", "cell_id": f"{s}-{c}", "attempt": 1, "iops": m * f,
+                          "flagged": False}
+                         for (s, c), m in means.items() for i, f in enumerate((0.9, 1.0, 1.1))])
+
+
+def test_a_client_sweeps_answer_compares_the_client_counts_per_sync_level():
+    import pandas as pd
+
+    from zbench_lib.analysis.data.sweep_data import Sweep
+    from zbench_lib.analysis.report.headline import Focus, study_headline
+
+    rows = _client_sweep_rows()
+    h = study_headline(Sweep(None, {}, {}, rows), rows)
+    assert h["kind"] == "clients"
+    # The ratio of means with the delta-method interval on the log scale (methods §1): standard 150 / 100 = 1.5,
+    # se of ln = sqrt(0.1^2 / 3 + 0.1^2 / 3) = 0.081650 on Welch's df = 4, t(0.975, 4) = 2.776445: 1.5 x
+    # exp(-/+ 0.226697) = 1.196 .. 1.882; always 100 / 50 = 2, the same se: 1.594 .. 2.509. Both higher: Welch
+    # p = 0.0077 (t = ln 1.5 / 0.08165 = 4.97) and 0.0011 (t = 8.49) on 4 df, Holm x1 and x2 below 0.05.
+    # The fairness line last: these rows hold neither the clients' shares nor a clients.parquet, so neither is
+    # judged, each said once for both sync levels
+    assert [(a["subject"], a["text"]) for a in h["answers"]] == [
+        ("sync always (IOPS)", "against clients 1: clients 2 2.00x (1.59–2.51) higher."),
+        ("sync standard (IOPS)", "against clients 1: clients 2 1.50x (1.20–1.88) higher."),
+        ("Fairness", "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run and its own p99, "
+                     "lowest to highest: share not judged (the results hold no client's share of the IOPS), p99 not "
+                     "judged (no client's own p99 in the results).")]
+    # the figure: the client counts along x, named as a count, a line per sync level through each one's means
+    fig = h["figure"]
+    assert fig.layout.xaxis.title.text == "client count" and "per client count" in fig.layout.title.text
+    assert {t.name: (list(t.x), list(t.y)) for t in fig.data} == {
+        "sync always": (["1", "2"], [50.0, 100.0]), "sync standard": (["1", "2"], [100.0, 150.0])}
+    # the client count wins over a block size the sweep also varies (that study came first before)
+    both = pd.concat([rows.assign(volblocksize_bytes=16384),
+                      rows.assign(volblocksize_bytes=65536, run_id=rows["run_id"] + "-64k")], ignore_index=True)
+    assert study_headline(Sweep(None, {}, {}, both), both)["kind"] == "clients"
+    # a notebook that names the factor gets the same study
+    assert study_headline(Sweep(None, {}, {}, rows), rows, focus=Focus(factor="clients"))["kind"] == "clients"
+
+
+def _p99_cells(**clients):
+    """A fairness_table row's client columns: c1=(value_ns, ci_low_ns, ci_high_ns, status), None: did not run."""
+    out = {}
+    for label, got in clients.items():
+        value, low, high, status = got if got is not None else (math.nan, math.nan, math.nan, math.nan)
+        out.update({f"p99_{label}_ns": value, f"p99_{label}_ci_low_ns": low, f"p99_{label}_ci_high_ns": high,
+                    f"p99_{label}_status": status})
+    return out
+
+
+def test_the_fairness_line_reads_each_workloads_largest_client_count():
+    import pandas as pd
+
+    from zbench_lib.analysis.claims.client_answer import answer_fairness
+
+    ok, nj = "judged", "not judged: 600 I/Os, a p99 needs 1000"
+    nan = math.nan
+    one = _p99_cells(c1=(50e6, 40e6, 60e6, ok), c2=None, c3=None, c4=None)
+    rows = [  # a hand-made fairness table: workload, direction, clients, sync, the shares and each client's p99
+        ("randwrite", "write", 1, "standard", 1.0, 1.0, one),
+        ("randwrite", "write", 4, "standard", 0.2371, 0.2612,
+         _p99_cells(c1=(186e6, 65.5e6, 461e6, ok), c2=(181e6, 65e6, 478e6, ok), c3=(192e6, 40.4e6, 881e6, ok),
+                    c4=(165e6, 75.4e6, 327e6, ok))),
+        ("randwrite", "write", 4, "always", 0.2436, 0.2571,
+         _p99_cells(c1=(659e6, 50e6, 3959e6, ok), c2=(658e6, 37e6, 4630e6, ok), c3=(709e6, 466e6, 1443e6, ok),
+                    c4=(nan, nan, nan, nj))),
+        ("randread", "read", 1, "standard", 1.0, 1.0, one),
+        ("randread", "read", 2, "standard", 0.492, 0.508,
+         _p99_cells(c1=(10e6, 8e6, 12.5e6, ok), c2=(12e6, nan, nan, ok), c3=None, c4=None)),
+    ]
+    table = pd.DataFrame([{"workload": w, "direction": d, "clients": n, "sync": s, "share_min": lo, "share_max": hi,
+                           **p99} for w, d, n, s, lo, hi, p99 in rows])
+    got = answer_fairness(table, ["workload", "direction", "clients", "sync"])
+    assert [a["subject"] for a in got] == ["Fairness, randread read", "Fairness, randwrite write"]
+    # randread: 2 clients its largest (the single client's row is not read), one sync level (not named); c1 and c2
+    # from the lower p99 to the higher, c2's without an interval (n/a); c3 and c4 did not run: not named
+    assert got[0]["text"] == ("at 2 clients (a fair share: 50%), each client's share of the IOPS in every run and its "
+                              "own p99, lowest to highest: 49.2–50.8%, c1 10.0 ms (8.0–12.5) to c2 12.0 ms (n/a).")
+    # randwrite at 4 clients, sync levels in order of name: always c2 658 < c1 659 < c3 709 ms, c4 not judged;
+    # standard c4 165 < c2 181 < c1 186 < c3 192 ms; intervals to three figures on the larger end (75.4 -> 75)
+    assert got[1]["text"] == (
+        "at 4 clients (a fair share: 25%), each client's share of the IOPS in every run and its own p99, lowest to "
+        "highest: sync always 24.4–25.7%, c2 658 ms (37–4,630) to c3 709 ms (466–1,443) and p99 of c4 not judged "
+        "(600 I/Os, a p99 needs 1000); sync standard 23.7–26.1%, c4 165 ms (75–327) to c3 192 ms (40–881).")
+    # a sweep of one client count of one client: nothing to share
+    solo = table[table["clients"] == 1]
+    assert [a["text"] for a in answer_fairness(solo, ["workload", "direction", "clients", "sync"])] == [
+        "not judged: one client in every run, nothing shared."] * 2
+
+
+def test_a_client_sweeps_first_screen_says_how_fairly_the_clients_shared():
+    from zbench_lib.analysis.claims.client_answer import FAIRNESS_NOTE
+    from zbench_lib.analysis.data.sweep_data import Sweep
+    from zbench_lib.analysis.report.headline import study_headline
+
+    rows, clients, hist, client_hist = _client_bins()
+    h = study_headline(Sweep(None, {}, {}, rows, None, hist, clients, client_hist), rows)
+    # cell A (2 clients) is the largest count: shares 0.1 / 0.9 (run a) and 0.5 / 0.5 (run b): 10–90%. Each
+    # client's p99 from its bins merged over runs a and b, as worked out above: c2 1000 ns (0 .. 13369344 ns),
+    # c1 2000 ns (17 .. 115712 ns), in ms with the answer's intervals: 0.0–13.4 and 0.00002–0.11571
+    assert h["answers"][-1] == {"subject": "Fairness", "text": (
+        "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run and its own p99, lowest to "
+        "highest: 10–90%, c2 0.00100 ms (0.0–13.4) to c1 0.00200 ms (0.00002–0.11571).")}
+    assert h["note"].endswith(FAIRNESS_NOTE)
+    # without each client's bins (a store before client_hist.parquet): their p99s are not judged, said once
+    old = study_headline(Sweep(None, {}, {}, rows, None, hist, clients, None), rows)
+    assert old["answers"][-1]["text"].endswith(
+        "lowest to highest: 10–90%, p99 of c1, c2 not judged (no per-client histograms in the store "
+        "(client_hist.parquet: rebuild the results)).")
+    # a sweep without clients has no fairness line and its note is as it was
+    plain = rows.drop(columns="clients").assign(sync=["standard", "always"] * 2)
+    h = study_headline(Sweep(None, {}, {}, plain, None, hist), plain)
+    assert not any(a["subject"] == "Fairness" for a in h["answers"]) and FAIRNESS_NOTE not in h["note"]
+
+
+def _table_cells(page: str) -> list[list[str]]:
+    """The text of each row of the first table in `page`, its heading row first."""
+    from html.parser import HTMLParser
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.cell = [], None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                self.rows.append([])
+            elif tag in ("th", "td"):
+                self.cell = ""
+
+        def handle_endtag(self, tag):
+            if tag in ("th", "td"):
+                self.rows[-1].append(self.cell)
+                self.cell = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+
+    cells = Cells()
+    cells.feed(page[:page.index("</table>")])
+    return cells.rows
+
+
+def test_the_clients_table_reads_as_the_reports_other_tables():
+    import pandas as pd
+
+    from zbench_lib.analysis.report.client_section import client_section
+
+    rows, clients, hist, client_hist = _client_bins()
+    page = client_section(rows, clients, hist, "Sweep s.", client_hist)
+    ci = "(95%\u00a0CI)"                       # the heading breaks before the interval, never inside it
+    # Worked out by hand from _client_bins. Cell B (1 client): IOPS 30 and 30, no spread: 30.0 (30.0–30.0); 300 +
+    # 300 I/Os merged, no p99 for the aggregate or c1 (reason 1); c2 not among its clients: —. Cell A (2 clients):
+    # IOPS 110 (110 x exp(-/+ 12.7062 x 14.1421 / sqrt 2 / 110) = 34.65 .. 349.2); the aggregate's p99 2000 ns from
+    # the summed bins, its interval from the runs' own p99s, 1000 (run a: 9990 of 10000 at 1000 ns) and 4000 (run
+    # b: 1900 of 2000 below 4000 ns), as c2's above: 0 .. 13.4 ms; shares 0.1 .. 0.9 over runs a and b
+    assert _table_cells(page) == [
+        ["Clients", "Runs", f"IOPS {ci}", f"p99 ms {ci}", "Lowest / highest client share", f"c1 p99 ms {ci}",
+         f"c2 p99 ms {ci}"],
+        ["1", "2", "30.0 (30.0–30.0)", "not judged 1", "100% / 100%", "not judged 1", "—"],
+        ["2", "2", "110 (34.7–349)", "0.00200 (0–13.4)", "10.0% / 90.0%", "0.00200 (0.0000170–0.116)",
+         "0.00100 (0–13.4)"]]
+    for raw in ("iops_mean", "iops_ci", "p99_ci", "p99_status", "share_min", "share_max", "_ns", "workload"):
+        assert raw not in page
+    # the workload every row shares is said once, in the caption, and the caption names the new columns
+    assert "Sweep s. Every row: randwrite, write. Each row is one configuration" in page
+    assert "the lowest and highest client share are the lowest and highest share" in page
+    assert "each client&#x27;s column (c1, c2, ...) is that client&#x27;s p99" in page
+    # two workloads: a column each for the workload and direction, first, and no "Every row"
+    read = rows.assign(workload="randread", direction="read")
+    both = pd.concat([rows, read], ignore_index=True)
+    page = client_section(both, None, None, "Sweep s.")
+    heads = _table_cells(page)[0]
+    assert heads[:3] == ["Workload", "Direction", "Clients"] and "Every row" not in page

@@ -62,3 +62,19 @@ def test_the_compare_notebook_compares_a_load_sweeps_block_sizes_at_each_load():
     assert applicable_notebooks(df.assign(layout=["mirror", "raidz1"] * 2)) == ["analysis-compare"]
     assert applicable_notebooks(df.assign(volblocksize_bytes=8192)) == []     # nothing to compare but the loads
     assert comparison_choice(df) == ("volblocksize_bytes", 131072)      # 16K, else the largest, as block_choice
+
+
+def test_a_client_sweep_compares_along_the_client_count_against_the_fewest():
+    # issue 30: 1, 2 and 4 client VMs under sync standard and always; the sweep asks how the aggregate scales with
+    # clients, so it compares the counts (sync was compared before: the counts were no factor of COMPARE_ORDER)
+    df = _frame(layout="mirror", sync=["standard", "always"] * 3, clients=[4, 4, 1, 1, 2, 2])
+    assert auto_factor(df) == "clients"
+    assert auto_baseline(df, "clients") == 1
+    assert comparison_choice(df) == ("clients", 1)
+    # it wins over whatever else such a sweep varies: the release and the layout, first otherwise
+    assert auto_factor(df.assign(zfs=["2.2.7", "2.3.2"] * 3, layout=["mirror"] * 3 + ["raidz1"] * 3)) == "clients"
+    # the fewest clients the sweep has, not 1, where it has no single-client cell
+    assert auto_baseline(df[df["clients"] > 1], "clients") == 2
+    # a client sweep at one count, or a sweep without clients, compares what it varies
+    assert auto_factor(df[df["clients"] == 2]) == "sync"
+    assert auto_factor(df.drop(columns="clients")) == "sync"

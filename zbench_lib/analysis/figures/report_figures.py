@@ -270,6 +270,14 @@ def _level_text(factor: str, v) -> str:
     return format_size(int(v)) if factor.endswith("_bytes") else str(v)
 
 
+# A factor whose column name reads wrong on an axis: "IOPS per clients" is "IOPS per client count".
+_FACTOR_NAMES = {"clients": "client count"}
+
+
+def _factor_name(factor: str, plain: str) -> str:
+    return _FACTOR_NAMES.get(factor, plain)
+
+
 def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None, series: str | None = None,
                 metric: str = "auto", title: str = "") -> go.Figure:
     """A factor's headline: the judged metric per level (top row) and p99 / p99.9 (bottom row), each with
@@ -330,7 +338,7 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
                 _tail_traces(fig, tails, dict(zip(panel, key)), series, name, factor, levels, color, marker, j)
         fig.update_yaxes(title_text=f"{label} (mean)" if j == 1 else None, rangemode="tozero", row=1, col=j)
         fig.update_xaxes(type="category", categoryorder="array", categoryarray=ticks, row=rows, col=j,
-                         title_text=factor.removesuffix("_bytes").replace("_", " "))
+                         title_text=_factor_name(factor, factor.removesuffix("_bytes").replace("_", " ")))
         if with_tails:
             fig.update_yaxes(title_text="completion latency (ms, log)" if j == 1 else None, type="log", row=2, col=j)
     if with_tails:
@@ -338,7 +346,7 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
             legend_entry(fig, f"{pct} (lower panels)", dash, pct, row=2, col=1)
     shown_metrics = " / ".join(dict.fromkeys(metric_label(panel_metric(p[0] if p else "", metric))[0] for p in panels))
     fig.update_layout(title=(title or f"{' and '.join([shown_metrics] + (['p99 / p99.9'] if with_tails else []))}"
-                             f" per {factor.removesuffix('_bytes')}") + f" ({CI_LABEL})",
+                             f" per {_factor_name(factor, factor.removesuffix('_bytes'))}") + f" ({CI_LABEL})",
                       height=330 * rows + 170, legend_title_text="" if series == "_series" else series or "")
     return fig
 

@@ -1,10 +1,13 @@
 """The report's "Clients on one datastore" section: a sweep whose load came from client VMs (issue 30).
 
-A table per cell (`stats.fairness.fairness_table`): the aggregate IOPS with its interval, the
-aggregate p99 from every client's bins summed with its interval, the lowest and highest share of
-the IOPS any client got, and each client's p99 from its own bins merged over the cell's runs, in one
-column per client: its value with its interval, or why it is not judged. A sweep without clients has
-no section: `client_section` gives '' and the page is as it was.
+A table per cell (`stats.fairness.fairness_table`), read as the report's other tables are (one-line
+rows, each value with its interval in one cell, `table_format.columns_html`; the index page's style
+right-aligns its numbers and keeps it as dense as the summary table, so four clients fit at 1400 px):
+the client count and the other settings that vary, the runs, the aggregate IOPS with its interval, the
+aggregate p99 from every client's bins summed with its interval, the lowest and highest share of the IOPS
+any client got, and each client's p99 from its own bins merged over the cell's runs, in one column per
+client: its value with its interval, or "not judged" with the reason numbered under the table. A sweep
+without clients has no section: `client_section` gives '' and the page is as it was.
 
     client_section(adm, clients, hist, caption, client_hist)    the section's HTML; '' without clients
 """
@@ -12,22 +15,26 @@ no section: `client_section` gives '' and the page is as it was.
 from __future__ import annotations
 
 import html
-import math
-import re
 
 import pandas as pd
 
+from zbench_lib.analysis.data.coverage import bare_reason
 from zbench_lib.analysis.data.sweep_data import varying_columns
-from zbench_lib.analysis.report.table_format import column_format, readable_html
-from zbench_lib.analysis.stats.fairness import fairness_table, has_clients
+from zbench_lib.analysis.figures.plot_base import fmt
+from zbench_lib.analysis.report.table_format import column_format, columns_html
+from zbench_lib.analysis.stats.fairness import ClientP99, client_order, client_p99s, fairness_table, has_clients
 
 METHOD = ("Each row is one configuration: its clients' aggregate (the IOPS over the window every client ran in, "
           "the p99 from every client's latency bins summed, never an average of the clients' percentiles), with "
-          "95% intervals over its runs as elsewhere (methods §18, §20); the share columns are the lowest and highest "
-          "share of the IOPS any one client got in any run (a fair share is 1 / clients), and p99 <client> is that "
-          "client's p99 from its own latency bins merged over the configuration's runs, with its 95% interval, or "
-          "'not judged' where its I/Os cannot support one (a p99 needs 1,000), never a median of its per-run p99s.")
-_CLIENT_P99 = re.compile(r"^p99_(?P<label>.+)_ns$")
+          "95% intervals over its runs as elsewhere (methods §18, §20); the lowest and highest client share are the "
+          "lowest and highest share of the IOPS any one client got in any of its runs (a fair share is 1 / clients); "
+          "each client's column (c1, c2, ...) is that client's p99 from its own latency bins merged over the "
+          "configuration's runs, with its 95% interval, or 'not judged' where its I/Os cannot support one (a p99 "
+          "needs 1,000; the reasons are numbered under the table), never a median of its per-run p99s; — where the "
+          "client was not among the configuration's clients.")
+PANEL = ("workload", "direction")
+HEADINGS = {"workload": "Workload", "direction": "Direction", "clients": "Clients"}
+Column = tuple[str, list[str], bool]        # a table_format.columns_html column: heading, HTML cells, numeric
 
 
 def client_by(adm: pd.DataFrame) -> list[str]:
@@ -36,30 +43,90 @@ def client_by(adm: pd.DataFrame) -> list[str]:
     return first + [c for c in varying_columns(adm) if c not in first]
 
 
-def _p99_text(value, low, high, status, ms) -> str:
-    """One client's cell: "0.00200 (0.0000170–0.116)" in ms, the value alone without an interval, or the
-    status saying why it is not judged ('' where the client did not run in the configuration)."""
-    if isinstance(status, str) and status.startswith("not judged"):
-        return status
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+class Reasons:
+    """The reasons a table's numbers are not judged, numbered in order of first use: a cell says
+    "not judged ¹", the reason once under the table (a reason in each cell made the table scroll)."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+
+    def mark(self, status: str) -> str:
+        n = self.numbers.setdefault(bare_reason(status), len(self.numbers) + 1)
+        return f"not judged <sup>{n}</sup>"
+
+    def html(self) -> str:
+        if not self.numbers:
+            return ""
+        items = "".join(f"<li>{html.escape(why)}</li>" for why in self.numbers)
+        return f'<p class="note">Not judged:</p><ol class="note">{items}</ol>'
+
+
+def _missing(v) -> bool:
+    return v is None or (not isinstance(v, str) and pd.isna(v))
+
+
+def _with_ci(value, low, high, scale: float = 1.0) -> str:
+    """'157 (132–187)': the value and its interval's ends, the value alone without them; '' without a value."""
+    if _missing(value):
         return ""
-    ends = not any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (low, high))
-    return ms(value) + (f" ({ms(low)}–{ms(high)})" if ends else "")
+    ends = "" if _missing(low) or _missing(high) else f" ({fmt(low * scale)}–{fmt(high * scale)})"
+    return fmt(value * scale) + ends
 
 
-def client_columns(table: pd.DataFrame) -> pd.DataFrame:
-    """`table` with each client's four p99 columns (value, interval ends, status) as one text column,
-    "p99 <label> (ms, 95% CI)", in their place."""
-    labels = [m["label"] for c in table.columns if (m := _CLIENT_P99.match(c)) and f"p99_{m['label']}_status" in table]
-    if not labels:
-        return table
-    ms = column_format("p99_ns", table[f"p99_{labels[0]}_ns"])[1]
-    out = table.copy()
-    for label in labels:
-        parts = [f"p99_{label}_{f}" for f in ("ns", "ci_low_ns", "ci_high_ns", "status")]
-        out[parts[0]] = [_p99_text(*r, ms) for r in table[parts].itertuples(index=False, name=None)]
-        out = out.drop(columns=parts[1:]).rename(columns={parts[0]: f"p99 {label} (ms, 95% CI)"})
+def _p99(value_ns, low_ns, high_ns, status, reasons: Reasons) -> str:
+    """A p99 cell in ms with its interval, or "not judged" with its reason's number."""
+    if isinstance(status, str) and status.startswith("not judged"):
+        return reasons.mark(status)
+    return html.escape(_with_ci(value_ns, low_ns, high_ns, 1e-6))
+
+
+def _share(low, high) -> str:
+    return "" if _missing(low) or _missing(high) else f"{fmt(100 * low)}% / {fmt(100 * high)}%"
+
+
+def _settings(table: pd.DataFrame, by: list[str]) -> list[Column]:
+    """The cell's columns: workload and direction where they vary (else the caption says them), the client count
+    and the other settings as the summary table writes them (16K, always)."""
+    out = []
+    for c in (c for c in by if c not in PANEL or table[c].nunique() > 1):
+        write = (lambda v: str(int(v))) if c == "clients" else column_format(c, table[c])[1]
+        out.append((HEADINGS.get(c, c.removesuffix("_bytes")), [html.escape(write(v)) for v in table[c]],
+                    c == "clients"))
     return out
+
+
+def _client_cell(p: ClientP99 | None, reasons: Reasons) -> str:
+    return "—" if p is None else _p99(p.value_ns, p.ci_low_ns, p.ci_high_ns, p.status, reasons)
+
+
+def _clients(table: pd.DataFrame, reasons: Reasons) -> list[Column]:
+    """A column per client (c1, c2, ...): its own p99 in each cell, '—' where it was not among the cell's clients."""
+    rows = [{p.client: p for p in client_p99s(r)} for _, r in table.iterrows()]
+    labels = sorted({c for r in rows for c in r}, key=client_order)
+    return [(f"{label} p99 ms (95%\u00a0CI)", [_client_cell(r.get(label), reasons) for r in rows], True)
+            for label in labels]
+
+
+def _cells(table: pd.DataFrame, columns: list[str], write) -> list[str]:
+    """`write(*values)` of each row's `columns`."""
+    return [write(*v) for v in table[columns].itertuples(index=False, name=None)]
+
+
+def client_columns(table: pd.DataFrame, by: list[str], reasons: Reasons) -> list[Column]:
+    """`fairness_table`'s rows as the section's columns (see the module's text)."""
+    ci = "(95%\u00a0CI)"       # a heading may wrap, but before its interval's name, not inside it
+    p99 = ["p99_ns", "p99_ci_low_ns", "p99_ci_high_ns", "p99_status"]
+    aggregate = [("Runs", _cells(table, ["n"], lambda n: f"{int(n)}"), True),
+                 (f"IOPS {ci}", _cells(table, ["iops_mean", "iops_ci_low", "iops_ci_high"], _with_ci), True),
+                 (f"p99 ms {ci}", _cells(table, p99, lambda *v: _p99(*v, reasons)), True),
+                 ("Lowest / highest client share", _cells(table, ["share_min", "share_max"], _share), True)]
+    return _settings(table, by) + aggregate + _clients(table, reasons)
+
+
+def _constant(table: pd.DataFrame, by: list[str]) -> str:
+    """'Every row: randwrite, write.': the workload and direction where every row has the same."""
+    same = [c for c in PANEL if c in by and table[c].nunique() == 1]
+    return f"Every row: {', '.join(str(table[c].iloc[0]) for c in same)}." if same else ""
 
 
 def client_section(adm: pd.DataFrame, clients: pd.DataFrame | None, hist: pd.DataFrame | None,
@@ -67,7 +134,9 @@ def client_section(adm: pd.DataFrame, clients: pd.DataFrame | None, hist: pd.Dat
     """The section's HTML over the admissible runs `adm`; '' where the sweep has no clients."""
     if adm.empty or not has_clients(adm):
         return ""
-    table = fairness_table(adm, clients, hist, client_by(adm), client_hist)
-    shown = client_columns(table.drop(columns=[c for c in ("unit", "share_min_mean", "share_max_mean") if c in table]))
-    return "\n".join([readable_html(shown),
-                      f'<p class="note">{html.escape(" ".join(t for t in (caption, METHOD) if t))}</p>'])
+    by = client_by(adm)
+    table = fairness_table(adm, clients, hist, by, client_hist)
+    reasons = Reasons()
+    body = columns_html(client_columns(table, by, reasons))
+    note = " ".join(t for t in (caption, _constant(table, by), METHOD) if t)
+    return "\n".join([body, reasons.html(), f'<p class="note">{html.escape(note)}</p>'])

@@ -1,8 +1,8 @@
 """Which factor a single sweep's comparison takes by default, and against which level.
 
-The OpenZFS release, else the layout, else the first other factor that varies, in the order
-below (the questions users ask most first; queue depth, a setting of the workload, last); the
-baseline is ZFS's default where the factor has one (sync=standard, fs none, access local), the
+The client count where a sweep varies it, else the OpenZFS release, else the layout, else the first other
+factor that varies, in the order below (the questions users ask most first; queue depth, a setting of the
+workload, last); the baseline is ZFS's default where the factor has one (sync=standard, fs none, access local), the
 bare disks where a sweep has them (layout raw), else the first level (layouts in their usual
 order, numbers smallest first).
 
@@ -20,7 +20,9 @@ from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER
 from zbench_lib.analysis.stats.tables import block_column
 from zbench_lib.core.errors import ConfigError
 
-COMPARE_ORDER = ("zfs", "layout", "sync", "log", "log_mirror", "cache", "special", "special_small_blocks",
+# clients first: only a sweep whose load came from client VMs has the column, and where it varies the sweep asks
+# how the aggregate scales with clients (issue 30); its pool settings (sync, layout) are then the held groups
+COMPARE_ORDER = ("clients", "zfs", "layout", "sync", "log", "log_mirror", "cache", "special", "special_small_blocks",
                  "model", "log_model", "cache_model", "special_model", "fs", "access", "fill", "logbias",
                  "compression", "primarycache", "secondarycache", "checksum", "copies", "atime",
                  *MODULE_PARAM_COLUMNS, "iodepth", "numjobs")     # depth last: a workload setting, not the pool's

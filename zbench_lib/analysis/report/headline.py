@@ -1,13 +1,16 @@
 """What the first screen of a report says: the answer to the sweep's question and its headline figure.
 
-Each study type has its own (issue 31): a scaling sweep the throughput against the drives with
+Each study type has its own (issue 31): a sweep of client VMs on one datastore the aggregate along the client
+count, a line per configuration held equal (issue 30); a scaling sweep the throughput against the drives with
 the ideal and the model, and the efficiency of each family at its largest pool; a block-size
 sweep IOPS and p99 / p99.9 per size; a sync or log-device sweep a bar per configuration with its
 interval; a queue-depth sweep the IOPS-p99 curve with both axes labelled; any other factor (release,
 numjobs, ...) its judged metric and tails per level, each level against the baseline. The sentences
 come from `claims.answer`, the figures from `figures.report_figures`; this module picks which, in
-one place: STUDY_TYPES. The analysis notebooks open with the same answer and figure, each asking for its
-own study (a `Focus`: the scaling study, or the factor and baseline the notebook compares).
+one place: STUDY_TYPES. A sweep whose load came from clients also answers how fairly they shared the
+datastore: a line per workload after the others (`claims.client_answer`), whatever its study. The analysis
+notebooks open with the same answer and figure, each asking for its own study (a `Focus`: the scaling study, or
+the factor and baseline the notebook compares).
 
     study_headline(sweep, adm, include_flagged, focus=Focus())   {kind, answers, figure, note}
 """
@@ -21,13 +24,16 @@ import pandas as pd
 
 from zbench_lib.analysis.claims.answer import (ALL_RUNS, COMPARE_NOTE, SCALING_NOTE, answer_compare, answer_scaling,
                                                latency_tails)
+from zbench_lib.analysis.claims.client_answer import FAIRNESS_NOTE, answer_fairness
 from zbench_lib.analysis.claims.conclusions import LINEAR_BAND
 from zbench_lib.analysis.data.coverage import cell_status
 from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
 from zbench_lib.analysis.data.sweep_data import Sweep, setting_text
 from zbench_lib.analysis.figures.report_figures import (plot_configurations, plot_depth_curve, plot_iops_vs_drives,
                                                         plot_levels)
+from zbench_lib.analysis.report.client_section import client_by
 from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor, block_choice, level_order
+from zbench_lib.analysis.stats.fairness import fairness_table, has_clients
 from zbench_lib.analysis.stats.tables import block_column, compare_table, comparison_by, scaling_table
 
 MARGIN = 0.05               # compare_table's default equivalence margin, named in the note
@@ -141,10 +147,22 @@ def _factor_study(study: Study) -> dict:
     return _levels_study(study, *study.chosen(auto_factor(study.adm)))
 
 
-# The first type whose `applies` holds names the study: scaling where a layout's disk count varies,
-# else block size where it varies, else sync or log device, else queue depth, else the first factor that varies
-# (`compare_factor.auto_factor`). A new study type is one record here.
+def _is_clients(adm: pd.DataFrame) -> bool:
+    return auto_factor(adm) == "clients"
+
+
+def _clients(study: Study) -> dict:
+    """How the aggregate scales from one client to several: each count against the fewest, a line per
+    configuration held equal (sync standard, always) in the figure."""
+    return _levels_study(study, *study.chosen("clients"))
+
+
+# The first type whose `applies` holds names the study: clients where the client count varies (only a sweep of
+# client VMs has one, and its question is theirs, whatever else it varies), else scaling where a layout's disk
+# count varies, else block size where it varies, else sync or log device, else queue depth, else the first factor
+# that varies (`compare_factor.auto_factor`). A new study type is one record here.
 STUDY_TYPES = (
+    StudyType("clients", _is_clients, _clients),
     StudyType("scaling", _is_scaling, _scaling),
     StudyType("block", lambda adm: _block(adm) is not None, _block_study),
     StudyType("sync-log", _is_sync_log, _sync_log),
@@ -154,8 +172,10 @@ STUDY_TYPES = (
 
 
 def _kind_of_factor(adm: pd.DataFrame, factor: str) -> str:
-    """The study type a comparison along `factor` makes: block size, sync or log device, queue depth (where the
-    runs have p99), else a factor's levels."""
+    """The study type a comparison along `factor` makes: the client count, block size, sync or log device, queue
+    depth (where the runs have p99), else a factor's levels."""
+    if factor == "clients":
+        return "clients"
     if factor == block_column(adm):
         return "block"
     if factor in SYNC_LOG_FACTORS:
@@ -185,7 +205,20 @@ def study_headline(sweep: Sweep, adm: pd.DataFrame, include_flagged: bool = Fals
         return out
     study = Study(sweep, adm, cell_status(sweep.results, sweep.plan, include_flagged), focus)
     built = {**out, "kind": study_type.kind, **study_type.build(study)}
-    return {**built, "answers": _at_load(built["answers"], adm)}
+    return _with_fairness({**built, "answers": _at_load(built["answers"], adm)}, study)
+
+
+def _with_fairness(built: dict, study: Study) -> dict:
+    """A sweep whose load came from clients asks how fairly they shared the datastore: its fairness lines after
+    the answer's others, and the note says how to read them. Not for two sweeps compared: the clients' own
+    files are the first sweep's."""
+    adm, sweep = study.adm, study.sweep
+    if not has_clients(adm) or ("sweep_id" in adm and adm["sweep_id"].nunique() > 1):
+        return built
+    by = client_by(adm)
+    lines = answer_fairness(fairness_table(adm, sweep.clients, sweep.histograms, by, sweep.client_histograms), by)
+    return {**built, "answers": built["answers"] + lines, "note": f"{built['note']} {FAIRNESS_NOTE}"} if lines \
+        else built
 
 
 def _at_load(answers: list[dict], adm: pd.DataFrame) -> list[dict]:

@@ -6,6 +6,7 @@
     readable(df)            the same formats as a pandas Styler (for .to_latex() and friends)
     compact_html(df, how)   a wide table in a few one-line columns (`Compact`): value and interval in one
                             cell, long texts as numbered notes folded under the table
+    columns_html(columns)   a table of ready-made text columns, laid out as compact_html's
     use_readable_tables()   make every DataFrame a notebook displays render this way
                             (called by `notebook_display.remember`, so every analysis notebook has it)
 
@@ -199,12 +200,19 @@ def compact_html(df: pd.DataFrame, how: Compact, max_rows: int = MAX_ROWS) -> st
     cells, notes = _note_cells(df, how.notes)
     if any(cells):
         columns.append(("note" if len(how.notes) > 1 else how.notes[0], cells, False))
+    return columns_html(columns, more) + _notes_html(notes, how.notes)
+
+
+def columns_html(columns: list[tuple[str, list[str], bool]], more: int = 0) -> str:
+    """A table of ready-made columns, each (heading, its cells as HTML, numeric): one-line rows, numbers
+    right-aligned, words left, no index; `more` rows were cut (said under the table)."""
     left = ' style="text-align:left"'
     # words in a heading may wrap ("disk equivalents per vdev" on two lines): the rows stay one line each
     head = "".join(f'<th{"" if n else left}>{html.escape(h.replace("_", " "))}</th>' for h, _, n in columns)
+    n_rows = len(columns[0][1]) if columns else 0
     rows = ["<tr>" + "".join(f'<td style="{"" if n else "text-align:left;"}{_NOWRAP}">{cs[i]}</td>'
-                             for _, cs, n in columns) + "</tr>" for i in range(len(df))]
-    return _table(head, rows, more, len(df) + max(more, 0)) + _notes_html(notes, how.notes)
+                             for _, cs, n in columns) + "</tr>" for i in range(n_rows)]
+    return _table(head, rows, more, n_rows + max(more, 0))
 
 
 def use_readable_tables() -> bool:

@@ -17,9 +17,16 @@ cell (its configuration, workload and direction, the client count among them):
   latency of no I/O, in which a run with few I/Os weighs as much as one with many.
 
 Pure: tables in, a table out.
+
+    fairness_table(rows, clients, hist, by, client_hist)   a row per cell, each client's p99 in four columns
+    client_p99s(row)                                        a row's clients, each its p99 as a ClientP99
+    client_order(label)                                     a sort key: c2 before c10
 """
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -34,6 +41,7 @@ CLIENT_TAIL_COLUMNS = ["client", *TAIL_COLUMNS]
 NO_CLIENT_HIST = "not judged: no per-client histograms in the store (client_hist.parquet: rebuild the results)"
 # A client's columns in fairness_table, from client_tails' (p99_<label>_ns, p99_<label>_ci_low_ns, ...).
 _WIDE = {"value_ns": "ns", "ci_low_ns": "ci_low_ns", "ci_high_ns": "ci_high_ns", "status": "status"}
+_CLIENT_STATUS = re.compile(r"^p99_(?P<label>.+)_status$")
 
 
 def has_clients(df: pd.DataFrame) -> bool:
@@ -41,7 +49,12 @@ def has_clients(df: pd.DataFrame) -> bool:
     return "clients" in df.columns and bool(df["clients"].notna().any())
 
 
+_SHARES = ("client_iops_min_share", "client_iops_max_share")
+
+
 def _shares(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    # rows without the clients' shares (made by hand, or a results table that lost them): shares not judged
+    rows = rows.assign(**{c: float("nan") for c in _SHARES if c not in rows})
     g = rows.groupby(by, dropna=False, sort=True)
     return pd.DataFrame({"share_min": g["client_iops_min_share"].min(), "share_max": g["client_iops_max_share"].max(),
                          "share_min_mean": g["client_iops_min_share"].mean(),
@@ -117,3 +130,32 @@ def fairness_table(rows: pd.DataFrame, clients: pd.DataFrame | None, hist: pd.Da
                               "status": "p99_status"})
     out = iops.merge(p99, on=by, how="left").merge(_shares(rows, by), on=by, how="left")
     return out.merge(_client_p99s(rows, clients, client_hist, by), on=by, how="left")
+
+
+@dataclass(frozen=True)
+class ClientP99:
+    """One client's p99 in a cell: from its own bins merged over the cell's runs, in ns, with its 95% interval
+    (NaN ends: no interval), and `status` "judged" or "not judged: <why>" (then `value_ns` is NaN)."""
+    client: str
+    value_ns: float
+    ci_low_ns: float
+    ci_high_ns: float
+    status: str
+
+    @property
+    def judged(self) -> bool:
+        return self.status == "judged"
+
+
+def client_order(label: str) -> list:
+    """A sort key: c2 before c10, the clients as the lab numbered them."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label)]
+
+
+def client_p99s(row: pd.Series) -> list[ClientP99]:
+    """The clients of one `fairness_table` row, by label, each its p99; a client that did not run in the row's
+    cell (no status: a cell of 2 clients has none for a third) is left out, not reported as not judged."""
+    labels = sorted((m["label"] for c in row.index if (m := _CLIENT_STATUS.match(str(c)))), key=client_order)
+    return [ClientP99(label, *(float(row[f"p99_{label}_{f}"]) for f in ("ns", "ci_low_ns", "ci_high_ns")),
+                      row[f"p99_{label}_status"])
+            for label in labels if isinstance(row[f"p99_{label}_status"], str)]
