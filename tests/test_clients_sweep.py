@@ -699,3 +699,38 @@ def test_the_clients_table_reads_as_the_reports_other_tables():
     page = client_section(both, None, None, "Sweep s.")
     heads = _table_cells(page)[0]
     assert heads[:3] == ["Workload", "Direction", "Clients"] and "Every row" not in page
+
+
+def test_a_failure_beside_the_client_labs_says_their_last_console_lines_and_takes_them_down(monkeypatch, capsys):
+    """Fake labs (no QEMU: this checks the context manager's error path, lab tests boot real ones): an error
+    inside the block prints each client's console tail on stderr, then every lab goes; Ctrl-C says nothing."""
+    from zbench_lib.hosts import lab_clients
+    from zbench_lib.hosts.lab_config import LabConfig
+
+    downs: list[str] = []
+
+    class FakeLab:
+        def __init__(self, cfg):
+            self.cfg = cfg
+
+        def up(self):
+            pass
+
+        def down(self):
+            downs.append(self.cfg.name)
+
+        def serial_tail(self, n):
+            return f"[ 99.0] {self.cfg.name}: INFO: task fio blocked for more than 120 seconds."
+
+    monkeypatch.setattr(lab_clients, "Lab", FakeLab)
+    storage = LabConfig(name="st", disks=1)
+    with pytest.raises(RuntimeError, match="teardown"):
+        with lab_clients.client_labs(storage, 2):
+            raise RuntimeError("iscsi teardown: c2 unreachable")
+    err = capsys.readouterr().err
+    assert "zbench: st-cl1's console, its last lines:\n[ 99.0] st-cl1: INFO: task fio blocked" in err
+    assert "st-cl2's console" in err and downs == ["st-cl2", "st-cl1"]
+    with pytest.raises(KeyboardInterrupt):
+        with lab_clients.client_labs(storage, 1):
+            raise KeyboardInterrupt
+    assert capsys.readouterr().err == "" and downs[-1] == "st-cl1"

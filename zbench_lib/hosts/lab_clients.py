@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -101,7 +102,19 @@ def client_labs(storage: LabConfig, count: int) -> Iterator[list[Lab]]:
             labs.append(Lab(client_config(storage, i)))
             labs[-1].up()
         yield labs
+    except Exception:
+        _say_console_tails(labs)
+        raise
     finally:
         # the last booted first: each lab puts back the signal handlers it found, so the first puts back the caller's
         for lab in reversed(labs):
             lab.down()
+
+
+def _say_console_tails(labs: list[Lab], lines: int = 15) -> None:
+    """Each client lab's last console lines on stderr, when what ran beside them failed: a guest that stopped
+    answering (its ssh, its fio server) leaves nothing else, and its directory goes with it."""
+    for lab in labs:
+        tail = lab.serial_tail(lines)
+        if tail:
+            print(f"zbench: {lab.cfg.name}'s console, its last lines:\n{tail}", file=sys.stderr, flush=True)
