@@ -76,55 +76,78 @@ def _servers(clients: ClientNodes):
         yield stack.enter_context(FioServers(specs, LocalHost()))
 
 
-class NfsClientsSurface:
+@contextlib.contextmanager
+def _loaded(site: Site, target: Target, tinfo: TargetInfo, written: tuple, clients: ClientNodes,  # noqa: PLR0913 (what a surface made)
+            event: Event, store, files: dict[str, str], regions: dict[str, dict]):
+    """The clients' fio servers on a served datastore (`store`, read back into `event`), and the `FioTarget`
+    whose runs are their `fio --client` calls on `files` (in `regions` of them, where given)."""
+    labels = [n.label for n in clients.nodes]
+    with _servers(clients) as servers, tempfile.TemporaryDirectory(prefix="zbench-clients-") as controller_dir:
+        site.store.record(event, target_id=target.target_id, clients=labels, fio=servers.version, **store.readback())
+        ctx = pool_context(site, tinfo, target, *written)
+        # the controller's job files and report land in the attempt's raw clients/; this is its scratch
+        load = ClientLoad(servers, files, LocalHost(), controller_dir, regions=regions)
+        yield FioTarget(tinfo.path, ctx.file_bytes, tinfo.full_name, ctx,
+                        meta=dict(pool=site.pool.name, target=tinfo.full_name, target_properties=tinfo.properties,
+                                  client_labs=labels, **({"client_regions": regions} if regions else {})),
+                        clients=load)
+
+
+class _ClientsSurface:
+    """A datastore the sweep's client VMs reach through a forward of the storage lab's `port`: the target
+    written on the storage node (`write`), served to the clients (`serve`, read back into `event`), and
+    each client's fio on its file (`files`), in a region of it where they share one (`regions`)."""
+    name: str
+    port: int
+    event: Event
+
+    @contextlib.contextmanager
+    def prepare(self, site: Site, target: Target):
+        clients = _clients(site, target)
+        labels = [n.label for n in clients.nodes]
+        tinfo = site.pool.create_target(zfs_target(target))
+        written, regions = self.write(site, tinfo, target, labels), self.regions(target, labels)
+        with forwarded(clients.storage_dir, self.port) as port, \
+                self.serve(site, tinfo, target, clients, port) as store, \
+                _loaded(site, target, tinfo, written, clients, self.event, store, self.files(store, labels),
+                        regions) as fio_target:
+            yield fio_target
+
+    def regions(self, target: Target, labels: list[str]) -> dict[str, dict]:
+        return {}
+
+
+class NfsClientsSurface(_ClientsSurface):
     """fio's client/server mode on the clients' NFS mounts of the dataset (see the module's text)."""
-    name = "nfs-clients"
+    name, port, event = "nfs-clients", NFS_PORT, Event.NFS_DATASTORE_MOUNTED
 
-    @contextlib.contextmanager
-    def prepare(self, site: Site, target: Target):
-        clients = _clients(site, target)
-        labels = [n.label for n in clients.nodes]
-        tinfo = site.pool.create_target(zfs_target(target))
-        fill, warm = _written(site, tinfo, target, labels)
-        exported = posixpath.dirname(tinfo.path)
-        with forwarded(clients.storage_dir, NFS_PORT) as nfs_port, \
-                SharedNfsDatastore(site.host, exported, {n.label: n.host for n in clients.nodes},
-                                   export_to=CONTROLLER_FROM_GUEST, reach=(CONTROLLER_FROM_GUEST, nfs_port),
-                                   size_bytes=target.size_bytes) as store, \
-                _servers(clients) as servers, \
-                tempfile.TemporaryDirectory(prefix="zbench-clients-") as controller_dir:
-            site.store.record(Event.NFS_DATASTORE_MOUNTED, target_id=target.target_id, clients=labels,
-                              fio=servers.version, **store.readback())
-            ctx = pool_context(site, tinfo, target, fill, warm)
-            # the controller's job files and report land in the attempt's raw clients/; this is its scratch
-            load = ClientLoad(servers, {label: store.file_path(label) for label in labels}, LocalHost(),
-                              controller_dir)
-            yield FioTarget(tinfo.path, ctx.file_bytes, tinfo.full_name, ctx,
-                            meta=dict(pool=site.pool.name, target=tinfo.full_name,
-                                      target_properties=tinfo.properties, client_labs=labels), clients=load)
+    def write(self, site: Site, tinfo: TargetInfo, target: Target, labels: list[str]) -> tuple:
+        return _written(site, tinfo, target, labels)    # every client's file
+
+    def serve(self, site: Site, tinfo: TargetInfo, target: Target, clients: ClientNodes, port: int):
+        return SharedNfsDatastore(site.host, posixpath.dirname(tinfo.path), {n.label: n.host for n in clients.nodes},
+                                  export_to=CONTROLLER_FROM_GUEST, reach=(CONTROLLER_FROM_GUEST, port),
+                                  size_bytes=target.size_bytes)
+
+    def files(self, store: SharedNfsDatastore, labels: list[str]) -> dict[str, str]:
+        return {label: store.file_path(label) for label in labels}      # a file per client: its own VM disk
 
 
-class IscsiClientsSurface:
+class IscsiClientsSurface(_ClientsSurface):
     """fio's client/server mode on one zvol shared over iSCSI, each client in its region (see the module's text)."""
-    name = "iscsi-clients"
+    name, port, event = "iscsi-clients", ISCSI_PORT, Event.ISCSI_DATASTORE_LOGGED_IN
 
-    @contextlib.contextmanager
-    def prepare(self, site: Site, target: Target):
-        clients = _clients(site, target)
-        labels = [n.label for n in clients.nodes]
-        tinfo = site.pool.create_target(zfs_target(target))
-        fill, warm = write_target(site, tinfo, target)
-        with forwarded(clients.storage_dir, ISCSI_PORT) as iscsi_port, \
-                IscsiDatastore(site.host, tinfo.path, {n.label: n.host for n in clients.nodes},
-                               reach=(CONTROLLER_FROM_GUEST, iscsi_port)) as store, \
-                _servers(clients) as servers, \
-                tempfile.TemporaryDirectory(prefix="zbench-clients-") as controller_dir:
-            site.store.record(Event.ISCSI_DATASTORE_LOGGED_IN, target_id=target.target_id, clients=labels,
-                              fio=servers.version, **store.readback())
-            ctx = pool_context(site, tinfo, target, fill, warm)
-            shares = {label: region(i, target.clients, target.size_bytes) for i, label in enumerate(labels)}
-            load = ClientLoad(servers, {label: store.device() for label in labels}, LocalHost(), controller_dir,
-                              regions={label: {"offset": off, "size": size} for label, (off, size) in shares.items()})
-            yield FioTarget(tinfo.path, ctx.file_bytes, tinfo.full_name, ctx,
-                            meta=dict(pool=site.pool.name, target=tinfo.full_name, target_properties=tinfo.properties,
-                                      client_labs=labels, client_regions=shares), clients=load)
+    def write(self, site: Site, tinfo: TargetInfo, target: Target, labels: list[str]) -> tuple:
+        return write_target(site, tinfo, target)        # the zvol once, as its zvol surface would
+
+    def serve(self, site: Site, tinfo: TargetInfo, target: Target, clients: ClientNodes, port: int):
+        return IscsiDatastore(site.host, tinfo.path, {n.label: n.host for n in clients.nodes},
+                              reach=(CONTROLLER_FROM_GUEST, port))
+
+    def files(self, store: IscsiDatastore, labels: list[str]) -> dict[str, str]:
+        return dict.fromkeys(labels, store.device())    # one LUN, the same path on every client
+
+    def regions(self, target: Target, labels: list[str]) -> dict[str, dict]:
+        # each client's share of the LUN, fixed by the target's largest client count (the module's text)
+        return {label: dict(zip(("offset", "size"), region(i, target.clients, target.size_bytes)))
+                for i, label in enumerate(labels)}
