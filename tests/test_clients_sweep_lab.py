@@ -142,14 +142,16 @@ def _run_until_the_second_run_then_sigterm(spec: Path, out: Path, log_path: Path
     try:
         deadline, sweep_dir, seen = time.monotonic() + 1500, None, []
         while time.monotonic() < deadline and proc.poll() is None:
-            dirs = list(out.glob("*"))
+            # the sweep's directory: papermill's notebook executes beside it (.<sweep>.executing.ipynb), which
+            # pathlib's glob("*") lists too, in no fixed order
+            dirs = [p for p in out.glob("*") if p.is_dir()]
             sweep_dir = dirs[0] if dirs else None
             starts = sum(e["event"] == Event.RUN_STARTED for e in _events(sweep_dir)) if sweep_dir else -1
             seen.append((time.strftime("%T"), starts))
             if starts >= 2:
                 break
             time.sleep(0.5)
-        assert proc.poll() is None, (seen[-40:], log_path.read_text()[-3000:])
+        assert proc.poll() is None, (" ".join(f"{t}:{n}" for t, n in seen[-40:]), log_path.read_text()[-3000:])
         print(f"\n{time.strftime('%T')} the second run started")
         _wait_for_the_controllers_fio(deadline=time.monotonic() + 60, log_path=log_path)
         time.sleep(0.5)                                  # inside the run's fio --client call
