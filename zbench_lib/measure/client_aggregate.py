@@ -250,13 +250,13 @@ def _latency_items(bins, fio: DirectionStats) -> list[CheckItem]:
     n = sum(c for _, c in bins)
     mean = sum(k * c for k, c in bins) / n
     # Each bin's value is within half a bin, at most 1/128, of every latency counted in it.
-    tol = fio.clat_mean_ns * MAX_REL_WIDTH / 2
-    low_w, low_ok = _in_bin(keys[0], fio.clat_min_ns)
-    high_w, high_ok = _in_bin(keys[-1], fio.clat_max_ns)
-    return [CheckItem("clat_n", n, fio.clat_n, 0, n == fio.clat_n),
-            CheckItem("clat_mean_ns", mean, fio.clat_mean_ns, tol, abs(mean - fio.clat_mean_ns) <= tol),
-            CheckItem("clat_min_ns", keys[0], fio.clat_min_ns, low_w, low_ok),
-            CheckItem("clat_max_ns", keys[-1], fio.clat_max_ns, high_w, high_ok)]
+    tol = fio.lat_mean_ns * MAX_REL_WIDTH / 2
+    low_w, low_ok = _in_bin(keys[0], fio.lat_min_ns)
+    high_w, high_ok = _in_bin(keys[-1], fio.lat_max_ns)
+    return [CheckItem("lat_n", n, fio.lat_n, 0, n == fio.lat_n),
+            CheckItem("lat_mean_ns", mean, fio.lat_mean_ns, tol, abs(mean - fio.lat_mean_ns) <= tol),
+            CheckItem("lat_min_ns", keys[0], fio.lat_min_ns, low_w, low_ok),
+            CheckItem("lat_max_ns", keys[-1], fio.lat_max_ns, high_w, high_ok)]
 
 
 def _percentile_items(bins, fio: DirectionStats) -> list[CheckItem]:

@@ -32,7 +32,7 @@ from pathlib import Path
 from zbench_lib.measure.client_aggregate import ClientAggregate, aggregate, read_percentile
 from zbench_lib.measure.client_clock import ClientClock, clocks_from_record, to_storage_ms
 from zbench_lib.measure.fio_client_json import ClientStats, log_starts, parse_client_json
-from zbench_lib.measure.fio_parse import COLUMNS, DIRECTIONS, PERCENTILES
+from zbench_lib.measure.fio_parse import COLUMNS, DIRECTIONS, PERCENTILES, io_path
 
 CLIENTS_DIR = "clients"
 # The aggregate row's own columns (documented in analysis/report/data_dictionary.py).
@@ -44,7 +44,7 @@ CLIENT_TABLE_COLUMNS = ("direction", "client", "endpoint", "iops", "bw_bytes_s",
                         "clock_offset_ms", "clock_drift_ms", "clock_uncertainty_ms")
 # client_hist.parquet's columns of a run (the store adds run_id and attempt, as latency_hist.parquet's).
 CLIENT_HIST_COLUMNS = ("direction", "client", "bin_ns", "count")
-_OPTION = re.compile(r"^\s*(rw|bs|iodepth|numjobs)\s*=\s*(\S+)\s*$", re.M)
+_OPTION = re.compile(r"^\s*(rw|bs|iodepth|numjobs|ioengine|direct|sync)\s*=\s*(\S+)\s*$", re.M)
 
 
 def is_clients_run(raw_dir) -> bool:
@@ -76,7 +76,8 @@ class ClientsRecord:
         return aggregate(self.stats, direction, self.starts, tuple(self.labels.values()))
 
     def options(self) -> dict:
-        """rw, bs, iodepth and numjobs of the first client's job file (every client runs the same job)."""
+        """rw, bs, iodepth, numjobs and the I/O path (ioengine, direct, sync) of the first client's job file
+        (every client runs the same job)."""
         first = sorted(self.dir.glob("job-*.fio"))
         return dict(_OPTION.findall(first[0].read_text())) if first else {}
 
@@ -106,10 +107,10 @@ def _shares(agg: ClientAggregate) -> tuple[float, float]:
 def _latency(agg: ClientAggregate, stats: ClientStats) -> dict:
     n = sum(c for _, c in agg.bins)
     dirs = [d for j in stats.jobs if (d := j.direction(agg.direction)) is not None]
-    out = {"clat_mean_ns": sum(k * c for k, c in agg.bins) / n if n else math.nan, "clat_stddev_ns": math.nan,
-           "clat_min_ns": min(d.clat_min_ns for d in dirs), "clat_max_ns": max(d.clat_max_ns for d in dirs)}
+    out = {"lat_mean_ns": sum(k * c for k, c in agg.bins) / n if n else math.nan, "lat_stddev_ns": math.nan,
+           "lat_min_ns": min(d.lat_min_ns for d in dirs), "lat_max_ns": max(d.lat_max_ns for d in dirs)}
     for key, name in PERCENTILES.items():
-        out[f"clat_{name}_ns"] = read_percentile(agg.bins, name, Fraction(key) / 100).value_ns
+        out[f"lat_{name}_ns"] = read_percentile(agg.bins, name, Fraction(key) / 100).value_ns
     return out
 
 
@@ -134,10 +135,11 @@ def _row(record: ClientsRecord, agg: ClientAggregate, options: dict) -> dict:
                bw_bytes_s=0 if agg.bw_bytes_s is None else int(agg.bw_bytes_s),
                io_bytes=0 if agg.window_io_bytes is None else int(round(agg.window_io_bytes)),
                total_ios=agg.total_ios, runtime_ms=int(agg.window.length_ms),
-               lat_mean_ns=math.nan, lat_p99_ns=math.nan, lat_p99_9_ns=math.nan, slat_mean_ns=math.nan,
+               clat_mean_ns=math.nan, clat_p99_ns=math.nan, slat_mean_ns=math.nan,
                sync_lat_mean_ns=math.nan, sync_lat_p99_ns=math.nan, usr_cpu_pct=math.nan, sys_cpu_pct=math.nan,
                ss_attained=None, error=max(j.error for j in record.stats.jobs),
-               fio_version=record.stats.fio_version, **_latency(agg, record.stats))
+               fio_version=record.stats.fio_version, **_latency(agg, record.stats),
+               **io_path(options))
     return {**{c: row[c] for c in COLUMNS}, **_client_columns(record, agg)}
 
 
@@ -172,7 +174,7 @@ def client_table(raw_dir) -> list[dict]:
 
 
 def client_histograms(raw_dir) -> list[dict]:
-    """Each client's completion-latency bins per direction (CLIENT_HIST_COLUMNS), its jobs' bins summed:
+    """Each client's latency bins (issue to completion) per direction (CLIENT_HIST_COLUMNS), its jobs' bins summed:
     what client_hist.parquet holds of a run. Summed over the clients, they are the run's latency_hist rows."""
     record = ClientsRecord(raw_dir)
     label_of = {ep: lab for lab, ep in record.labels.items()}

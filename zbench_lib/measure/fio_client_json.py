@@ -6,7 +6,7 @@ document whose ``client_stats`` array holds, per client, one entry per job (per 
 clients finished; when more than one entry was reported, fio adds a last entry named
 ``All clients`` (client.c ``handle_ts``: ``sum_thread_stats`` over every entry). In fio 3.33
 that entry has totals, rates and the latency min/max/mean/N but neither percentiles nor
-json+ bins (its summed thread_stat never gets ``clat_percentiles`` set), and its hostname and
+json+ bins (its summed thread_stat never gets ``clat_percentiles`` or ``lat_percentiles`` set), and its hostname and
 port are those of whichever client reported last: they name no client.
 
 fio gives no start time per client in 3.33 (later releases add ``job_start``, ms on the
@@ -40,10 +40,10 @@ class DirectionStats:
     runtime_ms: int
     iops: float
     bw_bytes_s: float
-    clat_n: int
-    clat_mean_ns: float
-    clat_min_ns: float
-    clat_max_ns: float
+    lat_n: int
+    lat_mean_ns: float
+    lat_min_ns: float
+    lat_max_ns: float
     bins: tuple[tuple[int, int], ...]               # (bin_ns, count), json+ only; () without
     fio_percentiles: tuple[tuple[str, float], ...]  # fio's own list ("99.000000", ns); () without
 
@@ -86,15 +86,15 @@ def _direction(entry: dict, name: str) -> DirectionStats | None:
     d = entry.get(name) or {}
     if not d.get("io_bytes"):
         return None
-    clat = d.get("clat_ns") or {}
+    lat = d.get("lat_ns") or {}     # issue to completion, as every zbench latency (fio_parse)
     # fio_hist reads a job's bins; an entry of client_stats has the same shape as one of jobs.
     bins = tuple((h["bin_ns"], h["count"]) for h in run_histograms({"jobs": [entry]}) if h["direction"] == name)
-    pct = tuple((k, float(v)) for k, v in (clat.get("percentile") or {}).items())
+    pct = tuple((k, float(v)) for k, v in (lat.get("percentile") or {}).items())
     return DirectionStats(
         io_bytes=int(d["io_bytes"]), total_ios=int(d.get("total_ios", 0)), runtime_ms=int(d["runtime"]),
-        iops=float(d["iops"]), bw_bytes_s=float(d["bw_bytes"]), clat_n=int(clat.get("N", 0)),
-        clat_mean_ns=float(clat.get("mean", "nan")), clat_min_ns=float(clat.get("min", "nan")),
-        clat_max_ns=float(clat.get("max", "nan")), bins=bins, fio_percentiles=pct)
+        iops=float(d["iops"]), bw_bytes_s=float(d["bw_bytes"]), lat_n=int(lat.get("N", 0)),
+        lat_mean_ns=float(lat.get("mean", "nan")), lat_min_ns=float(lat.get("min", "nan")),
+        lat_max_ns=float(lat.get("max", "nan")), bins=bins, fio_percentiles=pct)
 
 
 def _job(entry: dict) -> ClientJob:

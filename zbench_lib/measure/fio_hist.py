@@ -1,12 +1,15 @@
-"""fio's completion-latency histogram (``--output-format=json+``) and what an I/O count supports.
+"""fio's latency histogram (``--output-format=json+``) and what an I/O count supports.
 
-fio counts every completion latency into a log-linear histogram (stat.h): values below
+fio counts every latency into a log-linear histogram (stat.h): values below
 128 ns have a bin of their own (1 ns wide); above, each power of two [2^m, 2^(m+1)) is cut
 into 64 bins of 2^(m-6) ns, so a bin is at most 1/64 (1.6%) of its lower edge wide and at
 least 1/128 (0.8%), and fio's own value for a bin, its midpoint, is within 0.8% of any
 latency in it. 29 groups reach 2^34 ns (17.2 s); a longer latency is counted in the last
 bin, whose upper edge is then unknown (``inf`` here). json+ prints each non-empty bin as
-``"<midpoint ns>": count`` under ``clat_ns.bins``; plain json has no bins.
+``"<midpoint ns>": count`` under ``clat_ns.bins`` and, with ``lat_percentiles=1`` (every zbench
+job), under ``lat_ns.bins``: the issue-to-completion latency, the one zbench reports and merges
+(fio_parse says why clat is not: on a ZFS file libaio's submission holds most of the wait).
+Plain json has no bins.
 
 fio reads a percentile from its bins as the midpoint of the first bin whose cumulative count
 reaches q x N (stat.c ``calc_clat_percentiles``): ``percentile_of`` does the same, so from one
@@ -47,8 +50,8 @@ HIST_COLUMNS = ["run_id", "attempt", "direction", "bin_ns", "count"]
 NO_HISTOGRAM = "no histogram in raw (run before json+)"
 
 # Percentile columns of the fio rows, their quantile and the I/O count that supports them.
-_CLAT = {f"clat_{name}_ns": Fraction(key) / 100 for key, name in PERCENTILES.items()}
-_LAT = {"lat_p99_ns": Fraction(99, 100), "lat_p99_9_ns": Fraction(999, 1000)}
+_LAT = {f"lat_{name}_ns": Fraction(key) / 100 for key, name in PERCENTILES.items()}
+_CLAT = {"clat_p99_ns": Fraction(99, 100)}     # the completion half, kept beside lat to show the split
 _SYNC = {"sync_lat_p99_ns": Fraction(99, 100)}
 
 
@@ -121,9 +124,10 @@ def percentile_of(bin_ns, counts, q) -> float:
 
 
 def run_histograms(data) -> list[dict]:
-    """``{direction, bin_ns, count}`` of a run's completion latencies, its jobs' bins summed.
+    """``{direction, bin_ns, count}`` of a run's latencies (issue to completion: ``lat_ns``), its
+    jobs' bins summed.
 
-    `data` is fio's JSON (dict or text). A direction that did I/O without bins (plain json)
+    `data` is fio's JSON (dict or text). A direction that did I/O without lat bins (plain json)
     gives no records, so an old run has none.
     """
     if isinstance(data, (str, bytes)):
@@ -132,7 +136,7 @@ def run_histograms(data) -> list[dict]:
     for job in data.get("jobs", []):
         for direction in DIRECTIONS:
             d = job.get(direction) or {}
-            bins = (d.get("clat_ns") or {}).get("bins") if d.get("io_bytes") else None
+            bins = (d.get("lat_ns") or {}).get("bins") if d.get("io_bytes") else None
             if not bins:
                 continue
             into = merged.setdefault(direction, {})
@@ -166,7 +170,7 @@ def _sync_counts(data) -> dict:
 def judge_run_tails(rows: list[dict], data: dict | None = None) -> list[dict]:
     """fio rows with each percentile its I/O count cannot support blanked, and ``tail_not_judged``.
 
-    clat and lat percentiles count the direction's I/Os (``total_ios``); the sync latency p99
+    lat and clat percentiles count the direction's I/Os (``total_ios``); the sync latency p99
     counts the job's fsync/fdatasync calls (from `data`, fio's JSON; unknown without it, then
     judged on total_ios). ``tail_not_judged`` is "" when every percentile is judged, else e.g.
     "3000 I/Os: p99.9 needs 10000, p99.99 needs 100000".
@@ -176,7 +180,7 @@ def judge_run_tails(rows: list[dict], data: dict | None = None) -> list[dict]:
     for row in rows:
         row, ios = dict(row), int(row.get("total_ios") or 0)
         short = {}
-        for col, q in {**_CLAT, **_LAT}.items():
+        for col, q in {**_LAT, **_CLAT}.items():
             if col in row and ios < min_ios(q):
                 row[col] = math.nan
                 short[percentile_name(q)] = min_ios(q)

@@ -39,7 +39,7 @@ WINDOWS_DIR = "windows"  # the attempt's preconditioning windows: windows/<k>/, 
 CHECK = "not_steady"     # the check that decides (measure/checks/not_steady.py)
 # The first window's figures kept beside the result's: the sensitivity of the estimate to
 # having measured until steady (analysis/data/flags.py, methods §12.1).
-FIRST_WINDOW_METRICS = ("iops", "bw_bytes_s", "clat_mean_ns", "clat_p99_ns")
+FIRST_WINDOW_METRICS = ("iops", "bw_bytes_s", "lat_mean_ns", "lat_p99_ns")
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from zbench_lib.core.sizes import format_size
 from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 from zbench_lib.measure.load import Load
 
-UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "clat_p99_ns": "p99 latency"}
+UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "lat_p99_ns": "p99 latency"}
 ALL_RUNS = "all runs"       # the subject of a sweep whose workloads vary (each group then names its own)
 
 
@@ -158,7 +158,7 @@ def _digits(lo, hi) -> int:
 
 
 LEAD_LEVELS = 4     # levels from which a sentence groups them by verdict before giving the numbers
-PERCENTILES = {"p99": ("clat_p99_ns", 0.99), "p99.9": ("clat_p99_9_ns", 0.999)}
+PERCENTILES = {"p99": ("lat_p99_ns", 0.99), "p99.9": ("lat_p99_9_ns", 0.999)}
 
 
 def _key(r, by: list) -> tuple:

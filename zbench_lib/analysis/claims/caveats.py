@@ -3,8 +3,10 @@
 ``caveats(results)`` returns sentences for settings a reader could otherwise take for free
 tuning (sync=disabled), for surfaces whose numbers mean something narrower than their
 name suggests (a loopback NFS mount, ext4 on a zvol, client VMs over QEMU's user networking),
-and for rows whose declared L2ARC warm-up fell short (their reads met a partly cold cache).
-Only what the results contain.
+for rows whose declared L2ARC warm-up fell short (their reads met a partly cold cache), and for
+dataset rows that compare two I/O paths across OpenZFS releases (O_DIRECT honoured on 2.3, buffered
+on 2.1). ``io_path_line(results)`` is the one sentence every page and export carries on the I/O path
+each workload took (issue 44). Only what the results contain.
 """
 
 from __future__ import annotations
@@ -38,8 +40,47 @@ def _has(df: pd.DataFrame, column: str, value) -> bool:
     return column in df.columns and (df[column].astype(str) == str(value)).any()
 
 
+_O_SYNC = {"sync": "O_SYNC", "dsync": "O_DSYNC"}
+
+
+def _path(row) -> str:
+    direct = "O_DIRECT" if str(row["direct"]) in ("1", "1.0", "True") else "buffered"
+    return ", ".join(p for p in (str(row["ioengine"]), direct, _O_SYNC.get(str(row.get("o_sync")), "")) if p)
+
+
+def io_path_line(df: pd.DataFrame) -> str:
+    """'I/O path: randwrite-sync psync, buffered, O_SYNC; randread libaio, O_DIRECT.' ("" for rows
+    recorded before the path was: rebuild them from raw)."""
+    if not {"ioengine", "direct", "workload"} <= set(df.columns) or df["ioengine"].isna().all():
+        return ""
+    cols = [c for c in ("workload", "ioengine", "direct", "o_sync") if c in df.columns]
+    paths = df[cols].dropna(subset=["ioengine"]).drop_duplicates()
+    by_workload: dict[str, list[str]] = {}
+    for _, row in paths.iterrows():
+        by_workload.setdefault(str(row["workload"]), []).append(_path(row))
+    return "I/O path: " + "; ".join(f"{w} {' or '.join(dict.fromkeys(p))}" for w, p in by_workload.items()) + "."
+
+
+def _release_paths(df: pd.DataFrame) -> list[str]:
+    """Local dataset rows with O_DIRECT on both sides of OpenZFS 2.3 (sweeps/spec/io_path.py refuses such a
+    sweep; rows loaded together from several sweeps can still meet)."""
+    need = {"zfs", "direct", "surface"}
+    if not need <= set(df.columns):
+        return []
+    rows = df[(df["surface"].astype(str) == "dataset") & (df["direct"].astype(str).isin(["1", "1.0"]))]
+    if "access" in rows.columns:
+        rows = rows[rows["access"].fillna("local").astype(str) == "local"]
+    releases = sorted(set(rows["zfs"].dropna().astype(str)))
+    if len(releases) < 2 or not any(r < "2.3" for r in releases) or not any(r >= "2.3" for r in releases):
+        return []
+    return [f"Dataset rows with direct=1 on OpenZFS {', '.join(releases)} compare two I/O paths: 2.3 honours "
+            "O_DIRECT on a file (Direct I/O: data blocks straight to the pool, a sync write leaves only a pointer "
+            "in the log, reads bypass the ARC), 2.1 buffers the same I/O. A difference between the releases "
+            "there is partly the path, not only the release."]
+
+
 def caveats(df: pd.DataFrame) -> list[str]:
-    out = []
+    out = _release_paths(df)
     if _has(df, "sync", "disabled"):
         txg = df["txg_timeout_s"].dropna() if "txg_timeout_s" in df else pd.Series(dtype=float)
         window = f"{int(txg.max())} s, zfs_txg_timeout" if len(txg) else "zfs_txg_timeout"

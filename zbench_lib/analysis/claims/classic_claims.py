@@ -105,7 +105,7 @@ def small_volblocksize_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None
     by = [c for c in comparison_by(two, bcol)[0] if c in two]
     adm = two[two.index.isin(use.index)]
     cmp_iops = compare_table(adm, "iops", bcol, large, by=by) if len(adm) else None
-    cmp_p99 = compare_table(adm, "clat_p99_ns", bcol, large, by=by) if len(adm) else None
+    cmp_p99 = compare_table(adm, "lat_p99_ns", bcol, large, by=by) if len(adm) else None
     states, parts, why, units = [], [], [], []
     for key, g in (two.groupby(by, dropna=False) if by else [((), two)]):
         key = dict(zip(by, key if isinstance(key, tuple) else (key,)))

@@ -25,7 +25,7 @@ from zbench_lib.analysis.stats.tables import block_column
 from zbench_lib.core.sizes import format_size
 
 LINEAR_BAND = 0.10      # "close to linear": the whole efficiency CI inside 1 ± this
-METRIC_LABELS = {"iops": "IOPS", "bw_bytes_s": "bandwidth", "clat_p99_ns": "p99 latency"}
+METRIC_LABELS = {"iops": "IOPS", "bw_bytes_s": "bandwidth", "lat_p99_ns": "p99 latency"}
 # A comparison of p99 averages each unit's own fio p99: say so, and where the cell's p99 is.
 TAIL_NOTE = ("p99 latency is compared as the mean of each unit's own fio p99 (a run with too few I/Os "
              "for a p99 has none, methods §18); the cell's p99 read from its runs' merged histograms, "

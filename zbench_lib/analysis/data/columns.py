@@ -25,5 +25,6 @@ CONFIG_COLUMNS = ("workload", "direction", "layout", "width", "vdevs", "data_dis
                   "model", "log_model", "cache_model", "special_model", "fs", "access", "surface",
                   "volblocksize_bytes", "recordsize_bytes", "compression", "compressible_percent", "sync", "logbias",
                   "primarycache", "secondarycache", "checksum", "copies", "atime", "special_small_blocks",
-                  *MODULE_PARAM_COLUMNS, "iodepth", "numjobs", "bs_bytes", "load", "clients", "sweep_id")
+                  *MODULE_PARAM_COLUMNS, "iodepth", "numjobs", "bs_bytes", "ioengine", "direct", "o_sync", "load",
+                  "clients", "sweep_id")
 LAYOUT_COLUMNS = ("layout", "width", "vdevs", "data_disks", "total_disks")

@@ -28,8 +28,8 @@ DISK_BW = 180.0 * KiB * KiB
 FLAGS = ("flag_cache_served", "flag_no_device_io", "flag_not_steady", "flag_background_work",
          "flag_compressible_data", "flag_emulation_bound")
 FLAG_RATE = 0.02                  # each flag fires on ~2% of runs
-PERCENTILES = (("clat_p50_ns", 0.9), ("clat_p90_ns", 1.6), ("clat_p95_ns", 2.0),
-               ("clat_p99_ns", 3.2), ("clat_p99_9_ns", 5.0), ("clat_p99_99_ns", 8.0))
+PERCENTILES = (("lat_p50_ns", 0.9), ("lat_p90_ns", 1.6), ("lat_p95_ns", 2.0),
+               ("lat_p99_ns", 3.2), ("lat_p99_9_ns", 5.0), ("lat_p99_99_ns", 8.0))
 # workload name -> (template, bs, directions with their share of the IOs)
 WORKLOADS = {"randread-4k": ("randread", 4 * KiB, (("read", 1.0),)),
              "seqread": ("seqread", 1024 * KiB, (("read", 1.0),)),
@@ -38,8 +38,8 @@ WORKLOADS = {"randread-4k": ("randread", 4 * KiB, (("read", 1.0),)),
              "mixed": ("mixed", 16 * KiB, (("read", 0.7), ("write", 0.3)))}
 COLUMNS = ("sweep_id run_id config_id rep workload direction layout width vdevs data_disks total_disks "
            "ashift volblocksize_bytes compression sync logbias primarycache iodepth numjobs bs_bytes iops "
-           "bw_bytes_s io_bytes runtime_ms clat_mean_ns clat_stddev_ns clat_p50_ns clat_p90_ns clat_p95_ns "
-           "clat_p99_ns clat_p99_9_ns clat_p99_99_ns lat_p99_ns usr_cpu_pct sys_cpu_pct dev_read_bytes "
+           "bw_bytes_s io_bytes runtime_ms lat_mean_ns lat_stddev_ns lat_p50_ns lat_p90_ns lat_p95_ns "
+           "lat_p99_ns lat_p99_9_ns lat_p99_99_ns clat_p99_ns slat_mean_ns usr_cpu_pct sys_cpu_pct dev_read_bytes "
            "dev_write_bytes pool_read_bytes pool_write_bytes arc_hit_ratio cpu_usr_pct cpu_sys_pct "
            "cpu_iowait_pct write_amplification used_bytes logicalused_bytes referenced_bytes compressratio "
            "pool_capacity_pct pool_fragmentation_pct flag_cache_served flag_no_device_io flag_not_steady "
@@ -145,12 +145,13 @@ def synthetic_results(n_rows: int = 1000, seed: int = 0, shape: str = "scaling")
     df["runtime_ms"] = 60_000
     df["io_bytes"] = (df["bw_bytes_s"] * 60).round()
     mean_ns = df["iodepth"] * df["numjobs"] / (iops / df["share"]) * 1e9   # Little's law
-    df["clat_mean_ns"] = mean_ns
-    df["clat_stddev_ns"] = mean_ns * rng.uniform(0.4, 0.8, n)
+    df["lat_mean_ns"] = mean_ns
+    df["lat_stddev_ns"] = mean_ns * rng.uniform(0.4, 0.8, n)
     tail = rng.lognormal(0.0, 0.1, n)
     for col, mult in PERCENTILES:
         df[col] = mean_ns * mult * (tail if mult > 2 else 1.0)
-    df["lat_p99_ns"] = df["clat_p99_ns"] * 1.01
+    df["clat_p99_ns"] = df["lat_p99_ns"] * 0.99     # fio's completion half, kept beside lat
+    df["slat_mean_ns"] = mean_ns * 0.01
     df["usr_cpu_pct"] = rng.uniform(1, 5, n)
     df["sys_cpu_pct"] = rng.uniform(5, 20, n)
     parity = df["layout"].map({"stripe": 0, "mirror": 0, "raidz1": 1, "raidz2": 2}).fillna(3)

@@ -18,8 +18,8 @@ from zbench_lib.core.errors import ConfigError
 
 LAYOUT_ORDER = ["stripe", "mirror", "raidz1", "raidz2", "raidz3"]
 LAYER_ORDER = ["fio", "pool", "device"]
-PERCENTILE_COLUMNS = {"p50": "clat_p50_ns", "p90": "clat_p90_ns", "p95": "clat_p95_ns",
-                      "p99": "clat_p99_ns", "p99.9": "clat_p99_9_ns", "p99.99": "clat_p99_99_ns"}
+PERCENTILE_COLUMNS = {"p50": "lat_p50_ns", "p90": "lat_p90_ns", "p95": "lat_p95_ns",
+                      "p99": "lat_p99_ns", "p99.9": "lat_p99_9_ns", "p99.99": "lat_p99_99_ns"}
 SD_LABEL = "error bars: ±1 SD over repetitions"
 CI_LABEL = "error bars: 95% CI of the mean"
 N1_NOTE = "n=1: a single admissible run, no error bar"
@@ -34,8 +34,8 @@ MARKERS = {"stripe": "circle", "mirror": "square", "raidz1": "diamond", "raidz2"
 VDEV_DASHES = ("solid", "dash", "longdash", "dashdot", "longdashdot")
 # metric -> (axis label with its unit, factor from the stored unit)
 METRICS = {"iops": ("IOPS", 1.0), "bw_bytes_s": ("MiB/s", 1 / 2 ** 20),
-           "clat_p99_ns": ("p99 completion latency (ms)", 1e-6), "clat_p99_ms": ("p99 completion latency (ms)", 1.0),
-           "clat_mean_ns": ("mean completion latency (ms)", 1e-6), "ops_s": ("operations/s", 1.0),
+           "lat_p99_ns": ("p99 latency (ms)", 1e-6), "lat_p99_ms": ("p99 latency (ms)", 1.0),
+           "lat_mean_ns": ("mean latency (ms)", 1e-6), "ops_s": ("operations/s", 1.0),
            "bytes_s": ("MiB/s", 1 / 2 ** 20)}
 
 

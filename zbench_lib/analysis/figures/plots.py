@@ -78,7 +78,7 @@ def plot_scaling(scaling_df: pd.DataFrame, kind: str = "scaling", error: str = "
 
 def plot_iops_vs_p99(df: pd.DataFrame, hue: str = "layout", latency_target_ms: float | None = None,
                      title: str = "") -> Figure:
-    """Mean IOPS against mean p99 completion latency, one line per `hue` through the iodepths, labelled
+    """Mean IOPS against mean p99 latency, one line per `hue` through the iodepths, labelled
     where the label has room (the same placement as `plot_iops_vs_p99_interactive`)."""
     a = iops_p99_means(df, hue)
     x_range, y_range = iops_p99_ranges(a, latency_target_ms)
@@ -87,19 +87,19 @@ def plot_iops_vs_p99(df: pd.DataFrame, hue: str = "layout", latency_target_ms: f
     ax = ax[0, 0]
     for i, name in enumerate(ordered(a[hue], LAYOUT_ORDER)):
         g = a[a[hue] == name]
-        ax.errorbar(g["iops_mean"], g["clat_p99_ms_mean"], xerr=g["iops_sd"].fillna(0),
-                    yerr=g["clat_p99_ms_sd"].fillna(0), marker="o", capsize=2, color=f"C{i}",
+        ax.errorbar(g["iops_mean"], g["lat_p99_ms_mean"], xerr=g["iops_sd"].fillna(0),
+                    yerr=g["lat_p99_ms_sd"].fillna(0), marker="o", capsize=2, color=f"C{i}",
                     label=str(name))
         for _, r in g[g["label_pos"].notna()].iterrows():
             offset, ha, va = LABEL_OFFSETS[r["label_pos"]]
-            ax.annotate(r["label"], (r["iops_mean"], r["clat_p99_ms_mean"]), fontsize=7, xytext=offset,
+            ax.annotate(r["label"], (r["iops_mean"], r["lat_p99_ms_mean"]), fontsize=7, xytext=offset,
                         textcoords="offset points", ha=ha, va=va)
     if latency_target_ms is not None:
         ax.axhline(latency_target_ms, color="red", linestyle=":", label="p99 target")
     ax.set_xlim(*x_range)            # from zero: a flat curve must look flat
     ax.set_ylim(*y_range)
     ax.set_xlabel("IOPS (mean)")
-    ax.set_ylabel("p99 completion latency (ms, mean)")
+    ax.set_ylabel("p99 latency (ms, mean)")
     ax.legend(title=SD_LABEL, fontsize="small", title_fontsize="small")
     ax.set_title(title)
     return fig
@@ -121,7 +121,7 @@ def plot_latency_percentiles(df: pd.DataFrame, hue: str = "config_id", title: st
     ax.set_xticks(x, list(cols))
     ax.set_yscale("log")
     ax.set_xlabel("percentile")
-    ax.set_ylabel("completion latency (ms)")
+    ax.set_ylabel("latency (ms)")
     ax.legend(title=SD_LABEL, fontsize="small", title_fontsize="small")
     ax.set_title(title)
     return fig
@@ -231,7 +231,7 @@ def plot_latency_vs_load(df: pd.DataFrame, hist: pd.DataFrame | None, x: str = "
             fig.update_xaxes(type="log", rangemode="normal", title_text=f"{x} IOPS (log)",
                              row=at // cols + 1, col=at % cols + 1)
     fig.update_yaxes(type="log", matches="y")
-    fig.update_yaxes(title_text="completion latency (ms)", col=1)
+    fig.update_yaxes(title_text="latency (ms)", col=1)
     fig.update_layout(title=title or "latency against load (saturation: closed loop, the last point)",
                       height=max(450, 380 * rows))
     return fig

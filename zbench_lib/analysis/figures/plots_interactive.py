@@ -94,8 +94,8 @@ def plot_scaling_interactive(scaling_df: pd.DataFrame, kind: str = "scaling", er
 
 def iops_p99_means(df: pd.DataFrame, hue: str) -> pd.DataFrame:
     """Mean and SD of IOPS and p99 (ns and ms) per `hue` × iodepth, and n; one configuration per point."""
-    a = mean_sd(df, [hue, "iodepth"], ["iops", "clat_p99_ns"])
-    for c in ("clat_p99_ns_mean", "clat_p99_ns_sd"):
+    a = mean_sd(df, [hue, "iodepth"], ["iops", "lat_p99_ns"])
+    for c in ("lat_p99_ns_mean", "lat_p99_ns_sd"):
         a[c.replace("_ns", "_ms")] = a[c] / 1e6
     return a
 
@@ -110,7 +110,7 @@ def iops_p99_ranges(a: pd.DataFrame, latency_target_ms: float | None = None) -> 
     """Both axes from zero to past the largest point and its error bar: an autoscaled IOPS axis made a
     flat curve (174.8-175.4 IOPS) look like large swings, and the top label was cut off."""
     x_top = float((a["iops_mean"] + a["iops_sd"].fillna(0)).max())
-    y_top = float((a["clat_p99_ms_mean"] + a["clat_p99_ms_sd"].fillna(0)).max())
+    y_top = float((a["lat_p99_ms_mean"] + a["lat_p99_ms_sd"].fillna(0)).max())
     if latency_target_ms is not None:
         y_top = max(y_top, latency_target_ms)
     return [0.0, x_top * 1.08 or 1.0], [0.0, y_top * 1.12 or 1.0]
@@ -122,7 +122,7 @@ def iops_p99_labels(a: pd.DataFrame, hue: str, x_range, y_range, plot_px=IOPS_P9
     a = a.sort_values([hue, "iodepth"]).reset_index(drop=True)
     a["label"] = [f"qd{int(q)}" + (" n=1" if n == 1 else "") for q, n in zip(a["iodepth"], a["n"])]
     ends = a.groupby(hue)["iodepth"].transform(lambda q: (q == q.min()) | (q == q.max()))
-    points = list(zip(a["iops_mean"], a["clat_p99_ms_mean"], a["label"], ends))
+    points = list(zip(a["iops_mean"], a["lat_p99_ms_mean"], a["label"], ends))
     a["label_pos"] = place_labels(points, x_range, y_range, plot_px)
     return a
 
@@ -139,18 +139,18 @@ def plot_iops_vs_p99_interactive(df: pd.DataFrame, hue: str = "layout",
     for name in ordered(a[hue], LAYOUT_ORDER):
         g = a[a[hue] == name]
         fig.add_trace(go.Scatter(
-            x=g["iops_mean"], y=g["clat_p99_ms_mean"], name=str(name), mode="lines+markers+text",
+            x=g["iops_mean"], y=g["lat_p99_ms_mean"], name=str(name), mode="lines+markers+text",
             text=[t if isinstance(p, str) else "" for t, p in zip(g["label"], g["label_pos"])],
             textposition=[p if isinstance(p, str) else "top right" for p in g["label_pos"]],
             customdata=g[["iodepth", "n"]].to_numpy(), line=dict(color=colors[name]),
             hovertemplate="iodepth %{customdata[0]}<br>IOPS %{x:.0f}<br>p99 %{y:.2f} ms"
                           "<br>runs %{customdata[1]}",
             error_x=dict(type="data", array=g["iops_sd"].fillna(0)),
-            error_y=dict(type="data", array=g["clat_p99_ms_sd"].fillna(0))))
+            error_y=dict(type="data", array=g["lat_p99_ms_sd"].fillna(0))))
     if latency_target_ms is not None:
         fig.add_hline(y=latency_target_ms, line_dash="dot", line_color="red")
     fig.update_layout(title=f"{title} ({SD_LABEL})".strip(), xaxis_title="IOPS (mean)",
-                      yaxis_title="p99 completion latency (ms)", legend_title_text=hue,
+                      yaxis_title="p99 latency (ms)", legend_title_text=hue,
                       height=IOPS_P99_HEIGHT, margin=dict(t=IOPS_P99_MARGIN_TOP))
     fig.update_xaxes(rangemode="tozero", range=x_range)
     fig.update_yaxes(rangemode="tozero", range=y_range)
@@ -171,7 +171,7 @@ def plot_latency_percentiles_interactive(df: pd.DataFrame, hue: str = "config_id
         fig.add_trace(go.Scatter(x=list(cols), y=y, name=str(r[hue]), mode="lines+markers",
                                  line=dict(color=colors[r[hue]]), error_y=dict(type="data", array=sd)))
     fig.update_layout(title=f"{title} ({SD_LABEL})".strip(), xaxis_title="percentile",
-                      yaxis_title="completion latency (ms)", yaxis_type="log", legend_title_text=hue)
+                      yaxis_title="latency (ms)", yaxis_type="log", legend_title_text=hue)
     return fig
 
 

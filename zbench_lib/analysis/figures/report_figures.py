@@ -246,7 +246,7 @@ def ratio_figure(cmp: pd.DataFrame, metric: str, margin: float | None = None) ->
     lo, hi = min(lo, 0.95), max(hi, 1.05)
     vals, texts = ratio_ticks(lo, hi)
     shown = list(cmp["metric"].dropna().unique()) if metric == "auto" and "metric" in cmp else [metric]
-    name = " / ".join(metric_label(m)[0] if m in ("iops", "bw_bytes_s", "clat_p99_ns") else str(m) for m in shown)
+    name = " / ".join(metric_label(m)[0] if m in ("iops", "bw_bytes_s", "lat_p99_ns") else str(m) for m in shown)
     fig.update_layout(title=f"{name}: ratio to baseline {fmt(cmp['baseline'].iloc[0])} (95% CI"
                             + (f"; shaded: ±{margin:.0%} equivalence margin)" if margin else ")"),
                       xaxis=dict(type="log", title="ratio of means to the baseline (×, log scale)",
@@ -340,7 +340,7 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
         fig.update_xaxes(type="category", categoryorder="array", categoryarray=ticks, row=rows, col=j,
                          title_text=_factor_name(factor, factor.removesuffix("_bytes").replace("_", " ")))
         if with_tails:
-            fig.update_yaxes(title_text="completion latency (ms, log)" if j == 1 else None, type="log", row=2, col=j)
+            fig.update_yaxes(title_text="latency (ms, log)" if j == 1 else None, type="log", row=2, col=j)
     if with_tails:
         for pct, dash in (("p99", "solid"), ("p99.9", "dot")):
             legend_entry(fig, f"{pct} (lower panels)", dash, pct, row=2, col=1)
@@ -550,5 +550,5 @@ def _depth_panel(fig, d: pd.DataFrame, hue, depth, colors, plot_px, first: bool,
             error_y=dict(type="data", array=(g["ci_high_ms"] - g["value_ms"]).where(y_ok),
                          arrayminus=(g["value_ms"] - g["ci_low_ms"]).where(y_ok))), row=1, col=col)
     fig.update_xaxes(title_text="IOPS (mean)", range=x_range, rangemode="tozero", row=1, col=col)
-    fig.update_yaxes(title_text="p99 completion latency (ms)" if first else None, range=y_range,
+    fig.update_yaxes(title_text="p99 latency (ms)" if first else None, range=y_range,
                      rangemode="tozero", row=1, col=col)

@@ -132,7 +132,7 @@ def _sync_log(study: Study) -> dict:
 
 
 def _is_depth(adm: pd.DataFrame) -> bool:
-    return auto_factor(adm) == "iodepth" and "clat_p99_ns" in adm
+    return auto_factor(adm) == "iodepth" and "lat_p99_ns" in adm
 
 
 def _depth(study: Study) -> dict:
@@ -180,7 +180,7 @@ def _kind_of_factor(adm: pd.DataFrame, factor: str) -> str:
         return "block"
     if factor in SYNC_LOG_FACTORS:
         return "sync-log"
-    return "depth" if factor == "iodepth" and "clat_p99_ns" in adm else "factor"
+    return "depth" if factor == "iodepth" and "lat_p99_ns" in adm else "factor"
 
 
 def _study_type(adm: pd.DataFrame, focus: Focus) -> StudyType | None:

@@ -27,7 +27,7 @@ NOTEBOOK_PARAMETERS = {
                          "static_figures"),
 }
 # The compare notebook judges each workload in its own metric by default, and may compare latency.
-METRICS = {"analysis-compare": ("auto", "iops", "bw_bytes_s", "clat_p99_ns")}
+METRICS = {"analysis-compare": ("auto", "iops", "bw_bytes_s", "lat_p99_ns")}
 THROUGHPUT = ("iops", "bw_bytes_s")
 
 

@@ -120,7 +120,7 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False,
     physical = bool(set(factors) & set(COMPRESSION_FACTORS))
     extra = adm.groupby(keys, dropna=False).agg(
         bw=("bw_bytes_s", "mean") if "bw_bytes_s" in adm else ("iops", lambda v: np.nan),
-        p99=("clat_p99_ns", "mean") if "clat_p99_ns" in adm else ("iops", lambda v: np.nan),
+        p99=("lat_p99_ns", "mean") if "lat_p99_ns" in adm else ("iops", lambda v: np.nan),
         **(_physical_aggs(adm) if physical else {})).reset_index()
     merged = _merged_p99(adm, hist, keys)
     if merged is not None:

@@ -15,16 +15,18 @@ from functools import lru_cache
 import pandas as pd
 
 from zbench_lib import __version__
+from zbench_lib.analysis.claims.caveats import io_path_line
 from zbench_lib.core.paths import REPO_ROOT
 
 
 def caveat_line(results: pd.DataFrame) -> str:
-    """One sentence on what the disks were: emulated (named by their model) or real."""
+    """What the disks were, emulated (named by their model) or real, and the I/O path each workload took."""
     models = sorted(set(results["disk_model"].dropna().astype(str))) if "disk_model" in results else []
+    path = io_path_line(results)
     if models:
         return (f"Lab measurements on emulated disks ({', '.join(models)}): they describe the disk model and "
-                "the layout's arithmetic, not a real drive.")
-    return "Measured on the sweep's own host and disks (no disk model declared)."
+                "the layout's arithmetic, not a real drive." + (f" {path}" if path else ""))
+    return "Measured on the sweep's own host and disks (no disk model declared)." + (f" {path}" if path else "")
 
 
 @lru_cache(maxsize=1)

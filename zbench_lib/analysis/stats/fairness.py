@@ -69,9 +69,9 @@ def _client_rows(rows: pd.DataFrame, ran: pd.DataFrame) -> pd.DataFrame:
     """The aggregate rows of the runs one client ran in (`ran`: its clients.parquet rows), with the client's
     own I/O count and per-run p99 in place of the aggregate's: cell_tails' labelled fallback
     (runs_median_ns) is then the client's, never the aggregate's under the client's name."""
-    own = {"total_ios": "total_ios", "p99_ns": "clat_p99_ns"}
+    own = {"total_ios": "total_ios", "p99_ns": "lat_p99_ns"}
     own = {k: v for k, v in own.items() if k in ran}
-    aggregate = [c for c in rows if c.startswith(("clat_p", "lat_p", "sync_lat_p")) or c in own.values()]
+    aggregate = [c for c in rows if c.startswith(("lat_p", "sync_lat_p")) or c in own.values()]
     mine = ran[_RUN_KEYS + list(own)].drop_duplicates(_RUN_KEYS).rename(columns=own)
     return _int_attempt(rows.drop(columns=aggregate)).merge(mine, on=_RUN_KEYS)
 

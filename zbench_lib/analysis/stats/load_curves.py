@@ -2,7 +2,7 @@
 
 A curve is one configuration (its workload and every other configuration column but `load`) in one
 direction: a point per load level, its offered and achieved IOPS (the medians of its runs') and its p50 / p99 / p99.9
-completion latency. A point's percentile is the cell's, never a median of the runs' own: it is read
+latency. A point's percentile is the cell's, never a median of the runs' own: it is read
 from the level's runs' summed fio histogram bins with its interval over the replication unit
 (`tails.cell_tails`, grouped by the configuration and the load; methods §18), and where cell_tails
 abstains (no histogram, too few I/Os for the percentile) the point says why and has no number

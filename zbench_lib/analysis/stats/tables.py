@@ -25,7 +25,7 @@ from zbench_lib.core.errors import ConfigError
 from zbench_lib.measure.workloads import judged_metric
 from zbench_lib.zfs.models import has_model, predicted_random_read_iops, space_efficiency, zfs_charged_bytes
 
-METRIC_UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "clat_p99_ns": "ms p99", "clat_p99_9_ns": "ms p99.9"}
+METRIC_UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "lat_p99_ns": "ms p99", "lat_p99_9_ns": "ms p99.9"}
 DISKS_HELD = {"data": ("data_disks", "equal data disks"), "total": ("total_disks", "equal total disks")}
 
 

@@ -1,6 +1,6 @@
 """Latency tails of a cell from the merged histograms of its runs (docs/methods.md §18).
 
-A percentile is never averaged across runs. Each run's completion latencies are fio's
+A percentile is never averaged across runs. Each run's latencies (issue to completion) are fio's
 log-linear histogram (json+ bins, kept in the store's latency_hist.parquet); the cell's
 histogram is the sum of its admissible runs' bins, and p50, p99, p99.9 and p99.99 are read
 from it the way fio reads its own (`fio_hist.percentile_of`). A percentile the cell's I/O count
@@ -44,7 +44,7 @@ _RUN_KEYS = ["run_id", "attempt", "direction"]
 
 
 def _column_of(q) -> str:
-    """The fio row column of quantile q: clat_p99_9_ns for 0.999."""
+    """The fio row column of quantile q: lat_p99_9_ns for 0.999."""
     return "clat_" + percentile_name(q).replace(".", "_") + "_ns"
 
 

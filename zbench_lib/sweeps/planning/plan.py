@@ -34,6 +34,7 @@ from zbench_lib.measure.load import Load, probe_seconds
 from zbench_lib.sweeps.spec.faults import check_faults
 from zbench_lib.sweeps.spec.factors import BLOCKSIZE, PROPERTIES
 from zbench_lib.sweeps.spec.sweep_spec import FS_FILE_SHARE, ZVOL_SURFACES, SweepSpec, check_grid
+from zbench_lib.sweeps.spec import io_path
 from zbench_lib.sweeps.spec.pool import pool_settings
 from zbench_lib.sweeps.spec.warmup import describe_warmup, warmup_estimate
 from zbench_lib.sweeps.spec.raw_cells import RAW, fio_target, raw_cell, raw_factors, raw_settings
@@ -148,7 +149,8 @@ class Plan:
                  f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
                  f"(up to {e['bytes_written_max'] / GiB:.2f} GiB), prefill {e['prefill_bytes'] / GiB:.2f} GiB",
                  f"order: {order}; seed {s.seed}"] + describe_warmup(s, e) + _describe_until_steady(s) \
-            + _describe_steady_power(self.cells) + probes.describe(self.cells) + _describe_clients(s)
+            + _describe_steady_power(self.cells) + probes.describe(self.cells) + _describe_clients(s) \
+            + io_path.describe(s)
         if s.faults and s.faults.get("resilver"):
             n = len(self.pools) * (2 if s.faults.get("resilver_load") else 1)
             lines.append(f"plus {n} timed resilvers, not in the estimate (their time is what is measured; "
@@ -263,9 +265,13 @@ def _offered_rate(load: Load, saturation_rate: float, bs_bytes: int) -> float:
     return saturation_rate if load.iops is None else min(saturation_rate, load.iops * bs_bytes)
 
 
+# factors that are fio job parameters: a cell's level overrides its workload's
+FIO_FACTORS = ("iodepth", "numjobs", "bs", "compressible_percent", "ioengine", "direct")
+
+
 def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> dict:
     """One cell without ids: its factors (the result columns), fio overrides and estimates."""
-    params = {**w.overrides, **{k: f[k] for k in ("iodepth", "numjobs", "bs", "compressible_percent") if k in f}}
+    params = {**w.overrides, **{k: f[k] for k in FIO_FACTORS if k in f}}
     filename, fio_size = fio_target(layout, settings)
     try:
         fio.build_job(w.template, filename=filename, size=fio_size, **params)
@@ -276,7 +282,8 @@ def _cell(spec: SweepSpec, w, f: dict, layout, settings: dict, rates: tuple) -> 
     factors = {**(raw_factors(layout, settings, f) if raw else _zfs_factors(spec, f, layout, settings)),
                "workload": w.name, "template": w.template, "iodepth": merged["iodepth"],
                "numjobs": merged["numjobs"], "bs_bytes": parse_size(merged["bs"], "bs"),
-               **({"load": f["load"]} if "load" in f else {})}     # only where declared: other ids unchanged
+               # only where declared: other ids unchanged
+               **{k: f[k] for k in ("load", "ioengine", "direct") if k in f}}
     measured = merged["ramp_time_s"] + merged["runtime_s"]
     share = (0.0 if w.reads_only else 1.0) if merged["rwmixread"] is None else 1 - merged["rwmixread"] / 100
     rate = _offered_rate(Load.of(f.get("load")), layout.data_disks * min(rates[0], rates[1] * factors["bs_bytes"]),

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from zbench_lib.measure.fio import IOENGINES
 from zbench_lib.measure.load import parse_level as load_level
 from zbench_lib.sweeps.spec.clients import MAX_CLIENTS
 from zbench_lib.sweeps.spec.host import zfs_release
@@ -114,6 +115,10 @@ _WORKLOAD = (
     # the data the workloads write and the prefill lays down, as fio's buffer_compress_percentage
     # (0: incompressible); what the compressible_data check judges against
     Factor("compressible_percent", _int(0, 100), "compressible_percent", ZFS),
+    # the I/O path (issue 44): fio's engine and O_DIRECT, as a workload's overrides set them; a factor
+    # when the path is the question (a database's buffered psync against a VM's libaio O_DIRECT)
+    Factor("ioengine", _choice(*sorted(IOENGINES)), "ioengine"),
+    Factor("direct", _int(0, 1), "direct"),
 )
 _TARGET = (
     # fs (zvol sweeps): none, fio on the zvol itself, or ext4, on a file in ext4 made on the zvol

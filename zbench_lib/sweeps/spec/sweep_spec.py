@@ -25,6 +25,7 @@ from zbench_lib.measure import fio, workloads
 from zbench_lib.measure.until_steady import MAX_WINDOWS, MIN_WINDOWS, UntilSteady
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs import families
+from zbench_lib.sweeps.spec.io_path import check_release_paths
 from zbench_lib.sweeps.spec.clients import check_clients, client_levels
 from zbench_lib.sweeps.spec.fleet import check_fleet_spec, parse_hosts
 from zbench_lib.sweeps.spec.factors import BLOCKSIZE, BY_NAME, MAX_BLOCKSIZE, NAMES, PROPERTIES, fill_value
@@ -298,6 +299,7 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
         fail("factors.fill", "a fill factor needs prefill.policy once-per-target "
                              "(its 'none' value is the no-prefill level)")
     workloads = _workloads(d["workloads"], target, factors, d.get("faults"))
+    check_release_paths(surface, factors, target, workloads)
     warmup = parse_warmup(d.get("warmup"), factors=factors, target=target, surface=surface, prefill=prefill,
                           workloads=workloads, reads_first=reads_first)
     spec = SweepSpec(name=name, question=q.strip(), surface=surface, host=host, lab=lab, devices=devices,
