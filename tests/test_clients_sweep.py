@@ -1,8 +1,10 @@
 """Several clients on one NFS datastore as a sweep feature (issue 30): what can be checked without a lab.
 
 The spec and the plan (`clients` as a factor and as a target key), the clock-offset arithmetic, the
-rows of a clients run derived from raw files (the stored two-client report of tests/fixtures/fio_clients
-with hand-made clock readings; every expected number below is worked out by hand in the comments),
+rows of a clients run derived from raw files (the stored two-client reports with hand-made clock readings:
+tests/fixtures/fio_clients for the window, starts and rates, recorded before lat bins, and
+tests/fixtures/fio_clients_lat, the same job with lat_percentiles=1, for the histograms; every expected
+number below is worked out by hand in the comments or read from the fixture as the comment says),
 and a clients run measured end to end on this machine: the storage node is the local host (its
 sampler), the clients two `fio --server` daemons on 127.0.0.1 (a tiny rate-limited psync job on a file
 in the test's directory), then its rows and per-client table derived from what it left in raw.
@@ -27,7 +29,8 @@ from zbench_lib.measure.runner import measure_clients
 from zbench_lib.sweeps.planning.plan import expand
 from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 
-FIX = Path(__file__).parent / "fixtures" / "fio_clients"
+FIX = Path(__file__).parent / "fixtures" / "fio_clients"            # before lat bins: starts, window, rates
+FIX_LAT = Path(__file__).parent / "fixtures" / "fio_clients_lat"    # with lat bins: histograms, percentiles
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None or shutil.which("ss") is None,
                                reason="fio or ss not installed")
 SPEC = """\
@@ -106,10 +109,13 @@ def test_clock_records_round_trip():
 
 # --- rows from a recorded raw run ------------------------------------------------------------------
 
-def _recorded_attempt(tmp_path: Path) -> Path:
-    """An attempt directory holding the stored two-client report, hand-made clock readings and run.json."""
+def _recorded_attempt(tmp_path: Path, fix: Path = FIX) -> Path:
+    """An attempt directory holding the stored two-client report of `fix`, hand-made clock readings and
+    run.json (its run from fio's own timestamp in the report, 6 s long)."""
     attempt = tmp_path / "attempt-1"
-    shutil.copytree(FIX, attempt / "clients", ignore=shutil.ignore_patterns("README.md"))
+    shutil.copytree(fix, attempt / "clients", ignore=shutil.ignore_patterns("README.md"))
+    text = (fix / "fio.json").read_text()
+    t0 = float(json.loads(text[text.find("{"):])["timestamp"])      # FIX: 1795672437
     # c0's clock runs 0.5 s ahead at the start (1000.6 against the midpoint 1000.1) and 0.6 s at the end:
     # mean 0.55 s; c1's 0.2 s behind at both (1000.2 against 1000.4; 2000.2 against 2000.4)
     clocks = {"start": [{"label": "c0", "storage_before": 1000.0, "client": 1000.6, "storage_after": 1000.2},
@@ -117,7 +123,7 @@ def _recorded_attempt(tmp_path: Path) -> Path:
               "end": [{"label": "c0", "storage_before": 2000.0, "client": 2000.7, "storage_after": 2000.2},
                       {"label": "c1", "storage_before": 2000.3, "client": 2000.2, "storage_after": 2000.5}]}
     (attempt / "clients" / "clocks.json").write_text(json.dumps(clocks))
-    run = {"t0": 1795672437.0, "t1": 1795672443.0, "t_start": 1795672437.0, "t_end": 1795672443.0, "ramp_s": 0,
+    run = {"t0": t0, "t1": t0 + 6, "t_start": t0, "t_end": t0 + 6, "ramp_s": 0,
            "pool": "", "devices": [], "kernel_devices": [], "workload": "randread", "context": {},
            "clients": {"endpoints": {"c0": "127.0.0.1,57747", "c1": "127.0.0.1,52907"}, "interval_ms": 500}}
     (attempt / "run.json").write_text(json.dumps(run))
@@ -202,7 +208,7 @@ def test_a_clients_run_measured_on_localhost(tmp_path):
     assert row["iops"] == pytest.approx(sum(e["read"]["total_ios"] * 1000 / e["read"]["runtime"] for e in entries))
     assert row["clients"] == 2 and 0 <= row["client_skew_ms"] < 3000
     assert len(client_table(raw)) == 2
-    assert (raw / "counters").is_dir() and math.isfinite(row["clat_p50_ns"])   # the storage node sampled, bins summed
+    assert (raw / "counters").is_dir() and math.isfinite(row["lat_p50_ns"])   # the storage node sampled, bins summed
 
 
 # --- the store: clients.parquet and the summed histogram ---------------------------------------------
@@ -212,15 +218,26 @@ def test_the_store_derives_clients_parquet_and_the_summed_histogram(tmp_path):
     from zbench_lib.sweeps.store.raw_check import client_frame
 
     raw = tmp_path / "raw"
-    attempt = _recorded_attempt(raw / "c1-r01")
+    attempt = _recorded_attempt(raw / "c1-r01", FIX_LAT)
     (attempt / "COMPLETE").write_text("")
     frame = client_frame([("c1-r01", {"cell_id": "c1"}, [])], raw)
-    assert list(frame["client"]) == ["c0", "c1"] and set(frame["run_id"]) == {"c1-r01"}
+    assert sorted(frame["client"]) == ["c0", "c1"] and set(frame["run_id"]) == {"c1-r01"}   # fio's report order
     assert list(frame["attempt"]) == [1, 1] and list(frame["total_ios"]) == [3001, 3001]
+    # each client's own p99, from its lat bins, is fio's own lat p99 for that client (the raw report)
+    text = (FIX_LAT / "fio.json").read_text()
+    fio_p99 = {{"57747": "c0", "52907": "c1"}[str(e["port"])]: float(e["read"]["lat_ns"]["percentile"]["99.000000"])
+               for e in json.loads(text[text.find("{"):])["client_stats"] if e["jobname"] != "All clients"}
+    assert dict(zip(frame["client"], frame["p99_ns"])) == fio_p99
     hist = attempt_histograms(attempt)
-    # the two clients' bins summed: 6002 reads in all, none from fio's "All clients" entry
+    # the two clients' lat bins summed: 6002 reads in all, none from fio's "All clients" entry (it has none)
     assert {h["direction"] for h in hist} == {"read"} and sum(h["count"] for h in hist) == 6002
     assert client_frame([("c1-r01", {"cell_id": "c1"}, [])], tmp_path / "none").empty
+    # a clients run recorded before lat bins (FIX: no lat_percentiles=1, its clat bins are not the latency
+    # reported) has no histogram rows, and still its clients' rows
+    old = _recorded_attempt(raw / "c2-r01", FIX)
+    (old / "COMPLETE").write_text("")
+    assert attempt_histograms(old) == []
+    assert list(client_frame([("c2-r01", {"cell_id": "c2"}, [])], raw)["total_ios"]) == [3001, 3001]
 
 
 def test_the_store_keeps_each_clients_own_bins_beside_their_sum(tmp_path):
@@ -228,17 +245,21 @@ def test_the_store_keeps_each_clients_own_bins_beside_their_sum(tmp_path):
     from zbench_lib.sweeps.store.raw_check import client_histogram_frame
 
     raw = tmp_path / "raw"
-    attempt = _recorded_attempt(raw / "c1-r01")
+    attempt = _recorded_attempt(raw / "c1-r01", FIX_LAT)
     (attempt / "COMPLETE").write_text("")
     frame = client_histogram_frame([("c1-r01", {"cell_id": "c1"}, [])], raw)
     assert list(frame.columns) == ["run_id", "attempt", "direction", "client", "bin_ns", "count"]
     assert set(frame["run_id"]) == {"c1-r01"} and set(frame["attempt"]) == {1} and set(frame["direction"]) == {"read"}
-    # fio.json: c0 (port 57747) and c1 (52907) each did 3001 reads in 107 and 108 non-empty bins, the first
-    # ones 30 ns: 69 and 67, 40 ns: 70 and 78 (fio's "All clients" entry has no bins)
+    # fio_clients_lat/fio.json, each client's read.lat_ns.bins read with plain json: c0 (port 57747) and c1
+    # (52907) each did 3001 reads in 146 and 153 non-empty bins; the fullest are c0's 708 ns (96; c1 79
+    # there) and c1's 740 ns (101; c0 72); the lowest c0's 70 ns and c1's 101 ns, one read each, their lat
+    # min (fio's "All clients" entry has no bins)
     per = frame.groupby("client")["count"].agg(["sum", "size"])
-    assert per.to_dict("index") == {"c0": {"sum": 3001, "size": 107}, "c1": {"sum": 3001, "size": 108}}
+    assert per.to_dict("index") == {"c0": {"sum": 3001, "size": 146}, "c1": {"sum": 3001, "size": 153}}
     at = frame.set_index(["client", "bin_ns"])["count"]
-    assert (at["c0", 30], at["c1", 30], at["c0", 40], at["c1", 40]) == (69, 67, 70, 78)
+    assert (at["c0", 708], at["c1", 708], at["c0", 740], at["c1", 740]) == (96, 79, 72, 101)
+    assert frame.groupby("client")["bin_ns"].min().to_dict() == {"c0": 70, "c1": 101}
+    assert (at["c0", 70], at["c1", 101]) == (1, 1)
     # summed over the clients they are the run's latency_hist rows, read by another path (fio_hist)
     summed = frame.groupby("bin_ns")["count"].sum().to_dict()
     assert summed == {h["bin_ns"]: h["count"] for h in attempt_histograms(attempt)}
@@ -246,12 +267,12 @@ def test_the_store_keeps_each_clients_own_bins_beside_their_sum(tmp_path):
 
 
 def _clients_store(root: Path) -> Path:
-    """A sweep store of one clients run (the recorded two-client report), its results rebuilt."""
+    """A sweep store of one clients run (the recorded two-client report with lat bins), its results rebuilt."""
     from zbench_lib.measure.rows import parse_results
     from zbench_lib.sweeps.store.store import Store
 
     store = root / "sweep"
-    attempt = _recorded_attempt(store / "raw" / "c1-r01")
+    attempt = _recorded_attempt(store / "raw" / "c1-r01", FIX_LAT)
     (attempt / "meta.json").write_text(json.dumps({"sweep": "s", "cell_id": "c1", "rep": 1, "attempt": 1,
                                                    "order_index": 0, "factors": {"clients": 2}}))
     (attempt / "COMPLETE").write_text("")
@@ -357,7 +378,7 @@ def _client_bins():
     rows = pd.DataFrame({"workload": "randwrite", "direction": "write", "clients": [2, 2, 1, 1],
                          "run_id": ["a", "b", "c", "d"], "attempt": 1, "pool_replicate": 1,
                          "iops": [100.0, 120.0, 30.0, 30.0], "total_ios": [10000, 2000, 300, 300],
-                         "clat_p99_ns": [7000.0, 7000.0, math.nan, math.nan], "tail_not_judged": "",
+                         "lat_p99_ns": [7000.0, 7000.0, math.nan, math.nan], "tail_not_judged": "",
                          "client_iops_min_share": [0.1, 0.5, 1.0, 1.0], "client_iops_max_share": [0.9, 0.5, 1.0, 1.0]})
     # each client's own bins per run: (run, client) -> {bin_ns: count}
     bins = {("a", "c1"): {1000: 990, 2000: 10},    # 1000 I/Os; 99% is 990: p99 1000

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import shutil
 import subprocess
 import time
@@ -29,6 +31,17 @@ from zbench_lib.zfs.targets import Zvol
 MiB = 1024 * 1024
 FIX = Path(__file__).parent / "fixtures" / "fio"
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+
+
+# fio's keys of zbench's percentile_list (50:90:95:99:99.9:99.99), as fio prints them
+FIO_KEYS = ("50.000000", "90.000000", "95.000000", "99.000000", "99.900000", "99.990000")
+
+
+def raw_json(path) -> dict:
+    """fio's JSON read with plain json, not the parser under test: the text before the first "{" (fio's
+    notes) left out and fio's bare -nan (a steady-state slope) read as NaN."""
+    text = Path(path).read_text()
+    return json.loads(re.sub(r'(?<![\w"])-nan\b', "NaN", text[text.find("{"):]))
 
 
 def options(text: str) -> dict:
@@ -151,6 +164,8 @@ def test_estimate_timeout():
 @pytest.mark.parametrize("workload", workload_names())
 def test_parse_real_json(workload):
     rows = parse_fio_json((FIX / f"host-{workload}.json").read_text())
+    raw = raw_json(FIX / f"host-{workload}.json")
+    (job,) = raw["jobs"]                     # group_reporting: one entry per job group
     assert rows and all(list(r) == COLUMNS for r in rows)
     expected = {"mixed": ["read", "write"], "randread": ["read"], "seqread": ["read"]}.get(workload, ["write"])
     assert [r["direction"] for r in rows] == expected
@@ -158,9 +173,21 @@ def test_parse_real_json(workload):
         assert r["workload"] == workload and r["fio_version"] == "fio-3.33"
         assert r["iops"] > 0 and r["io_bytes"] > 0 and r["runtime_ms"] > 0
         assert r["bw_bytes_s"] == pytest.approx(r["io_bytes"] / (r["runtime_ms"] / 1000), rel=0.01)
-        ps = [r[f"clat_{p}_ns"] for p in ("p50", "p90", "p95", "p99", "p99_9", "p99_99")]
+        # the reported latency is fio's lat_ns (issue to completion), read here from the raw JSON
+        d = job[r["direction"]]
+        ps = [r[f"lat_{p}_ns"] for p in ("p50", "p90", "p95", "p99", "p99_9", "p99_99")]
+        assert ps == [d["lat_ns"]["percentile"][k] for k in FIO_KEYS]
         assert ps == sorted(ps) and ps[0] > 0
-        assert r["lat_p99_ns"] >= r["clat_p99_ns"] * 0.99
+        assert [r[f"lat_{s}_ns"] for s in ("mean", "stddev", "min", "max")] == \
+            [d["lat_ns"][s] for s in ("mean", "stddev", "min", "max")]
+        # clat, the completion half, kept beside it to show the split; an I/O's lat is its slat + clat,
+        # so lat's p99 is never below clat's (0.99: fio's N of the two may differ by a few I/Os)
+        assert (r["clat_mean_ns"], r["clat_p99_ns"]) == (d["clat_ns"]["mean"], d["clat_ns"]["percentile"]["99.000000"])
+        assert r["lat_p99_ns"] >= r["clat_p99_ns"] * 0.99 and r["lat_mean_ns"] >= r["clat_mean_ns"]
+        # the I/O path, from the job's own options (the job's over the global ones)
+        opts = {**raw.get("global options", {}), **job["job options"]}
+        assert (r["ioengine"], r["direct"]) == (opts["ioengine"], int(opts["direct"]))
+        assert r["o_sync"] == {"1": "sync", "dsync": "dsync"}.get(opts.get("sync", "0"), "none")
         assert r["usr_cpu_pct"] >= 0 and r["error"] == 0
 
 
@@ -210,7 +237,8 @@ def test_run_fio_locally(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(names + ["fio.json", "fio.stderr", "job.fio"])
     rows = parse_fio_json(run.data)
     assert [r["direction"] for r in rows] == ["read", "write"]
-    # fio ran with json+: each direction's completion latencies come with their histogram bins
+    # fio ran with json+ and lat_percentiles=1: each direction's latencies (issue to completion) come with
+    # their histogram bins, one count per I/O
     bins = run_histograms(run.data)
     for r in rows:
         assert sum(b["count"] for b in bins if b["direction"] == r["direction"]) == r["total_ios"] > 0

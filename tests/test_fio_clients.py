@@ -4,8 +4,11 @@ and zbench's aggregate, checked against fio itself.
 The real tests start 2 and 4 `fio --server` daemons on 127.0.0.1 and drive a rate-limited
 ioengine=null job through one `fio --client` call (tiny: 1000 IOPS, 3 s, no disk). What they
 compare the aggregate with is computed here, independently, from fio's raw JSON: the sums of
-the per-client entries, and percentiles read from the raw bins with numpy. The parsing tests use
-a stored report of such a run (tests/fixtures/fio_clients/README.md).
+the per-client entries, and percentiles read from the raw lat_ns bins (issue to completion) with
+numpy. The parsing tests use stored reports of such a run: tests/fixtures/fio_clients/ (recorded
+without lat_percentiles=1: its lat_ns has no bins, kept for its clients' starts and window) and
+tests/fixtures/fio_clients_lat/ (the same job with lat_percentiles=1: lat_ns bins and percentiles);
+their README.md say how.
 """
 
 from __future__ import annotations
@@ -34,8 +37,9 @@ from zbench_lib.measure.fio_clients import (FioServers, ServerSpec, check_versio
                                             parse_version, run_clients)
 from zbench_lib.measure.fio_hist import percentile_of
 
-FIX = Path(__file__).parent / "fixtures" / "fio_clients"
-FIX_LABELS = {"127.0.0.1,57747": "c0", "127.0.0.1,52907": "c1"}
+FIX = Path(__file__).parent / "fixtures" / "fio_clients"            # before lat bins: starts, window, totals
+FIX_LAT = Path(__file__).parent / "fixtures" / "fio_clients_lat"    # with lat bins: histograms, percentiles
+FIX_LABELS = {"127.0.0.1,57747": "c0", "127.0.0.1,52907": "c1"}     # both fixtures' ports
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None or shutil.which("ss") is None,
                                reason="fio or ss not installed")
 JOB = """[global]
@@ -46,6 +50,9 @@ rw=randread
 time_based=1
 runtime={runtime}
 rate_iops=1000
+clat_percentiles=1
+lat_percentiles=1
+percentile_list=50:90:95:99:99.9:99.99
 [load]
 """
 
@@ -62,9 +69,10 @@ def raw_entries(data: dict) -> list[dict]:
 
 
 def numpy_percentile(entries: list[dict], q_num: int, q_den: int) -> float:
-    """fio's rule, written again: the first bin (by value) whose cumulative count reaches q x N."""
-    keys = np.concatenate([np.array(list(e["read"]["clat_ns"]["bins"]), dtype=np.int64) for e in entries])
-    counts = np.concatenate([np.array(list(e["read"]["clat_ns"]["bins"].values()), dtype=np.int64)
+    """fio's rule, written again: the first bin (by value) of the clients' summed lat_ns bins whose
+    cumulative count reaches q x N."""
+    keys = np.concatenate([np.array(list(e["read"]["lat_ns"]["bins"]), dtype=np.int64) for e in entries])
+    counts = np.concatenate([np.array(list(e["read"]["lat_ns"]["bins"].values()), dtype=np.int64)
                              for e in entries])
     values, where = np.unique(keys, return_inverse=True)
     summed = np.bincount(where, weights=counts).astype(np.int64)
@@ -160,20 +168,42 @@ def test_servers_need_distinct_labels_and_endpoints(tmp_path):
 # --- parsing the stored report ------------------------------------------------------------------
 
 def test_stored_report_parses_into_client_records():
-    stats = parse_client_json((FIX / "fio.json").read_text())
-    raw = raw_json(FIX / "fio.json")
+    stats = parse_client_json((FIX_LAT / "fio.json").read_text())
+    raw = raw_json(FIX_LAT / "fio.json")
     assert stats.fio_version == "fio-3.33"
-    assert stats.endpoints() == ("127.0.0.1,57747", "127.0.0.1,52907")
+    assert stats.endpoints() == tuple(f"{e['hostname']},{e['port']}" for e in raw_entries(raw))
+    assert set(stats.endpoints()) == set(FIX_LABELS)
     assert stats.all_clients is not None and stats.all_clients.direction("read").fio_percentiles == ()
-    for job, entry in zip(stats.jobs, raw_entries(raw)):
+    assert stats.all_clients.direction("read").bins == ()          # fio's "All clients" entry has neither
+    for job, entry in zip(stats.jobs, raw_entries(raw), strict=True):
         d, r = job.direction("read"), entry["read"]
         assert (d.total_ios, d.io_bytes, d.runtime_ms) == (r["total_ios"], r["io_bytes"], r["runtime"])
         assert job.direction("write") is None and job.job_start_ms is None    # 3.33 has no job_start
-        assert dict(d.bins) == {int(k): v for k, v in r["clat_ns"]["bins"].items()}
+        # the latency is fio's lat_ns (issue to completion), its bins and its moments, never clat_ns's
+        lat = r["lat_ns"]
+        assert dict(d.bins) == {int(k): v for k, v in lat["bins"].items()}
+        assert dict(d.bins) != {int(k): v for k, v in r["clat_ns"]["bins"].items()}
+        assert (d.lat_n, d.lat_mean_ns, d.lat_min_ns, d.lat_max_ns) == (lat["N"], lat["mean"], lat["min"], lat["max"])
+        assert dict(d.fio_percentiles) == {k: float(v) for k, v in lat["percentile"].items()}
         # one client's bins read fio's way give back fio's own list for that client
         keys, counts = zip(*d.bins)
         for key in ("50.000000", "99.000000", "99.900000"):
-            assert percentile_of(keys, counts, Fraction(key) / 100) == r["clat_ns"]["percentile"][key]
+            assert percentile_of(keys, counts, Fraction(key) / 100) == lat["percentile"][key]
+
+
+def test_a_report_recorded_before_lat_bins_has_no_bins_and_no_percentiles():
+    # tests/fixtures/fio_clients: its job had no lat_percentiles=1, so each client's lat_ns holds only fio's
+    # moments (its clat_ns has bins, which are not the latency zbench reports)
+    stats = parse_client_json((FIX / "fio.json").read_text())
+    raw = raw_json(FIX / "fio.json")
+    assert stats.endpoints() == ("127.0.0.1,57747", "127.0.0.1,52907")
+    for job, entry in zip(stats.jobs, raw_entries(raw), strict=True):
+        d, lat = job.direction("read"), entry["read"]["lat_ns"]
+        assert "bins" not in lat and "percentile" not in lat and entry["read"]["clat_ns"]["bins"]
+        assert d.bins == () and d.fio_percentiles == ()
+        assert (d.lat_n, d.lat_mean_ns, d.lat_min_ns, d.lat_max_ns) == (lat["N"], lat["mean"], lat["min"], lat["max"])
+    agg = aggregate(stats, "read", log_starts(FIX, FIX_LABELS, 500), tuple(FIX_LABELS))
+    assert agg.bins == () and all(p.note == "no histogram (json+ bins)" for p in agg.percentiles)
 
 
 def test_stored_logs_give_each_clients_start():
@@ -195,9 +225,29 @@ def test_aggregate_of_the_stored_report():
     assert agg.window.source == "iops log stamps" and agg.window.start_skew_ms == 121.0
     # the window runs from c1's start to c0's end (c0 started 121 ms earlier, both ran ~3 s)
     assert agg.window.length_ms == pytest.approx(1795672438772.0 + 3001 - 1795672438893.0)
-    assert agg.check.agree is True and agg.check.not_judged
-    assert {i.name for i in agg.check.items} == {"total_ios", "io_bytes", "iops", "clat_n", "clat_mean_ns",
-                                                 "clat_min_ns", "clat_max_ns"}
+    # recorded before lat bins: fio's totals are checked, its latency cannot be (no bins to sum)
+    assert agg.check.agree is True
+    assert {i.name for i in agg.check.items} == {"total_ios", "io_bytes", "iops"}
+    assert agg.check.not_judged == ("latency: the clients' output has no json+ bins",)
+
+
+def test_aggregate_of_the_stored_report_with_lat_bins_against_fios_all_clients_entry():
+    stats = parse_client_json((FIX_LAT / "fio.json").read_text())
+    entries = raw_entries(raw_json(FIX_LAT / "fio.json"))
+    fio_all = next(e for e in raw_json(FIX_LAT / "fio.json")["client_stats"] if e["jobname"] == "All clients")
+    agg = aggregate(stats, "read", log_starts(FIX_LAT, FIX_LABELS, 500), tuple(FIX_LABELS))
+    assert agg.total_ios == sum(e["read"]["total_ios"] for e in entries) == 6002
+    assert sum(c for _, c in agg.bins) == 6002                  # every read in one lat bin
+    for name, num, den in (("p50", 1, 2), ("p99", 99, 100), ("p99.9", 999, 1000)):
+        assert agg.percentile(name).value_ns == numpy_percentile(entries, num, den)
+    # the latency count, mean, min and max of the summed lat bins against fio's own lat_ns of "All clients"
+    assert agg.check.agree is True, agg.check
+    items = {i.name: i for i in agg.check.items}
+    assert set(items) == {"total_ios", "io_bytes", "iops", "lat_n", "lat_mean_ns", "lat_min_ns", "lat_max_ns"}
+    lat = fio_all["read"]["lat_ns"]
+    assert (items["lat_n"].fio, items["lat_mean_ns"].fio, items["lat_min_ns"].fio, items["lat_max_ns"].fio) == \
+        (lat["N"], lat["mean"], lat["min"], lat["max"])
+    assert agg.check.not_judged == ("percentiles: fio-3.33's 'All clients' entry has no percentiles or bins",)
 
 
 def test_without_starts_the_window_is_the_shortest_runtime_and_skew_is_not_measured():
@@ -255,13 +305,13 @@ def test_aggregate_against_fio_itself(tmp_path, n):
     rows = {r.endpoint: r for r in agg.clients}
     for e in entries:
         assert rows[f"{e['hostname']},{e['port']}"].total_ios == e["read"]["total_ios"]
-    # percentiles: from the summed bins, as numpy reads the raw bins
+    # percentiles: from the summed lat bins, as numpy reads the raw lat_ns bins
     for name, num, den in (("p50", 1, 2), ("p99", 99, 100), ("p99.9", 999, 1000)):
         assert agg.percentile(name).value_ns == numpy_percentile(entries, num, den)
     assert agg.percentile("p99").supported and agg.percentile("p99.9").supported == (agg.total_ios >= 10_000)
     # fio's own "All clients" entry: 3.33 prints one with totals and latency moments, no percentiles
     assert agg.check.agree is True, agg.check
-    assert {"total_ios", "io_bytes", "iops", "clat_mean_ns", "clat_min_ns", "clat_max_ns"} <= \
+    assert {"total_ios", "io_bytes", "iops", "lat_n", "lat_mean_ns", "lat_min_ns", "lat_max_ns"} <= \
         {i.name for i in agg.check.items}
     # every client's start, from its own stamped log; they ran together
     assert agg.window.source == "iops log stamps" and set(run.starts) == set(rows)

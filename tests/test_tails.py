@@ -12,6 +12,7 @@ itself (the reference call is in the test), never with the functions under test.
 
 import json
 import math
+import re
 import shutil
 import warnings
 from pathlib import Path
@@ -56,6 +57,11 @@ def _np_percentile(hist: dict, q: float) -> float:
     return float(keys[np.argmax(cum >= q * cum[-1] - 1e-9)])
 
 
+def _raw_json(path) -> dict:
+    """fio's JSON read with plain json, not the code under test (fio's bare -nan, a steady-state slope, as NaN)."""
+    return json.loads(re.sub(r'(?<![\w"])-nan\b', "NaN", Path(path).read_text()))
+
+
 def _rows(cells):
     """Results rows: cells is [(pool_replicate, run_id, total_ios)], one workload and direction."""
     return pd.DataFrame([dict(workload="randread", direction="read", layout="raidz1", pool_id=f"p{pr}",
@@ -84,16 +90,28 @@ def test_bin_edges_follow_fios_log_linear_layout():
 @pytest.mark.parametrize("workload", ["randread", "mixed"])
 def test_a_json_plus_run_gives_its_bins_and_fios_own_percentiles_back(workload):
     data = load_fio_json((FIX / f"host-jsonplus-{workload}.json").read_text())
+    raw = _raw_json(FIX / f"host-jsonplus-{workload}.json")
+    (job,) = raw["jobs"]                                      # group_reporting: the jobs' bins in one entry
     recs = run_histograms(data)
     for row in parse_fio_json(data):
         h = {r["bin_ns"]: r["count"] for r in recs if r["direction"] == row["direction"]}
+        # the bins are fio's lat_ns ones (issue to completion), not clat_ns's (the completion half)
+        lat, clat = (job[row["direction"]][k]["bins"] for k in ("lat_ns", "clat_ns"))
+        assert h == {int(k): c for k, c in lat.items()} != {int(k): c for k, c in clat.items()}
         assert sum(h.values()) == row["total_ios"]           # every I/O of the window is in a bin
         assert all(_mid(k) == k for k in h)                   # the keys are the bins' midpoints
         lo, hi = bin_edges(list(h))
         assert ((hi - lo) / lo).max() <= 1 / 64               # at most 1.6% wide (stat.h: 64 per octave)
         for key, name in PERCENTILES.items():                 # fio's own list, read from the same bins
-            assert percentile_of(list(h), list(h.values()), float(key) / 100) == row[f"clat_{name}_ns"]
-            assert _np_percentile(h, float(key) / 100) == row[f"clat_{name}_ns"]
+            printed = job[row["direction"]]["lat_ns"]["percentile"][key]
+            assert percentile_of(list(h), list(h.values()), float(key) / 100) == row[f"lat_{name}_ns"] == printed
+            assert _np_percentile(h, float(key) / 100) == printed
+    # the same run with clat bins alone (json+ without lat_percentiles=1) has no histogram: its bins are
+    # not of the latency the rows report
+    for direction in {r["direction"] for r in recs}:
+        del job[direction]["lat_ns"]["bins"]
+        assert job[direction]["clat_ns"]["bins"]
+    assert run_histograms(raw) == []
 
 
 def test_plain_json_runs_have_no_histogram():
@@ -109,16 +127,18 @@ def test_a_quantile_needs_ten_ios_beyond_it():
 
 
 def test_a_p99_99_from_3000_ios_is_not_judged_in_the_rows():
-    # A real run of the volblocksize example: 2,945 reads. fio printed p99.99 = 299,892,736 ns, the
-    # midpoint of the bin of its slowest read (max 299,158,130 ns): the "p99.99" was the maximum.
+    # A real run of the volblocksize example: 2,945 reads. fio printed a lat p99.99 of 299,892,736 ns, the
+    # midpoint of the bin of its slowest read (lat max 300,349,460 ns: 2^28 + 7 x 2^22 .. + 2^22): the
+    # "p99.99" was the maximum.
     with run_files(VBS, FEW_IOS_RUN) as attempt:
         fio = json.loads((attempt / "fio" / "fio.json").read_text())
         _, (row,) = run_record(attempt)
-    printed = fio["jobs"][0]["read"]["clat_ns"]["percentile"]
+    printed = fio["jobs"][0]["read"]["lat_ns"]["percentile"]
     assert row["total_ios"] == 2945 and printed["99.990000"] == 299892736
-    assert math.isnan(row["clat_p99_99_ns"]) and math.isnan(row["clat_p99_9_ns"])
-    assert math.isnan(row["lat_p99_9_ns"])
-    assert row["clat_p99_ns"] == printed["99.000000"]        # 2,945 >= 1,000: judged
+    assert math.isnan(row["lat_p99_99_ns"]) and math.isnan(row["lat_p99_9_ns"])
+    assert row["lat_p99_ns"] == printed["99.000000"]        # 2,945 >= 1,000: judged
+    # clat's p99, kept to show the split, is judged on the same count
+    assert row["clat_p99_ns"] == fio["jobs"][0]["read"]["clat_ns"]["percentile"]["99.000000"]
     assert row["tail_not_judged"] == "2945 I/Os: p99.9 needs 10000, p99.99 needs 100000"
 
 
@@ -225,10 +245,10 @@ def test_runs_without_bins_beside_runs_with_them_are_named():
 def test_conclusions_that_compare_p99_say_what_they_average():
     df = synthetic_results(400, seed=4, shape="volblocksize")
     cmp = A.compare_table(df, "iops", "volblocksize_bytes", 16384)
-    cmp99 = A.compare_table(df, "clat_p99_ns", "volblocksize_bytes", 16384)
+    cmp99 = A.compare_table(df, "lat_p99_ns", "volblocksize_bytes", 16384)
     assert TAIL_NOTE in A.conclusions_volblocksize(cmp, cmp99, None, "iops")
     assert TAIL_NOTE not in A.conclusions_volblocksize(cmp, None, None, "iops")
-    assert TAIL_NOTE in A.conclusions_compare(cmp99, "clat_p99_ns")
+    assert TAIL_NOTE in A.conclusions_compare(cmp99, "lat_p99_ns")
     assert TAIL_NOTE not in A.conclusions_compare(cmp, "iops")
 
 
@@ -246,7 +266,7 @@ def test_old_raw_without_bins_is_not_judged_rather_than_an_error():
     cell = t[(t["layout"] == "raidz2") & (t["volblocksize_bytes"] == 4096) & (t["workload"] == "randread")]
     runs = df[(df["layout"] == "raidz2") & (df["volblocksize_bytes"] == 4096) & (df["workload"] == "randread")]
     p99 = cell.set_index("percentile").loc["p99"]
-    assert p99["runs_median_ns"] == np.median(runs["clat_p99_ns"]) and "not the cell's" in p99["note"]
+    assert p99["runs_median_ns"] == np.median(runs["lat_p99_ns"]) and "not the cell's" in p99["note"]
     assert np.isnan(cell.set_index("percentile").loc["p99.99", "runs_median_ns"])   # 1,536-9,143 I/Os
     (line,) = A.tail_lines(t)
     assert line.startswith("Latency tails not judged: no histogram in raw (run before json+)")
@@ -267,14 +287,14 @@ def _small_store(tmp_path, runs=3):
 
 
 def _graft_bins(attempt: Path) -> dict:
-    """Give a plain-json run the bins json+ would have printed (all its reads at about 2 ms, ten at
+    """Give a plain-json run the lat bins json+ would have printed (all its reads at about 2 ms, ten at
     40 ms), as if it had been recorded after this change; returns the bins."""
     path = attempt / "fio" / "fio.json"
     data = json.loads(path.read_text())
     read = data["jobs"][0]["read"]
     n = read["total_ios"]
     bins = {str(_mid(2_000_000)): n - 10, str(_mid(40_000_000)): 10}
-    read["clat_ns"]["bins"] = bins
+    read["lat_ns"]["bins"] = bins         # the run had lat_percentiles=1: its lat_ns is there, without bins
     path.write_text(json.dumps(data))
     return {int(k): v for k, v in bins.items()}
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from zbench_lib.analysis.claims.caveats import io_path_line
 from zbench_lib.analysis.data.flags import select_admissible, truth_summary
 from zbench_lib.analysis.data.replication import to_units
 from zbench_lib.analysis.data.sweep_data import Sweep, load_sweep
@@ -178,7 +179,8 @@ class Result:
         raised = ", ".join(f"{r.flag[5:]} {r.raised}/{r.runs}" for r in self.raised().itertuples()) or "none"
         return [self.label,
                 f"{unit}: {_fmt(mean)} (95% CI {_fmt(lo)}-{_fmt(hi)}, n = {n} {unit_of_n})",
-                f"p99 latency: {self.p99_text()}",
+                # the wait from issue to completion, and the path it was measured on (issue 44)
+                f"p99 latency: {self.p99_text()}" + (f"; {path}" if (path := io_path_line(self.rows)) else ""),
                 f"truth checks: {runs} runs, {excluded} excluded, {described} described, "
                 f"{unjudged} with a check not judged; raised: {raised}",
                 f"store: {self.path}"]

@@ -71,7 +71,7 @@ def _client_rows(rows: pd.DataFrame, ran: pd.DataFrame) -> pd.DataFrame:
     (runs_median_ns) is then the client's, never the aggregate's under the client's name."""
     own = {"total_ios": "total_ios", "p99_ns": "lat_p99_ns"}
     own = {k: v for k, v in own.items() if k in ran}
-    aggregate = [c for c in rows if c.startswith(("lat_p", "sync_lat_p")) or c in own.values()]
+    aggregate = [c for c in rows if c.startswith(("lat_p", "clat_p", "sync_lat_p")) or c in own.values()]
     mine = ran[_RUN_KEYS + list(own)].drop_duplicates(_RUN_KEYS).rename(columns=own)
     return _int_attempt(rows.drop(columns=aggregate)).merge(mine, on=_RUN_KEYS)
 

@@ -45,7 +45,7 @@ _RUN_KEYS = ["run_id", "attempt", "direction"]
 
 def _column_of(q) -> str:
     """The fio row column of quantile q: lat_p99_9_ns for 0.999."""
-    return "clat_" + percentile_name(q).replace(".", "_") + "_ns"
+    return "lat_" + percentile_name(q).replace(".", "_") + "_ns"
 
 
 def _default_by(df: pd.DataFrame) -> list[str]:
