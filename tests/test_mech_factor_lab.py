@@ -26,6 +26,7 @@ import pandas as pd
 import pytest
 
 from conftest import own_lab, sweep_child
+from zbench_lib.analysis.data.flags import select_admissible
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.hosts import lab_faults
 from zbench_lib.hosts.lab import LabConfig
@@ -154,13 +155,21 @@ def test_libaio_and_psync_report_the_same_latency_for_the_same_writes(io_path_sw
     for run_id, w in raw.items():         # the store's bins are fio's lat_ns bins
         mine = hist[hist["run_id"] == run_id].set_index("bin_ns")["count"].to_dict()
         assert mine == {int(k): v for k, v in w["lat_ns"]["bins"].items() if v}, run_id
-    tails = cell_tails(df, hist, by=["ioengine"]).set_index(["ioengine", "percentile"])
+    # Only runs that measured the disks: a controller busy beside the lab slows nbdkit's model, and the
+    # check that measured it excludes the run (on an idle machine none is; see the module's text).
+    adm = select_admissible(df)
+    if adm.groupby("ioengine")["run_id"].nunique().reindex(["libaio", "psync"]).fillna(0).min() < 2:
+        lost = df[~df["run_id"].isin(adm["run_id"])]
+        assert lost["truth_flags"].str.contains("host_contention|emulation_bound").all(), lost["truth_flags"]
+        print(surface, "not judged: runs excluded", lost["truth_flags"].tolist())
+        return
+    tails = cell_tails(adm, hist, by=["ioengine"]).set_index(["ioengine", "percentile"])
     p99 = {e: tails.loc[(e, "p99"), "value_ns"] for e in ("libaio", "psync")}
     assert all(tails.loc[(e, "p99"), "status"] == "judged" for e in p99), tails
     print(surface, {e: v / 1e6 for e, v in p99.items()})
     assert p99["libaio"] == pytest.approx(p99["psync"], rel=0.2), (surface, p99)
     for engine, value in p99.items():
-        runs = df[df["ioengine"] == engine]["run_id"]
+        runs = adm[adm["ioengine"] == engine]["run_id"]
         assert value == _merged_p99(hist[hist["run_id"].isin(runs)]), engine
         fio_p99s = [raw[r]["lat_ns"]["percentile"]["99.000000"] for r in runs]
         assert value == pytest.approx(float(np.median(fio_p99s)), rel=0.2), (engine, value, fio_p99s)
