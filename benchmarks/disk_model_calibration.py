@@ -36,7 +36,7 @@ def build_fio_argv(uri: str, rw: str, bs: str, depth: int, runtime: int, *, span
     """One fio job on an NBD export: time-based, json output."""
     argv = ["fio", "--name=cal", "--ioengine=nbd", f"--uri={uri}", f"--rw={rw}", f"--bs={bs}",
             f"--iodepth={depth}", "--time_based", f"--runtime={runtime}", f"--size={span}",
-            "--randrepeat=0", "--output-format=json"]
+            "--randrepeat=0", "--lat_percentiles=1", "--output-format=json"]
     return argv + ([f"--fsync={fsync}"] if fsync else [])
 
 
@@ -44,7 +44,7 @@ def parse_fio(stdout: str, direction: str) -> dict:
     """IOPS and latency percentiles (ms) of one direction ('read', 'write' or 'sync')."""
     job = json.loads(stdout[stdout.index("{"):])["jobs"][0]   # fio's nbd engine prints a line first
     d = job[direction]
-    lat = d["lat_ns"] if direction == "sync" else d["clat_ns"]
+    lat = d["lat_ns"]          # issue to completion (fio's clat is the completion half only)
     pct = lat.get("percentile", {})
     row = {"iops": d.get("iops", lat.get("N", 0) / max(job["job_runtime"] / 1000, 1e-9)),
            "mb_s": d.get("bw_bytes", 0) / 1e6, "ios": lat.get("N", d.get("total_ios", 0))}

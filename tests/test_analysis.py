@@ -151,7 +151,7 @@ def test_space_check_and_volblocksize_conclusions():
     assert space.loc[("raidz2", 8192), "space_efficiency"] == pytest.approx(1 / 3)
     assert abs(space["rel_error"]).max() < 0.02
     cmp = A.compare_table(df, "iops", "volblocksize_bytes", 16384)
-    cmp99 = A.compare_table(df, "clat_p99_ns", "volblocksize_bytes", 16384)
+    cmp99 = A.compare_table(df, "lat_p99_ns", "volblocksize_bytes", 16384)
     text = A.conclusions_volblocksize(cmp, cmp99, space.reset_index(), "iops")
     best = [t for t in text if t.startswith("randwrite write raidz2")][0]
     assert "4K gives" in best and "the p99 latency" in best and "Holm p" in best

@@ -160,7 +160,7 @@ def test_volblocksize_example_writes_hold_space_holds_reads_not_judged(vbs_examp
         g = w[(w["layout"] == layout) & (w["volblocksize_bytes"] == vbs)]
         return g.groupby("pool_replicate")[metric].mean()
 
-    for metric, what in (("iops", "IOPS"), ("clat_p99_ns", "p99 latency")):
+    for metric, what in (("iops", "IOPS"), ("lat_p99_ns", "p99 latency")):
         cis = _holm_ratio_cis({lay: (pools(lay, 4096, metric), pools(lay, 131072, metric))
                                for lay in ("mirror", "raidz1", "raidz2")})
         for lay, (ratio, lo, hi, level) in cis.items():
@@ -301,7 +301,7 @@ def _writes(cells, flagged=(), bs=4096):
         for x, q in zip(iops, p99):
             rows.append(dict(workload="randwrite", template="randwrite", direction="write", layout=layout,
                              width=6, vdevs=1, data_disks=5, total_disks=6, volblocksize_bytes=block,
-                             bs_bytes=bs, iops=float(x), clat_p99_ns=q * 1e6,
+                             bs_bytes=bs, iops=float(x), lat_p99_ns=q * 1e6,
                              flag_host_contention=(layout, block) in flagged))
     return pd.DataFrame(rows)
 

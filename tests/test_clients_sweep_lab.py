@@ -181,7 +181,7 @@ def test_a_clients_sweep_gives_the_aggregate_and_a_row_per_client_and_a_sigterm_
     Store.open(sweep_dir).rebuild_results(parse_results)
     df = pd.read_parquet(sweep_dir / "results.parquet")
     clients = pd.read_parquet(sweep_dir / "clients.parquet")
-    print("\n", df[["run_id", "clients", "iops", "clat_p99_ns", "client_skew_ms", "client_iops_min_share",
+    print("\n", df[["run_id", "clients", "iops", "lat_p99_ns", "client_skew_ms", "client_iops_min_share",
                     "client_iops_max_share", "client_clock_uncertainty_ms", "truth_flags"]].to_string(),
           "\n", clients.to_string())
     # the committed run: two clients' aggregate, one row (writes only)
@@ -243,7 +243,7 @@ def test_an_iscsi_clients_sweep_logs_out_between_targets_and_a_sigterm_leaves_no
     Store.open(sweep_dir).rebuild_results(parse_results)
     df = pd.read_parquet(sweep_dir / "results.parquet")
     clients = pd.read_parquet(sweep_dir / "clients.parquet")
-    print("\n", df[["run_id", "sync", "clients", "access", "iops", "clat_p99_ns", "client_skew_ms",
+    print("\n", df[["run_id", "sync", "clients", "access", "iops", "lat_p99_ns", "client_skew_ms",
                     "client_iops_min_share", "truth_flags"]].to_string(), "\n", clients.to_string())
     assert len(df) == 1 and list(df["clients"]) == [2] and list(df["access"]) == ["iscsi"]
     assert list(df["sync"]) == ["standard"] and df.iloc[0]["iops"] > 0

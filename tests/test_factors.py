@@ -19,12 +19,15 @@ BEFORE = (("layout", "disks", "width", "vdevs", "mirror_width", "log", "ashift",
           + ("compression", "sync", "logbias", "primarycache", "secondarycache", "checksum", "copies", "atime",
              "special_small_blocks")
           + ("iodepth", "numjobs", "bs", "compressible_percent") + ("fs", "access"))
-ADDED = ("load", "clients")     # factors added since, at the end of the spec's list (issue 33: open loop; issue 30)
+# factors added since, at the end of the spec's list (issue 33: open loop; issue 30; issue 44: the I/O path)
+ADDED = ("load", "clients", "ioengine", "direct")
 
 
 def test_the_registry_lists_the_factors_in_the_order_the_spec_always_gave():
     assert factors.NAMES == BEFORE + ADDED
-    assert set(RAW_FACTORS) == {"layout", "disks", "model", "fill", "iodepth", "numjobs", "bs", "load"}
+    # the bare disks take the I/O path too (fio's engine and O_DIRECT on the device itself)
+    assert set(RAW_FACTORS) == {"layout", "disks", "model", "fill", "iodepth", "numjobs", "bs", "load", "ioengine",
+                                "direct"}
     assert factors.PROPERTIES == BEFORE[-15:-6]
 
 

@@ -45,8 +45,8 @@ def test_the_sync_templates_are_the_ones_expected():
 
 
 def test_a_spec_without_a_declared_path_is_seen_as_such():
-    spec = parse_spec(DATASET.replace("WORKLOADS", "{name: randwrite-sync}").replace("zfs: ['2.1', '2.3']", "zfs: ['2.3']"),
-                      name="t")
+    text = DATASET.replace("WORKLOADS", "{name: randwrite-sync}").replace("zfs: ['2.1', '2.3']", "zfs: ['2.3']")
+    spec = parse_spec(text, name="t")
     [w] = spec.workloads
     assert io_path.is_sync_study(spec) and not io_path.declared(w, spec.factors)
     assert io_path.describe(spec) == ["I/O path: randwrite-sync psync, buffered, O_SYNC (default)"]
@@ -60,8 +60,8 @@ def test_a_dataset_sweep_across_releases_with_o_direct_is_refused_in_one_line():
     parse_spec(DATASET.replace("WORKLOADS", "{name: randwrite, overrides: {direct: 0}}"), name="t")
     # a direct factor with a 1 level is refused too
     with pytest.raises(ConfigError, match="compares two I/O paths"):
-        parse_spec(DATASET.replace("WORKLOADS", "{name: randwrite}").replace("disks: [2],", "disks: [2], direct: [0, 1],"),
-                   name="t")
+        text = DATASET.replace("WORKLOADS", "{name: randwrite}").replace("disks: [2],", "disks: [2], direct: [0, 1],")
+        parse_spec(text, name="t")
 
 
 def test_a_zvol_or_nfs_release_comparison_with_o_direct_is_one_path():
@@ -75,7 +75,8 @@ def test_engine_and_direct_are_factors_that_reach_the_job_and_the_cell():
         "zfs: ['2.1', '2.3']", "ioengine: [libaio, psync], direct: [0]"), name="t")
     plan = expand(spec)
     assert sorted(c.factors["ioengine"] for c in plan.cells) == ["libaio", "psync"]
-    assert {c.fio["ioengine"] for c in plan.cells} == {"libaio", "psync"} and {c.fio["direct"] for c in plan.cells} == {0}
+    assert {c.fio["ioengine"] for c in plan.cells} == {"libaio", "psync"}
+    assert {c.fio["direct"] for c in plan.cells} == {0}
     with pytest.raises(ConfigError, match=r"factors.ioengine\[0\]: expected"):
         parse_spec(DATASET.replace("WORKLOADS", "{name: randwrite}").replace("zfs: ['2.1', '2.3']", "ioengine: [mmap]"),
                    name="t")

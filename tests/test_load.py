@@ -260,7 +260,7 @@ def _store(keys=P99_KEYS, reps=3):
                              "iops": (offered or 400) * 0.98, "total_ios": 1000, "offered_iops": offered,
                              "load_fraction": None if offered is None else offered / 400,
                              "load_achieved": None if offered is None else 0.98,
-                             "clat_p50_ns": 1.0, "clat_p99_ns": 1.0, "clat_p99_9_ns": 1.0})
+                             "lat_p50_ns": 1.0, "lat_p99_ns": 1.0, "lat_p99_9_ns": 1.0})
                 hist += _hist_rows(run_id, key)
     return pd.DataFrame(rows), pd.DataFrame(hist)
 

@@ -66,9 +66,9 @@ def test_every_template_yields_tidy_rows_with_percentiles_and_counters(
         assert r["iops"] > 0 and r["io_bytes"] > 0
         # A percentile is judged only on the I/Os that support it (methods §18): blank, with its
         # reason, below 10 / (1 - q) I/Os; the judged ones are positive and in order.
-        judged = [r[c] for c in ("clat_p50_ns", "clat_p99_ns", "clat_p99_99_ns") if r[c] == r[c]]
+        judged = [r[c] for c in ("lat_p50_ns", "lat_p99_ns", "lat_p99_99_ns") if r[c] == r[c]]
         assert judged and judged[0] > 0 and judged == sorted(judged), r
-        assert (r["clat_p99_99_ns"] != r["clat_p99_99_ns"]) == (r["total_ios"] < 100_000), r
+        assert (r["lat_p99_99_ns"] != r["lat_p99_99_ns"]) == (r["total_ios"] < 100_000), r
         assert (r["total_ios"] >= 100_000) or "p99.99 needs 100000" in r["tail_not_judged"], r
         assert r["samples_disk"] >= 2 and r["samples_cpu"] >= 2
         assert r["cpu_usr_pct"] + r["cpu_sys_pct"] > 0

@@ -13,6 +13,12 @@ by what those probes write (as much as a saturation run each; no probe's writes 
 nothing else. That row was computed by the code of that change (the typed planner), not by an
 independent one: it pins the plan against later drift, it does not check the change itself
 (tests/test_load.py does, by hand).
+Issue 44 changed eight template rows on purpose, each checked field by field against the plan the
+current code makes of the template as it was at 39032e7: iodepth-curve, iodepth-hdd and
+latency-vs-load only in `repetitions.metric` (clat_p99_ns -> lat_p99_ns); iscsi-clients and
+nfs-clients only in their cells' `fio.ioengine` and `fio.direct` (the I/O path declared); nfs-datastore,
+slog-l2arc-special and sync-slog in both, nothing else. The two io-path test specs are new, their rows
+computed by the planner of that change.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def _qd_df():
             for rep in range(3):
                 rows.append(dict(layout=lay, iodepth=qd, rep=rep,
                                  iops=base * np.log2(qd + 1) + rep,
-                                 clat_p99_ns=1e5 * qd * (1 + 0.01 * rep)))
+                                 lat_p99_ns=1e5 * qd * (1 + 0.01 * rep)))
     return pd.DataFrame(rows)
 
 
@@ -105,8 +105,8 @@ def test_plots_refuse_to_pool_configurations():
 
 
 def test_plot_latency_percentiles():
-    rows = [dict(config_id=c, rep=r, clat_p50_ns=1e5 * k, clat_p90_ns=2e5 * k, clat_p95_ns=3e5 * k,
-                 clat_p99_ns=5e5 * k, clat_p99_9_ns=1e6 * k, clat_p99_99_ns=4e6 * k)
+    rows = [dict(config_id=c, rep=r, lat_p50_ns=1e5 * k, lat_p90_ns=2e5 * k, lat_p95_ns=3e5 * k,
+                 lat_p99_ns=5e5 * k, lat_p99_9_ns=1e6 * k, lat_p99_99_ns=4e6 * k)
             for c, k in (("a", 1), ("b", 2)) for r in range(3)]
     fig = plots.plot_latency_percentiles(pd.DataFrame(rows))
     ax = fig.axes[0]

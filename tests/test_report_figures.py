@@ -171,21 +171,21 @@ def test_headline_iops_against_drives_with_the_per_vdev_model():
 
 
 def test_iops_vs_p99_and_latency_percentiles_have_units_and_n():
-    rows = [dict(layout=lay, iodepth=qd, rep=r, iops=base * qd + r, clat_p99_ns=1e5 * qd, clat_p50_ns=5e4 * qd)
+    rows = [dict(layout=lay, iodepth=qd, rep=r, iops=base * qd + r, lat_p99_ns=1e5 * qd, lat_p50_ns=5e4 * qd)
             for lay, base in (("mirror", 100), ("raidz2", 40)) for qd in (1, 4) for r in range(3 if qd == 1 else 1)]
     fig = plots.plot_iops_vs_p99_interactive(pd.DataFrame(rows))
     assert fig.layout.yaxis.title.text.endswith("(ms)") and "IOPS" in fig.layout.xaxis.title.text
     assert list(fig.data[0].text) == ["qd1", "qd4 n=1"]
     lat = plots.plot_latency_percentiles_interactive(pd.DataFrame(rows).assign(config_id=lambda d: d["layout"]
                                                                              + d["iodepth"].astype(str)))
-    assert lat.layout.yaxis.title.text == "completion latency (ms)" and lat.layout.yaxis.type == "log"
+    assert lat.layout.yaxis.title.text == "latency (ms)" and lat.layout.yaxis.type == "log"
     assert list(lat.data[0].x) == ["p50", "p99"]
 
 
 def test_volblocksize_map_shows_n_and_units():
-    df = pd.DataFrame([dict(layout=lay, volblocksize_bytes=v, rep=r, clat_p99_ms=2.0 + i)
+    df = pd.DataFrame([dict(layout=lay, volblocksize_bytes=v, rep=r, lat_p99_ms=2.0 + i)
                        for i, lay in enumerate(("raidz2", "mirror")) for v in (4096, 16384) for r in range(1 + i)])
-    fig = plots.plot_volblocksize_map_interactive(df, "clat_p99_ms")
+    fig = plots.plot_volblocksize_map_interactive(df, "lat_p99_ms")
     assert "ms" in fig.data[0].colorbar.title.text
     assert "<br>n=2<br>" in fig.data[0].text[0][0] and "<br>n=1<br>" in fig.data[0].text[1][0]
 
@@ -198,7 +198,7 @@ def _vbs_cells_df():
             reps = 1 if (lay, v) == ("mirror", 16384) else 4
             for r in range(reps):
                 rows.append(dict(layout=lay, volblocksize_bytes=v, rep=r, pool_replicate=1 + r % 2 if i == 0 else 1,
-                                 clat_p99_ns=(2e6 + 1e6 * i + v * 10) * (1 + 0.07 * r)))
+                                 lat_p99_ns=(2e6 + 1e6 * i + v * 10) * (1 + 0.07 * r)))
     return pd.DataFrame(rows)
 
 
@@ -212,13 +212,13 @@ def test_volblocksize_map_cells_show_n_and_the_summary_ci(layout):
     from zbench_lib.core.sizes import format_size
     df = _vbs_cells_df()
     d = df[df["layout"] == layout]              # raidz2 alone: two pool replicates, so n counts pools
-    table = summary(d, "clat_p99_ns", ["layout", "volblocksize_bytes"])
-    fig = plots.plot_volblocksize_map_interactive(d, "clat_p99_ns", title="t")
+    table = summary(d, "lat_p99_ns", ["layout", "volblocksize_bytes"])
+    fig = plots.plot_volblocksize_map_interactive(d, "lat_p99_ns", title="t")
     t = fig.data[0]
     unit = table["unit"].iloc[0]
     assert unit == ("pool" if layout == "raidz2" else "run")
     assert f"n {unit}s, 95% CI of the mean" in fig.layout.title.text
-    static = plots.plot_volblocksize_map(d, "clat_p99_ns")
+    static = plots.plot_volblocksize_map(d, "lat_p99_ns")
     static_texts = [x.get_text() for x in static.axes[0].texts]
     redraw = [x.get_text() for x in static_figure(fig).axes[0].texts]
     for _, r in table.iterrows():
@@ -283,7 +283,7 @@ def test_block_size_headline_draws_iops_and_p99_p999_with_intervals():
     assert {t.name.split()[-1] for t in tails_traces} == {"p99", "p99.9"}
     assert all(t.error_y.array is not None for t in tails_traces)
     assert list(fig.layout.xaxis3.categoryarray) == ["4K", "16K", "128K"]
-    assert fig.layout.yaxis3.title.text == "completion latency (ms, log)"
+    assert fig.layout.yaxis3.title.text == "latency (ms, log)"
 
 
 def test_forest_plot_draws_no_interval_where_the_text_says_not_judged():

@@ -94,7 +94,7 @@ def test_sweep_notebook_runs_headless_with_parameters(lab, tmp_path):
     assert sorted(dots["text"]) == sorted(df["run_id"].unique())
     assert figs[0]["layout"]["title"]["text"].startswith(f"sweep {sweep_dir.name}: 4/4 runs")
     # Each p99 is positive, or blank with its reason (fewer than 1,000 I/Os: methods §18).
-    assert (df["clat_p99_ns"].gt(0) | df["tail_not_judged"].str.contains("p99 needs 1000")).all()
+    assert (df["lat_p99_ns"].gt(0) | df["tail_not_judged"].str.contains("p99 needs 1000")).all()
     assert "flag_cache_served" in df
 
 

@@ -37,7 +37,7 @@ def test_summary_rows_are_configurations_as_people_write_them(vbs, table):
     runs = runs[(runs["layout"] == "raidz2") & (runs["volblocksize_bytes"] == 16384) & (runs["workload"] == "randread")]
     assert row["n"] == len(runs) and row["iops"] == pytest.approx(runs["iops"].mean())
     assert row["mib_s"] == pytest.approx(runs["bw_bytes_s"].mean() / 2 ** 20)
-    assert row["p99_ms"] == pytest.approx(runs["clat_p99_ns"].mean() / 1e6)
+    assert row["p99_ms"] == pytest.approx(runs["lat_p99_ns"].mean() / 1e6)
     assert row["drives"] == 6 and row["data_disks"] == 4
     assert row["iops_ci95_low"] < row["iops"] < row["iops_ci95_high"]
     # Every first attempt of one cell invalidated by hand (the example has no such cell since
@@ -159,13 +159,13 @@ def test_notebook_tables_are_readable():
     import numpy as np
     from zbench_lib.analysis.report.table_format import readable_html
     df = pd.DataFrame({"n": [3.0, np.nan], "mean": [1.5e-5, 12345.6], "p": [0.0001, 0.5749],
-                       "clat_p99_ns": [1.2e6, 3e6], "bw_bytes_s": [3.5 * 2 ** 20, 1e6], "flag_x": [True, None],
+                       "lat_p99_ns": [1.2e6, 3e6], "bw_bytes_s": [3.5 * 2 ** 20, 1e6], "flag_x": [True, None],
                        "volblocksize_bytes": [4096, 131072], "layout": ["raidz2", "<b>"]}, index=[7, 9])
     html = readable_html(df)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", html)
     assert cells[:8] == ["3", "0.0000150", "&lt;0.001", "1.20", "3.50", "yes", "4K", "raidz2"]
     assert cells[8:] == ["", "12,346", "0.575", "3.00", "0.954", "not judged", "128K", "&lt;b&gt;"]
-    assert "clat_p99 (ms)" in html and "bw (MiB/s)" in html
+    assert "lat_p99 (ms)" in html and "bw (MiB/s)" in html
     assert "<th" in html and ">7<" not in html                         # no index column
     long = readable_html(pd.DataFrame({"x": range(100)}), max_rows=10)
     assert "90 more rows not shown" in long
@@ -174,7 +174,7 @@ def test_notebook_tables_are_readable():
 def test_a_check_that_does_not_apply_leaves_a_run_fully_judged():
     runs = pd.DataFrame({"layout": "mirror", "vdevs": 1, "width": 2, "total_disks": 2, "data_disks": 1,
                          "workload": "randread", "direction": "read", "iops": [100.0, 110.0, 105.0],
-                         "bw_bytes_s": 4e5, "clat_p99_ns": 1e7, "run_id": ["r1", "r2", "r3"], "flagged": False,
+                         "bw_bytes_s": 4e5, "lat_p99_ns": 1e7, "run_id": ["r1", "r2", "r3"], "flagged": False,
                          "not_judged": ["write_amplification: no writes: does not apply",
                                         "write_amplification: no writes: does not apply; "
                                         "not_steady: no per-second series",
@@ -189,7 +189,7 @@ def test_p99_is_the_cells_from_merged_histograms_never_an_average_of_runs():
     # p99 (the 1,980th I/O) is 1 µs. Without histograms the table keeps the runs' mean.
     runs = pd.DataFrame({"layout": "mirror", "vdevs": 1, "width": 2, "total_disks": 2, "data_disks": 1,
                          "workload": "randread", "direction": "read", "iops": [100.0, 110.0],
-                         "bw_bytes_s": 4e5, "clat_p99_ns": [1000.0, 8000.0], "total_ios": 1000,
+                         "bw_bytes_s": 4e5, "lat_p99_ns": [1000.0, 8000.0], "total_ios": 1000,
                          "run_id": ["a", "b"], "attempt": 1, "flagged": False})
     hist = pd.DataFrame({"run_id": ["a", "b", "b"], "attempt": 1, "direction": "read",
                          "bin_ns": [1000, 1000, 8000], "count": [1000, 980, 20]})

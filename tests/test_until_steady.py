@@ -268,14 +268,14 @@ def test_a_sweep_killed_between_windows_resumes_to_exactly_its_planned_rows(tmp_
 # -- the analysis: the estimate from the first windows, where any run was extended -----------------
 
 def test_the_sensitivity_line_offers_the_first_windows():
-    df = pd.DataFrame({"run_id": ["a", "b", "c"], "iops": [100.0, 110.0, 120.0], "clat_p99_9_ns": [5.0, 6.0, 7.0],
+    df = pd.DataFrame({"run_id": ["a", "b", "c"], "iops": [100.0, 110.0, 120.0], "lat_p99_9_ns": [5.0, 6.0, 7.0],
                        "windows": [1, 3, math.nan], "first_window_iops": [100.0, 80.0, math.nan]})
     (alt,) = [a for a in sensitivity_alternatives(df, df) if a.key == "windows"]
     assert "windows" in SENSITIVITY_KEYS and alt.label.startswith("first windows")
     assert alt.changed["run_id"].tolist() == ["b"]
     assert alt.runs["iops"].tolist() == [100.0, 80.0, 120.0]
     # a figure without its first window's value is not known for that run under the alternative
-    assert alt.runs["clat_p99_9_ns"].isna().tolist() == [False, True, False]
+    assert alt.runs["lat_p99_9_ns"].isna().tolist() == [False, True, False]
     assert not [a for a in sensitivity_alternatives(df.assign(windows=1), df) if a.key == "windows"]
 
 

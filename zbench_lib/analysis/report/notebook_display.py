@@ -96,7 +96,9 @@ def figure_caption(title: str = "", sweeps=None) -> str:
         text += f"Run {r['run_id']}: {r.get('layout_label', r.get('layout', ''))}, repetition {r.get('rep', '?')}. "
     text += "fio " + "; ".join(fio_parameters(results, named or known)) + "."
     # A figure saved or pasted alone keeps what the disks were and which zbench drew it (issue 31).
-    text += f" {caveat_line(results)} {zbench_stamp()}."
+    # ... and the I/O path of the workloads it shows, not of every workload of the sweep
+    shown = results[results["workload"].isin(named)] if named and "workload" in results else results
+    text += f" {caveat_line(shown)} {zbench_stamp()}."
     if any(is_synthetic(s) for s in sweeps):
         text = "SYNTHETIC DATA, not measured. " + text
     return text

@@ -115,10 +115,6 @@ _WORKLOAD = (
     # the data the workloads write and the prefill lays down, as fio's buffer_compress_percentage
     # (0: incompressible); what the compressible_data check judges against
     Factor("compressible_percent", _int(0, 100), "compressible_percent", ZFS),
-    # the I/O path (issue 44): fio's engine and O_DIRECT, as a workload's overrides set them; a factor
-    # when the path is the question (a database's buffered psync against a VM's libaio O_DIRECT)
-    Factor("ioengine", _choice(*sorted(IOENGINES)), "ioengine"),
-    Factor("direct", _int(0, 1), "direct"),
 )
 _TARGET = (
     # fs (zvol sweeps): none, fio on the zvol itself, or ext4, on a file in ext4 made on the zvol
@@ -136,8 +132,11 @@ _LOAD = (Factor("load", load_level, "load"),)
 _CLIENTS = (Factor("clients", _int(1, MAX_CLIENTS), "clients", (DATASET, ZVOL),
                    "clients (client VMs on a datastore) is a factor of a dataset sweep with access: nfs "
                    "or a zvol sweep with access: iscsi"),)
+# the I/O path (issue 44): fio's engine and O_DIRECT, as a workload's overrides set them; a factor when the
+# path is the question (a database's buffered psync against a VM's libaio O_DIRECT; sweeps/spec/io_path.py)
+_IO_PATH = (Factor("ioengine", _choice(*sorted(IOENGINES)), "ioengine"), Factor("direct", _int(0, 1), "direct"))
 FACTORS: tuple[Factor, ...] = (*_POOL, *_POOL_SETTINGS, *_BLOCKS, *_PROPERTIES, *_WORKLOAD, *_TARGET, *_LOAD,
-                               *_CLIENTS)
+                               *_CLIENTS, *_IO_PATH)
 BY_NAME = {f.name: f for f in FACTORS}
 NAMES = tuple(BY_NAME)
 PROPERTIES = tuple(f.name for f in _PROPERTIES)     # the target's ZFS properties (plan: a target's settings)
