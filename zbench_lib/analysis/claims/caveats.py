@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from zbench_lib.sweeps.spec.io_path import DIRECT_IO_RELEASE, release
+
 
 # What a client-side number includes (issue 30; hosts/lab_clients.py says why the path is so), by
 # how the clients reached the datastore (the rows' `access`).
@@ -70,8 +72,8 @@ def _release_paths(df: pd.DataFrame) -> list[str]:
     rows = df[(df["surface"].astype(str) == "dataset") & (df["direct"].astype(str).isin(["1", "1.0"]))]
     if "access" in rows.columns:
         rows = rows[rows["access"].fillna("local").astype(str) == "local"]
-    releases = sorted(set(rows["zfs"].dropna().astype(str)))
-    if len(releases) < 2 or not any(r < "2.3" for r in releases) or not any(r >= "2.3" for r in releases):
+    releases = sorted(set(rows["zfs"].dropna().astype(str)), key=release)
+    if not releases or not release(releases[0]) < DIRECT_IO_RELEASE <= release(releases[-1]):
         return []
     return [f"Dataset rows with direct=1 on OpenZFS {', '.join(releases)} compare two I/O paths: 2.3 honours "
             "O_DIRECT on a file (Direct I/O: data blocks straight to the pool, a sync write leaves only a pointer "

@@ -15,7 +15,8 @@ from zbench_lib.sweeps.spec.values import fail
 DIRECT_IO_RELEASE = (2, 3)     # the first OpenZFS release with Direct I/O on files (O_DIRECT honoured)
 
 
-def _release(v: str) -> tuple[int, int]:
+def release(v: str) -> tuple[int, int]:
+    """'2.3' as (2, 3), to compare releases as numbers."""
     major, minor = str(v).split(".")[:2]
     return int(major), int(minor)
 
@@ -35,7 +36,7 @@ def _local_dataset(surface: str, factors: dict, target: dict) -> bool:
 
 def check_release_paths(surface: str, factors: dict, target: dict, workloads) -> None:
     """Refuse a local dataset sweep over OpenZFS releases on both sides of Direct I/O with direct=1."""
-    releases = [_release(r) for r in factors.get("zfs", [])]
+    releases = [release(r) for r in factors.get("zfs", [])]
     if not _local_dataset(surface, factors, target) or not releases:
         return
     if not (min(releases) < DIRECT_IO_RELEASE <= max(releases)):
@@ -69,8 +70,7 @@ def declared(workload, factors: dict) -> bool:
 def is_sync_study(spec) -> bool:
     """A study of durable writes: a sync factor or setting, or a workload that writes O_SYNC or fsyncs."""
     def syncs(w):
-        return any(int(bool(w.overrides.get(k, w.kind.defaults[k]) not in (0, "0", "none", False)))
-                   for k in ("sync", "fsync"))
+        return any(w.overrides.get(k, w.kind.defaults[k]) not in (0, "0", "none", False) for k in ("sync", "fsync"))
     return "sync" in spec.factors or "sync" in spec.target or any(syncs(w) for w in spec.workloads)
 
 
