@@ -29,10 +29,11 @@ from pathlib import Path
 from zbench_lib.core import paths
 from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.core.signals import signals_deferred, terminate_as_exit
-from zbench_lib.hosts import lab_image
+from zbench_lib.hosts import lab_image, lab_restore
 from zbench_lib.hosts.disk_models import DiskModel, parse_model
 from zbench_lib.hosts.kvm import choose_accel
-from zbench_lib.hosts.lab_config import QEMU, LabConfig, guest_disk_path
+from zbench_lib.hosts.lab_config import LabConfig, guest_disk_path
+from zbench_lib.hosts.lab_qemu import disk_device, drive_options, lab_disks, machine_argv, nbd_socket
 from zbench_lib.hosts.lab_state import (check_can_start, connection_kwargs, process_start_time,
                                          remove_stale, take_lock)
 from zbench_lib.hosts.nbd_disk import start_nbd_disk, stop_nbd_disk
@@ -68,6 +69,9 @@ class Lab:
         self.port: int | None = None
         self.accel: str | None = None
         self.boot_s: float | None = None
+        self.start_kind: str | None = None      # "restored" from a saved VM state, or "cold"
+        self.start_note = ""                    # why it was not restored, or that a state was saved first
+        self.restored: dict = {}                # what the restore found (the guest clock's drift)
         self.image: Path | None = None
         self._signals = None
         self._lock_fd: int | None = None
@@ -96,22 +100,90 @@ class Lab:
             self._create_disks()
             self.accel = choose_accel(self.cfg.accel, self.image / "vmlinuz")
             t0 = time.monotonic()
-            for attempt in range(3):      # the chosen port may be taken before QEMU binds it
-                self.port = _free_port()
-                self._start_qemu()
-                try:
-                    self._wait_ready(t0)
-                    break
-                except _PortTaken:
-                    continue
-            else:
-                raise ZbenchError("could not bind a loopback port for the lab's SSH")
+            self._start(t0)
             self.boot_s = time.monotonic() - t0
             self._write_state()
         except BaseException:
             self.down()
             raise
         return self
+
+    def _start(self, t0: float) -> None:
+        """Restore the machine's saved state (saved first if this shape has none); boot cold when
+        restoring is off or the state cannot be loaded, saying why in `start_note`."""
+        state, self.start_note = self._saved_state()
+        if state is not None:
+            try:
+                self._root_overlay(state.root, "qcow2")
+                _with_free_port(lambda: self._restore(state, t0))
+                self.start_kind = "restored"
+                return
+            except lab_restore.RestoreFailed as exc:
+                lab_restore.discard(state)
+                self.start_note = f"the saved state was not loaded, so it was removed: {exc}"
+                self._stop_qemu()
+        self._root_overlay(self.image / "rootfs.raw", "raw")
+        _with_free_port(lambda: self._cold_boot(t0))
+        self.start_kind = "cold"
+
+    def _saved_state(self) -> tuple[lab_restore.SavedState | None, str]:
+        if not lab_restore.enabled():
+            return None, "ZBENCH_LAB_RESTORE=0: booted cold"
+        try:
+            state, saved = lab_restore.ensure(self.image, self.cfg, self.accel, self._boot_bare)
+        except ZbenchError as exc:
+            return None, f"no VM state could be saved, so it booted cold: {exc}"
+        return state, ("first lab of this machine shape: booted once and saved" if saved else "")
+
+    def _boot_bare(self, work: Path, root: Path):
+        """The machine without data disks, booted in `work` for a state to be saved (lab_restore)."""
+        box: dict = {}
+
+        def boot():
+            box["port"] = _free_port()
+            argv = machine_argv(self.cfg, name=f"state-{self.cfg.name}", accel=self.accel,
+                                image=self.image, lab_dir=work, port=box["port"], root=root)
+            box["proc"] = self._popen(argv, work / "qemu.log")
+            box["host"] = SSHHost(**connection_kwargs(box["port"], self.image), connect_timeout=5,
+                                  name=f"lab-state:{self.cfg.name}")
+            try:
+                _wait_ssh(box["proc"], box["host"], work, self.cfg.boot_timeout_s, self.accel, time.monotonic())
+            except BaseException:
+                if box["proc"].poll() is None:
+                    box["proc"].kill()
+                raise
+        _with_free_port(boot)
+        return box["proc"], box["host"]
+
+    def _restore(self, state: lab_restore.SavedState, t0: float) -> None:
+        self.port = _free_port()
+        self.proc = self._popen(self.machine_argv() + lab_restore.incoming_argv(state), self.dir / "qemu.log")
+        try:
+            lab_restore.wait_loaded(self.dir / "qmp.sock", self.proc, self.dir / "qemu.log")
+        except lab_restore.RestoreFailed:
+            if "Could not set up host forwarding" in (self.dir / "qemu.log").read_text(errors="replace"):
+                raise _PortTaken() from None
+            raise
+        lab_restore.hotplug(self.dir / "qmp.sock",
+                            [(s, drive_options(self.cfg, self.dir, s, m)) for s, m in lab_disks(self.cfg)])
+        self.host = SSHHost(**self.connection(), connect_timeout=5, name=f"lab:{self.cfg.name}")
+        _wait_ssh(self.proc, self.host, self.dir, self.cfg.boot_timeout_s, self.accel, t0)
+        self.restored = lab_restore.fix_up(self.host, self.data_disks + self.extra_disks)
+
+    def _cold_boot(self, t0: float) -> None:
+        self.port = _free_port()
+        self.proc = self._popen(self.qemu_argv(), self.dir / "qemu.log")
+        self.host = SSHHost(**self.connection(), connect_timeout=5, name=f"lab:{self.cfg.name}")
+        _wait_ssh(self.proc, self.host, self.dir, self.cfg.boot_timeout_s, self.accel, t0)
+
+    def _stop_qemu(self) -> None:
+        if self.host:
+            self.host.close()
+            self.host = None
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
 
     def down(self) -> None:
         """Stop QEMU and remove every file of this lab. Safe to call twice.
@@ -163,10 +235,12 @@ class Lab:
             stop_nbd_disk(self.nbd.pop(serial))
 
     # --- pieces --------------------------------------------------------------
+    def _root_overlay(self, backing: Path, backing_format: str) -> None:
+        (self.dir / "root.qcow2").unlink(missing_ok=True)
+        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", backing_format, "-b",
+                        str(backing), str(self.dir / "root.qcow2")], check=True, capture_output=True)
+
     def _create_disks(self):
-        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
-                        str(self.image / "rootfs.raw"), str(self.dir / "root.qcow2")],
-                       check=True, capture_output=True)
         for serial in self.cfg.data_serials:
             _sparse(self.dir / f"{serial}.raw", self.cfg.disk_bytes)
         for serial in self.cfg.extra_serials:
@@ -183,81 +257,35 @@ class Lab:
             exit_with_parent=not self.detach, start_new_session=True)
 
     def nbd_socket(self, serial: str) -> Path:
-        return self.dir / f"{serial}.nbd.sock"
+        return nbd_socket(self.dir, serial)
 
-    def _drive_options(self, serial: str, model: DiskModel) -> list[str]:
-        """`-drive` options of one disk: a throttled file, or nbdkit's socket (a mech: model, or
-        passthrough under a throttle model's QEMU throttle)."""
-        if self.cfg.served(serial):
-            # cache=writeback: the guest sees a volatile write cache, so its flushes reach the
-            # model (NBD_CMD_FLUSH) instead of QEMU answering them; there is no host page cache on
-            # a socket. A mech: model has no throttle (the model is the envelope).
-            return ["driver=raw", "file.driver=nbd", "file.server.type=unix",
-                    f"file.server.path={self.nbd_socket(serial)}", "if=none", f"id={serial}",
-                    "cache=writeback", "discard=unmap", *model.qemu_throttle_options()]
-        return [f"file={self.dir / (serial + '.raw')}", "if=none", f"id={serial}", "format=raw",
-                f"cache={self.cfg.disk_cache}", "aio=threads", "discard=unmap",
-                *model.qemu_throttle_options()]
+    def machine_argv(self) -> list[str]:
+        return machine_argv(self.cfg, name=self.cfg.name, accel=self.accel, image=self.image,
+                            lab_dir=self.dir, port=self.port, root=self.dir / "root.qcow2")
 
     def qemu_argv(self) -> list[str]:
-        d = self.dir
-        accel = "kvm" if self.accel == "kvm" else "tcg,thread=multi"
-        argv = [QEMU, "-name", f"zbench-lab-{self.cfg.name}", "-accel", accel,
-                "-smp", str(self.cfg.cpus), "-m", str(self.cfg.memory_mib),
-                "-nodefaults", "-display", "none", "-vga", "none", "-monitor", "none",
-                "-serial", f"file:{d / 'serial.log'}",
-                "-qmp", f"unix:{d / 'qmp.sock'},server=on,wait=off",
-                "-kernel", str(self.image / "vmlinuz"), "-initrd", str(self.image / "initrd.img"),
-                "-append", "root=LABEL=zbench-root rw console=ttyS0 net.ifnames=0 quiet",
-                # The root disk comes first on the PCI bus so that it is /dev/vda.
-                "-drive", f"file={d / 'root.qcow2'},if=none,id=root,format=qcow2,cache=unsafe",
-                "-device", "virtio-blk-pci,drive=root,serial=zbroot",
-                "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
-                "-device", "virtio-net-pci,netdev=n0"]
-        disks = [(s, self.cfg.model) for s in self.cfg.data_serials]
-        disks += [(s, self.cfg.extra_model) for s in self.cfg.extra_serials]
-        for serial, model in disks:
-            argv += ["-drive", ",".join(self._drive_options(serial, model)),
-                     "-device", f"virtio-blk-pci,drive={serial},serial={serial},id=dev-{serial}"]
+        """A cold boot's command line: the machine and every disk."""
+        argv = self.machine_argv()
+        for serial, model in lab_disks(self.cfg):
+            argv += ["-drive", ",".join(drive_options(self.cfg, self.dir, serial, model)),
+                     "-device", disk_device(serial)]
         return argv
 
-    def _start_qemu(self):
-        log = open(self.dir / "qemu.log", "w")
-        self.proc = subprocess.Popen(self.qemu_argv(), stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True,
-                                     preexec_fn=None if self.detach else _die_with_parent,
-                                     pass_fds=(self._lock_fd,) if self._lock_fd is not None else ())
-        log.close()
-
-    def _wait_ready(self, t0: float):
-        self.host = SSHHost(**self.connection(), connect_timeout=5, name=f"lab:{self.cfg.name}")
-        while True:
-            if self.proc.poll() is not None:
-                log = (self.dir / "qemu.log").read_text(errors="replace")
-                if "Could not set up host forwarding" in log:
-                    raise _PortTaken()
-                raise ZbenchError(f"QEMU exited with {self.proc.returncode} while booting:\n"
-                                  f"{log[-2000:]}\n--- serial ---\n{self.serial_tail()}")
-            if time.monotonic() - t0 > self.cfg.boot_timeout_s:
-                raise ZbenchError(f"lab did not answer SSH within {self.cfg.boot_timeout_s:.0f} s "
-                                  f"({self.accel}); serial console tail:\n{self.serial_tail()}")
-            res = self.host.run(["true"], check=False, timeout=15)
-            if res.ok:
-                # zfs.ko is loaded by systemd-modules-load; wait until /dev/zfs exists.
-                self.host.run(["sh", "-c", "for i in $(seq 60); do [ -e /dev/zfs ] && exit 0; "
-                               "modprobe zfs 2>/dev/null; sleep 1; done; exit 1"], timeout=90)
-                self.host.run(["udevadm", "settle"], timeout=60)
-                return
-            time.sleep(1)
+    def _popen(self, argv: list[str], log_path: Path) -> subprocess.Popen:
+        with open(log_path, "w") as log:
+            return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    preexec_fn=None if self.detach else _die_with_parent,
+                                    pass_fds=(self._lock_fd,) if self._lock_fd is not None else ())
 
     def serial_tail(self, n: int = 30) -> str:
-        p = self.dir / "serial.log"
-        return "\n".join(p.read_text(errors="replace").splitlines()[-n:]) if p.exists() else ""
+        return _tail(self.dir / "serial.log", n)
 
     def _write_state(self):
         state = {"pid": self.proc.pid, "qemu_start_ticks": process_start_time(self.proc.pid),
                  "owner_pid": os.getpid(), "port": self.port, "accel": self.accel, "image": str(self.image),
-                 "boot_s": round(self.boot_s, 1), "config": self.cfg.to_dict(),
+                 "boot_s": round(self.boot_s, 1), "start": self.start_kind, "start_note": self.start_note,
+                 **self.restored, "config": self.cfg.to_dict(),
                  "data_disks": [guest_disk_path(s) for s in self.cfg.data_serials],
                  "extra_disks": [guest_disk_path(s) for s in self.cfg.extra_serials],
                  "nbdkit": {s: {"pid": p.pid, "start_ticks": process_start_time(p.pid)}
@@ -314,11 +342,48 @@ class Lab:
     def provenance(self) -> dict:
         return {"lab_config": self.cfg.to_dict(), "lab_accel": self.accel, "lab_port": self.port,
                 "lab_image": self.image.name if self.image else None, "lab_boot_s": self.boot_s,
+                "lab_start": self.start_kind, "lab_start_note": self.start_note or None,
+                "lab_clock_drift_s": self.restored.get("clock_drift_s"),
                 "lab_disk_models": {s: m.to_dict() for s, m in self.models.items()}}
 
 
 class _PortTaken(Exception):
     pass
+
+
+def _with_free_port(start) -> None:
+    """`start()` again on another port when the chosen one was taken before QEMU bound it."""
+    for _attempt in range(3):
+        try:
+            return start()
+        except _PortTaken:
+            continue
+    raise ZbenchError("could not bind a loopback port for the lab's SSH")
+
+
+def _wait_ssh(proc: subprocess.Popen, host: SSHHost, lab_dir: Path, timeout_s: float, accel: str, t0: float):
+    """Until the guest answers ssh with /dev/zfs present and udev settled."""
+    while True:
+        if proc.poll() is not None:
+            log = (lab_dir / "qemu.log").read_text(errors="replace")
+            if "Could not set up host forwarding" in log:
+                raise _PortTaken()
+            raise ZbenchError(f"QEMU exited with {proc.returncode} while booting:\n"
+                              f"{log[-2000:]}\n--- serial ---\n{_tail(lab_dir / 'serial.log')}")
+        if time.monotonic() - t0 > timeout_s:
+            raise ZbenchError(f"lab did not answer SSH within {timeout_s:.0f} s "
+                              f"({accel}); serial console tail:\n{_tail(lab_dir / 'serial.log')}")
+        if host.run(["true"], check=False, timeout=15).ok:
+            # zfs.ko is loaded by systemd-modules-load; wait until /dev/zfs exists.
+            host.run(["sh", "-c", "for i in $(seq 60); do [ -e /dev/zfs ] && exit 0; "
+                      "modprobe zfs 2>/dev/null; sleep 1; done; exit 1"], timeout=90)
+            host.run(["udevadm", "settle"], timeout=60)
+            return
+        time.sleep(1)
+
+
+def _tail(path: Path, n: int = 30) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-n:]) if path.exists() else ""
 
 
 def _sparse(path: Path, size: int):
