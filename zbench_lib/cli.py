@@ -34,8 +34,11 @@ def cmd_lab_build(args):
 def cmd_lab_up(args):
     from zbench_lib.hosts.lab import Lab
     lab = Lab(_lab_config(args), detach=True).up()
-    print(f"lab {args.name!r} up in {lab.boot_s:.0f} s ({lab.accel}), ssh port {lab.port}, "
+    how = "restored from its saved VM state" if lab.start_kind == "restored" else "booted cold"
+    print(f"lab {args.name!r} up in {lab.boot_s:.1f} s ({how}, {lab.accel}), ssh port {lab.port}, "
           f"{args.disks} x {args.disk_size} disks, model {lab.cfg.model.name}")
+    if lab.start_note:
+        print(f"  {lab.start_note}")
     for p in lab.data_disks + lab.extra_disks:
         print(f"  {p}")
     lab.host.close()

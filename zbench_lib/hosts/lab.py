@@ -23,6 +23,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from zbench_lib.hosts import lab_image, lab_restore
 from zbench_lib.hosts.disk_models import DiskModel, parse_model
 from zbench_lib.hosts.kvm import choose_accel
 from zbench_lib.hosts.lab_config import LabConfig, guest_disk_path
+from zbench_lib.hosts.lab_group import lasting_popen
 from zbench_lib.hosts.lab_qemu import disk_device, drive_options, lab_disks, machine_argv, nbd_socket
 from zbench_lib.hosts.lab_state import (check_can_start, connection_kwargs, process_start_time,
                                          remove_stale, take_lock)
@@ -95,7 +97,8 @@ class Lab:
         self.dir.mkdir(parents=True)
         if not self.detach:
             atexit.register(self.down)
-            self._install_signal_handlers()
+            if threading.current_thread() is threading.main_thread():      # else: lab_group.up_together
+                self.install_signal_handlers()
         try:
             self._create_disks()
             self.accel = choose_accel(self.cfg.accel, self.image / "vmlinuz")
@@ -252,9 +255,9 @@ class Lab:
     def _start_nbd(self, serial: str, mech: str) -> None:
         # Detached, nbdkit outlives this process with QEMU (stop_lab ends both, by recorded pid);
         # owned, it dies with it.
-        self.nbd[serial] = start_nbd_disk(
+        self.nbd[serial] = lasting_popen(lambda: start_nbd_disk(
             self.nbd_socket(serial), self.dir / f"{serial}.raw", mech, log=self.dir / f"{serial}.nbdkit.log",
-            exit_with_parent=not self.detach, start_new_session=True)
+            exit_with_parent=not self.detach, start_new_session=True))
 
     def nbd_socket(self, serial: str) -> Path:
         return nbd_socket(self.dir, serial)
@@ -272,11 +275,13 @@ class Lab:
         return argv
 
     def _popen(self, argv: list[str], log_path: Path) -> subprocess.Popen:
-        with open(log_path, "w") as log:
-            return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True,
-                                    preexec_fn=None if self.detach else _die_with_parent,
-                                    pass_fds=(self._lock_fd,) if self._lock_fd is not None else ())
+        def start() -> subprocess.Popen:
+            with open(log_path, "w") as log:
+                return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True,
+                                        preexec_fn=None if self.detach else _die_with_parent,
+                                        pass_fds=(self._lock_fd,) if self._lock_fd is not None else ())
+        return lasting_popen(start)
 
     def serial_tail(self, n: int = 30) -> str:
         return _tail(self.dir / "serial.log", n)
@@ -295,7 +300,9 @@ class Lab:
         tmp.write_text(json.dumps(state, indent=2))
         os.replace(tmp, self.dir / "state.json")
 
-    def _install_signal_handlers(self):
+    def install_signal_handlers(self):
+        if self._signals is not None:
+            return
         self._signals = terminate_as_exit()
         self._signals.__enter__()
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from zbench_lib.core.errors import ZbenchError
 from zbench_lib.hosts.lab import Lab
 from zbench_lib.hosts.lab_config import LabConfig
+from zbench_lib.hosts.lab_group import up_together
 from zbench_lib.hosts.qmp import QMPClient
 
 CONTROLLER_FROM_GUEST = "10.0.2.2"      # QEMU user networking: the controller's loopback, seen from a guest
@@ -94,13 +95,11 @@ def client_config(storage: LabConfig, index: int) -> LabConfig:
 @contextlib.contextmanager
 def client_labs(storage: LabConfig, count: int) -> Iterator[list[Lab]]:
     """`count` client labs, all taken down on the way out, also when one of them failed to boot.
-    Booted one after another: a lab installs its signal handlers as it boots, which only the
-    main thread may do (and on a 2-core controller two TCG boots side by side are no faster)."""
-    labs: list[Lab] = []
+    Started together (`lab_group.up_together`): each is restored from the saved VM state of the
+    client shape in seconds, the first client of a machine saving it while the others wait."""
+    labs = [Lab(client_config(storage, i)) for i in range(1, count + 1)]
     try:
-        for i in range(1, count + 1):
-            labs.append(Lab(client_config(storage, i)))
-            labs[-1].up()
+        up_together(labs)
         yield labs
     except Exception:
         _say_console_tails(labs)

@@ -26,6 +26,7 @@ from zbench_lib.hosts.fleet import LAB, Fingerprint, HostEntry, check_fleet, che
     meminfo_available_mib, open_node, read_fingerprint
 from zbench_lib.hosts.host_lock import LockOwner, check_free, session
 from zbench_lib.hosts.lab import Lab
+from zbench_lib.hosts.lab_group import up_together
 from zbench_lib.hosts.lab_state import read_state
 from zbench_lib.hosts.node import Node
 from zbench_lib.sweeps.running.doctor import preflight
@@ -71,14 +72,17 @@ def lab_entries(spec, stack: contextlib.ExitStack, log) -> list[HostEntry]:
     if named is not None:
         return named
     _labs_fit(spec)
-    entries = []
+    labs = []
     for i in range(1, spec.lab_count + 1):
         cfg = lab_config(spec)
         cfg.name = f"{cfg.name[:28]}-h{i}"
-        log(f"booting lab {i} of {spec.lab_count} ({cfg.name})")
-        stack.enter_context(Lab(cfg))
-        entries.append(HostEntry(f"lab{i}", LAB, cfg.name))
-    return entries
+        labs.append(Lab(cfg))
+    log(f"starting {len(labs)} labs together ({', '.join(lab.cfg.name for lab in labs)})")
+    for lab in up_together(labs):
+        stack.callback(lab.down)           # the last one first, as each puts back the handlers it found
+        log(f"lab {lab.cfg.name}: {lab.start_kind} in {lab.boot_s:.1f} s"
+            + (f" ({lab.start_note})" if lab.start_note else ""))
+    return [HostEntry(f"lab{i}", LAB, lab.cfg.name) for i, lab in enumerate(labs, 1)]
 
 
 def _probe(spec, e: HostEntry, stack: contextlib.ExitStack) -> tuple[Node, Fingerprint]:
