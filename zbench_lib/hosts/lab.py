@@ -117,7 +117,11 @@ class Lab:
         state, self.start_note = self._saved_state()
         if state is not None:
             try:
-                self._root_overlay(state.root, "qcow2")
+                try:
+                    self._root_overlay(state.root, "qcow2")
+                except subprocess.CalledProcessError as exc:
+                    said = exc.stderr.decode(errors="replace").strip()[-300:]
+                    raise lab_restore.RestoreFailed(f"its root disk is unusable: {said}") from None
                 _with_free_port(lambda: self._restore(state, t0))
                 self.start_kind = "restored"
                 return
