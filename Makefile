@@ -52,16 +52,21 @@ lint: venv
 	$(BIN)/ruff check zbench_lib zbench tests benchmarks scripts
 	$(BIN)/lint-imports
 
-# The whole suite, after the lint (first: it fails in seconds, before an image is built);
-# the lab tests share one booted lab for the session.
+# The whole suite, after the lint (first: it fails in seconds, before an image is built): the
+# unit tests and notebooks on every core (pytest-xdist; a file's tests stay on one worker), then the
+# lab tests in one process, one after another (they measure: nothing may run beside them), sharing
+# one lab for the session; their labs are restored from saved VM states in seconds (lab_restore).
 test: lint image image-zfs21 test-packages
-	ZBENCH_TEST_TOOLS=installed $(BIN)/python -m pytest -q -ra --durations=30 tests $(NBVAL)
+	ZBENCH_TEST_TOOLS=installed $(BIN)/python -m pytest -q -ra -n auto --dist loadfile --durations=20 \
+	  -m "not lab" tests $(NBVAL)
+	ZBENCH_TEST_TOOLS=installed $(BIN)/python -m pytest -q -ra --durations=40 -m lab tests
 
 test-fast: lint setup test-packages
-	ZBENCH_TEST_TOOLS=installed $(BIN)/python -m pytest -q -ra -m "not lab" tests $(NBVAL)
+	ZBENCH_TEST_TOOLS=installed $(BIN)/python -m pytest -q -ra -n auto --dist loadfile -m "not lab" tests $(NBVAL)
 
 bench: image
 	$(BIN)/python benchmarks/disk_models.py
+	$(BIN)/python benchmarks/lab_boot.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -737,6 +737,9 @@ def test_a_failure_beside_the_client_labs_says_their_last_console_lines_and_take
         def up(self):
             pass
 
+        def install_signal_handlers(self):
+            pass
+
         def down(self):
             downs.append(self.cfg.name)
 
