@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import posixpath
 import shutil
@@ -26,6 +27,10 @@ from zbench_lib.core.signals import signals_deferred
 
 # How long a load is stopped on its host (stop_on_host) before the teardown goes on beside it.
 STOP_BUDGET_S = 60.0
+# `ZBENCH_TRACE_COMMANDS=<file>`: every command a host runs is appended to <file> as one JSON line
+# (its host, argument list, start, seconds, status, pid): what benchmarks/command_profile.py reads to
+# say where a lab run's time goes between the measurements.
+TRACE_ENV = "ZBENCH_TRACE_COMMANDS"
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,7 @@ class Host:
             raise
         out, err = (out or b"") if binary_stdout else _text(out), _text(err)
         res = Result(tuple(argv), proc.returncode, out, err, time.monotonic() - start)
+        _trace(self.name, res)
         if check and proc.returncode != 0:
             raise CommandError(self.name, argv, proc.returncode, err, _text(out))
         return res
@@ -192,6 +198,16 @@ class Host:
 
     def __repr__(self):
         return f"<{type(self).__name__} {self.name}>"
+
+
+def _trace(host: str, res: Result) -> None:
+    path = os.environ.get(TRACE_ENV)
+    if not path:
+        return
+    line = json.dumps({"host": host, "argv": list(res.argv), "end": time.time(), "s": round(res.duration_s, 4),
+                       "rc": res.returncode, "pid": os.getpid()})
+    with open(path, "a") as fh:          # one write of one line: lines of several processes do not mix
+        fh.write(line + "\n")
 
 
 class LocalHost(Host):
