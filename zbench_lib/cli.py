@@ -27,8 +27,10 @@ def cmd_setup(args):
 
 
 def cmd_lab_build(args):
-    from zbench_lib.hosts.lab_image import build_image
-    print(build_image(force=args.force, zfs=args.zfs))
+    from zbench_lib.hosts.lab_image import ZFS_RELEASES, build_images
+    releases = sorted(ZFS_RELEASES, reverse=True) if args.all else [args.zfs]
+    for path in build_images(releases, force=args.force):
+        print(path)
 
 
 def cmd_lab_up(args):
@@ -320,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 (one statement p
     lsub = _subparsers(lab)
     b = lsub.add_parser("build", help="build (or reuse) the lab image")
     b.add_argument("--force", action="store_true", help="rebuild even if cached")
+    b.add_argument("--all", action="store_true", help="the image of every OpenZFS release, built side by side")
     b.set_defaults(func=cmd_lab_build)
 
     up = lsub.add_parser("up", help="boot a lab in the background")
