@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tarfile
 import time
 from pathlib import Path
@@ -11,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from zbench_lib.measure.counters import split_snapshots
-from zbench_lib.measure.host_load import (OTHER_CORES_MAX, Sampler, cpu_ticks, host_contention, process_ticks,
-                                          summarize, zbench_qemus)
+from zbench_lib.measure.host_load import (OTHER_CORES_MAX, WAIT_SHARE_MAX, LabThreads, Sampler, cpu_ticks,
+                                          host_contention, lab_pids, process_ticks, summarize, thread_schedstats,
+                                          zbench_qemus)
 from zbench_lib.measure.rows import derive_rows
 from zbench_lib.measure.run_context import RunFacts
 
@@ -145,3 +148,102 @@ def test_derive_rows_reads_the_controllers_record(real_attempt):
     assert r["flag_host_contention"] is True and r["host_other_cores"] == pytest.approx(0.87, abs=0.01)
     assert r["host_qemu_cores"] == pytest.approx(1.0) and "host_contention" in r["truth_flags"].split(",")
     assert "host_contention" not in r["not_judged"] and r["flagged"] is True
+
+
+# --- starvation (issue 47): the lab's threads waited for a CPU, whatever else ran -----------------------
+
+def lsnap(t, busy, total, lab_ticks, wait_s, run_s, qemus=(4242,), steal=0, ncpu=2):
+    """A snapshot with the lab's figures: its processes' ticks, its threads' run-queue wait and run (s)."""
+    return dict(snap(t, busy, total, lab_ticks, qemus, ncpu), steal=steal, lab_ticks=lab_ticks,
+                lab_run_ns=int(run_s * 1e9), lab_wait_ns=int(wait_s * 1e9), lab_pids=[4242], lab_threads=9)
+
+
+def test_a_niced_burner_beside_a_lab_that_did_not_wait_flags_nothing():
+    # 10 s on 2 CPUs: the lab 1.2 cores, a nice-19 burner the other 0.7; the lab's threads waited 0.1 s in all
+    rec = record(lsnap(0, 0, 0, 0, 0, 0), lsnap(10, 1900, 2000, 1200, 0.1, 12.0))
+    out = judge(rec)
+    assert out["flag"] is False and out["other_cores"] == pytest.approx(0.7)
+    assert out["lab_wait_share"] == pytest.approx(0.01) and "waited 1.0% of the window" in out["reason"]
+    # the earlier rule, on the same cores, flagged it: what a record without wait figures still gets
+    old = judge(record(snap(0, 0, 0, 0), snap(10, 1900, 2000, 1200)))
+    assert old["flag"] is True and old["reason"].startswith("0.70 cores busy beside the lab's QEMU")
+
+
+def test_idle_sibling_labs_flag_nothing_when_the_lab_did_not_wait():
+    rec = record(lsnap(0, 0, 0, 0, 0, 0, qemus=(4242, 7, 8, 9)), lsnap(10, 1300, 2000, 1200, 0.2, 12.0,
+                                                                       qemus=(4242, 7, 8, 9)))
+    out = judge(rec)
+    assert out["flag"] is False and out["other_qemus"] == 3
+
+
+def test_nbdkit_serving_the_lab_counts_as_the_lab_not_as_other_load():
+    # QEMU 1.0 core and its nbdkit 0.6: lab_ticks holds both; only 0.1 core is anything else
+    rec = record(lsnap(0, 0, 0, 0, 0, 0), lsnap(10, 1700, 2000, 1600, 0.3, 16.0))
+    rec["snapshots"][1]["qemu"] = 1000            # the QEMU alone, as the earlier record had it
+    s = summarize(rec)
+    assert s["host_qemu_cores"] == pytest.approx(1.6) and s["host_other_cores"] == pytest.approx(0.1)
+    assert judge(rec)["flag"] is False
+
+
+def test_a_starved_lab_is_flagged_with_its_figures():
+    # two un-niced burners: the lab's threads waited 4 s of a 10 s window (0.4 per second) and ran 8 s
+    rec = record(lsnap(0, 0, 0, 0, 0, 0), lsnap(10, 2000, 2000, 800, 4.0, 8.0))
+    out = judge(rec)
+    assert out["flag"] is True and out["lab_wait_share"] == pytest.approx(0.4)
+    assert out["reason"].startswith("the lab's threads waited for a CPU 40.0% of the window (> 10%)")
+    assert "1.20 cores busy beside the lab" in out["reason"]
+    # a controller that is itself a VM, its hypervisor taking a fifth of its CPU time: starvation too
+    stolen = judge(record(lsnap(0, 0, 0, 0, 0, 0), lsnap(10, 1500, 2000, 1200, 0.1, 12.0, steal=400)))
+    assert stolen["flag"] is True and stolen["steal_share"] == pytest.approx(0.2) and "steal" in stolen["reason"]
+
+
+def fake_lab_proc(root: Path) -> Path:
+    proc = fake_proc(root, {
+        4242: ["qemu-system-x86_64", "-name", "zbench-lab-demo", "-serial", "file:/labs/demo/serial.log"],
+        5000: ["/usr/sbin/nbdkit", "--unix", "/labs/demo/zbdata00.nbd.sock", "python", "model.py"],
+        5001: ["/usr/sbin/nbdkit", "--unix", "/labs/other/zbdata00.nbd.sock", "python", "model.py"],
+        5002: ["vim", "/labs/demo/notes"],
+    })
+    for pid, tids in {4242: {4242: (100, 10), 4243: (50, 5)}, 5000: {5000: (30, 3)}}.items():
+        for tid, (run, wait) in tids.items():
+            (proc / str(pid) / "task" / str(tid)).mkdir(parents=True)
+            (proc / str(pid) / "task" / str(tid) / "schedstat").write_text(f"{run} {wait} 7\n")
+    return proc
+
+
+def test_the_lab_is_its_qemu_and_the_nbdkit_serving_its_directory(tmp_path):
+    proc = fake_lab_proc(tmp_path)
+    assert lab_pids(4242, proc) == [4242, 5000]
+    assert thread_schedstats([4242, 5000], proc) == {4242: (100, 10), 4243: (50, 5), 5000: (30, 3)}
+
+
+def test_lab_threads_count_each_threads_own_progress_and_new_threads_whole(tmp_path):
+    proc = fake_lab_proc(tmp_path)
+    for pid in (4242, 5000):
+        (proc / str(pid) / "stat").write_text(f"{pid} (x) S " + " ".join(["0"] * 10) + " 3 4 0")
+    lab = LabThreads(4242, proc)
+    first = lab.sample()
+    assert (first["lab_run_ns"], first["lab_wait_ns"], first["lab_ticks"]) == (0, 0, 14)
+    (proc / "4242" / "task" / "4243" / "schedstat").write_text("80 25 9\n")       # +30 run, +20 wait
+    (proc / "4242" / "task" / "4250").mkdir()
+    (proc / "4242" / "task" / "4250" / "schedstat").write_text("5 2 1\n")          # an I/O thread, new
+    (proc / "5000" / "task" / "5000" / "schedstat").unlink()                       # gone: left out
+    second = lab.sample()
+    assert (second["lab_run_ns"], second["lab_wait_ns"], second["lab_threads"]) == (35, 22, 3)
+
+
+def test_this_machine_records_the_run_queue_wait_of_a_starved_thread(tmp_path):
+    """The real thing: this process stands in for the lab, beside an un-niced burner per CPU and one more;
+    its busy thread must wait on a run queue, and the sampler must see it."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() + 1)]
+    try:
+        s = Sampler(os.getpid(), interval_s=0.1).start()
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            sum(range(1000))
+        out = summarize(s.stop())
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert out["host_lab_run_cores"] > 0 and out["host_lab_wait_share"] > WAIT_SHARE_MAX, out

@@ -133,6 +133,10 @@ class RunFacts(RunContext):
     host_other_cores_peak: float | None = None
     host_other_qemus: float | None = None
     host_load_error: str | None = None
+    host_lab_wait_share: float | None = None     # run-queue wait of the lab's threads per window second
+    host_lab_wait_share_peak: float | None = None
+    host_lab_run_cores: float | None = None
+    host_steal_share: float | None = None
 
     @classmethod
     def judging(cls, context: RunContext, **derived) -> RunFacts:
