@@ -34,6 +34,8 @@ import pandas as pd
 import yaml
 
 from zbench_lib.hosts.lab import Lab, LabConfig
+from zbench_lib.measure.rows import parse_results
+from zbench_lib.sweeps.store.store import Store
 from zbench_lib.measure.host_load import OTHER_CORES_MAX, OTHER_QEMUS_MAX, WAIT_SHARE_MAX
 
 MiB = 1024 ** 2
@@ -88,29 +90,53 @@ def busy_lab():
             load.wait(timeout=60)
 
 
-def run_condition(condition: str, out: Path) -> pd.DataFrame:
-    spec = {**SPEC, "name": f"contention-{condition}"}
-    path = out / f"{spec['name']}.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    with beside(condition):
-        res = subprocess.run([sys.executable, "-m", "zbench_lib.cli", "sweep", str(path), "--out", str(out),
-                              "--no-progress"], capture_output=True, text=True)
-    if res.returncode:
-        raise SystemExit(f"{condition}: the sweep failed:\n{res.stderr[-3000:]}")
-    df = pd.read_parquet(out / spec["name"] / "results.parquet")
-    return df.assign(condition=condition)
+def _finished(out: Path, name: str) -> Path | None:
+    """The newest finished sweep of `name` in `out` (zbench sweep names it <name>-<stamp>)."""
+    done = sorted(d for d in out.glob(f"{name}-*") if (d / "results.parquet").is_file())
+    return done[-1] if done else None
+
+
+def run_condition(condition: str, out: Path, model: str) -> pd.DataFrame:
+    """The sweep of `condition` (one finished earlier in `out` is read again, not rerun: --out resumes)."""
+    spec = {**SPEC, "name": f"contention-{condition}", "lab": {**SPEC["lab"], "model": model}}
+    sweep = _finished(out, spec["name"])
+    if sweep is None:
+        path = out / f"{spec['name']}.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        with beside(condition):
+            res = subprocess.run([sys.executable, "-m", "zbench_lib.cli", "sweep", str(path), "--out", str(out),
+                                  "--no-progress"], capture_output=True, text=True)
+        if res.returncode:
+            raise SystemExit(f"{condition}: the sweep failed:\n{res.stderr[-3000:]}")
+        sweep = _finished(out, spec["name"])
+    # rows derived again from the raw files with this code (the rule's figures as it reads them now)
+    return Store.open(sweep).rebuild_results(parse_results, set_aside=False).assign(condition=condition)
 
 
 def judged(df: pd.DataFrame) -> pd.DataFrame:
     """Each run with both rules' flags and whether other load moved it (against the quiet runs)."""
     quiet = df[df["condition"] == "quiet"].groupby("workload")[["iops", "lat_p99_ns"]].median()
-    df = df.join(quiet, on="workload", rsuffix="_quiet")
+    df = df.merge(quiet, left_on="workload", right_index=True, suffixes=("", "_quiet"))
     df["iops_ratio"] = df["iops"] / df["iops_quiet"]
     df["p99_ratio"] = df["lat_p99_ns"] / df["lat_p99_ns_quiet"]
     df["moved"] = ((df["iops_ratio"] - 1).abs() > MOVED) | (df["p99_ratio"] > 1 + 2 * MOVED)
     df["old_flag"] = (df["host_other_cores"] > OTHER_CORES_MAX) | (df["host_other_qemus"] > OTHER_QEMUS_MAX)
     df["new_flag"] = df["flag_host_contention"].astype(bool)
+    df["wait_ratio"] = df["host_lab_wait_share"] / (df["host_lab_wait_share"] + df["host_lab_run_cores"])
     return df
+
+
+def thresholds(df: pd.DataFrame) -> pd.DataFrame:
+    """For each candidate limit of the wait share (s per window s) and of the wait ratio (wait over
+    wait + run): what a rule at that limit flags, its false alarms and misses, over every run."""
+    rows = []
+    for metric, limits in (("host_lab_wait_share", (0.2, 0.3, 0.4, 0.5, 0.75, 1.0)),
+                           ("wait_ratio", (0.2, 0.25, 0.3, 0.4, 0.5))):
+        for limit in limits:
+            flag = df[metric] > limit
+            rows.append({"metric": metric, "limit": limit, "flagged": int(flag.sum()),
+                         "false_alarms": int((flag & ~df["moved"]).sum()), "misses": int((~flag & df["moved"]).sum())})
+    return pd.DataFrame(rows)
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
@@ -132,6 +158,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("/tmp/zb-contention"))
     ap.add_argument("--conditions", default=",".join(CONDITIONS))
+    ap.add_argument("--model", default=SPEC["lab"]["model"],
+                    help="the lab's disk model: hdd-slow (disk-bound, the demo's), or a fast custom: model whose "
+                         "emulation needs the CPU (custom:iops=1500,bw=100M)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     conditions = args.conditions.split(",")
@@ -140,18 +169,21 @@ def main() -> int:
     frames = []
     for cond in conditions:
         t0 = time.monotonic()
-        frames.append(run_condition(cond, args.out))
+        frames.append(run_condition(cond, args.out, args.model))
         print(f"{cond}: {len(frames[-1])} runs in {time.monotonic() - t0:.0f} s", flush=True)
     df = judged(pd.concat(frames, ignore_index=True))
     df.to_csv(args.out / "runs.csv", index=False)
     pd.set_option("display.width", 200)
-    print(f"\nrules: earlier > {OTHER_CORES_MAX} cores or > {OTHER_QEMUS_MAX} other labs; "
+    print(f"\nlab disks: {args.model}")
+    print(f"rules: earlier > {OTHER_CORES_MAX} cores or > {OTHER_QEMUS_MAX} other labs; "
           f"starvation: wait share > {WAIT_SHARE_MAX}; moved: IOPS off by > {MOVED:.0%} or p99 up by > "
           f"{2 * MOVED:.0%} against quiet")
     print(table(df).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print("\neach threshold: runs flagged, false alarms (flagged, not moved), misses (moved, not flagged)")
+    print(thresholds(df).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print("\nevery run, by wait share:")
-    cols = ["condition", "workload", "host_lab_wait_share", "host_other_cores", "iops_ratio", "p99_ratio", "moved",
-            "old_flag", "new_flag"]
+    cols = ["condition", "workload", "host_lab_wait_share", "wait_ratio", "host_other_cores", "iops_ratio",
+            "p99_ratio", "moved", "old_flag", "new_flag"]
     print(df.sort_values("host_lab_wait_share")[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0
 

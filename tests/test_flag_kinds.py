@@ -275,7 +275,8 @@ COLUMNS = ["flag_cache_served", "flag_no_device_io", "flag_write_amplification",
            "dev_to_fio_read_ratio", "arc_hit_ratio", "arc_demand_data_hit_ratio", "steady_range_pct",
            "steady_slope_pct", "steady_samples", "steady_noise_pct", "steady_range_limit_pct",
            "steady_slope_limit_pct", "steady_round_s", "steady_pulse_s", "host_other_cores", "host_qemu_cores",
-           "host_other_qemus", "host_lab_wait_share", "host_steal_share", "quiet_layers", "pool_capacity_pct", "pool_fragmentation_pct", "flagged",
+           "host_other_qemus", "host_lab_wait_share", "host_lab_run_cores",
+           "host_steal_share",            "quiet_layers", "pool_capacity_pct", "pool_fragmentation_pct", "flagged",
            "truth_flags", "described_flags", "fault_study", "not_judged", "checks_judged", "checks_not_judged"]
 
 

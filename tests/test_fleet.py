@@ -31,13 +31,14 @@ from zbench_lib.core.errors import CommandError, ConfigError
 from zbench_lib.core.events import Event
 from zbench_lib.hosts import host_lock
 from zbench_lib.hosts.base import LocalHost
-from zbench_lib.hosts.fleet import LAB, Fingerprint, HostEntry, check_fleet, check_lab_count, \
+from zbench_lib.hosts.fleet import LAB, Fingerprint, HostEntry, check_fleet, check_lab_cores, check_lab_count, \
+    lab_cores, \
     meminfo_available_mib, read_fingerprint
 from zbench_lib.hosts.host_lock import HostBusy, HostLock, LockOwner, check_free, gate, owned_by
 from zbench_lib.sweeps.planning.plan import expand
 from zbench_lib.sweeps.running.pool_request import pool_requests
 from zbench_lib.sweeps.running.fleet import Dispatcher, fleet_client
-from zbench_lib.sweeps.running.fleet_open import OpenFleet
+from zbench_lib.sweeps.running.fleet_open import OpenFleet, blocks_line, labs_to_boot
 from zbench_lib.sweeps.running.fleet_worker import PoolDone, pool_plan
 from zbench_lib.sweeps.running.host_queue import HostQueue, idle_hosts
 from zbench_lib.sweeps.running.staging import COMMITTED, Committer, new_execution, staged_executions
@@ -101,6 +102,31 @@ def test_the_lab_count_must_fit_in_memory_and_the_refusal_says_the_numbers():
                                           r"available: at most 7 fit"):
         check_lab_count(9, 2048, 22_000)
     assert meminfo_available_mib("MemTotal: 1 kB\nMemAvailable:   2097152 kB\n") == 2048
+
+
+def test_a_fleet_of_tcg_labs_must_fit_in_the_cores_and_the_refusal_says_the_rule():
+    check_lab_cores(2, "tcg", 0, 2)                  # two throttled labs on two cores: a core each
+    check_lab_cores(1, "tcg", 8, 2)                  # one lab is never refused: its runs are judged
+    check_lab_cores(6, "kvm", 0, 2)                  # KVM runs the guest on the CPU: no emulation to count
+    with pytest.raises(ConfigError, match=r"lab\.count: 3 TCG labs want 3\.0 cores when busy \(3 x \(1 of "
+                                          r"emulation\)\) but this machine has 2 CPUs: at most 2 run without "
+                                          r"starving each other"):
+        check_lab_cores(3, "tcg", 0, 2)
+    # nbdkit's model counts: two labs of 4 mech: disks want 2 x (1 + 1.2) = 4.4 cores
+    with pytest.raises(ConfigError, match=r"2 TCG labs want 4\.4 cores .* \+ 4 mech: disks x 0\.3\).* at most 1 run"):
+        check_lab_cores(2, "tcg", 4, 2)
+    assert lab_cores("tcg", 2) == pytest.approx(1.6) and lab_cores("kvm", 2) == pytest.approx(0.6)
+
+
+def test_a_plan_with_fewer_blocks_than_labs_boots_only_the_labs_it_can_use_and_says_so():
+    spec = parse_spec(yaml.safe_dump({**SPEC, "repetitions": {"fixed": 2}, "lab": {**SPEC["lab"], "count": 3},
+                                      "factors": {**SPEC["factors"], "layout": ["mirror"]}}), name="fleet")
+    blocks = len(pool_requests(expand(spec)))
+    assert blocks == 1 and labs_to_boot(spec, blocks) == 1 and labs_to_boot(spec, None) == 3
+    assert blocks_line(spec, blocks) == ("the plan has 1 block (pools) for 3 hosts: 1 of the 3 labs boot; give it "
+                                         "more blocks with repetitions.pool_replicates (each replicate a pool of "
+                                         "its own)")
+    assert blocks_line(spec, 3) is None and labs_to_boot(spec, 5) == 3
 
 
 # -- blocks to hosts ---------------------------------------------------------------------------------

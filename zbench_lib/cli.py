@@ -102,7 +102,8 @@ def cmd_sweep(args):
     # is one line, and --out stays as it was.
     if spec.host_count > 1:      # a fleet: each host reached, checked and not locked, one fleet together
         from zbench_lib.sweeps.running.fleet_open import preflight_fleet
-        found = preflight_fleet(spec)
+        from zbench_lib.sweeps.running.pool_request import pool_requests
+        found = preflight_fleet(spec, blocks=len(pool_requests(plan)))
         if args.dry_run:
             print("\n".join(found))
     elif spec.host != "lab":   # and its lock: another sweep's host is refused in one line naming its holder

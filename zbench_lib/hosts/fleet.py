@@ -184,3 +184,29 @@ def check_lab_count(count: int, memory_mib: int, available_mib: int) -> None:
         raise ConfigError(f"lab.count: {count} labs need {need} MiB ({count} x ({memory_mib} MiB guest + "
                           f"{LAB_OVERHEAD_MIB} MiB QEMU) + {CONTROLLER_RESERVE_MIB} MiB for the controller) "
                           f"but this machine has {available_mib} MiB available: at most {fits} fit")
+
+
+# A busy TCG lab keeps about a core of the controller busy emulating its guest (the demo's QEMU: 0.9-1.1 cores
+# while its runs ran, 2026-12-03), and an nbdkit `mech:` model adds its own Python per I/O (0.28 cores for one
+# HDD-model disk at depth 32, issue 47). Labs that together want more cores than the controller has wait for
+# them, and host_contention then excludes their runs: such a fleet is refused before it boots.
+TCG_LAB_CORES = 1.0
+MECH_DISK_CORES = 0.3
+
+
+def lab_cores(accel: str, mech_disks: int) -> float:
+    """The controller cores one busy lab wants: its emulation (TCG; KVM runs the guest on the CPU itself and
+    is not counted) and its `mech:` disks' nbdkit models."""
+    return (TCG_LAB_CORES if accel == "tcg" else 0.0) + MECH_DISK_CORES * mech_disks
+
+
+def check_lab_cores(count: int, accel: str, mech_disks: int, cpus: int) -> None:
+    """Refuse a fleet of `count` labs whose emulation wants more cores than the controller's `cpus`."""
+    each = lab_cores(accel, mech_disks)
+    if count > 1 and count * each > cpus:
+        fits = max(1, int(cpus // each)) if each else count
+        mech = f" + {mech_disks} mech: disks x {MECH_DISK_CORES:g}" if mech_disks else ""
+        raise ConfigError(f"lab.count: {count} {accel.upper()} labs want {count * each:.1f} cores when busy "
+                          f"({count} x ({TCG_LAB_CORES:g} of emulation{mech})) but this machine has {cpus} CPUs: "
+                          f"at most {fits} run without starving each other (host_contention would exclude "
+                          "their runs)")

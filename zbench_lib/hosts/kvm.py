@@ -66,3 +66,13 @@ def choose_accel(requested: str, kernel: Path) -> str:
         from zbench_lib.core.errors import ConfigError
         raise ConfigError(f"KVM was requested but is not usable: {reason}")
     return "kvm" if usable else "tcg"
+
+
+def planned_accel(requested: str, zfs: str) -> str:
+    """The accelerator a lab asking for `requested` would get, before it boots (for planning): the probe's
+    answer when the image is built (the probe is cached per boot), else TCG unless KVM was asked for."""
+    if requested in ("tcg", "kvm"):
+        return requested
+    from zbench_lib.hosts.lab_image import cached_image
+    image = cached_image(zfs)
+    return choose_accel(requested, image / "vmlinuz") if image is not None else "tcg"

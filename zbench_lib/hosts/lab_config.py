@@ -92,6 +92,12 @@ class LabConfig:
             return self.nbd_data or self.model.mech is not None
         return self.nbd_extra or self.extra_model.mech is not None
 
+    @property
+    def mech_disks(self) -> int:
+        """Disks a `mech:` model serves: each costs nbdkit's Python on the controller per I/O."""
+        return (self.disks if self.model.mech is not None else 0) + \
+            (self.extra_disks if self.extra_model.mech is not None else 0)
+
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["model"] = self.model.to_dict()

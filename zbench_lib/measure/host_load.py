@@ -36,8 +36,13 @@ from zbench_lib.measure.judging import not_judged, num
 from zbench_lib.measure.procstats import parse_cpu_stat
 
 QEMU_MARK = "zbench-lab-"      # QEMU's -name of every zbench lab (hosts/lab.py qemu_argv)
-WAIT_SHARE_MAX = 0.10          # run-queue wait of the lab's threads, summed, per second of the window
-STEAL_SHARE_MAX = 0.10         # the controller's CPU time taken by its hypervisor (not calibrated here)
+# Run-queue wait of the lab's threads, summed, per second of the window. Calibrated on this 2-core machine
+# (benchmarks/host_contention.py, 2026-12-03; methods §7.3): a default lab waited 0.16-0.21 s/s quiet on
+# hdd-slow disks and 0.68-0.84 s/s quiet when its emulation was CPU-bound; beside niced burners a disk-bound
+# lab waited 0.57-0.88 and was not moved; a CPU-bound lab starved by any burner waited 0.95-1.42 and lost 2/3
+# of its IOPS.
+WAIT_SHARE_MAX = 1.0
+STEAL_SHARE_MAX = 0.10         # the controller's CPU time taken by its hypervisor (no steal here to calibrate)
 # The rule of records without run-queue figures (made before 2026-12-03):
 OTHER_CORES_MAX = 0.5          # cores the controller may spend on anything but this QEMU
 OTHER_QEMUS_MAX = 1            # other zbench QEMUs allowed to run (idle) beside this one
@@ -257,6 +262,7 @@ def host_contention(fio_rows, c, ctx) -> dict:
                busy_cores=num(ctx.host_busy_cores), cpus=num(ctx.host_cpus),
                other_qemus=num(ctx.host_other_qemus), lab_wait_share=num(ctx.host_lab_wait_share),
                lab_wait_share_peak=num(ctx.host_lab_wait_share_peak), steal_share=num(ctx.host_steal_share),
+               lab_run_cores=num(ctx.host_lab_run_cores),
                wait_share_max=WAIT_SHARE_MAX, steal_share_max=STEAL_SHARE_MAX)
     if not ctx.qemu_pid:
         return not_judged("not a lab run: no QEMU process to tell from the rest", **out)

@@ -11,4 +11,5 @@ CHECK = TruthCheck("host_contention", host_contention, INVALIDATES,
                    columns=(Column("host_other_cores", "other_cores"), Column("host_qemu_cores", "qemu_cores"),
                             Column("host_other_qemus", "other_qemus"),
                             Column("host_lab_wait_share", "lab_wait_share"),
+                            Column("host_lab_run_cores", "lab_run_cores"),
                             Column("host_steal_share", "steal_share")), columns_rank=50)

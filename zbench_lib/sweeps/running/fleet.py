@@ -58,7 +58,7 @@ def run_fleet_sweep(spec_path, out_root="data/sweeps", *, resume_dir=None, sweep
     plan = expand(spec)
     sweep_id = Path(resume_dir).name if resume_dir else (sweep_id or new_sweep_id(spec.name))
     owner = sweep_owner(sweep_id)
-    with open_fleet(spec, owner, log) as fleet:
+    with open_fleet(spec, owner, log, blocks=len(pool_requests(plan))) as fleet:
         if resume_dir:
             store = Store.resume(resume_dir, spec.text, plan, parse_run=parse_results)
         else:

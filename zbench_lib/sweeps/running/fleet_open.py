@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zbench_lib.core.errors import CommandError, ConfigError, ZbenchError
-from zbench_lib.hosts.fleet import LAB, Fingerprint, HostEntry, check_fleet, check_lab_count, \
+from zbench_lib.hosts.fleet import LAB, Fingerprint, HostEntry, check_fleet, check_lab_cores, check_lab_count, \
     meminfo_available_mib, open_node, read_fingerprint
+from zbench_lib.hosts.kvm import planned_accel
 from zbench_lib.hosts.host_lock import LockOwner, check_free, session
 from zbench_lib.hosts.lab import Lab
 from zbench_lib.hosts.lab_group import up_together
@@ -60,20 +61,42 @@ def named_labs(spec) -> list[HostEntry] | None:
     return None
 
 
-def _labs_fit(spec) -> None:
-    """The controller's memory holds the `lab.count` labs the sweep would boot (one ConfigError line)."""
-    check_lab_count(spec.lab_count, lab_config(spec).memory_mib,
-                    meminfo_available_mib(Path("/proc/meminfo").read_text()))
+def labs_to_boot(spec, blocks: int | None) -> int:
+    """The labs a fleet sweep boots: `lab.count`, or fewer when its plan has fewer blocks (pools) to give
+    them (a lab with no block would only idle)."""
+    return spec.lab_count if blocks is None else max(1, min(spec.lab_count, blocks))
 
 
-def lab_entries(spec, stack: contextlib.ExitStack, log) -> list[HostEntry]:
-    """The spec's labs: the running ones ZBENCH_LABS names, or `lab.count` booted now."""
+def _labs_fit(spec, count: int) -> None:
+    """The controller's memory and cores hold the `count` labs the sweep would boot (one ConfigError line)."""
+    cfg = lab_config(spec)
+    check_lab_count(count, cfg.memory_mib, meminfo_available_mib(Path("/proc/meminfo").read_text()))
+    check_lab_cores(count, planned_accel(cfg.accel, cfg.zfs), cfg.mech_disks, os.cpu_count() or 1)
+
+
+def blocks_line(spec, blocks: int | None) -> str | None:
+    """What the dry run says of a plan with fewer blocks than hosts (None when every host gets one)."""
+    hosts = spec.host_count
+    if blocks is None or blocks >= hosts:
+        return None
+    who = f"{labs_to_boot(spec, blocks)} of the {hosts} labs boot" if spec.host == "lab" else \
+        f"{hosts - blocks} of the {hosts} hosts would idle"
+    return (f"the plan has {blocks} block{'s' * (blocks != 1)} (pools) for {hosts} hosts: {who}; "
+            "give it more blocks with repetitions.pool_replicates (each replicate a pool of its own)")
+
+
+def lab_entries(spec, stack: contextlib.ExitStack, log, blocks: int | None = None) -> list[HostEntry]:
+    """The spec's labs: the running ones ZBENCH_LABS names, or `lab.count` booted now (no more than the
+    plan's `blocks`)."""
     named = named_labs(spec)
     if named is not None:
         return named
-    _labs_fit(spec)
+    count = labs_to_boot(spec, blocks)
+    _labs_fit(spec, count)
+    if count < spec.lab_count:
+        log(blocks_line(spec, blocks))
     labs = []
-    for i in range(1, spec.lab_count + 1):
+    for i in range(1, count + 1):
         cfg = lab_config(spec)
         cfg.name = f"{cfg.name[:28]}-h{i}"
         labs.append(Lab(cfg))
@@ -124,30 +147,32 @@ def _probe_fleet(spec, entries: list[HostEntry], stack: contextlib.ExitStack) ->
     return nodes, prints
 
 
-def preflight_fleet(spec) -> list[str]:
+def preflight_fleet(spec, blocks: int | None = None) -> list[str]:
     """`zbench sweep`'s checks of a fleet, before anything is created: each host reached and checked,
     their fingerprints one fleet, each host's lock free (one ConfigError or HostBusy line otherwise);
     what it found, a line a host. Labs the sweep will boot are not there yet: their memory is checked.
     `open_fleet` checks again as it takes the locks: that is the check that holds."""
     entries = list(spec.hosts) if spec.host != "lab" else named_labs(spec)
+    note = [line] if (line := blocks_line(spec, blocks)) else []
     if entries is None:
-        _labs_fit(spec)
-        return [f"{spec.lab_count} labs to boot: this machine's memory holds them"]
+        count = labs_to_boot(spec, blocks)
+        _labs_fit(spec, count)
+        return note + [f"{count} labs to boot: this machine's memory and cores hold them"]
     with contextlib.ExitStack() as stack:
         nodes, prints = _probe_fleet(spec, entries, stack)
         for e, node in zip(entries, nodes):
             check_free(node.host, label(e, node))
-        return [f"host {label(e, node)}: reachable, checked, not locked; {fp.cpus} CPUs, {fp.memory_gib} GiB, "
+        return note + [f"host {label(e, node)}: reachable, checked, not locked; {fp.cpus} CPUs, {fp.memory_gib} GiB, "
                 f"OpenZFS {fp.openzfs}" for e, node, fp in zip(entries, nodes, prints)]
 
 
 @contextlib.contextmanager
-def open_fleet(spec, owner: LockOwner, log=print):
+def open_fleet(spec, owner: LockOwner, log=print, blocks: int | None = None):
     """The spec's hosts, opened, checked and locked for this session (see the module's text); from
     the lock on, the controller's commands on a host pass its gate (`hosts.host_lock`)."""
     with contextlib.ExitStack() as stack:
         if spec.host == "lab":
-            entries = lab_entries(spec, stack, log)
+            entries = lab_entries(spec, stack, log, blocks)
         else:
             entries = list(spec.hosts)
         nodes, prints = _probe_fleet(spec, entries, stack)
