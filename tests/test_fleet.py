@@ -473,6 +473,22 @@ def test_the_cli_refuses_a_locked_fleet_host_in_one_line_naming_its_holder(tmp_p
     assert "host b2 (local): reachable, checked, not locked; 2 CPUs, 2 GiB, OpenZFS 2.3.2-1~bpo12+1" in said
 
 
+def test_a_dry_run_of_a_fleet_of_labs_the_cores_cannot_serve_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    """More TCG labs than the controller's CPUs: refused before anything boots or is written."""
+    from zbench_lib.sweeps.running import fleet_open
+    monkeypatch.setattr(fleet_open, "planned_accel", lambda requested, zfs: "tcg")   # a controller without KVM
+    cpus = os.cpu_count() or 1
+    spec = tmp_path / "many.yaml"
+    spec.write_text(yaml.safe_dump({**SPEC, "lab": {**SPEC["lab"], "count": cpus + 1},
+                                    "repetitions": {"fixed": 1, "pool_replicates": cpus + 1}}))
+    out = tmp_path / "sweeps"
+    rc, said, err = _cli_sweep(["sweep", str(spec), "--out", str(out), "--dry-run"], capsys)
+    assert rc != 0 and len(err) == 1, err
+    assert err[0].startswith(f"zbench: lab.count: {cpus + 1} TCG labs want {cpus + 1:.1f} cores when busy"), err
+    assert f"this machine has {cpus} CPUs: at most {cpus} run without starving each other" in err[0]
+    assert not out.exists()
+
+
 # -- staging and commit ------------------------------------------------------------------------------
 def _store(tmp_path, plan=None):
     plan = plan or _plan()

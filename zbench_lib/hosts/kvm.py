@@ -69,10 +69,17 @@ def choose_accel(requested: str, kernel: Path) -> str:
 
 
 def planned_accel(requested: str, zfs: str) -> str:
-    """The accelerator a lab asking for `requested` would get, before it boots (for planning): the probe's
-    answer when the image is built (the probe is cached per boot), else TCG unless KVM was asked for."""
+    """The accelerator a lab asking for `requested` would get, for planning before it boots, without a
+    probe (that boots a kernel, up to 25 s): this boot's cached answer when there is one, else TCG, the
+    accelerator that costs the controller's CPU (the conservative count)."""
     if requested in ("tcg", "kvm"):
         return requested
     from zbench_lib.hosts.lab_image import cached_image
     image = cached_image(zfs)
-    return choose_accel(requested, image / "vmlinuz") if image is not None else "tcg"
+    try:
+        cached = json.loads((paths.cache_dir() / "kvm-probe.json").read_text())
+    except (OSError, ValueError):
+        return "tcg"
+    usable = cached.get("boot_id") == _boot_id() and image is not None and \
+        cached.get("kernel") == str(image / "vmlinuz") and cached.get("usable") is True
+    return "kvm" if usable else "tcg"
