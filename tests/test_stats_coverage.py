@@ -52,8 +52,8 @@ def test_truth_summary_counts_true_false_and_not_judged():
 def test_flag_meanings_cover_the_new_checks():
     assert A.FLAG_MEANINGS["flag_read_amplification"] == ("the disks read far more bytes than fio asked for, "
                                                           "beyond what block size and parity explain")
-    assert A.FLAG_MEANINGS["flag_host_contention"] == ("other processes on the lab's host took CPU from the "
-                                                       "emulation during the run")
+    assert A.FLAG_MEANINGS["flag_host_contention"] == ("the lab's emulation waited for the controller's CPU "
+                                                       "during the run (run-queue wait or steal)")
     assert "flag_write_amplification" in A.FLAG_MEANINGS
 
 
