@@ -55,7 +55,10 @@ _BUSY = ("user", "nice", "system", "irq", "softirq", "steal")   # guest time is 
 
 def cpu_ticks(stat_text: str) -> tuple[int, int, int]:
     """(busy, total, CPUs) from /proc/stat: busy excludes idle and iowait, in clock ticks."""
-    cpus = parse_cpu_stat(stat_text)
+    return _ticks(parse_cpu_stat(stat_text))
+
+
+def _ticks(cpus: dict) -> tuple[int, int, int]:
     a = cpus["cpu"]
     busy = sum(a[k] for k in _BUSY)
     return busy, busy + a["idle"] + a["iowait"], max(1, sum(1 for k in cpus if k != "cpu"))
@@ -71,12 +74,9 @@ def zbench_qemus(proc: Path = Path("/proc")) -> list[int]:
     """Pids of running zbench lab QEMUs (a QEMU whose arguments carry QEMU_MARK)."""
     pids = []
     for d in proc.glob("[0-9]*"):
-        try:
-            argv = (d / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv and os.path.basename(argv[0]).startswith(b"qemu-system") and \
-                any(a.startswith(QEMU_MARK.encode()) for a in argv):
+        argv = _argv(proc, int(d.name))
+        if argv and os.path.basename(argv[0]).startswith("qemu-system") and \
+                any(a.startswith(QEMU_MARK) for a in argv):
             pids.append(int(d.name))
     return sorted(pids)
 
@@ -156,13 +156,13 @@ class LabThreads:
 def snapshot(qemu_pid: int, proc: Path = Path("/proc"), lab: LabThreads | None = None) -> dict:
     """One sample: controller epoch, CPU ticks (steal among them), the QEMU's ticks (None if gone),
     zbench QEMUs, and with `lab` its processes' ticks and their threads' run and run-queue wait."""
-    stat = (proc / "stat").read_text()
-    busy, total, ncpu = cpu_ticks(stat)
+    cpus = parse_cpu_stat((proc / "stat").read_text())       # parsed once: the ticks and the steal
+    busy, total, ncpu = _ticks(cpus)
     try:
         qemu = process_ticks((proc / str(qemu_pid) / "stat").read_text())
     except (OSError, ValueError, IndexError):
         qemu = None
-    out = dict(t=time.time(), busy=busy, total=total, ncpu=ncpu, steal=parse_cpu_stat(stat)["cpu"]["steal"],
+    out = dict(t=time.time(), busy=busy, total=total, ncpu=ncpu, steal=cpus["cpu"]["steal"],
                qemu=qemu, qemus=zbench_qemus(proc))
     return {**out, **(lab.sample() if lab is not None and qemu is not None else {})}
 
