@@ -47,7 +47,7 @@ factors:
 target: {size: 64M, access: nfs, recordsize: 16k}
 workloads:
   - {name: randwrite, overrides: {runtime_s: 10, ramp_time_s: 2, bs: 16k}}
-repetitions: {fixed: 3}
+repetitions: {fixed: 3, pool_replicates: 1}
 """
 MiB = 1024 ** 2
 
@@ -494,7 +494,7 @@ factors:
 target: {volsize: 256M, volblocksize: 16k, access: iscsi}
 workloads:
   - {name: randwrite, overrides: {runtime_s: 10, ramp_time_s: 2, bs: 16k}}
-repetitions: {fixed: 3}
+repetitions: {fixed: 3, pool_replicates: 1}
 """
 
 

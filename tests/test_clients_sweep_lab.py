@@ -53,7 +53,7 @@ factors:
 target: {size: 32M, recordsize: 16k, compression: "off", sync: standard, access: nfs}
 workloads:
   - {name: randwrite, overrides: {runtime_s: 6, ramp_time_s: 1, bs: 16k, numjobs: 1, iodepth: 2}}
-repetitions: {fixed: 1, max_attempts: 1, metric: iops}
+repetitions: {fixed: 1, pool_replicates: 1, max_attempts: 1, metric: iops}
 prefill: {fill: whole, policy: once-per-target}
 order: as-written
 seed: 30
@@ -71,7 +71,7 @@ factors:
 target: {volsize: 64M, volblocksize: 16k, compression: "off", access: iscsi, clients: 2}
 workloads:
   - {name: randwrite, overrides: {runtime_s: 6, ramp_time_s: 1, bs: 16k, numjobs: 1, iodepth: 2}}
-repetitions: {fixed: 1, max_attempts: 1, metric: iops}
+repetitions: {fixed: 1, pool_replicates: 1, max_attempts: 1, metric: iops}
 prefill: {fill: whole, policy: once-per-target}
 order: as-written
 seed: 30

@@ -44,7 +44,7 @@ SPEC = {
     "target": {"size": "512M", "recordsize": "128k", "primarycache": "metadata"},
     "workloads": [{"name": "seqwrite", "overrides": {"runtime_s": 20, "ramp_time_s": 5, "compressible_percent": 50}},
                   {"name": "seqread", "overrides": {"runtime_s": 20, "ramp_time_s": 5, "compressible_percent": 50}}],
-    "repetitions": {"fixed": 3, "max_attempts": 5, "metric": "bw_bytes_s"}, "seed": 28}
+    "repetitions": {"fixed": 3, "pool_replicates": 1, "max_attempts": 5, "metric": "bw_bytes_s"}, "seed": 28}
 # What `zfs get compressratio` says of each target, prefilled and after a run: fio's 50% buffers
 # (random then zeros in every 512 bytes) in 128K records, 4K sectors.
 RATIO = {"off": 1.00, "lz4": 1.88, "zstd": 1.96}

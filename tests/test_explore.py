@@ -61,7 +61,11 @@ def test_an_unbuildable_layout_and_unknown_arguments_are_refused_in_one_line():
 
 def test_estimate_is_the_plans_dry_run():
     text = zb.estimate("raidz2", disks=6, volblocksize="16k", workload="randwrite", bs="4k", repetitions=2)
-    assert "cells: 1 (0 skipped)" in text and "runs: 2 planned" in text and "estimated wall time" in text
+    # three pools by default (issue 45), each a cell of its own replicate, two runs on each
+    assert "cells: 3 (0 skipped)" in text and "runs: 6 planned" in text and "estimated wall time" in text
+    assert "units: 3 pools per configuration" in text
+    one = zb.estimate("raidz2", disks=6, volblocksize="16k", workload="randwrite", bs="4k", pools=1)
+    assert "cells: 1 (0 skipped)" in one and "units: one pool per configuration" in one
 
 
 def test_a_result_prints_draws_and_compares(tmp_path):

@@ -47,8 +47,8 @@ def test_the_five_line_what_if_runs_in_a_notebook_on_the_lab(lab, tmp_path):
     nb.cells = [nbformat.v4.new_code_cell(f'out: str = "{tmp_path / "sweeps"}"  # where the store goes',
                                           metadata={"tags": ["parameters"]}),
                 nbformat.v4.new_code_cell("import zbench as zb\n"
-                                          "zb.set_defaults(repetitions=2, runtime_s=4, ramp_s=1, volsize='128M', "
-                                          "out=out)"),
+                                          "zb.set_defaults(pools=2, repetitions=1, runtime_s=4, ramp_s=1, "
+                                          "volsize='128M', out=out)"),
                 nbformat.v4.new_code_cell(readme_what_if()),
                 nbformat.v4.new_code_cell("print(repr(r))\nprint('STORE', r.path)")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -65,7 +65,7 @@ def test_the_five_line_what_if_runs_in_a_notebook_on_the_lab(lab, tmp_path):
     runs, admitted = df["run_id"].nunique(), A.select_admissible(df)["run_id"].nunique()
     assert f"truth checks: {runs} runs, {runs - admitted} excluded" in plain, plain
     if admitted >= 2:
-        assert re.search(r"IOPS: [\d,.]+ \(95% CI [\d,.]+-[\d,.]+, n = 2 runs of one pool", plain), plain
+        assert re.search(r"IOPS: [\d,.]+ \(95% CI [\d,.]+-[\d,.]+, n = 2 pools\)", plain), plain   # pools as units
     else:
         # A busy machine (host contention) may exclude runs until the cell's attempts are spent:
         # the summary then gives no interval, and says why, instead of a number it cannot support.
@@ -88,7 +88,7 @@ def test_the_five_line_what_if_runs_in_a_notebook_on_the_lab(lab, tmp_path):
 def test_explore_notebook_presses_its_button_on_the_lab(lab, tmp_path):
     out = tmp_path / "explore.ipynb"
     res = _papermill(REPO_ROOT / "notebooks" / "explore.ipynb", out,
-                     [("layout", "mirror"), ("disks", 2), ("workload", "randread"), ("repetitions", 2),
+                     [("layout", "mirror"), ("disks", 2), ("workload", "randread"), ("repetitions", 1),
                       ("runtime_s", 4), ("run", True), ("out", tmp_path / "sweeps")])
     assert res.returncode == 0, res.stderr[-3000:]
     plain, rich = _texts(nbformat.read(str(out), as_version=4))

@@ -128,7 +128,7 @@ def _plan(tmp_path):
          "lab": {"disks": 2, "disk_size": "1G", "model": "custom:iops=400,bw=100M", "extra_disks": 0},
          "factors": {"layout": ["stripe"], "disks": [2], "volblocksize": ["16k"]}, "target": {"volsize": "48M"},
          "workloads": [{"name": "randwrite", "overrides": {"runtime_s": 2, "ramp_time_s": 1}}],
-         "repetitions": {"fixed": 3, "max_attempts": 6, "metric": "iops"}, "seed": 5}
+         "repetitions": {"fixed": 3, "pool_replicates": 1, "max_attempts": 6, "metric": "iops"}, "seed": 5}
     text = yaml.safe_dump(d)
     plan = expand(parse_spec(text, name="kinds"))
     return plan, Store.create(tmp_path, text, plan, sweep_id="kinds")

@@ -119,7 +119,8 @@ def test_a_fleet_of_tcg_labs_must_fit_in_the_cores_and_the_refusal_says_the_rule
 
 
 def test_a_plan_with_fewer_blocks_than_labs_boots_only_the_labs_it_can_use_and_says_so():
-    spec = parse_spec(yaml.safe_dump({**SPEC, "repetitions": {"fixed": 2}, "lab": {**SPEC["lab"], "count": 3},
+    spec = parse_spec(yaml.safe_dump({**SPEC, "repetitions": {"fixed": 2, "pool_replicates": 1},
+                                      "lab": {**SPEC["lab"], "count": 3},
                                       "factors": {**SPEC["factors"], "layout": ["mirror"]}}), name="fleet")
     blocks = len(pool_requests(expand(spec)))
     assert blocks == 1 and labs_to_boot(spec, blocks) == 1 and labs_to_boot(spec, None) == 3

@@ -48,7 +48,7 @@ SPEC = {"name": "onehost", "question": "Does one host's sweep hold its host's lo
         "host": "lab", "lab": {"disks": 1, "disk_size": "1G", "model": "hdd"},
         "factors": {"layout": ["stripe"], "disks": [1], "volblocksize": ["16k"]}, "target": {"volsize": "32M"},
         "workloads": [{"name": "randread", "overrides": {"runtime_s": 2, "ramp_time_s": 1}}],
-        "repetitions": {"fixed": 1, "max_attempts": 1}, "seed": 1}
+        "repetitions": {"fixed": 1, "pool_replicates": 1, "max_attempts": 1}, "seed": 1}
 BOX = "ssh://root@bench1"
 OTHER = LockOwner("zbench sweep theirs from ctl9 pid 7", "07e5")       # a colleague's sweep
 

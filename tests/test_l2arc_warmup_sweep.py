@@ -43,7 +43,7 @@ def spec_text(**changes) -> str:
          "target": {"size": "192M", "recordsize": "128k", "compression": "off"},
          "workloads": [{"name": "randread", "overrides": {"runtime_s": 4, "ramp_time_s": 1, "direct": 0}},
                        {"name": "randwrite", "overrides": {"runtime_s": 4, "ramp_time_s": 1}}],
-         "repetitions": {"fixed": 2}, "seed": 3,
+         "repetitions": {"fixed": 2, "pool_replicates": 1}, "seed": 3,
          "warmup": {"l2arc": {"until": "80%", "max_s": 120, "chunk_s": 5}}, **changes}
     return yaml.safe_dump(d)
 

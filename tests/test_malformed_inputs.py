@@ -38,7 +38,7 @@ BASE = {
     "factors": {"layout": ["stripe", "raidz1"], "disks": [3], "volblocksize": ["16k"]},
     "target": {"volsize": "128M", "compression": "off"},
     "workloads": [{"name": "randread", "overrides": {"runtime_s": 4, "ramp_time_s": 1}}],
-    "repetitions": {"fixed": 2},
+    "repetitions": {"fixed": 2, "pool_replicates": 1},
     "prefill": {"fill": "whole", "policy": "once-per-target"},
     "seed": 1,
 }
@@ -451,7 +451,8 @@ CASES = [
     # -- the size of the study --------------------------------------------------------------------
     ("huge-grid", variant(HUGE_GRID), r"factors: the grid has up to 20,000 cells .* the limit is 2,000 cells"),
     ("too-many-runs", variant({"factors.iodepth": list(range(1, 51)), "factors.numjobs": list(range(1, 21)),
-                               "repetitions": {"fixed": 20}}), r"factors: the grid has up to 2,000 cells .* 40,000"),
+                               "repetitions": {"fixed": 20, "pool_replicates": 1}}),
+     r"factors: the grid has up to 2,000 cells .* 40,000"),
     ("replicates-push-over", variant({"factors.iodepth": list(range(1, 101)), "factors.numjobs": list(range(1, 5)),
                                       "repetitions": {"fixed": 2, "pool_replicates": 10}}),
      r"factors: the grid has up to 8,000 cells"),

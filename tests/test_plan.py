@@ -37,18 +37,20 @@ def spec(**changes):
 
 def test_demo_counts():
     p = expand(load_spec(SWEEPS / "demo.yaml"))
-    assert (len(p.cells), len(p.skipped), len(p.pools), len(p.targets), len(p.runs)) == (12, 0, 3, 6, 36)
-    assert [pl.label for pl in p.pools] == ["stripe(4)", "2x mirror(2)", "1x raidz1(4)"]
-    # a fixed design of 3: no adaptive extras, excluded runs replaced up to 4 attempts a cell
-    assert p.estimates["runs"] == 36 and p.estimates["runs_max"] == 36 and p.estimates["attempts_max"] == 48
+    # issue 45: three pools per layout, one run on each (was 3 runs on one pool: the same 36 runs)
+    assert (len(p.cells), len(p.skipped), len(p.pools), len(p.targets), len(p.runs)) == (36, 0, 9, 18, 36)
+    assert [pl.label for pl in p.pools] == ["stripe(4)", "2x mirror(2)", "1x raidz1(4)"] * 3
+    assert sorted(pl.pool_replicate for pl in p.pools) == [1] * 3 + [2] * 3 + [3] * 3
+    # a fixed design of 1: no adaptive extras, an excluded run replaced up to 3 attempts a cell
+    assert p.estimates["runs"] == 36 and p.estimates["runs_max"] == 36 and p.estimates["attempts_max"] == 108
     assert 8 * 60 < p.estimates["wall_s"] < 20 * 60        # `make demo` budget
 
 
 def test_scaling_skips_impossible_combinations_with_reasons():
     p = expand(load_spec(SWEEPS / "scaling.yaml"))
     # stripe 2..8 (7), mirror 2,4,6,8 (4), raidz1 2..8 (7), raidz2 3..8 (6), x 2 workloads
-    assert len(p.cells) == 2 * (7 + 4 + 7 + 6) and len(p.pools) == 24
-    assert len(p.skipped) == 2 * 4 and len(p.runs) == 5 * len(p.cells)   # fixed: 5
+    assert len(p.cells) == 3 * 2 * (7 + 4 + 7 + 6) and len(p.pools) == 3 * 24     # three pool replicates
+    assert len(p.skipped) == 2 * 4 and len(p.runs) == len(p.cells)   # fixed: 1 on each pool
     reasons = {(s["factors"]["layout"]["family"], s["factors"]["disks"]): s["reason"] for s in p.skipped}
     assert "raidz2 needs width >= 3" in reasons[("raidz2", 2)]
     assert reasons[("mirror", 3)] == "mirror of 2-way vdevs cannot use 3 disks (3 is not a multiple of 2)"
@@ -66,8 +68,8 @@ def test_every_shipped_spec_expands(path):
 
 def test_sync_slog_uses_the_extra_disk_as_log():
     p = expand(load_spec(SWEEPS / "sync-slog.yaml"))
-    assert sorted(pl.layout["log"] for pl in p.pools) == [0, 1]
-    assert len(p.cells) == 2 * 3 * 2 * 2 and len(p.targets) == 2 * 3 * 2
+    assert sorted(pl.layout["log"] for pl in p.pools) == [0, 0, 0, 1, 1, 1]     # three pool replicates each
+    assert len(p.cells) == 2 * 3 * 2 * 2 * 3 and len(p.targets) == 2 * 3 * 2 * 3
 
 
 def test_layouts_beyond_the_lab_are_skipped():

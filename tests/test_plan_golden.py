@@ -19,6 +19,11 @@ latency-vs-load only in `repetitions.metric` (clat_p99_ns -> lat_p99_ns); iscsi-
 nfs-clients only in their cells' `fio.ioengine` and `fio.direct` (the I/O path declared); nfs-datastore,
 slog-l2arc-special and sync-slog in both, nothing else. The two io-path test specs are new, their rows
 computed by the planner of that change.
+Issue 45 changed every row on purpose: plan.json gained `randseed` ("per-run") and each run its first
+attempt's `randseed`, and the templates without pool replicates now state 3 (iodepth-curve and resilver
+with 2 runs on each, the others 1). Checked spec by spec: with those keys removed, the new plan of every
+spec equals the plan the code at c138938 makes of the same spec text, except data/examples/iodepth-curve,
+whose spec states no pool_replicates and so plans the new default of three pools.
 """
 
 from __future__ import annotations

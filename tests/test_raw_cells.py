@@ -28,7 +28,7 @@ def spec(changes: dict | None = None, **top):
          "target": {"volsize": "128M", "volblocksize": "16k", "compression": "off"},
          "workloads": [{"name": "randread", "overrides": {"runtime_s": 10, "ramp_time_s": 2}},
                        {"name": "seqwrite", "overrides": {"runtime_s": 10, "ramp_time_s": 2}}],
-         "repetitions": {"fixed": 2}, "seed": 3, **top}
+         "repetitions": {"fixed": 2, "pool_replicates": 1}, "seed": 3, **top}
     d = {k: v for k, v in d.items() if v is not None}          # lab=None: a real host's spec
     for k, v in (changes or {}).items():
         node, *rest = k.split(".")

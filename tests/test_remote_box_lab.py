@@ -37,7 +37,7 @@ factors:
 target: {{volsize: 64M, compression: "off", primarycache: metadata}}
 workloads:
   - {{name: randread, overrides: {{runtime_s: 3, ramp_time_s: 1, bs: 16k, numjobs: 1, iodepth: 4}}}}
-repetitions: {{fixed: 2, max_attempts: 2, metric: iops}}
+repetitions: {{fixed: 2, pool_replicates: 1, max_attempts: 2, metric: iops}}
 prefill: {{fill: whole, policy: once-per-target}}
 order: randomised
 seed: 11

@@ -115,16 +115,23 @@ def test_rule_from_spec_block():
 
 
 @pytest.mark.parametrize("block", [None, {}, {"pool_replicates": 3}, {"metric": "bw_bytes_s"}])
-def test_default_design_is_fixed_five(block):
+def test_default_design_is_two_runs_on_each_of_three_pools(block):
     # Issue 27: no declared design gave Stein's two-stage rule (pilot 3, max 10) while the
-    # analysis used the plain Welch interval; the default is now a fixed 5 runs a cell.
+    # analysis used the plain Welch interval; the default became a fixed design. Issue 45: it was
+    # 5 runs on one pool, whose interval speaks for that pool; it is now 2 runs on each of 3 pools.
     r = repetitions(block)
-    assert (r["design"], r["pilot"], r["max"], r["target_rel_ci"], r["max_attempts"]) == ("fixed", 5, 5, None, 10)
+    assert (r["design"], r["pilot"], r["max"], r["target_rel_ci"], r["max_attempts"]) == ("fixed", 2, 2, None, 4)
+    assert r["pool_replicates"] == 3
     rule = RepetitionRule.from_config(r)
-    assert rule == RepetitionRule("fixed", 5, 5, None, 10)
-    d = rule.decide([], [])                          # a new cell queues its five runs at once
-    assert (d.add, d.needed, d.stein) == (5, 5, None)
-    assert rule.decide(ok(90.0, 100.0, 110.0, 95.0, 105.0)).stage == "done"   # no second stage, whatever the spread
+    assert rule == RepetitionRule("fixed", 2, 2, None, 4)
+    d = rule.decide([], [])                          # a new cell (one pool replicate) queues its two runs at once
+    assert (d.add, d.needed, d.stein) == (2, 2, None)
+    assert rule.decide(ok(90.0, 110.0)).stage == "done"   # no second stage, whatever the spread
+
+
+def test_steins_rule_sizes_one_pool_unless_replicates_are_stated():
+    assert repetitions({"pilot": 3, "max": 10})["pool_replicates"] == 1
+    assert repetitions({"pilot": 3, "max": 10, "pool_replicates": 3})["pool_replicates"] == 3
 
 
 def test_stein_only_when_declared():

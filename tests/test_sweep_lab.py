@@ -126,7 +126,7 @@ factors: {layout: [stripe], disks: [1], volblocksize: [16k]}
 target: {volsize: 32M, compression: "off", primarycache: metadata}
 workloads:
   - {name: randread, overrides: {runtime_s: 2, ramp_time_s: 1, bs: 16k, numjobs: 1, iodepth: 4}}
-repetitions: {fixed: 1, max_attempts: 1}
+repetitions: {fixed: 1, pool_replicates: 1, max_attempts: 1}
 seed: 5
 """
 

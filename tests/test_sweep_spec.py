@@ -204,8 +204,11 @@ def test_all_four_shipped_specs_exist():
     ({"pilot": 3, "max": 10, "target_rel_ci": "5%", "metric": "lat_p99_ns"},
      {"design": "stein", "pilot": 3, "max": 10, "target_rel_ci": 0.05, "metric": "lat_p99_ns",
       "max_attempts": 13, "pool_replicates": 1}),
+    # a fixed design re-creates each pool three times unless told (issue 45): pools are the units
     ({"fixed": 5}, {"design": "fixed", "pilot": 5, "max": 5, "target_rel_ci": None, "metric": "iops",
-                    "max_attempts": 10, "pool_replicates": 1}),
+                    "max_attempts": 10, "pool_replicates": 3}),
+    (None, {"design": "fixed", "pilot": 2, "max": 2, "target_rel_ci": None, "metric": "iops",
+            "max_attempts": 4, "pool_replicates": 3}),
     ({"min": 2, "max": 2, "target_rel_ci": 0.05}, {"design": "fixed", "pilot": 2, "max": 2, "target_rel_ci": None,
                                                    "metric": "iops", "max_attempts": 4, "pool_replicates": 1}),
     ({"fixed": 1, "max_attempts": 3, "pool_replicates": 2},
@@ -232,6 +235,10 @@ ALL_SPECS = sorted(SWEEPS.glob("*.yaml")) + sorted((ROOT / "tests" / "specs").gl
     (ROOT / "data" / "examples").glob("*/spec.yaml"))
 # (cells, skipped, pools, targets, runs, sha256 of the run ids in order) as planned at 5dc9837,
 # before the load-time checks: update a row only when that spec is changed on purpose.
+# Issue 45 changed 17 template rows on purpose (they state three pool replicates; cells, pools and targets
+# x3, runs by their new fixed n) and data/examples/iodepth-curve's (its spec states no pool_replicates:
+# the new default of three); those rows are pinned from that change's planner, their factor grids and
+# skips as before (test_plan_golden checks the plans against c138938's with the replicates stated).
 PLANNED = {
     "tests/specs/dataset.yaml": (2, 0, 1, 2, 4, "562c51cf5e7899c4"),
     "tests/specs/fill.yaml": (3, 0, 3, 3, 3, "8173b9714ebebcd8"),
@@ -250,10 +257,10 @@ PLANNED = {
     # zfs_dirty_data_max 4M (the faulted run's drain through the crawl, bounded; 32M outran fio's
     # timeout once): the old cell's factors and that parameter, new ids
     "tests/specs/fault-slow.yaml": (1, 0, 1, 1, 2, "c4342d39065ea552"),
-    "templates/sweeps/demo.yaml": (12, 0, 3, 6, 36, "7c9dbfebd37209a6"),
+    "templates/sweeps/demo.yaml": (36, 0, 9, 18, 36, "d6487b80c679fe5b"),
     # compression off, lz4, zstd on 50% compressible data: a target each, prefilled with that data
-    "templates/sweeps/compression.yaml": (6, 0, 1, 3, 18, "041c03c22a0c507e"),
-    "templates/sweeps/disk-models.yaml": (8, 0, 4, 4, 24, "76ebf9614963d6d4"),
+    "templates/sweeps/compression.yaml": (18, 0, 3, 9, 18, "2fdf92a2457bc80e"),
+    "templates/sweeps/disk-models.yaml": (24, 0, 12, 12, 24, "046fbdc74711db1b"),
     "templates/sweeps/draid.yaml": (12, 0, 6, 6, 36, "b8dcf702ceb2ae8f"),
     # the bare disks beside the zvol and the ext4 file (raw cells at fs none only), 40 s windows
     "templates/sweeps/baselines.yaml": (18, 3, 4, 6, 54, "a9d4c1dfe232c4f8"),
@@ -264,30 +271,30 @@ PLANNED = {
     "tests/specs/pool-factors-zvol.yaml": (4, 0, 2, 4, 4, "667f20ccfe90ebc2"),
     # pool-settings.yaml x nfs.yaml: each pool (special 0, 1) with access local and nfs, sync standard
     "tests/specs/pool-factors-dataset.yaml": (4, 0, 2, 4, 4, "feb8804853474070"),
-    "templates/sweeps/nfs-datastore.yaml": (6, 0, 2, 6, 18, "6ef51dadb0fc104e"),
+    "templates/sweeps/nfs-datastore.yaml": (18, 0, 6, 18, 18, "83fe34f49a579e64"),
     # issue 30: 1, 2 and 4 client VMs x sync standard and always; a target per sync level, mounted by all four
     # iSCSI clients (issue 30): pinned from the planner of the change that added it (no earlier code plans it)
-    "templates/sweeps/iscsi-clients.yaml": (6, 0, 1, 2, 18, "863b39bf4ef4ef7f"),
-    "templates/sweeps/nfs-clients.yaml": (6, 0, 1, 2, 18, "f8784cf89686be8a"),
+    "templates/sweeps/iscsi-clients.yaml": (18, 0, 3, 6, 18, "325c1746514f842c"),
+    "templates/sweeps/nfs-clients.yaml": (18, 0, 3, 6, 18, "8d618419af56ec84"),
     "tests/specs/nfs.yaml": (2, 0, 1, 2, 2, "7f084f50ba4345e2"),
     "templates/sweeps/fill.yaml": (12, 0, 6, 6, 36, "8cb3565fdd1c8ed1"),
     # randread at iodepth 1 (buffered reads, for the declared L2ARC warm-up): new cell ids for it
-    "templates/sweeps/slog-l2arc-special.yaml": (16, 0, 8, 8, 48, "707f56b8c0cb50f2"),
-    "templates/sweeps/tunables.yaml": (6, 0, 6, 6, 18, "a8c1710a7fb9471e"),
+    "templates/sweeps/slog-l2arc-special.yaml": (48, 0, 24, 24, 48, "d1dcd1f71a8e0886"),
+    "templates/sweeps/tunables.yaml": (18, 0, 18, 18, 18, "45a54324c82f1d15"),
     "tests/specs/l2arc-warmup.yaml": (2, 0, 2, 2, 2, "24641ca8e144f42e"),
-    "templates/sweeps/iodepth-curve.yaml": (7, 0, 1, 1, 35, "60ef1cb52f9f331f"),
-    "templates/sweeps/latency-vs-load.yaml": (20, 0, 1, 2, 60, "ea80c471390114ad"),
+    "templates/sweeps/iodepth-curve.yaml": (21, 0, 3, 3, 42, "9d1158c8479f6cd6"),
+    "templates/sweeps/latency-vs-load.yaml": (60, 0, 3, 6, 60, "4b433a054596eb7d"),
     # issue 33 item 5, added at 8196f23 (pinned from that planner): the volblocksize and iodepth examples'
     # latency questions on the 7200 rpm mechanism model
-    "templates/sweeps/volblocksize-hdd.yaml": (6, 0, 1, 3, 18, "2d74f13c724f4fdb"),
-    "templates/sweeps/iodepth-hdd.yaml": (4, 0, 1, 1, 12, "2d6a34169502d706"),
-    "templates/sweeps/recordsize.yaml": (24, 0, 2, 6, 120, "b98dcd9afbb7f899"),
-    "templates/sweeps/resilver.yaml": (6, 0, 6, 6, 12, "3c3ac176dc4c22db"),
+    "templates/sweeps/volblocksize-hdd.yaml": (18, 0, 3, 9, 18, "92bbead2783ee0c4"),
+    "templates/sweeps/iodepth-hdd.yaml": (12, 0, 3, 3, 12, "34f48a9082666a65"),
+    "templates/sweeps/recordsize.yaml": (72, 0, 6, 18, 72, "7c530ca2180a68fd"),
+    "templates/sweeps/resilver.yaml": (18, 0, 18, 18, 36, "ce3d9ec8cc1b53de"),
     "templates/sweeps/scaling-example.yaml": (300, 44, 75, 75, 300, "e7d25a7b4c01a88e"),
-    "templates/sweeps/scaling.yaml": (48, 8, 24, 24, 240, "f46fb597925b4787"),
-    "templates/sweeps/sync-slog.yaml": (24, 0, 2, 12, 120, "27c201c7b6498914"),
+    "templates/sweeps/scaling.yaml": (144, 8, 72, 72, 144, "1a6ab916c5f0c09b"),
+    "templates/sweeps/sync-slog.yaml": (72, 0, 6, 36, 72, "d3667c4afdb9e667"),
     "templates/sweeps/volblocksize-example.yaml": (54, 0, 9, 27, 54, "2ff439e77cf8f0be"),
-    "templates/sweeps/volblocksize.yaml": (54, 0, 3, 18, 270, "5974fd490c0c30b7"),
+    "templates/sweeps/volblocksize.yaml": (162, 0, 9, 54, 162, "10c814d6fcb576db"),
     "tests/specs/replicates.yaml": (4, 0, 4, 4, 8, "d0d1a850e9720b9a"),
     "tests/specs/resume.yaml": (2, 0, 1, 1, 4, "7f5934bac2ed493b"),
     "tests/specs/tiny.yaml": (2, 0, 2, 2, 4, "bde0b59468b13503"),
@@ -295,7 +302,7 @@ PLANNED = {
     "tests/specs/until-steady.yaml": (1, 0, 1, 1, 1, "d9fafe8a08c6e30f"),
     "tests/specs/zfs-versions.yaml": (4, 0, 2, 2, 8, "b98272f06783dede"),
     "data/examples/scaling/spec.yaml": (300, 44, 75, 75, 300, "e7d25a7b4c01a88e"),
-    "data/examples/iodepth-curve/spec.yaml": (7, 0, 1, 1, 35, "60ef1cb52f9f331f"),
+    "data/examples/iodepth-curve/spec.yaml": (21, 0, 3, 3, 105, "0fc66d1971c2cc0b"),
     "data/examples/volblocksize/spec.yaml": (54, 0, 9, 27, 54, "2ff439e77cf8f0be"),
 }
 # Shipped specs whose targets cannot all exist in their pool on the lab disks they ask for

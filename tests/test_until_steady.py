@@ -61,7 +61,8 @@ def spec_dict(until=None, workload="randwrite", runtime=2, fixed=2, **extra) -> 
             "lab": {"disks": 2, "disk_size": "1G", "model": "custom:iops=400,bw=100M", "extra_disks": 0},
             "factors": {"layout": ["stripe"], "disks": [2], "volblocksize": ["16k"]},
             "target": {"volsize": "48M"}, "workloads": [w],
-            "repetitions": {"fixed": fixed, "max_attempts": fixed, "metric": "iops"}, "seed": 5, **extra}
+            "repetitions": {"fixed": fixed, "pool_replicates": 1, "max_attempts": fixed, "metric": "iops"},
+            "seed": 5, **extra}
 
 
 def text_of(d: dict) -> str:
@@ -243,6 +244,18 @@ def test_a_sweep_killed_between_windows_resumes_to_exactly_its_planned_rows(tmp_
     assert (df["windows"] == 3).all() and (df["result_window"] == 3).all() and (df["windows_max"] == 3).all()
     killed = cut.parent.name
     assert df.set_index("run_id").loc[killed, "attempt"] == 2              # redone whole, from window 1
+    # Issue 45: every attempt draws its own randseed, sha256 of "seed:run:attempt" (48 bits), as fio's
+    # own report gives it; the plan lists each run's first one, which a resume draws again.
+    by_run = df.set_index("run_id")
+    for r in plan["runs"]:
+        attempt = int(by_run.loc[r["run_id"], "attempt"])
+        want = int.from_bytes(hashlib.sha256(f"5:{r['run_id']}:{attempt}".encode()).digest()[:6], "big")
+        assert by_run.loc[r["run_id"], "randseed"] == want
+        assert r["randseed"] == int.from_bytes(hashlib.sha256(f"5:{r['run_id']}:1".encode()).digest()[:6], "big")
+        assert f"randseed={want}" in (sweep_dir / "raw" / r["run_id"] / f"attempt-{attempt}" / "fio" /
+                                      "job.fio").read_text()
+    assert by_run["randseed"].nunique() == 2 and by_run.loc[killed, "randseed"] != next(
+        r["randseed"] for r in plan["runs"] if r["run_id"] == killed)      # the redone attempt: a new sequence
     events = Store.open(sweep_dir).events()
     assert [e["run_id"] for e in events if e["event"] == Event.RUN_DISCARDED] == [killed]
     extended = [e for e in events if e["event"] == Event.RUN_EXTENDED]

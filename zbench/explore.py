@@ -122,7 +122,7 @@ class Explorer:
         self.model = W.Combobox(options=list(PRESETS), value=d.model, description="disk model",
                                 placeholder="hdd, or custom:iops=500,bw=200M", ensure_option=False)
         self.repetitions = W.IntSlider(value=d.repetitions, min=1, max=10, description="repetitions")
-        self.runtime_s = W.IntSlider(value=d.runtime_s, min=3, max=300, description="window (s)")
+        self.runtime_s = W.IntSlider(value=d.window_s or zbench.READ_WINDOW_S, min=3, max=300, description="window (s)")
         self.button = W.Button(description="Run on the lab", button_style="primary", icon="play")
         self.estimate = W.HTML()
         self.prediction = W.HTML()
@@ -220,7 +220,7 @@ class Explorer:
             return None
         cfg = self.config()
         self.button.disabled = True
-        self.bar.max, self.bar.value, self.bar.layout.visibility = cfg.repetitions, 0, "visible"
+        self.bar.max, self.bar.value, self.bar.layout.visibility = cfg.repetitions * cfg.pools, 0, "visible"
         stop = threading.Event()
         watcher = threading.Thread(target=self._watch, args=(stop,), daemon=True)
         try:

@@ -47,14 +47,24 @@ class Comparison:
     low: float
     high: float
     p: float
+    pools: tuple[int, int] = (1, 1)     # pools measured on each side: the units when both have two or more
+
+    def unit(self) -> str:
+        """What the interval speaks for: the layouts (pools as units) or the two pools measured."""
+        a, b = self.pools
+        if min(a, b) >= 2:
+            return f"{a} and {b} pools as units: the interval speaks for the configurations"
+        return ("runs of one pool on a side: the interval speaks for these pools, not for the configurations "
+                "(measure with pools=3)")
 
     def sentence(self) -> str:
         unit = UNITS.get(self.metric, (self.metric, 1))[0]
         if math.isnan(self.low):
-            return f"{self.this}: {self.ratio:.2f}x the {unit} of {self.other} (no interval: fewer than 2 runs a side)"
+            return (f"{self.this}: {self.ratio:.2f}x the {unit} of {self.other} (no interval: fewer than 2 units "
+                    f"a side; {self.unit()})")
         verdict = "higher" if self.low > 1 else "lower" if self.high < 1 else "not distinguishable"
         return (f"{self.this}: {self.ratio:.2f}x the {unit} of {self.other} (95% CI {self.low:.2f}-{self.high:.2f}, "
-                f"p = {self.p:.3g}): {verdict}")
+                f"p = {self.p:.3g}): {verdict}; {self.unit()}")
 
     __repr__ = sentence
 
@@ -174,8 +184,7 @@ class Result:
         mean, lo, hi, n = self.estimate()
         unit = UNITS[self.metric][0]
         runs, excluded, described, unjudged = self._check_counts()
-        unit_of_n = "runs of one pool (the interval holds for that pool)" if n and \
-            self.admissible.get("pool_replicate", pd.Series([1])).nunique() < 2 else "pools"
+        unit_of_n = "runs of one pool (the interval holds for that pool)" if n and self.pool_count < 2 else "pools"
         raised = ", ".join(f"{r.flag[5:]} {r.raised}/{r.runs}" for r in self.raised().itertuples()) or "none"
         return [self.label,
                 f"{unit}: {_fmt(mean)} (95% CI {_fmt(lo)}-{_fmt(hi)}, n = {n} {unit_of_n})",
@@ -203,7 +212,14 @@ class Result:
         a, b = (to_units(r.admissible.dropna(subset=[metric]), metric, ["direction"], "auto")[0][metric]
                 for r in (self, other))
         t = log_ratio_test(a, b)
-        return Comparison(self.short_label, other.short_label, metric, t.ratio, t.low, t.high, t.p)
+        return Comparison(self.short_label, other.short_label, metric, t.ratio, t.low, t.high, t.p,
+                          (self.pool_count, other.pool_count))
+
+    @property
+    def pool_count(self) -> int:
+        """Pools with an admissible run: the units of the interval when two or more."""
+        a = self.admissible
+        return int(a["pool_replicate"].nunique()) if "pool_replicate" in a.columns and len(a) else (1 if len(a) else 0)
 
     def model(self) -> ModelCheck:
         """The measurement beside the space model and, for random reads, the IOPS model."""

@@ -96,7 +96,8 @@ def cmd_sweep(args):
     spec = load_spec(args.spec)
     plan = expand(spec)                        # validates before anything starts
     if args.dry_run:
-        print(plan.describe())
+        from zbench_lib.analysis.report.plan_advice import design_lines
+        print("\n".join([plan.describe(), *design_lines(plan)]))
         print(bytes_written_note(spec))
     # Hosts are checked before anything is created (a real host's devices, every host's lock): a refusal
     # is one line, and --out stays as it was.
@@ -166,6 +167,12 @@ def cmd_table(args):
         print(args.out)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def cmd_plan_advice(args):
+    from zbench_lib.analysis.report.plan_advice import plan_advice, render
+    print(render(plan_advice(args.sweep_dir, wall_min=args.wall, metric=args.metric)))
     return 0
 
 
@@ -298,6 +305,13 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 (one statement p
                     help="count flagged runs (invalidated by a truth check) too")
     tb.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
     tb.set_defaults(func=cmd_table)
+    pa = sub.add_parser("plan-advice", help="variance components of a sweep (pool to pool, run to run), its "
+                        "costs, and how many pools × runs to plan (methods §22)")
+    pa.add_argument("sweep_dir", help="sweep directory (results.parquet, events.jsonl)")
+    pa.add_argument("--wall", type=float, metavar="MINUTES",
+                    help="wall-time budget per cell (default: what the sweep's own design cost a cell)")
+    pa.add_argument("--metric", default="iops", help="the results column the components are of")
+    pa.set_defaults(func=cmd_plan_advice)
     pk = sub.add_parser("pack", help="pack a finished sweep for publication (raw/ as one xz archive)")
     pk.add_argument("sweep_dir", help="a finished sweep directory")
     pk.add_argument("dest", help="new directory, e.g. data/examples/my-study")

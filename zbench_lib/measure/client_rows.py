@@ -32,7 +32,7 @@ from pathlib import Path
 from zbench_lib.measure.client_aggregate import ClientAggregate, aggregate, read_percentile
 from zbench_lib.measure.client_clock import ClientClock, clocks_from_record, to_storage_ms
 from zbench_lib.measure.fio_client_json import ClientStats, log_starts, parse_client_json
-from zbench_lib.measure.fio_parse import COLUMNS, DIRECTIONS, PERCENTILES, io_path
+from zbench_lib.measure.fio_parse import COLUMNS, DIRECTIONS, PERCENTILES, io_path, seed_of
 
 CLIENTS_DIR = "clients"
 # The aggregate row's own columns (documented in analysis/report/data_dictionary.py).
@@ -139,7 +139,7 @@ def _row(record: ClientsRecord, agg: ClientAggregate, options: dict) -> dict:
                sync_lat_mean_ns=math.nan, sync_lat_p99_ns=math.nan, usr_cpu_pct=math.nan, sys_cpu_pct=math.nan,
                ss_attained=None, error=max(j.error for j in record.stats.jobs),
                fio_version=record.stats.fio_version, **_latency(agg, record.stats),
-               **io_path(options))
+               **io_path(options), randseed=seed_of(options.get("randseed")))
     return {**{c: row[c] for c in COLUMNS}, **_client_columns(record, agg)}
 
 

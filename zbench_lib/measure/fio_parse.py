@@ -41,7 +41,7 @@ COLUMNS = [
     *(f"lat_{p}_ns" for p in PERCENTILES.values()),
     "clat_mean_ns", "clat_p99_ns", "slat_mean_ns",
     "sync_lat_mean_ns", "sync_lat_p99_ns", "ioengine", "direct", "o_sync",
-    "usr_cpu_pct", "sys_cpu_pct", "ss_attained", "error", "fio_version",
+    "usr_cpu_pct", "sys_cpu_pct", "ss_attained", "error", "fio_version", "randseed",
 ]
 _SIZE_SUFFIX = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
 _LOG_NAME = re.compile(r"^(?P<prefix>.+)_(?P<metric>iops|bw|lat|clat|slat)(?:\.(?P<job>\d+))?\.log$")
@@ -109,6 +109,14 @@ def io_path(opts: dict) -> dict:
             "o_sync": {"0": "none", "none": "none", "1": "sync", "sync": "sync"}.get(sync, sync)}
 
 
+def seed_of(value):
+    """The job's randseed as fio's options give it (a string of up to 64 bits), or None."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def parse_fio_json(data) -> list[dict]:
     """Rows (dicts with COLUMNS) from fio's JSON report: a dict, or its text."""
     if isinstance(data, (str, bytes)):
@@ -143,6 +151,7 @@ def parse_fio_json(data) -> list[dict]:
                 sys_cpu_pct=float(job.get("sys_cpu", math.nan)),
                 ss_attained=bool(ss["attained"]) if ss and "attained" in ss else None,
                 error=int(job.get("error", 0)), fio_version=version, **io_path(opts),
+                randseed=seed_of(opts.get("randseed")),
             )
             for key, name in PERCENTILES.items():
                 row[f"lat_{name}_ns"] = _pct(d.get("lat_ns"), key)

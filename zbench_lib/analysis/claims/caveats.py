@@ -63,6 +63,43 @@ def io_path_line(df: pd.DataFrame) -> str:
     return "I/O path: " + "; ".join(f"{w} {' or '.join(dict.fromkeys(p))}" for w, p in by_workload.items()) + "."
 
 
+def _configurations(df: pd.DataFrame) -> pd.Series:
+    """Each row's configuration across pool replicates: its config id without the replicate's suffix."""
+    return df["config_id"].astype(str).str.replace(r"-pr\d+$", "", regex=True)
+
+
+def unit_line(df: pd.DataFrame) -> str:
+    """What the intervals speak for (issue 45): 'Units: 3 pools per configuration, ...' or the caveat that
+    they speak for one pool each; and whether reruns replayed one random sequence. "" without the columns."""
+    if not {"config_id", "pool_replicate"} <= set(df.columns) or df.empty:
+        return ""
+    d = df.assign(_config=_configurations(df))
+    pools = d.groupby("_config")["pool_replicate"].nunique()
+    if pools.min() >= 2:
+        lo, hi = int(pools.min()), int(pools.max())
+        line = (f"Units: {lo if lo == hi else f'{lo}-{hi}'} independently created pools per configuration; "
+                "intervals and comparisons speak for the configurations.")
+    else:
+        one = int((pools < 2).sum())
+        which = "Every configuration was" if one == len(pools) else f"{one} of {len(pools)} configurations were"
+        line = (f"{which} measured on one pool: their intervals are the spread of reruns on that pool, and a "
+                "comparison with them speaks for those pools, not for the configurations "
+                "(repetitions.pool_replicates re-creates them).")
+    return line + _replayed(d)
+
+
+def _replayed(d: pd.DataFrame) -> str:
+    """' Runs ... replay one random sequence' where every configuration with several runs had one randseed."""
+    if "randseed" not in d.columns or d["randseed"].isna().all():
+        return ""
+    runs = d.dropna(subset=["randseed"]).groupby("_config").agg(n=("run_id", "nunique"), seeds=("randseed", "nunique"))
+    several = runs[runs["n"] > 1]
+    if several.empty or (several["seeds"] > 1).any():
+        return ""
+    return (" Runs of each configuration replay one random sequence (one randseed): their spread leaves out "
+            "the variation of the disks' positional service times a new sequence would meet.")
+
+
 def _release_paths(df: pd.DataFrame) -> list[str]:
     """Local dataset rows with O_DIRECT on both sides of OpenZFS 2.3 (sweeps/spec/io_path.py refuses such a
     sweep; rows loaded together from several sweeps can still meet)."""

@@ -11,6 +11,7 @@ target reads come before writes, each phase shuffled.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from dataclasses import dataclass, replace
 
@@ -29,6 +30,20 @@ class Run:
 
 def run_id(cell_id: str, rep: int) -> str:
     return f"{cell_id}-r{rep:02d}"
+
+
+def run_seed(sweep_seed: int, run_id: str, attempt: int) -> int:
+    """The fio randseed of one attempt of a run: a hash of the sweep's seed, the run id and the attempt,
+    so every run (and every replacement) draws its own offsets and a resumed sweep draws the same ones.
+    48 bits: fio takes an unsigned 64-bit seed, and the spec's own randseed overrides stop at 2**63 - 1.
+
+    >>> run_seed(20240501, "c1a2b3c-r01", 1) == run_seed(20240501, "c1a2b3c-r01", 1)
+    True
+    >>> run_seed(20240501, "c1a2b3c-r01", 1) != run_seed(20240501, "c1a2b3c-r02", 1)
+    True
+    """
+    digest = hashlib.sha256(f"{sweep_seed}:{run_id}:{attempt}".encode()).digest()
+    return int.from_bytes(digest[:6], "big")
 
 
 def _suffix(k: int, replicates: int) -> str:

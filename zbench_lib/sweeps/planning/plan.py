@@ -26,7 +26,7 @@ from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.zfs import families
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.core.sizes import format_size, parse_size
-from zbench_lib.sweeps.planning.blocks import Run, order_runs, replicate, run_id
+from zbench_lib.sweeps.planning.blocks import Run, order_runs, replicate, run_id, run_seed
 from zbench_lib.sweeps.planning.capacity import check_fits
 from zbench_lib.sweeps.planning import probes
 from zbench_lib.sweeps.planning.records import Cell, PlanPool, Target
@@ -143,12 +143,14 @@ class Plan:
                     if nblocks > 1 else "") + f", targets: {len(self.targets)}",
                  f"runs: {len(self.runs)} planned ({r['pilot']} per cell), {design}; "
                  f"excluded runs replaced up to {r['max_attempts']} attempts per cell",
+                 _describe_units(s),
                  f"estimated wall time: {hms(e['wall_s'])} (up to {hms(e['wall_max_s'])}), "
                  f"{hms(e['measure_s'])} inside fio measurement windows; "
                  f"{hms(e['wall_attempts_max_s'])} if every run were excluded and replaced",
                  f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
                  f"(up to {e['bytes_written_max'] / GiB:.2f} GiB), prefill {e['prefill_bytes'] / GiB:.2f} GiB",
-                 f"order: {order}; seed {s.seed}"] + describe_warmup(s, e) + _describe_until_steady(s) \
+                 f"order: {order}; seed {s.seed}; " + _describe_randseed(s)] \
+            + describe_warmup(s, e) + _describe_until_steady(s) \
             + _describe_steady_power(self.cells) + probes.describe(self.cells) + _describe_clients(s) \
             + io_path.describe(s)
         if s.faults and s.faults.get("resilver"):
@@ -167,11 +169,38 @@ class Plan:
                 "repetitions": s.repetitions, "prefill": s.prefill, "pools": [p.to_dict() for p in self.pools],
                 "targets": [t.to_dict() for t in self.targets], "cells": [c.to_dict() for c in self.cells],
                 "skipped": self.skipped,
-                "blocks": self.blocks, "runs": [vars(r) for r in self.runs], "estimates": self.estimates,
+                "blocks": self.blocks, "runs": self._run_dicts(), "estimates": self.estimates,
+                "randseed": s.randseed,
                 **({"warmup": s.warmup} if s.warmup else {})}   # only if declared: older plan.json still match
+
+    def _run_dicts(self) -> list[dict]:
+        """The runs as plan.json holds them, each with its first attempt's randseed where it draws its own
+        (a replacement attempt draws another: blocks.run_seed)."""
+        pinned = {c.cell_id for c in self.cells if "randseed" in c.fio or self.spec.randseed == "fixed"}
+        return [{**vars(r), **({} if r.cell_id in pinned else {"randseed": run_seed(self.spec.seed, r.run_id, 1)})}
+                for r in self.runs]
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
+
+
+def _describe_units(spec: SweepSpec) -> str:
+    """What the design's intervals will speak for (issue 45): pools as units, or one pool each."""
+    r = spec.repetitions
+    pools, runs = r["pool_replicates"], r["pilot"]
+    if pools >= 2:
+        return (f"units: {pools} pools per configuration, created one after another, x {runs} run(s) on each: "
+                "the intervals and comparisons will speak for the configurations")
+    return (f"units: one pool per configuration, {runs} runs on it: the intervals will speak for that pool, and "
+            "every comparison for the two pools it compares (repetitions.pool_replicates: 3 re-creates them)")
+
+
+def _describe_randseed(spec: SweepSpec) -> str:
+    """How the runs' random offsets are drawn (issue 45)."""
+    pinned = [w.name for w in spec.workloads if "randseed" in w.overrides]
+    line = ("every run replays one random sequence (randseed: fixed)" if spec.randseed == "fixed" else
+            "each run draws its own random offsets (a randseed from the seed, the run and the attempt)")
+    return line + (f"; {', '.join(pinned)} pin a randseed of their own" if pinned and spec.randseed != "fixed" else "")
 
 
 def _describe_until_steady(spec: SweepSpec) -> list[str]:

@@ -20,6 +20,7 @@ from zbench_lib.measure import workloads
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.runner import measure, measure_clients
 from zbench_lib.measure.until_steady import UntilSteady, measure_windows
+from zbench_lib.sweeps.planning.blocks import run_seed
 from zbench_lib.sweeps.planning.plan import run_seconds
 from zbench_lib.sweeps.planning.records import Cell
 from zbench_lib.sweeps.running.open_loop import OpenLoop, offered_load
@@ -89,7 +90,7 @@ def measured_run(site: Site, fio_target: FioTarget, plan, run) -> tuple[list, fl
     cell = plan.cell(run.cell_id)
     store = site.store
     attempt = store.begin_attempt(run.run_id)
-    fio = _job_params(cell, fio_target)
+    fio = _job_params(cell, fio_target, _randseed(plan.spec, cell, run.run_id, _number(attempt)))
     # a load: open loop at its rate (a fraction's probe measured first, once per cell); None: saturation
     loaded = offered_load(site, cell, run, attempt, {**fio, "filename": _filename(fio_target)})
     window = _window_measurer(site, fio_target, cell, run, attempt, fio, loaded)
@@ -113,9 +114,17 @@ def measured_run(site: Site, fio_target: FioTarget, plan, run) -> tuple[list, fl
     return rows, (res.window[1] - res.window[0]) if windows is None else windows.seconds
 
 
-def _job_params(cell: Cell, fio_target: FioTarget) -> dict:
-    """A run's fio parameters: the cell's, its depth and jobs, and the size of what it runs on."""
-    fio = dict(cell.fio)
+def _randseed(spec, cell: Cell, run_id: str, attempt: int) -> dict:
+    """The attempt's own randseed (blocks.run_seed), unless the spec replays one sequence (randseed: fixed)
+    or the workload pins one in its overrides: then the job keeps the workload's seed."""
+    if spec.randseed == "fixed" or "randseed" in cell.fio:
+        return {}
+    return {"randseed": run_seed(spec.seed, run_id, attempt)}
+
+
+def _job_params(cell: Cell, fio_target: FioTarget, seed: dict) -> dict:
+    """A run's fio parameters: the cell's, its seed, its depth and jobs, and the size of what it runs on."""
+    fio = {**cell.fio, **seed}
     for k in ("iodepth", "numjobs"):
         if k in cell.factors:
             fio.setdefault(k, cell.factors[k])

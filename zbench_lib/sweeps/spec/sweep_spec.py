@@ -45,11 +45,14 @@ FS_FILE_SHARE = 0.75            # of volsize: the file fio uses in a fs-on-zvol 
                                 # tables take up to ~17% of a 128M volume, less of larger ones)
 TOP_KEYS = ("name", "question", "surface", "host", "lab", "devices", "extra_devices",
             "allow_signatures", "factors", "target", "workloads", "repetitions", "prefill",
-            "order", "reads_first", "seed", "faults", "warmup", "hosts", "host_factor")
+            "order", "reads_first", "seed", "randseed", "faults", "warmup", "hosts", "host_factor")
 # Stated limits on the size of a study, checked from the factor lengths before anything is
 # expanded (planning takes a few ms per cell, a run a minute or more).
 MAX_CELLS = 2_000               # factor combinations x workloads x pool replicates
 MAX_RUNS = 20_000               # cells x planned repetitions (the pilot, or all of a fixed design)
+# A run's random offsets: its own sequence by default, so reruns of one pool sample the disks' positional
+# service times (mech: models) rather than replaying one path through them; fixed replays the workload's seed.
+RANDSEED_MODES = ("per-run", "fixed")
 MAX_VALUES = 100                # values of one factor, workloads of one sweep
 
 
@@ -83,6 +86,7 @@ class SweepSpec:
     reads_first: bool
     seed: int
     text: str = ""
+    randseed: str = "per-run"       # per-run: each run's own fio randseed (blocks.run_seed); fixed: one sequence
     faults: dict | None = None      # spec.faults: a disk pulled or slowed mid-run (lab only)
     warmup: dict | None = None      # spec.warmup: an L2ARC warm-up before a cached target's runs
     hosts: tuple = ()               # spec.fleet: the boxes of a hosts: list (hosts.fleet.HostEntry)
@@ -282,6 +286,10 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
     if not isinstance(order, str) or order not in ("randomised", "randomized", "as-written"):
         fail("order", f"expected 'randomised' or 'as-written', got {order!r}")
     reads_first = d.get("reads_first", True)
+    randseed = d.get("randseed", "per-run")
+    if randseed not in RANDSEED_MODES:
+        fail("randseed", f"expected 'per-run' (each run its own random sequence) or 'fixed' (every run "
+                         f"replays one), got {randseed!r}")
     if not isinstance(reads_first, bool):
         fail("reads_first", f"expected true or false, got {reads_first!r}")
     if "zfs" in factors and host != "lab":
@@ -307,7 +315,7 @@ def parse_spec(text: str, name: str = "sweep") -> SweepSpec:
                      workloads=workloads, warmup=warmup,
                      repetitions=repetitions, prefill=prefill,
                      order=order.replace("randomized", "randomised"), reads_first=reads_first,
-                     seed=integer(d.get("seed", 0), "seed", 0, 2 ** 32 - 1), text=text,
+                     seed=integer(d.get("seed", 0), "seed", 0, 2 ** 32 - 1), text=text, randseed=randseed,
                      faults=parse_faults(d.get("faults"), host), hosts=hosts, lab_count=lab_count,
                      host_factor=host_factor)
     check_fleet_spec(spec)

@@ -131,9 +131,13 @@ METRICS = ("iops", "bw_bytes_s", "lat_mean_ns", "lat_p50_ns", "lat_p99_ns", "lat
 REPETITION_KEYS = ("pilot", "min", "max", "fixed", "target_rel_ci", "metric", "max_attempts",
                    "pool_replicates")
 # Keys that declare Stein's two-stage design; without them (and without ``fixed``) the design
-# is fixed at DEFAULT_FIXED runs a cell (docs/methods.md §13).
+# is fixed at DEFAULT_FIXED runs on each of DEFAULT_POOLS pools (docs/methods.md §6, §13, §22).
 ADAPTIVE_KEYS = ("pilot", "min", "max", "target_rel_ci")
-DEFAULT_FIXED = 5
+# The default unit is an independently created pool (issue 45): reruns of one pool say how that pool
+# varies, not how the layout does. Two runs on each pool let the sweep split its variance into the
+# pool's and the run's (zbench plan-advice), at the cost of a pool create and prefill each.
+DEFAULT_FIXED = 2
+DEFAULT_POOLS = 3
 
 
 def _fraction(v, path: str) -> float:
@@ -157,7 +161,8 @@ def repetitions(d) -> dict:
     those keys declares it. ``min`` is the old name of ``pilot``; ``min == max`` (or
     ``fixed: n``) is a fixed design.
     ``max_attempts`` caps the runs of a cell, excluded ones included (default max + pilot);
-    ``pool_replicates`` re-creates every pool that many times, in randomised blocks.
+    ``pool_replicates`` re-creates every pool that many times, in randomised blocks: DEFAULT_POOLS
+    unless given, and 1 under Stein's rule (which sizes the runs of one pool: state it to replicate).
     """
     r = mapping({} if d is None else d, "repetitions", REPETITION_KEYS)
     if "min" in r and "pilot" in r:
@@ -165,8 +170,9 @@ def repetitions(d) -> dict:
     metric = r.get("metric", "iops")
     if metric not in METRICS:
         fail("repetitions.metric", f"{metric!r} is not a result column; choose one of {', '.join(METRICS)}")
-    replicates = integer(r.get("pool_replicates", 1), "repetitions.pool_replicates", 1, 10)
     adaptive = [k for k in ADAPTIVE_KEYS if k in r]
+    replicates = integer(r.get("pool_replicates", 1 if adaptive else DEFAULT_POOLS), "repetitions.pool_replicates",
+                         1, 10)
     if "fixed" in r:
         if adaptive:
             fail("repetitions.fixed", f"a fixed design takes no {', '.join(adaptive)}")
