@@ -96,8 +96,9 @@ def test_a_pooled_comparison_stays_out_of_the_holm_family():
     assert 0.025 < p < 0.05                 # significant alone; not if a second p doubled it (Holm, m = 2)
     assert cmp.loc["raidz1", "p"] == pytest.approx(p)
     assert cmp.loc["raidz1", "holm_p"] == pytest.approx(p)          # a family of one: the pooled p left out
-    assert cmp.loc["raidz1", "verdict"] == "higher" and bool(cmp.loc["raidz1", "significant"])
-    assert cmp.loc["raidz1", "adj_ci_low"] > 1
+    # significant, but its interval (low end above 1, below 1.05) does not clear the ±5% margin (methods §3.1)
+    assert cmp.loc["raidz1", "verdict"] == "higher, margin unclear" and bool(cmp.loc["raidz1", "significant"])
+    assert 1 < cmp.loc["raidz1", "adj_ci_low"] < 1.05
     mirror = cmp.loc["mirror"]
     assert mirror.verdict == "not judged" and "pools several configurations" in mirror.note
     assert np.isnan(mirror.holm_p) and not mirror.significant
@@ -109,4 +110,8 @@ def test_adjust_leaves_invalid_rows_out_of_the_family():
     adj = adjust(out, None, 0.05, valid=[True, True, False])
     # Holm over the two valid p by hand: 0.01 * 2 = 0.02; max(0.02, 0.04 * 1) = 0.04
     assert adj["holm_p"].tolist()[:2] == pytest.approx([0.02, 0.04]) and np.isnan(adj.loc[2, "holm_p"])
-    assert adj["verdict"].tolist() == ["higher", "higher", "not judged"]
+    # the verdicts read the intervals (methods §3.1), here from the given SE: 1.2·exp(∓t(0.9875, 4)·0.05) =
+    # 1.008–1.43 excludes 1 but not +5%; 1.1·exp(∓t(0.975, 4)·0.05) = 0.958–1.26 includes 1, and its 90%
+    # interval 0.990–1.22 is not inside ±5%
+    assert adj["verdict"].tolist() == ["higher, margin unclear", "inconclusive", "not judged"]
+    assert adj.loc[0, "decided_low"] == pytest.approx(1.2 * math.exp(-sps.t.ppf(0.9875, 4) * 0.05))

@@ -175,9 +175,11 @@ def test_single_run_sides_are_not_judged():
     assert not any("4K gives" in t for t in text)     # the single 560 does not win by default
     r = cmp.iloc[-1]
     # p to what 3 against 3 runs support, intervals with the decimals they need (claims/wording.py)
-    assert any(t.endswith(f"128K gives 1.10x the IOPS of 16K ({ci_text(r['ratio_ci_low'], r['ratio_ci_high'], 2)}, "
-                          f"Holm p {_p(r['holm_p'], r)}, Holm-adjusted "
-                          f"{ci_text(r['adj_ci_low'], r['adj_ci_high'], 2, '95.0%')}).") for t in text), text
+    # the interval printed is the one that decided (methods §3.1): 4K has no p, so 128K is a family of one
+    assert r["family_size"] == 1 and r["decided_low"] == pytest.approx(r["ratio_ci_low"])
+    assert any(t.endswith(f"128K gives 1.10x the IOPS of 16K (deciding: "
+                          f"{ci_text(r['ratio_ci_low'], r['ratio_ci_high'], 2)}, "
+                          f"Holm p {_p(r['holm_p'], r)}).") for t in text), text
     lines = A.conclusions_compare(cmp, "iops")
     assert any("=4K vs 16K" in t and "not judged (n 1 vs 3 admissible runs; a CI needs at least 2 runs a side)" in t
                for t in lines)

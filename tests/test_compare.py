@@ -138,7 +138,12 @@ def test_compare_reference_values():
     assert row.cliffs_delta == 1.0
     # R: wilcox.test(A, B, exact=TRUE)$p.value -> 0.007937 (2/252)
     assert row.mannwhitney_p == pytest.approx(0.0079365, rel=1e-4)
-    assert row.significant and row.verdict == "higher" and row.unit == "run"
+    # significant, but the 95% CI (1.027–1.070) reaches across +5%: the direction is shown, not a difference
+    # that matters (methods §3.1); a family of one decides on that 95% CI
+    assert row.ratio_ci_high > 1.05 > row.ratio_ci_low > 1
+    assert row.significant and row.verdict == "higher, margin unclear" and row.unit == "run"
+    assert (row.decided_low, row.decided_high, row.decided_level) == pytest.approx(
+        (row.ratio_ci_low, row.ratio_ci_high, 0.95))
 
 
 def test_compare_groups_by_and_holm_family():

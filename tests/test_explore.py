@@ -125,7 +125,7 @@ def test_the_button_runs_once_and_shows_the_result_beside_the_examples(tmp_path)
     ex = Explorer(out=str(tmp_path), measure=fake_measure, lab=lab).set(repetitions=2, runtime_s=4)
     result = ex.run()                                     # the button's callback
     assert result is ex.result and calls[0][1] is lab and calls[0][0].repetitions == 2
-    assert ex.bar.value == ex.bar.max == 2 and not ex.button.disabled
+    assert ex.bar.value == ex.bar.max == 2 * 3 and not ex.button.disabled      # 2 runs on each of 3 pools
     assert "<details><summary>truth checks" in ex.shown.value and "Beside the models" in ex.shown.value
     assert "this run" in ex.near.value and "volblocksize-example" in ex.near.value
     assert "Done." in ex.status.value

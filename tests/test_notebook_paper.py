@@ -133,9 +133,12 @@ def test_a_compact_table_has_one_line_rows_and_its_long_texts_as_numbered_notes(
     from zbench_lib.analysis.report.notebook_sections import comparison_table
     page = compact_html(cmp, comparison_table(cmp))
     tds = re.findall(r"<td([^>]*)>(.*?)</td>", page)
-    assert len(tds) == len(cmp) * 12 and all("white-space:nowrap" in attrs for attrs, _ in tds)
+    # 13 cells a row: the ratio with the interval that decided its verdict, then that interval's level
+    # (Holm-adjusted within randread's family of 6, methods §3.1), not the unadjusted 95% CI
+    assert len(tds) == len(cmp) * 13 and all("white-space:nowrap" in attrs for attrs, _ in tds)
     assert max(len(re.sub(r"<[^>]+>", "", text)) for _, text in tds) <= 24
-    assert "<th>ratio (95% CI)</th>" in page and ">0.978 (0.944–1.01)<" in page
+    assert "<th>ratio (deciding interval)</th>" in page and "<th>CI level</th>" in page
+    assert ">0.978 (0.920–1.04)<" in page and ">98.8%<" in page
     notes = re.findall(r"<li>(.*?)</li>", page.split("<details>", 1)[1])
     mann = [n for n in notes if n.startswith("mannwhitney_note: too small")]
     assert len(mann) == 1 and f"({len(cmp)} rows)" in mann[0]                # one note for every row it is on

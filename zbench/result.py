@@ -20,6 +20,8 @@ from zbench_lib.analysis.claims.caveats import io_path_line
 from zbench_lib.analysis.data.flags import select_admissible, truth_summary
 from zbench_lib.analysis.data.replication import to_units
 from zbench_lib.analysis.data.sweep_data import Sweep, load_sweep
+from zbench_lib.analysis.claims.wording import ci_text
+from zbench_lib.analysis.stats.decision import DEFAULT_MARGIN, Decision, decide, difference
 from zbench_lib.analysis.stats.ratio import log_ratio_test
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tables import space_check, workload_metric
@@ -39,7 +41,11 @@ def _fmt(x: float, digits: int = 3) -> str:
 
 @dataclass(frozen=True)
 class Comparison:
-    """This result against another: the ratio of their means with its 95% CI and p (methods §2)."""
+    """This result against another: the ratio of their means with its 95% CI and p (methods §2), and the
+    verdict of the one decision rule (methods §3.1, `decision.decide`): a lone comparison is a family of
+    one, so "higher/lower" needs its 95% CI to exclude 1 and clear ±`margin`, "equivalent" its 90% CI
+    (TOST at the same alpha) inside ±`margin`. `se` and `df` are the log ratio's standard error and
+    Welch df; without them (a Comparison built by hand) equivalence is not judged."""
     this: str
     other: str
     metric: str
@@ -48,6 +54,10 @@ class Comparison:
     high: float
     p: float
     pools: tuple[int, int] = (1, 1)     # pools measured on each side: the units when both have two or more
+    se: float = math.nan
+    df: float = math.nan
+    margin: float = DEFAULT_MARGIN
+    alpha: float = 0.05
 
     def unit(self) -> str:
         """What the interval speaks for: the layouts (pools as units) or the two pools measured."""
@@ -57,14 +67,31 @@ class Comparison:
         return ("runs of one pool on a side: the interval speaks for these pools, not for the configurations "
                 "(measure with pools=3)")
 
+    @property
+    def decision(self) -> Decision:
+        """The verdict and the interval that decided it (a family of one, at `alpha`)."""
+        if math.isfinite(self.se) and math.isfinite(self.df):
+            return decide(math.log(self.ratio), self.se, self.df, self.alpha, self.margin)
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            return decide(math.nan, math.nan, math.nan, self.alpha, self.margin)
+        # no SE: the 95% CI itself decides a difference; equivalence (a 90% interval) cannot be judged
+        return difference(self.low, self.high, 1 - self.alpha, self.margin)
+
     def sentence(self) -> str:
         unit = UNITS.get(self.metric, (self.metric, 1))[0]
         if math.isnan(self.low):
             return (f"{self.this}: {self.ratio:.2f}x the {unit} of {self.other} (no interval: fewer than 2 units "
                     f"a side; {self.unit()})")
-        verdict = "higher" if self.low > 1 else "lower" if self.high < 1 else "not distinguishable"
-        return (f"{self.this}: {self.ratio:.2f}x the {unit} of {self.other} (95% CI {self.low:.2f}-{self.high:.2f}, "
-                f"p = {self.p:.3g}): {verdict}; {self.unit()}")
+        d = self.decision
+        words = {"equivalent": f"equivalent within ±{self.margin:.0%} (TOST)",
+                 "different, within margin": f"different, by less than the ±{self.margin:.0%} margin",
+                 "higher, margin unclear": f"higher, but not shown to clear the ±{self.margin:.0%} margin",
+                 "lower, margin unclear": f"lower, but not shown to clear the ±{self.margin:.0%} margin",
+                 "inconclusive": f"inconclusive (not distinguishable, and equivalence within ±{self.margin:.0%} "
+                                 "is not shown)"}
+        return (f"{self.this}: {self.ratio:.2f}x the {unit} of {self.other} ({d.level_text} CI "
+                f"{ci_text(d.low, d.high, 2, level='', sep='-')}, p = {self.p:.3g}): "
+                f"{words.get(d.verdict, d.verdict)}; {self.unit()}")
 
     __repr__ = sentence
 
@@ -206,14 +233,15 @@ class Result:
                 f"<small>{html.escape(lines[4])}</small></div>")
 
     def compare(self, other: "Result") -> Comparison:
-        """This result's judged metric against `other`'s: ratio of means, 95% CI, p (log-ratio Welch test)."""
+        """This result's judged metric against `other`'s: ratio of means, 95% CI, p (log-ratio Welch test), and
+        the verdict of the one decision rule (`Comparison.decision`)."""
         metric = self.metric
         # the units the estimates use: pool means when pools were replicated, else runs
         a, b = (to_units(r.admissible.dropna(subset=[metric]), metric, ["direction"], "auto")[0][metric]
                 for r in (self, other))
         t = log_ratio_test(a, b)
         return Comparison(self.short_label, other.short_label, metric, t.ratio, t.low, t.high, t.p,
-                          (self.pool_count, other.pool_count))
+                          (self.pool_count, other.pool_count), se=t.se, df=t.df)
 
     @property
     def pool_count(self) -> int:

@@ -1,7 +1,8 @@
 """The answer to a sweep's question in a few plain sentences, for the first screen of the report.
 
 One sentence per workload (and per group the comparison holds equal), each clause with its
-number, its 95% interval and its verdict, or "not judged" with the reason said once
+number, the interval that decided its verdict (`decision.decide`, methods §3.1: Holm-adjusted within
+the family, its level stated once per answer where it is one) and its verdict, or "not judged" with the reason said once
 (issue 31). The numbers come from the same tables as the conclusions (`tables.scaling_table`,
 `tables.compare_table`, `tails.cell_tails`); only the wording is shorter.
 
@@ -23,6 +24,7 @@ from zbench_lib.analysis.claims.wording import ci_text, num, say_once
 from zbench_lib.analysis.data.coverage import bare_reason
 from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, LAYOUT_COLUMNS
 from zbench_lib.analysis.data.sweep_data import setting_text
+from zbench_lib.analysis.stats.decision import VERDICTS, level_text
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.core.sizes import format_size
@@ -135,7 +137,7 @@ def _reason(note: str, levels) -> str:
 def _verdict(r, level: str = "") -> str:
     """The verdict in a word or two; what each means is said once, in COMPARE_NOTE."""
     v = r["verdict"]
-    if v in ("higher", "lower", "inconclusive"):
+    if v in VERDICTS and v not in ("equivalent", "not judged"):
         return v
     if v == "equivalent":
         return "no meaningful difference"
@@ -145,10 +147,13 @@ def _verdict(r, level: str = "") -> str:
     return f"not judged: {int(r['n_level'])} vs {int(r['n_baseline'])} admissible units (a CI needs 2 a side)"
 
 
-COMPARE_NOTE = ("Each ratio is a level's mean over the baseline's, with its 95% CI across pools (or runs, where one "
-                "pool was measured); higher or lower: significant after Holm correction within the workload; no "
-                "meaningful difference: equivalent within ±{margin:.0%} (TOST); inconclusive: neither is shown "
-                "(methods §1–§4). Latencies in ms with their 95% CI.")
+COMPARE_NOTE = ("Each ratio is a level's mean over the baseline's, across pools (or runs, where one pool was "
+                "measured), beside the interval that decided its verdict, Holm-adjusted within the workload's "
+                "family at the level each answer states (methods §3.1): higher or lower: the interval excludes 1 "
+                "and lies beyond ±{margin:.0%}; higher or lower, margin unclear: it excludes 1 but reaches "
+                "across ±{margin:.0%}; different, within margin: it excludes 1 and lies inside ±{margin:.0%}; "
+                "no meaningful difference: equivalent within ±{margin:.0%} by TOST at the same "
+                "Holm level; inconclusive: none of these (methods §1–§4). Latencies in ms with their 95% CI.")
 
 
 def _digits(lo, hi) -> int:
@@ -172,11 +177,11 @@ def _merged_tail(t) -> dict:
     judged = t["status"] == "judged"
     ms = (lambda c: t[c] / 1e6) if judged else (lambda c: np.nan)
     return {"value_ms": ms("value_ns"), "ci_low_ms": ms("ci_low_ns"), "ci_high_ms": ms("ci_high_ns"),
-            "status": t["status"], "source": "merged histograms"}
+            "n": t.get("n_units", np.nan), "status": t["status"], "source": "merged histograms"}
 
 
 def latency_tails(df: pd.DataFrame, hist: pd.DataFrame | None, by: list) -> pd.DataFrame:
-    """p99 and p99.9 per cell of `by`: `value_ms`, `ci_low_ms`, `ci_high_ms`, `status`, `source`.
+    """p99 and p99.9 per cell of `by`: `value_ms`, `ci_low_ms`, `ci_high_ms`, `n` (units), `status`, `source`.
 
     From the merged histograms where the store has them (`tails.cell_tails`), "not judged" with its
     reason where the merged I/Os cannot support the percentile (never a number made otherwise). Only
@@ -198,10 +203,10 @@ def latency_tails(df: pd.DataFrame, hist: pd.DataFrame | None, by: list) -> pd.D
                 continue
             judged = r["n"] >= 2 and np.isfinite(r["ci95_low"])
             rows.append({**{c: r[c] for c in by}, "percentile": pct, "value_ms": r["mean"] / 1e6,
-                         "ci_low_ms": r["ci95_low"] / 1e6, "ci_high_ms": r["ci95_high"] / 1e6,
+                         "ci_low_ms": r["ci95_low"] / 1e6, "ci_high_ms": r["ci95_high"] / 1e6, "n": r["n"],
                          "source": "mean of the runs' own percentile",
                          "status": "judged" if judged else f"{int(r['n'])} unit with the percentile (a CI needs 2)"})
-    return pd.DataFrame(rows, columns=by + ["percentile", "value_ms", "ci_low_ms", "ci_high_ms", "status",
+    return pd.DataFrame(rows, columns=by + ["percentile", "value_ms", "ci_low_ms", "ci_high_ms", "n", "status",
                                             "source"])
 
 
@@ -222,7 +227,11 @@ def _tails_sentence(tails, key: dict, factor: str, levels: list) -> str:
             if t.empty:
                 continue
             t = t.iloc[0]
-            if t["status"] == "judged":
+            if t["status"] == "judged" and t["ci_low_ms"] == t["ci_high_ms"]:     # zero width: no interval
+                n = _n(t)
+                values.append(f"{_level(factor, lv)} {num(t['value_ms'])} ms (one value"
+                              + (f", n = {n})" if n is not None else ")"))
+            elif t["status"] == "judged":
                 values.append(f"{_level(factor, lv)} {num(t['value_ms'])} ms "
                               f"({ci_text(t['ci_low_ms'], t['ci_high_ms'], level='')})")
             else:
@@ -231,6 +240,12 @@ def _tails_sentence(tails, key: dict, factor: str, levels: list) -> str:
         if values:
             parts.append(f"{pct}: " + ", ".join(values))
     return "; ".join(parts)
+
+
+def _n(t):
+    """The units behind a tail's interval, None where the table does not say."""
+    n = t.get("n", np.nan)
+    return int(n) if pd.notna(n) else None
 
 
 def _tail_source(tails) -> str:
@@ -244,7 +259,8 @@ def _tail_source(tails) -> str:
 
 def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject: str = ALL_RUNS,
                    load=None) -> list[dict]:
-    """Per workload (and held-equal group): each level against the baseline (ratio, 95% CI, verdict), then,
+    """Per workload (and held-equal group): each level against the baseline (ratio, the interval that decided
+    its verdict with its level, verdict: `decision.decide`), then,
     with `tails` (`latency_tails` over the same cells), the p99 and p99.9 of every level. `load`: the one
     level of the load factor a sweep has (not among the groups' columns then), else None."""
     if cmp is None or cmp.empty:
@@ -262,6 +278,7 @@ def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject
             out.append(_open_loop_answer(g, key, by, subject, factor, metric, tail))
             continue
         clauses, lead = [], {}
+        levels = _levels(g)
         many = len(g) >= LEAD_LEVELS          # many levels: the verdicts first, grouped, then the numbers
         for _, r in g.iterrows():
             lv = _level(factor, r["level"])
@@ -271,9 +288,10 @@ def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject
                 else:
                     clauses.append(f"{lv}: {_verdict(r, lv)}")
                 continue
-            lo, hi = r["ratio_ci_low"], r["ratio_ci_high"]
+            lo, hi = _decided(r)
             lead.setdefault(_verdict(r, lv), []).append(lv)
-            clauses.append(f"{lv} {_ratio(r['ratio'], lo, hi)}x ({ci_text(lo, hi, _digits(lo, hi), level='')})"
+            at = f", {level_text(r['decided_level'], _family(r))}" if len(levels) > 1 else ""
+            clauses.append(f"{lv} {_ratio(r['ratio'], lo, hi)}x ({ci_text(lo, hi, _digits(lo, hi), level='')}{at})"
                            + ("" if many else f" {_verdict(r, lv)}"))
         if many:
             grouped = [f"{v.split(': ')[0]} at {', '.join(lvs)}" + (f" ({v.split(': ', 1)[1]})" if ": " in v else "")
@@ -281,12 +299,49 @@ def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject
             clauses = ["; ".join(grouped) + ". Ratios: " + ", ".join(clauses)]
         tail = _tails_sentence(tails, key, factor, [base] + list(g["level"]))
         who = _who(key, by, subject)
+        stated = _stated(levels)
         out.append(dict(subject=f"{who} ({UNITS.get(metric, metric)})",
                         text=f"against {_against(factor, base)}: " + "; ".join(clauses)
-                        + "." + (f" Latency {tail}." if tail else "")))
+                        + "." + stated + (f" Latency {tail}." if tail else "")))
     if out:
         out[-1]["text"] += _tail_source(tails)
     return out
+
+
+def _stated(levels: list[tuple[float, int]]) -> str:
+    """The answer's one statement of its intervals' level: once where they share it, else that each clause
+    gives its own (Holm's steps differ within a family)."""
+    if not levels:
+        return ""
+    family = _family_text(levels[0][1])
+    if len(levels) == 1:
+        return f" Intervals: {level_text(*levels[0])}{family}."
+    return f" Each interval at its Holm step's level{family}."
+
+
+def _family(r) -> int:
+    """The comparisons in the row's Holm family (1 where the table predates the column)."""
+    n = r.get("family_size", 1)
+    return int(n) if pd.notna(n) and n else 1
+
+
+def _family_text(n: int) -> str:
+    return f", family of {n}" if n > 1 else ""
+
+
+def _decided(r) -> tuple[float, float]:
+    """The interval that decided the row's verdict (`decision.decide`); a table without it, its 95% CI."""
+    if "decided_low" in r and pd.notna(r["decided_low"]):
+        return r["decided_low"], r["decided_high"]
+    return r["ratio_ci_low"], r["ratio_ci_high"]
+
+
+def _levels(g: pd.DataFrame) -> list[tuple[float, int]]:
+    """The (level, family size) pairs of the group's judged rows' deciding intervals, each once."""
+    if "decided_level" not in g:
+        return [(0.95, 1)] if (g["verdict"] != "not judged").any() else []
+    judged = g[g["decided_level"].notna()]
+    return list(dict.fromkeys((round(float(r["decided_level"]), 6), _family(r)) for _, r in judged.iterrows()))
 
 
 def _set_by_load(load, metric: str) -> bool:

@@ -21,6 +21,7 @@ from zbench_lib.analysis.data.flags import SENSITIVITY_KEYS
 from zbench_lib.analysis.data.replication import ONE_POOL_NOTE, POOL_LEVEL_NOTE
 from zbench_lib.analysis.claims.wording import ci_text, effect_size_ok, p_text, say_once
 from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, LAYOUT_COLUMNS
+from zbench_lib.analysis.stats.decision import level_text
 from zbench_lib.analysis.stats.tables import block_column
 from zbench_lib.core.sizes import format_size
 
@@ -195,17 +196,32 @@ def conclusions_scaling(scaling_df: pd.DataFrame, metric: str = "iops", band: fl
 
 
 def _verdict_text(r, base, alpha) -> str:
+    """The verdict of the one decision rule (methods §3.1) in words."""
     m = r.get("margin", math.nan)
     within = f"±{m:.0%}" if np.isfinite(m) else "the margin"
     v = r["verdict"]
     if v in ("higher", "lower"):
-        text = f"{v} than {base}, significant after Holm correction"
-        if bool(r.get("equivalent", False)):
-            text += f", yet within the {within} equivalence margin (TOST p {_p(r['tost_p'], r)})"
-        return text + "."
+        return (f"{v} than {base}, significant after Holm correction, the Holm-adjusted interval clearing the "
+                f"{within} margin.")
+    if v == "different, within margin":
+        return (f"different from {base} after Holm correction, but by less than the {within} margin: the "
+                f"Holm-adjusted interval excludes 1 and lies inside it.")
+    if v.endswith("margin unclear"):
+        return (f"{v.split(',')[0]} than {base} after Holm correction, but the Holm-adjusted interval reaches "
+                f"across the {within} margin: a difference that matters is not shown.")
     if v == "equivalent":
-        return f"no meaningful difference (equivalent within {within}, TOST p {_p(r['tost_p'], r)})."
-    return f"inconclusive: not significant after Holm correction, and equivalence within {within} is not shown."
+        return (f"no meaningful difference (equivalent within {within}: TOST at the same Holm level, "
+                f"its interval inside the margin).")
+    return (f"inconclusive: not significant after Holm correction, and equivalence within {within} at the same "
+            f"Holm level is not shown.")
+
+
+def _decided_ci(r) -> str:
+    """The interval that decided the row's verdict with its level (`decision.decide`), else the adjusted CI."""
+    if "decided_low" not in r or not np.isfinite(r.get("decided_low", np.nan)):
+        return _adj_ci(r)
+    n = int(r["family_size"]) if np.isfinite(r.get("family_size", np.nan)) else 1
+    return "deciding: " + _ci(r["decided_low"], r["decided_high"], level=level_text(r["decided_level"], n))
 
 
 def _not_judged(r, unit) -> str:
@@ -245,7 +261,7 @@ def conclusions_compare(cmp: pd.DataFrame, metric: str = "iops", alpha: float = 
                 if np.isfinite(r.get("ratio", np.nan)) else ""
             out.append(f"{head}{ratio}: {_not_judged(r, unit)}.{_described(r)}{_sensitivity(r)}")
             continue
-        text = (f"{head} ratio {r['ratio']:.2f} ({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}; {_adj_ci(r)}), "
+        text = (f"{head} ratio {r['ratio']:.2f} ({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}; {_decided_ci(r)}), "
                 f"p {_p(r['p'], r)}, Holm p {_p(r['holm_p'], r)}{_hedges(r)}, "
                 f"means {_value(r['mean_level'], m)} vs {_value(r['mean_baseline'], m)}, "
                 f"n {int(r['n_level'])} vs {int(r['n_baseline'])} {unit}s: ")
@@ -295,11 +311,11 @@ def _best_block(g, everything, cmp_p99, by, metric, unjudged=()) -> str:
             f"judged block size ({', '.join(format_size(int(v)) for v in unjudged)} not judged)"
         return (f"{_who(r, by)}no {which} is significantly better than "
                 f"{format_size(int(r['baseline']))} for {METRIC_LABELS.get(metric, metric)} after Holm "
-                f"correction (closest: {format_size(int(r['level']))} at {r['ratio']:.2f}x, "
-                f"{_ci(r['ratio_ci_low'], r['ratio_ci_high'])}, Holm p {_p(r['holm_p'], r)}).{_described(r)}{sens}")
+                f"correction by more than the margin (closest: {format_size(int(r['level']))} at {r['ratio']:.2f}x, "
+                f"{_decided_ci(r)}, {r['verdict']}, Holm p {_p(r['holm_p'], r)}).{_described(r)}{sens}")
     text = (f"{_who(r, by)}{format_size(int(r['level']))} gives {r['ratio']:.2f}x the "
             f"{METRIC_LABELS.get(metric, metric)} of {format_size(int(r['baseline']))} "
-            f"({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}, Holm p {_p(r['holm_p'], r)}, {_adj_ci(r)})")
+            f"({_decided_ci(r)}, Holm p {_p(r['holm_p'], r)})")
     if cmp_p99 is not None and not cmp_p99.empty:
         q = cmp_p99[(cmp_p99["level"] == r["level"])
                     & np.logical_and.reduce([cmp_p99[c] == r[c] for c in by] or [True])]

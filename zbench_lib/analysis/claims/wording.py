@@ -53,23 +53,26 @@ def _decimals(lo: float, hi: float, digits: int) -> int:
     return digits + 4
 
 
-def ci_text(lo, hi, digits: int | None = None, level: str = "95%", sep: str = "–") -> str:
+def ci_text(lo, hi, digits: int | None = None, level: str = "95%", sep: str = "–",
+            n: int | None = None) -> str:
     """'95% CI 0.91–0.95' with enough decimals that the ends differ and a nonzero end is not 0.
 
     `digits` None: three significant figures on the larger end. Units whose values are all
-    equal (three pools' p99 in one fio bin) give no spread to make an interval from: said so.
+    equal (three pools' p99 in one fio bin) give no spread to make an interval from: "one value",
+    with their count `n` where the caller knows it, never "175–175".
 
     Examples
     --------
     >>> ci_text(0.912, 0.953, digits=2), ci_text(174.6, 175.4, digits=0), ci_text(0.0012, 0.094, digits=2)
     ('95% CI 0.91–0.95', '95% CI 174.6–175.4', '95% CI 0.001–0.094')
-    >>> ci_text(144.28, 210.84), ci_text(81.26, 81.26)
-    ('95% CI 144–211', 'no spread between the units (all 81.3)')
+    >>> ci_text(144.28, 210.84), ci_text(81.26, 81.26), ci_text(175.0, 175.0, level="", n=3)
+    ('95% CI 144–211', 'one value, 81.3 (no spread between the units)', 'one value (n = 3)')
     """
     if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
         return f"{level} CI n/a" if level else "n/a"
     if lo == hi:
-        return f"no spread between the units (all {num(lo)})" if level else "every unit alike"
+        count = f"n = {int(n)}" if n is not None and n == n else "no spread between the units"
+        return f"one value, {num(lo)} ({count})" if level else f"one value ({count})" if n is not None else "one value"
     if digits is None:
         top = max(abs(float(lo)), abs(float(hi)))
         digits = max(0, 2 - int(math.floor(math.log10(top)))) if top > 0 else 2

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from zbench_lib.analysis.data.flags import admissible_mask, described_mask, replacement_mask, select_admissible
+from zbench_lib.analysis.claims.wording import ci_text
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER, fmt
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import cell_tails
@@ -168,6 +169,13 @@ def _factor_cell(col, v) -> str:
     return format_size(int(v)) if col.endswith("_bytes") else str(v)
 
 
+def _interval(lo, hi, n: int) -> str:
+    """'1,204–1,310'; ends that would print alike get the decimals that tell them apart, and an interval of
+    zero width (every unit gave the same value) reads "one value (n = 3)", never "175–175"."""
+    a, b = fmt(lo), fmt(hi)
+    return f"{a}–{b}" if a != b else ci_text(float(lo), float(hi), level="", n=n)
+
+
 def display_table(table: pd.DataFrame) -> pd.DataFrame:
     """Text cells: numbers with separators and no scientific notation; '—' where n = 0."""
     factors = [c for c in table.columns if c not in ("configuration", "layout", "vdevs", "width", "drives",
@@ -181,7 +189,7 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
                "data_disks": str(int(r["data_disks"]))}
         row.update({f: _factor_cell(f, r[f]) for f in factors})
         row.update({c: str(r[c]) for c in ("workload", "direction") if c in table})
-        ci = (f"{fmt(r['iops_ci95_low'])}–{fmt(r['iops_ci95_high'])}"
+        ci = (_interval(r["iops_ci95_low"], r["iops_ci95_high"], int(r["n"]))
               if judged and pd.notna(r["iops_ci95_high"]) else ("n=1, no CI" if r["n"] == 1 else "—"))
         row.update(iops=fmt(r["iops"]) if judged else "—", iops_ci=ci,
                    mib_s=fmt(r["mib_s"]) if judged else "—",

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import pandas as pd
 from pandas.io.formats.style import Styler
 
+from zbench_lib.analysis.claims.wording import ci_text
 from zbench_lib.analysis.figures.plot_base import fmt
 from zbench_lib.core.sizes import format_size
 
@@ -75,6 +76,8 @@ def column_format(name: str, series: pd.Series):
         return name.replace("_bytes_s", "") + " (MiB/s)", lambda v: "" if _missing(v) else fmt(v / 2 ** 20)
     if name.endswith("_bytes") or name in _BLOCK_SIZES:
         return name.replace("_bytes", ""), lambda v: "" if _missing(v) else _size(v)
+    if name == "decided_level":                       # the confidence level of the interval that decided
+        return "CI level", lambda v: "" if _missing(v) else f"{v:.1%}"
     if name.endswith("_pct"):
         return name.replace("_pct", " (%)"), lambda v: "" if _missing(v) else fmt(v)
     if name.startswith("share"):
@@ -142,13 +145,23 @@ class Compact:
     notes: tuple[str, ...] = ()
 
 
+def _ends(f_end, lo, hi, n) -> str:
+    """'0.944–1.01'; an interval of zero width "one value (n = 3)" (never "175–175"), ends that would
+    print alike with the decimals that tell them apart (`wording.ci_text`)."""
+    a, b = f_end(lo), f_end(hi)
+    if a != b:
+        return f"{a}–{b}"
+    return ci_text(float(lo), float(hi), level="", n=None if _missing(n) else int(n))
+
+
 def _interval_texts(df: pd.DataFrame, value: str, low: str, high: str) -> tuple[str, list[str]]:
     """The header and cells of a value with its interval, in the value's unit."""
     header, f = column_format(value, df[value])
     _, f_end = column_format(low, df[low])
-    cells = [f(v) + (f" ({f_end(lo)}–{f_end(hi)})" if not (_missing(lo) or _missing(hi)) else "")
-             for v, lo, hi in zip(df[value], df[low], df[high])]
-    return f"{header} (95% CI)", cells
+    ns = df["n"] if "n" in df else pd.Series(None, index=df.index, dtype=object)
+    cells = [f(v) + (f" ({_ends(f_end, lo, hi, n)})" if not (_missing(lo) or _missing(hi)) else "")
+             for v, lo, hi, n in zip(df[value], df[low], df[high], ns)]
+    return f"{header} ({'deciding interval' if low.startswith('decided') else '95% CI'})", cells
 
 
 def _lead(text: str) -> str:

@@ -3,7 +3,8 @@
 The house rule (docs/methods.md §1–§6): lead with the ratio of means and its 95% CI, then
 the p-value of the same statistic (log ratio, Welch df), Holm-adjusted within the family
 with the matching adjusted CI; "higher"/"lower" only from the adjusted test, "no
-difference" only from TOST at a stated margin. `compare` applies all of that along one
+difference" only from TOST at a stated margin, at the same Holm level (`decision.decide`, methods
+§3.1: one rule for every page). `compare` applies all of that along one
 factor against a baseline, on runs or on pool replicates (`replication.py`).
 """
 
@@ -15,11 +16,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from zbench_lib.analysis.stats.decision import NOT_JUDGED, decide
+from zbench_lib.analysis.stats.decision import VERDICTS as VERDICTS  # re-exported: the verdicts a table holds
 from zbench_lib.analysis.stats.ratio import holm, log_ratio_test, tost, values
 from zbench_lib.analysis.data.replication import to_units
 from zbench_lib.core.errors import ConfigError
-
-VERDICTS = ("higher", "lower", "equivalent", "inconclusive", "not judged")
 
 
 def hedges_g(a, b) -> float:
@@ -121,24 +122,41 @@ def adjust(out: pd.DataFrame, family, alpha: float = 0.05, valid=None) -> pd.Dat
         est, se = np.log(out["ratio"].to_numpy(float)), out["log_se"].to_numpy(float)
         out["adj_ci_low"], out["adj_ci_high"] = np.exp(est - t * se), np.exp(est + t * se)
     out["significant"] = out["holm_p"].lt(alpha)
-    out["verdict"] = [verdict(r, alpha) if ok else "not judged" for ok, (_, r) in zip(valid, out.iterrows())]
+    out["family_size"] = 0
+    for _, g in (out.groupby(fam, dropna=False) if fam else [(None, out)]):
+        out.loc[g.index, "family_size"] = int((valid[g.index] & g["p"].notna()).sum())    # m, as Holm counts it
+    decisions = [_decision(r) if ok else None for ok, (_, r) in zip(valid, out.iterrows())]
+    out["verdict"] = [d.verdict if d else NOT_JUDGED for d in decisions]
+    out["decided_low"] = [d.low if d else math.nan for d in decisions]
+    out["decided_high"] = [d.high if d else math.nan for d in decisions]
+    out["decided_level"] = [d.level if d else math.nan for d in decisions]
     return out
 
 
-def verdict(row, alpha: float = 0.05) -> str:
-    """higher / lower (Holm p < alpha), equivalent (TOST), inconclusive, or not judged."""
+def _decision(row):
+    """The comparison's `decision.Decision` (None: not judged, fewer than 2 units a side)."""
     if min(row["n_level"], row["n_baseline"]) < 2 or not np.isfinite(row["ratio_ci_low"]):
-        return "not judged"
-    if np.isfinite(row["holm_p"]) and row["holm_p"] < alpha:
-        return "higher" if row["ratio"] > 1 else "lower"
-    return "equivalent" if bool(row["equivalent"]) else "inconclusive"
+        return None
+    margin = float(row["margin"]) if "margin" in row and np.isfinite(row["margin"]) else 0.05
+    return decide(math.log(row["ratio"]), float(row["log_se"]), float(row["welch_df"]), float(row["holm_alpha"]),
+                  margin, int(row.get("family_size", 1) or 1))
+
+
+def verdict(row, alpha: float = 0.05) -> str:
+    """The row's verdict under the one decision rule (`decision.decide`, methods §3.1): higher / lower
+    (the Holm-adjusted interval excludes 1 and clears the margin), different, within the margin,
+    equivalent (TOST at the same Holm level), inconclusive, or not judged. `alpha` is the row's
+    family's: its Holm level `holm_alpha` carries it."""
+    d = _decision(row)
+    return d.verdict if d else NOT_JUDGED
 
 
 COLUMNS = ("factor", "level", "baseline", "unit", "n_level", "n_baseline", "runs_level", "runs_baseline",
            "mean_level", "mean_baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "p", "holm_p",
            "holm_alpha", "adj_ci_low", "adj_ci_high", "significant", "tost_ci90_low", "tost_ci90_high",
            "tost_p", "equivalent", "margin", "hedges_g", "cliffs_delta", "mannwhitney_p",
-           "mannwhitney_note", "verdict", "log_se", "welch_df")
+           "mannwhitney_note", "verdict", "decided_low", "decided_high", "decided_level", "family_size",
+           "log_se", "welch_df")
 
 
 def compare(df: pd.DataFrame, metric: str, factor: str, baseline, by=None, alpha: float = 0.05,  # noqa: PLR0913 (the notebooks' API: keyword options)
@@ -155,7 +173,10 @@ def compare(df: pd.DataFrame, metric: str, factor: str, baseline, by=None, alpha
     log ratio (the CI excludes 1 iff p < alpha); `holm_p` within the family; `holm_alpha`, the
     level Holm's step assigns, and `adj_ci_low/high`, the (1 − holm_alpha) CI, which excludes
     1 iff holm_p < alpha (`significant`); TOST at ±`margin` (`tost_*`, `equivalent`);
-    Hedges' g, Cliff's δ; exact Mann–Whitney where n allows; `verdict` (see `verdict`).
+    Hedges' g, Cliff's δ; exact Mann–Whitney where n allows; `verdict` (see `verdict`) with the
+    interval that decided it, `decided_low/high` at confidence `decided_level`, in a family of
+    `family_size` comparisons (`decision.decide`). `tost_*` and `equivalent` are the unadjusted
+    TOST, kept for reference; the verdict never reads them.
 
     Examples
     --------
