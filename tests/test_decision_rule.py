@@ -131,3 +131,25 @@ def test_a_zero_width_interval_reads_one_value_never_175_175():
                           "mib_s": [0.68], "p99_ms": [12.0], "excluded": [0], "described": [0], "not_judged": [0]})
     cell = display_table(table)["iops_ci"].iloc[0]
     assert cell == "one value (n = 3)" and "175–175" not in cell
+
+
+# -- issue 46 item 3: a ratio across two regimes is given without a verdict ----------------------------
+
+def test_an_efficiency_from_an_all_read_amplified_baseline_is_not_called_above_linear():
+    import pandas as pd
+    from zbench_lib.analysis.claims.answer import answer_scaling
+    # the scaling example's mirror sequential reads: every baseline run read-amplified, none at 4 disks
+    scal = pd.DataFrame({"workload": "seqread", "direction": "read", "layout": "mirror", "data_disks": [1, 2, 4],
+                         "baseline_disks": 1, "n": 3, "efficiency": [1.0, 1.33, 1.86],
+                         "efficiency_ci_low": [1.0, 1.2, 1.71], "efficiency_ci_high": [1.0, 1.45, 2.01],
+                         "described": ["not_steady 3 of 3 runs, read_amplification 3 of 3 runs",
+                                       "read_amplification 3 of 3 runs", ""], "metric": "bw_bytes_s"})
+    (a,) = answer_scaling(scal)
+    assert "above linear" not in a["text"] and "does not hold" not in a["text"]
+    assert "not judged for mirror (not interpretable: the 1-data-disk baseline in read amplification, every run)" \
+        in a["text"]
+    assert "1.86 (1.71–2.01) across two regimes: no verdict" in a["text"]          # the figure, kept
+    # not_steady is no regime (a drift, not another mode), and one regime on both sides compares like with like
+    for described in (["not_steady 3 of 3 runs", ""], ["read_amplification 3 of 3 runs"] * 2):
+        two = scal.iloc[[0, 2]].assign(described=described)
+        assert "above linear" in answer_scaling(two)[0]["text"]

@@ -98,7 +98,9 @@ def test_the_scaling_answer_gives_a_verdict_per_family_with_its_interval():
     assert rr.startswith("linear scaling holds for stripe, mirror; does not hold for raidz1, 2x raidz1, raidz2, "
                          "raidz3.")
     assert "stripe (1→8 data disks) 0.93 (0.91–0.95)" in rr
-    assert "not judged for raidz3 (CI reaches outside 0.90–1.10)" in answers["seqread (MiB/s)"]
+    # issue 46 item 3: mirror's 1x2 baseline read amplified in every run, its larger pools not: no verdict
+    assert ("not judged for mirror (not interpretable: the 1-data-disk baseline in read amplification, every run), "
+            "raidz3 (CI reaches outside 0.90–1.10)") in answers["seqread (MiB/s)"]
 
 
 def test_a_family_whose_larger_pools_are_not_judged_says_not_judged_once():
@@ -111,7 +113,8 @@ def test_a_family_whose_larger_pools_are_not_judged_says_not_judged_once():
     kept = r.drop(larger.index.difference(larger.groupby(["data_disks", "workload"]).head(1).index))
     scal = A.scaling_table(A.select_admissible(kept), "auto", cells=A.cell_status(kept, s.plan))
     texts = [a["text"] for a in answer_scaling(scal)]
-    assert all("not judged for raidz3 (1 of 3 pools with admissible runs (a CI needs 2)" in t for t in texts)
+    assert all(re.search(r"not judged for [^;]*raidz3 \(1 of 3 pools with admissible runs \(a CI needs 2\)", t)
+               for t in texts)
     assert not [t for t in texts if re.search(r"not judged[^;.]{0,40}?[(:] ?not judged", t)]
 
 

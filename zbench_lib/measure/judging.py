@@ -69,7 +69,10 @@ class TruthCheck:
     """One truth check: how it judges a run and what its raised flag means for the run.
 
     `in_fault_study` is the kind where the spec injects faults on purpose (`faults:`), when
-    it differs from `kind`. The reason for each kind is in docs/methods.md §7. `rank` orders
+    it differs from `kind`. The reason for each kind is in docs/methods.md §7. `regime`: a raised flag
+    says the system ran in another mode (a slow mode: reads amplified, a disk far slower), so a ratio of
+    runs that all carry it against runs that do not compares two regimes, not a scaling law or a
+    setting (the analysis gives such a figure without a verdict, issue 46). `rank` orders
     the checks (the report's order, and the flag columns'); `columns` are the numbers the results
     table keeps beside the flag, placed among the other checks' by `columns_rank` (the order
     results.parquet has always had; a new check's go after them).
@@ -82,6 +85,7 @@ class TruthCheck:
     in_fault_study: Kind | None = None
     columns: tuple[Column, ...] = ()
     columns_rank: int = 1000
+    regime: bool = False
 
     @property
     def column(self) -> str:

@@ -16,6 +16,8 @@ the family, its level stated once per answer where it is one) and its verdict, o
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -28,6 +30,7 @@ from zbench_lib.analysis.stats.decision import VERDICTS, level_text
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.core.sizes import format_size
+from zbench_lib.measure import checks
 from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 from zbench_lib.measure.load import Load
 
@@ -85,6 +88,29 @@ SCALING_NOTE = ("Efficiency: the scaling from a family's smallest pool to its la
                 "{lo:.2f}–{hi:.2f} (methods §10).")
 
 
+# The truth checks whose flag says the system ran in another mode (judging.TruthCheck.regime).
+REGIMES = frozenset(c.name for c in checks.in_report_order() if c.regime)
+
+
+def _all_runs_carry(described) -> set[str]:
+    """The regime flags every run of a row carries, from its `described` text
+    ('not_steady 3 of 3 runs, read_amplification 3 of 3 runs')."""
+    found = (re.match(r"\s*(\w+) (\d+) of (\d+) runs?$", part) for part in re.split(r"[,;]", str(described or "")))
+    return {m[1] for m in found if m and m[2] == m[3] and m[1] in REGIMES}
+
+
+def regime_change(base: pd.DataFrame, row) -> str:
+    """'' when the baseline's runs and the row's ran in one regime; else what differs ('the 1-data-disk
+    baseline in read amplification, every run'): a ratio across two regimes is not interpretable."""
+    if base.empty or "described" not in base:
+        return ""
+    b, r = _all_runs_carry(base["described"].iloc[0]), _all_runs_carry(row.get("described"))
+    words = lambda flags: " and ".join(sorted(f.replace("_", " ") for f in flags))  # noqa: E731
+    parts = ([f"the {int(base['data_disks'].iloc[0])}-data-disk baseline in {words(b - r)}, every run"] if b - r
+             else []) + ([f"the {int(row['data_disks'])}-data-disk pool in {words(r - b)}, every run"] if r - b else [])
+    return "; ".join(parts)
+
+
 def answer_scaling(scal: pd.DataFrame, band: float = LINEAR_BAND) -> list[dict]:
     """Per workload: which families scale linearly, then each one's efficiency at its largest judged pool."""
     if scal is None or scal.empty:
@@ -108,11 +134,16 @@ def answer_scaling(scal: pd.DataFrame, band: float = LINEAR_BAND) -> list[dict]:
                 continue
             r = judged.iloc[-1]
             lo, hi = r["efficiency_ci_low"], r["efficiency_ci_high"]
+            figure = (f"{name} ({int(r['baseline_disks'])}→{int(r['data_disks'])} data disks) "
+                      f"{r['efficiency']:.2f} ({ci_text(lo, hi, digits=2, level='')})")
+            regimes = regime_change(f[f["data_disks"] == r["baseline_disks"]], r)
+            if regimes:         # two regimes, not a scaling law: the figure, no verdict (issue 46 item 3)
+                verdicts["not judged"].append(f"{name} (not interpretable: {regimes})")
+                clauses.append(f"{figure} across two regimes: no verdict")
+                continue
             state, why = _linear(lo, hi, band)
             verdicts[state].append(f"{name} ({why})" if why and state == "not judged" else str(name))
-            clauses.append(f"{name} ({int(r['baseline_disks'])}→{int(r['data_disks'])} data disks) "
-                           f"{r['efficiency']:.2f} ({ci_text(lo, hi, digits=2, level='')})"
-                           + (f" {why}" if why and state == "does not hold" else ""))
+            clauses.append(figure + (f" {why}" if why and state == "does not hold" else ""))
         head = "; ".join(f"{state} for {', '.join(names)}" for state, names in verdicts.items() if names)
         subject = " ".join(str(k) for k in key if pd.notna(k)) or ALL_RUNS
         out.append(dict(subject=f"{subject} ({UNITS.get(metric, metric)})",

@@ -6,4 +6,5 @@ from zbench_lib.measure.read_amp import read_amplification
 CHECK = TruthCheck("read_amplification", read_amplification, DESCRIBES,
                    "the disks read far more bytes than fio asked for, beyond what block size and parity explain",
                    rank=80, columns=(Column("read_amplification", "value"),
-                                     Column("read_amplification_expected", "expected")), columns_rank=20)
+                                     Column("read_amplification_expected", "expected")), columns_rank=20,
+                   regime=True)
