@@ -46,6 +46,14 @@ def run_seed(sweep_seed: int, run_id: str, attempt: int) -> int:
     return int.from_bytes(digest[:6], "big")
 
 
+def attempt_seed(spec, cell: Cell, run_id: str, attempt: int) -> int | None:
+    """The randseed an attempt draws (`run_seed`), or None where the job keeps its workload's: the spec
+    replays one sequence (randseed: fixed) or the workload pins a seed in its overrides."""
+    if spec.randseed == "fixed" or "randseed" in cell.fio:
+        return None
+    return run_seed(spec.seed, run_id, attempt)
+
+
 def _suffix(k: int, replicates: int) -> str:
     return f"-pr{k}" if replicates > 1 else ""
 

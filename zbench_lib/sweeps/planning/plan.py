@@ -26,7 +26,7 @@ from zbench_lib.core.errors import ConfigError, ZbenchError
 from zbench_lib.zfs import families
 from zbench_lib.zfs.layouts import Layout
 from zbench_lib.core.sizes import format_size, parse_size
-from zbench_lib.sweeps.planning.blocks import Run, order_runs, replicate, run_id, run_seed
+from zbench_lib.sweeps.planning.blocks import Run, attempt_seed, order_runs, replicate, run_id
 from zbench_lib.sweeps.planning.capacity import check_fits
 from zbench_lib.sweeps.planning import probes
 from zbench_lib.sweeps.planning.records import Cell, PlanPool, Target
@@ -176,9 +176,9 @@ class Plan:
     def _run_dicts(self) -> list[dict]:
         """The runs as plan.json holds them, each with its first attempt's randseed where it draws its own
         (a replacement attempt draws another: blocks.run_seed)."""
-        pinned = {c.cell_id for c in self.cells if "randseed" in c.fio or self.spec.randseed == "fixed"}
-        return [{**vars(r), **({} if r.cell_id in pinned else {"randseed": run_seed(self.spec.seed, r.run_id, 1)})}
-                for r in self.runs]
+        cells = {c.cell_id: c for c in self.cells}
+        seeds = ((r, attempt_seed(self.spec, cells[r.cell_id], r.run_id, 1)) for r in self.runs)
+        return [{**vars(r), **({} if seed is None else {"randseed": seed})} for r, seed in seeds]
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"

@@ -20,7 +20,7 @@ from zbench_lib.measure import workloads
 from zbench_lib.measure.rows import parse_results
 from zbench_lib.measure.runner import measure, measure_clients
 from zbench_lib.measure.until_steady import UntilSteady, measure_windows
-from zbench_lib.sweeps.planning.blocks import run_seed
+from zbench_lib.sweeps.planning.blocks import attempt_seed
 from zbench_lib.sweeps.planning.plan import run_seconds
 from zbench_lib.sweeps.planning.records import Cell
 from zbench_lib.sweeps.running.open_loop import OpenLoop, offered_load
@@ -115,11 +115,9 @@ def measured_run(site: Site, fio_target: FioTarget, plan, run) -> tuple[list, fl
 
 
 def _randseed(spec, cell: Cell, run_id: str, attempt: int) -> dict:
-    """The attempt's own randseed (blocks.run_seed), unless the spec replays one sequence (randseed: fixed)
-    or the workload pins one in its overrides: then the job keeps the workload's seed."""
-    if spec.randseed == "fixed" or "randseed" in cell.fio:
-        return {}
-    return {"randseed": run_seed(spec.seed, run_id, attempt)}
+    """The attempt's own randseed (`blocks.attempt_seed`), or nothing: the job keeps the workload's seed."""
+    seed = attempt_seed(spec, cell, run_id, attempt)
+    return {} if seed is None else {"randseed": seed}
 
 
 def _job_params(cell: Cell, fio_target: FioTarget, seed: dict) -> dict:
