@@ -85,3 +85,17 @@ def test_a_sweep_on_another_release_is_refused_then_compared_along_zfs(tmp_path)
     s = A.load_sweeps(dirs, compare="zfs")
     assert set(s.cells["zfs"]) == {"2.1", "2.3"} and "zfs" in s.by
     assert set(s.environments["zfs"]) == {"2.1", "2.3"}
+
+
+def test_the_admissible_view_leaves_out_excluded_runs_and_replacements():
+    import pandas as pd
+    from zbench_lib.analysis.data.catalog import query
+    d = EXAMPLES / "scaling"
+    got = query("SELECT run_id, direction FROM admissible ORDER BY ALL", [d])
+    # by hand from the pack: no invalidating flag, and not a run the events say was added to replace one
+    events = [json.loads(line) for line in (d / "events.jsonl").read_text().splitlines() if line.strip()]
+    added = {r for e in events if e["event"] == "runs added" and e["why"].startswith("replace") for r in e["run_ids"]}
+    rows = pd.read_parquet(d / "results.parquet")
+    want = rows[~rows["flagged"] & ~rows["run_id"].isin(added)][["run_id", "direction"]]
+    assert len(added) == 28 and len(got) < len(rows)
+    assert got.values.tolist() == want.sort_values(["run_id", "direction"]).values.tolist()

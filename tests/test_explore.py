@@ -18,6 +18,8 @@ import zbench as zb
 from zbench.explore import Explorer, nearest
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.paths import REPO_ROOT
+
+EXAMPLES = REPO_ROOT / "data" / "examples"
 from zbench_lib.sweeps.spec.sweep_spec import parse_spec
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
@@ -106,10 +108,15 @@ def test_the_explorer_shows_the_model_and_the_nearest_examples():
     ex = Explorer().set(layout="raidz2", disks=6, volblocksize="16k", workload="randwrite", bs="4k")
     assert "space: 0.667 logical bytes per raw byte" in ex.prediction.value
     assert "no model for this workload" in ex.prediction.value
+    # the disk model first: on hdd the shipped hdd example, a randread, comes before any randwrite on other disks
+    near = nearest(ex.examples, ex.config())
+    assert set(near["disk model"]) == {"hdd"} and set(near["sweep"]) == {"iodepth-curve"}
+    ex.set(model="custom:iops=100,bw=12M")
     near = nearest(ex.examples, ex.config())
     assert list(near.loc[:1, "layout"]) == ["raidz2(6)", "raidz2(6)"]
     assert set(near.loc[:1, "sweep"]) == {"scaling-example", "volblocksize-example"}
-    ex.set(workload="randread")
+    assert (near["n"] == 3).all() and not near["95% CI"].str.contains("nan").any()   # n counts pools
+    ex.set(model="hdd", workload="randread")
     assert "random reads: 225 IOPS from 150 IOPS per disk" in ex.prediction.value
 
 
@@ -127,7 +134,7 @@ def test_the_button_runs_once_and_shows_the_result_beside_the_examples(tmp_path)
     assert result is ex.result and calls[0][1] is lab and calls[0][0].repetitions == 2
     assert ex.bar.value == ex.bar.max == 2 * 3 and not ex.button.disabled      # 2 runs on each of 3 pools
     assert "<details><summary>truth checks" in ex.shown.value and "Beside the models" in ex.shown.value
-    assert "this run" in ex.near.value and "volblocksize-example" in ex.near.value
+    assert "this run" in ex.near.value and "iodepth-curve" in ex.near.value     # the what-if's disk model: hdd
     assert "Done." in ex.status.value
 
 
@@ -205,3 +212,26 @@ def test_measure_runs_the_sweep_executor_on_the_labs_node(tmp_path, monkeypatch)
     assert r.config["layout"] == "raidz2"
     with pytest.raises(zb.InvalidInput, match="has 8 data disks"):
         zb.measure("stripe", disks=10, lab=lab, out=tmp_path / "sweeps")
+
+
+def test_nearest_says_when_a_configuration_has_no_interval():
+    rows = pd.DataFrame({"sweep_id": ["s"] * 3, "template": ["randread"] * 3, "layout": ["mirror"] * 3,
+                         "width": [2] * 3, "vdevs": [1] * 3, "volblocksize_bytes": [16384] * 3,
+                         "bs_bytes": [4096] * 3, "iodepth": [8] * 3, "disk_model": ["hdd"] * 3,
+                         "pool_replicate": [1, 2, 2], "direction": ["read"] * 3, "iops": [100.0, 110.0, 112.0]})
+    one = nearest(rows[rows["pool_replicate"] == 1], zb.Config(layout="mirror", disks=2, model="hdd"))
+    assert one.loc[0, "95% CI"] == "n=1, no interval" and one.loc[0, "n"] == 1
+
+
+def test_load_result_refuses_a_study_without_a_configuration():
+    with pytest.raises(zb.InvalidInput, match=r"holds 18 configurations .*layout: mirror, raidz1, raidz2"):
+        zb.load_result(EXAMPLES / "volblocksize")
+    r = zb.load_result(EXAMPLES / "volblocksize", where={"layout": "raidz1", "volblocksize_bytes": 16384,
+                                                        "workload": "randread"})
+    # the three pools' own means of that cell, not a figure pooled over the sweep's eighteen cells
+    pools = pd.read_parquet(EXAMPLES / "volblocksize" / "results.parquet").query(
+        "layout == 'raidz1' and volblocksize_bytes == 16384 and workload == 'randread' and not flagged")
+    mean, _, _, n = r.estimate()
+    assert n == 3 and 95 < mean < 125 and abs(mean / pools["iops"].mean() - 1) < 0.01
+    with pytest.raises(zb.InvalidInput, match="no run has layout = 'draid1'; it holds mirror, raidz1, raidz2"):
+        zb.load_result(EXAMPLES / "volblocksize", where={"layout": "draid1"})

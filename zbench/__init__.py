@@ -25,6 +25,7 @@ from pathlib import Path
 
 import yaml
 
+from zbench.errors import InvalidInput
 from zbench.result import Result, load_result
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.paths import REPO_ROOT
@@ -43,14 +44,6 @@ READ_WINDOW_S = 10
 # read fresh writes up to 39% high (methods §12.1). 60 s is where the steady-state test starts to see a
 # drift at the lab's rates (methods §12; the dry run states its power); runtime_s=150 gives it 80%.
 WRITE_WINDOW_S = 60
-
-
-class InvalidInput(ConfigError):
-    """Bad input to the API or the explorer: the spec validator's one-line message, shown as one line
-    in a notebook too (no traceback: the message says what to change)."""
-
-    def _render_traceback_(self):
-        return [f"InvalidInput: {self}"]
 
 
 @dataclass(frozen=True)

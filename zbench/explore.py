@@ -47,37 +47,44 @@ def _size(text) -> int:
 
 
 def nearest(rows: pd.DataFrame, cfg: zbench.Config, k: int = 5) -> pd.DataFrame:
-    """The `k` configurations of `rows` (the examples' admissible rows) closest to `cfg`: the same
-    workload kind first, then layout, disks, block size, I/O size and disk model (a distance in
-    doublings and mismatches), each with its judged metric's mean and 95% CI over its units."""
+    """The `k` configurations of `rows` (the examples' admissible rows) closest to `cfg`: the same disk
+    model first (a figure from other disks says nothing about these), then the same workload kind, then
+    layout, disks, block size and I/O size (a distance in doublings and mismatches), each with its judged
+    metric's mean and 95% CI over its units (pools where the sweep replicated them), or "n=1, no interval"."""
     if rows.empty:
         return pd.DataFrame()
     by = [c for c in NEAREST if c in rows]
     metric = workload_metric(cfg.workload)
-    cells = summary(rows.dropna(subset=[metric]), metric, by)
-    want_block, want_bs = _size(cfg.volblocksize), _size(cfg.bs) if cfg.bs else None
-    log2 = lambda a, b: abs(math.log2(float(a) / float(b))) if a and b and a == a and b == b else 3.0  # noqa: E731
-    fam = families.find(cfg.layout)
-    dist = []
-    for r in cells.itertuples():
-        other = families.find(str(r.layout))
-        d = (0 if r.template == cfg.workload else 10) + (0 if r.layout == cfg.layout else
-                                                         2 if fam and other and fam.parity == other.parity else 4)
-        d += log2(r.width * r.vdevs, cfg.disks) + log2(r.volblocksize_bytes, want_block)
-        d += log2(r.bs_bytes, want_bs) if want_bs else 0
-        d += 0 if r.disk_model == cfg.model else 1
-        dist.append(d)
-    cells["distance"] = dist
+    cells = summary(rows.dropna(subset=[metric]), metric, by)       # n counts pools where they were replicated
+    cells["distance"] = [_distance(r, cfg) for r in cells.itertuples()]
     unit, scale = ("MiB/s", 1024 ** 2) if metric == "bw_bytes_s" else ("IOPS", 1)
-    out = cells.sort_values("distance").head(k)
+    out = cells.sort_values("distance", kind="stable").head(k)
     return pd.DataFrame({
         "sweep": out["sweep_id"], "workload": out["template"], "layout": out["layout"] + "(" +
         out["width"].astype(int).astype(str) + ")" + out["vdevs"].map(lambda v: f" x{int(v)}" if v > 1 else ""),
         "volblocksize": out["volblocksize_bytes"].map(lambda b: f"{int(b) // 1024}K"),
-        "bs": out["bs_bytes"].map(lambda b: f"{int(b) // 1024}K"), "disk model": out["disk_model"],
-        unit: (out["mean"] / scale).round(1),
-        "95% CI": [f"{lo / scale:.1f}-{hi / scale:.1f}" for lo, hi in zip(out["ci95_low"], out["ci95_high"])],
+        "bs": out["bs_bytes"].map(lambda b: f"{int(b) // 1024}K"), "iodepth": out["iodepth"].astype(int),
+        "disk model": out["disk_model"], unit: (out["mean"] / scale).round(1),
+        "95% CI": [_ci(lo / scale, hi / scale, n) for lo, hi, n in zip(out["ci95_low"], out["ci95_high"], out["n"])],
         "n": out["n"].astype(int), "distance": out["distance"].round(1)}).reset_index(drop=True)
+
+
+def _ci(lo: float, hi: float, n) -> str:
+    return f"{lo:.1f}-{hi:.1f}" if n >= 2 and lo == lo and hi == hi else f"n={int(n)}, no interval"
+
+
+def _log2(a, b) -> float:
+    """Doublings between two sizes or counts (3 when either is unknown)."""
+    return abs(math.log2(float(a) / float(b))) if a and b and a == a and b == b else 3.0
+
+
+def _distance(r, cfg: zbench.Config) -> float:
+    fam, other = families.find(cfg.layout), families.find(str(r.layout))
+    d = 0 if r.disk_model == cfg.model else 100
+    d += 0 if r.template == cfg.workload else 10
+    d += 0 if r.layout == cfg.layout else 2 if fam and other and fam.parity == other.parity else 4
+    d += _log2(r.width * r.vdevs, cfg.disks) + _log2(r.volblocksize_bytes, _size(cfg.volblocksize))
+    return d + (_log2(r.bs_bytes, _size(cfg.bs)) if cfg.bs else 0)
 
 
 def predicted(cfg: zbench.Config) -> str:
@@ -185,11 +192,12 @@ class Explorer:
             return
         if result is not None:
             mean, lo, hi, n = result.estimate()
-            unit = table.columns[6]
+            unit = next(c for c in ("IOPS", "MiB/s") if c in table)
             mine = {"sweep": "this run", "workload": cfg.workload, "layout": f"{cfg.layout}({cfg.disks})",
                     "volblocksize": str(cfg.volblocksize).upper(), "bs": str(cfg.bs).upper(),
+                    "iodepth": int(result.first.get("iodepth", 0)),
                     "disk model": result.first.get("disk_model", cfg.model),
-                    unit: round(mean, 1), "95% CI": f"{lo:.1f}-{hi:.1f}", "n": n, "distance": 0.0}
+                    unit: round(mean, 1), "95% CI": _ci(lo, hi, n), "n": n, "distance": 0.0}
             table = pd.concat([pd.DataFrame([mine]), table], ignore_index=True)
         self.near.value = ("<b>Nearest configurations of the shipped examples</b> (data/examples)"
                            + table.to_html(index=False))

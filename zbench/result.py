@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from zbench.errors import InvalidInput
 from zbench_lib.analysis.claims.caveats import io_path_line
+from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
 from zbench_lib.analysis.data.flags import select_admissible, truth_summary
 from zbench_lib.analysis.data.replication import to_units
 from zbench_lib.analysis.data.sweep_data import Sweep, load_sweep
@@ -293,6 +295,39 @@ class Result:
         return fig
 
 
-def load_result(sweep_dir, config: dict | None = None) -> Result:
-    """The Result of a finished one-cell sweep directory (a what-if's store)."""
-    return Result(load_sweep(Path(sweep_dir)), config)
+def load_result(sweep_dir, config: dict | None = None, where: dict | None = None) -> Result:
+    """The Result of one configuration of a finished sweep directory: a what-if's store, or one cell of a
+    study picked by `where` (result columns and their values, e.g. ``{"layout": "raidz1", "width": 6,
+    "volblocksize_bytes": 16384, "workload": "randread"}``).
+
+    InvalidInput when the rows left hold more than one configuration: one figure pooled over several would
+    carry the first one's label (issue 52).
+    """
+    sweep = load_sweep(Path(sweep_dir))
+    rows = _selected(sweep.results, dict(where or {}))
+    varying = {c: sorted({str(v) for v in rows[c].dropna()}) for c in _IDENTIFYING if c in rows}
+    varying = {c: vs for c, vs in varying.items() if len(vs) > 1}
+    if varying:
+        cells = len(rows.drop_duplicates(list(varying)))
+        what = "; ".join(f"{c}: {', '.join(vs)}" for c, vs in varying.items())
+        raise InvalidInput(f"{sweep_dir} holds {cells} configurations ({what}): pass where={{column: value}} "
+                           f"to choose one")
+    return Result(sweep._replace(results=rows.reset_index(drop=True)), config)
+
+
+# What tells one configuration from another in a sweep's rows (a direction is a half of one run: not one).
+_IDENTIFYING = tuple(c for c in CONFIG_COLUMNS if c != "direction")
+
+
+def _selected(rows: pd.DataFrame, where: dict) -> pd.DataFrame:
+    """The rows whose columns hold `where`'s values; InvalidInput naming what exists when none do."""
+    for column, value in where.items():
+        if column not in rows:
+            raise InvalidInput(f"where: the results have no column {column!r}; configuration columns: "
+                               + ", ".join(c for c in _IDENTIFYING if c in rows))
+        kept = rows[rows[column].astype(str) == str(value)]
+        if kept.empty:
+            have = ", ".join(sorted({str(v) for v in rows[column].dropna()}))
+            raise InvalidInput(f"where: no run has {column} = {value!r}; it holds {have}")
+        rows = kept
+    return rows

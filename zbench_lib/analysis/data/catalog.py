@@ -69,9 +69,18 @@ def _sql_list(paths) -> str:
     return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
 
 
+def _replacements(dirs) -> pd.DataFrame:
+    """(sweep_dir, run_id) of every run added to replace an excluded one: it stays out of an estimate (§8)."""
+    rows = [(str(Path(d)), r)
+            for d in dirs for r in sorted(replacement_runs(read_events(d)))]
+    return pd.DataFrame(rows, columns=["sweep_dir", "run_id"], dtype=str)
+
+
 def query(sql: str, dirs) -> pd.DataFrame:
     """Run `sql` in DuckDB over the sweeps' results as the view `results` (one row per run and
-    direction, every column of every sweep; `sweep_dir` says which sweep a row came from)."""
+    direction, every column of every sweep; `sweep_dir` says which sweep a row came from), and the view
+    `admissible`: the rows an estimate uses (no invalidating flag, first attempts of planned runs, §7-§8),
+    so that a query that averages does not average excluded runs."""
     import duckdb
     files = [Path(d) / "results.parquet" for d in dirs]
     if not files:
@@ -80,6 +89,10 @@ def query(sql: str, dirs) -> pd.DataFrame:
     try:
         con.execute("CREATE VIEW results AS SELECT *, regexp_replace(filename, '/results\\.parquet$', '') "
                     f"AS sweep_dir FROM read_parquet({_sql_list(files)}, union_by_name = true, filename = true)")
+        con.register("replacements", _replacements(dirs))
+        con.execute("CREATE VIEW admissible AS SELECT * FROM results r WHERE NOT coalesce(r.flagged, false) "
+                    "AND NOT EXISTS (SELECT 1 FROM replacements x WHERE x.sweep_dir = r.sweep_dir "
+                    "AND x.run_id = r.run_id)")
         return con.execute(sql).df()
     except duckdb.Error as e:
         raise ConfigError(f"catalog query failed: {' '.join(str(e).split())[:300]}") from None
