@@ -144,11 +144,11 @@ class Plan:
                  f"runs: {len(self.runs)} planned ({r['pilot']} per cell), {design}; "
                  f"excluded runs replaced up to {r['max_attempts']} attempts per cell",
                  _describe_units(s),
-                 f"estimated wall time: {hms(e['wall_s'])} (up to {hms(e['wall_max_s'])}), "
+                 f"estimated wall time: {_up_to(e['wall_s'], e['wall_max_s'], hms)}, "
                  f"{hms(e['measure_s'])} inside fio measurement windows; "
                  f"{hms(e['wall_attempts_max_s'])} if every run were excluded and replaced",
-                 f"estimated bytes written: {e['bytes_written'] / GiB:.2f} GiB "
-                 f"(up to {e['bytes_written_max'] / GiB:.2f} GiB), prefill {e['prefill_bytes'] / GiB:.2f} GiB",
+                 f"estimated bytes written: {_up_to(e['bytes_written'], e['bytes_written_max'], _gib)}, "
+                 f"prefill {_gib(e['prefill_bytes'])}",
                  f"order: {order}; seed {s.seed}; " + _describe_randseed(s)] \
             + describe_warmup(s, e) + _describe_until_steady(s) \
             + _describe_steady_power(self.cells) + probes.describe(self.cells) + _describe_clients(s) \
@@ -182,6 +182,15 @@ class Plan:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
+
+
+def _gib(n: float) -> str:
+    return f"{n / GiB:.2f} GiB"
+
+
+def _up_to(value: float, most: float, fmt) -> str:
+    """'X (up to Y)' where the design can take more than its planned runs (Stein, until_steady), else 'X'."""
+    return fmt(value) + (f" (up to {fmt(most)})" if fmt(most) != fmt(value) else "")
 
 
 def _describe_units(spec: SweepSpec) -> str:
