@@ -3,8 +3,8 @@
 As docs/methods.md asks: ratio and 95% CI first, then p and the Holm-adjusted p with the
 matching adjusted CI; "higher", "lower", "better" only when the Holm-adjusted test says
 so (§3); "no meaningful difference" only when TOST says so (§4); a scaling verdict from the
-same rule, its interval Holm-adjusted within the page's scaling verdicts (§10). Every planned comparison gets
-a sentence, judged or "not judged" with its reasons (§8); the describing flags its runs
+same rule, Holm-adjusted within the page's scaling verdicts (§10). Every planned comparison
+gets a sentence, judged or "not judged" with its reasons (§8); the describing flags its runs
 keep are named beside it, and a sensitivity clause says whether the verdict changes with the
 flagged runs included, with the replacement runs included, or without the runs that carry
 describing flags (§7, §8).
@@ -137,17 +137,26 @@ def efficiency_verdict(verdict: str, high: float = math.nan, band: float = LINEA
     return words.get(verdict, "not judged: no CI (a single admissible run at one end)")
 
 
+def _at(r, column: str, key: str = ""):
+    """A scaling row's `column`, or the one its sensitivity alternative `key` recomputed."""
+    return r.get(f"sensitivity_{key}_{column}" if key else column, np.nan)
+
+
+def _judged(r, key: str = "") -> bool:
+    """Whether the row (or its alternative `key`) states a verdict (`linearity.judge_linearity`)."""
+    v = _at(r, "verdict", key)
+    return isinstance(v, str) and v != NOT_JUDGED
+
+
 def _efficiency_words(r, band, key: str = "") -> str:
     """The verdict of a judged scaling row (or of its sensitivity alternative `key`) in words."""
-    col = (lambda c: r.get(f"sensitivity_{key}_{c}")) if key else (lambda c: r.get(c))  # noqa: E731
-    return efficiency_verdict(col("verdict"), col("decided_high"), band)
+    return efficiency_verdict(_at(r, "verdict", key), _at(r, "decided_high", key), band)
 
 
 def _decided_efficiency(r, key: str = "") -> str:
     """'Holm-adjusted 99.8% CI 0.90–0.96': the interval that decided a scaling verdict, with its level."""
-    col = (lambda c: r.get(f"sensitivity_{key}_{c}", np.nan)) if key else (lambda c: r.get(c, np.nan))  # noqa: E731
-    return _ci(col("decided_low"), col("decided_high"),
-               level=level_text(col("decided_level"), int(r.get("family_size", 1) or 1)))
+    return _ci(_at(r, "decided_low", key), _at(r, "decided_high", key),
+               level=level_text(_at(r, "decided_level", key), int(r.get("family_size", 1) or 1)))
 
 
 def _scaling_sensitivity(r, band) -> str:
@@ -163,11 +172,10 @@ def _scaling_alternative(r, key: str, band) -> str:
         d0 = col("baseline_disks")
         return f"with {what}, the baseline would be {int(d0)} data disks" if np.isfinite(d0) \
             else f"with {what}, no baseline"
-    judged = col("verdict") not in (None, NOT_JUDGED) and isinstance(col("verdict"), str)
-    if judged and _efficiency_words(r, band, key) == _efficiency_words(r, band) and r["n"] >= 2:
+    if _judged(r, key) and _efficiency_words(r, band, key) == _efficiency_words(r, band) and r["n"] >= 2:
         return f"unchanged with {what}"
     lo, hi = col("efficiency_ci_low"), col("efficiency_ci_high")
-    if judged:
+    if _judged(r, key):
         return f"with {what}, efficiency {col('efficiency'):.2f} ({_decided_efficiency(r, key)}): " \
                + _efficiency_words(r, band, key)
     ci = f" ({_ci(lo, hi)})" if np.isfinite(lo) and np.isfinite(hi) else ""
@@ -187,10 +195,8 @@ def _stated_sentence(r, who, metric, band) -> str:
     interval that decided the verdict (its Holm level), the verdict, or no verdict across two regimes."""
     m = _metric(r, metric)
     e, lo, hi = r["efficiency"], r["efficiency_ci_low"], r["efficiency_ci_high"]
-    has_ci = np.isfinite(lo) and np.isfinite(hi)
-    judged = r["verdict"] != NOT_JUDGED
-    interval = (f" ({_ci(lo, hi)}; deciding: {_decided_efficiency(r)})" if judged else f" ({_ci(lo, hi)})") \
-        if has_ci else ""
+    deciding = f"; deciding: {_decided_efficiency(r)}" if _judged(r) else ""
+    interval = f" ({_ci(lo, hi)}{deciding})" if np.isfinite(lo) and np.isfinite(hi) else ""
     verdict = f"across two regimes, no verdict ({r['regime']})" if r["regime"] else \
         _efficiency_words(r, band)
     text = (f"{who}: {METRIC_LABELS.get(m, m)} grows {r['scaling']:.2f}x from {int(r['baseline_disks'])} to "
@@ -203,7 +209,7 @@ def _stated_sentence(r, who, metric, band) -> str:
     return text
 
 
-def scaling_family_note(s: pd.DataFrame) -> list[str]:
+def _family_note(s: pd.DataFrame) -> list[str]:
     """The sentence that states the scaling verdicts' family and level, once per page (methods §10)."""
     n = int(s["family_size"].max()) if "family_size" in s and len(s) else 0
     if n < 2:
@@ -230,7 +236,7 @@ def conclusions_scaling(scaling_df: pd.DataFrame, metric: str = "iops", band: fl
             r = g.iloc[0]
             out.append(f"{r[fam]} {_group_label(r, by)}".strip()
                        + f": a single configuration ({int(r['data_disks'])} data disks), no scaling to report.")
-    return out + (scaling_family_note(s) + _unit_note(s) if len(s) else [])
+    return out + (_family_note(s) + _unit_note(s) if len(s) else [])
 
 
 def _verdict_text(r, base, alpha) -> str:

@@ -111,8 +111,9 @@ def _levels_study(study: Study, factor: str, baseline) -> dict:
 
 def _scaling(study: Study) -> dict:
     scal = scaling_table(study.adm, "auto", cells=study.cells)
+    lo, hi = equivalence_bounds(LINEAR_BAND)
     return dict(answers=answer_scaling(scal), figure=plot_iops_vs_drives(study.adm),
-                note=SCALING_NOTE.format(**dict(zip(("lo", "hi"), equivalence_bounds(LINEAR_BAND)))))
+                note=SCALING_NOTE.format(lo=lo, hi=hi))
 
 
 def _block_study(study: Study) -> dict:
