@@ -93,7 +93,8 @@ def test_scaling_conclusion_numbers_come_from_the_table():
     assert r["model_per_disk"] == pytest.approx(150 * 6 / 4 / 4)
     text = A.conclusions_scaling(s, "iops")
     rz = [t for t in text if t.startswith("raidz2")][0]
-    assert f"efficiency {r['efficiency']:.2f} (95% CI {r['efficiency_ci_low']:.2f}–{r['efficiency_ci_high']:.2f})" in rz
+    assert f"efficiency {r['efficiency']:.2f} (95% CI {r['efficiency_ci_low']:.2f}–{r['efficiency_ci_high']:.2f}; " \
+        "deciding: Holm-adjusted" in rz
     assert "below linear" in rz and "1.1 single disks" in rz
     assert "close to linear" in [t for t in text if t.startswith("mirror")][0]
 

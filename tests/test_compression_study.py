@@ -153,7 +153,8 @@ def test_the_compression_study_table_shows_logical_and_physical_bandwidth(study)
     assert row("zstd", "seqread")["compressratio"] == 1.96 and row("off", "seqread")["compressratio"] == 1.0
     shown = list(display_table(table).columns)
     at = shown.index("mib_s")
-    assert shown[at:at + 4] == ["mib_s", "physical_mib_s", "compressratio", "p99_ms"]
+    # sequential workloads: MiB/s is the metric they are judged in, with its interval (methods §9)
+    assert shown[at:at + 5] == ["mib_s", "mib_s_ci", "physical_mib_s", "compressratio", "p99_ms"]
     # a study where neither compression nor the declared data varies keeps the table it had
     assert "physical_mib_s" not in summary_table(runs[runs["compression"] == "lz4"]).columns
 

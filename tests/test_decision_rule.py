@@ -142,13 +142,14 @@ def test_an_efficiency_from_an_all_read_amplified_baseline_is_not_called_above_l
     scal = pd.DataFrame({"workload": "seqread", "direction": "read", "layout": "mirror", "data_disks": [1, 2, 4],
                          "baseline_disks": 1, "n": 3, "efficiency": [1.0, 1.33, 1.86],
                          "efficiency_ci_low": [1.0, 1.2, 1.71], "efficiency_ci_high": [1.0, 1.45, 2.01],
+                         "log_se": [np.nan, 0.04, 0.03], "welch_df": [np.nan, 4.0, 4.0],
                          "described": ["not_steady 3 of 3 runs, read_amplification 3 of 3 runs",
                                        "read_amplification 3 of 3 runs", ""], "metric": "bw_bytes_s"})
     (a,) = answer_scaling(scal)
     assert "above linear" not in a["text"] and "does not hold" not in a["text"]
     assert "not judged for mirror (not interpretable: the 1-data-disk baseline in read amplification, every run)" \
         in a["text"]
-    assert "1.86 (1.71–2.01) across two regimes: no verdict" in a["text"]          # the figure, kept
+    assert "1.86 (95% CI 1.71–2.01) across two regimes: no verdict" in a["text"]   # the figure, kept, at 95%
     # not_steady is no regime (a drift, not another mode), and one regime on both sides compares like with like
     for described in (["not_steady 3 of 3 runs", ""], ["read_amplification 3 of 3 runs"] * 2):
         two = scal.iloc[[0, 2]].assign(described=described)

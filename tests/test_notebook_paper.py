@@ -42,8 +42,8 @@ def _defaults(name):
 
 
 @pytest.mark.parametrize("notebook, name, value, message", [
-    ("analysis-scaling", "metric", "nonsense", "analysis-scaling: metric must be one of ('iops', 'bw_bytes_s'), "
-                                               "got 'nonsense'"),
+    ("analysis-scaling", "metric", "nonsense", "analysis-scaling: metric must be one of ('auto', 'iops', "
+                                               "'bw_bytes_s'), got 'nonsense'"),
     ("analysis-compare", "metric", "p99", "metric must be one of ('auto', 'iops', 'bw_bytes_s', 'lat_p99_ns')"),
     ("analysis-scaling", "include_flagged", "yes", "include_flagged must be True or False, got 'yes'"),
     ("analysis-volblocksize", "margin", 1.5, "margin must be a fraction between 0 and 1"),

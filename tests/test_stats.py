@@ -149,8 +149,8 @@ def test_scaling_separate_families_and_ambiguous_baseline():
 def test_docstring_examples_run():
     import doctest
 
-    from zbench_lib.analysis.data import coverage, flags, replication
-    from zbench_lib.analysis.stats import compare, ratio, stats, tables
-    for module in (stats, compare, ratio, replication, flags, coverage, tables):
+    from zbench_lib.analysis.data import coverage, flags, metrics, replication
+    from zbench_lib.analysis.stats import compare, linearity, ratio, stats, tables
+    for module in (stats, compare, ratio, replication, flags, coverage, tables, metrics, linearity):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__

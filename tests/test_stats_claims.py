@@ -97,16 +97,26 @@ def test_clearly_better_needs_the_holm_adjusted_test():
     assert r.ratio_ci_low > 1 and r.p < 0.05 and r.holm_p > 0.05 and r.adj_ci_low < 1 and r.verdict == "inconclusive"
 
 
-def test_close_to_linear_needs_the_whole_interval_in_the_band():
+def test_close_to_linear_needs_the_whole_deciding_interval_in_the_band():
+    # a lone verdict (a family of one, α' = α): E = 0.80, SE of ln E 0.2 on 4 df. Its 95% interval,
+    # 0.8 · exp(± t(0.975, 4) · 0.2), includes 1 and reaches far outside 0.91–1.10; TOST's 90% one does too.
+    se, df = 0.2, 4.0
+    lo, hi = (0.8 * math.exp(s * sps.t.ppf(0.975, df) * se) for s in (-1, 1))
     sc = pd.DataFrame([dict(layout="stripe", workload="randread", direction="read", data_disks=d, baseline_disks=1,
-                            n=3, scaling=s, ideal_scaling=d, efficiency=e, efficiency_ci_low=lo, efficiency_ci_high=hi)
-                       for d, s, e, lo, hi in ((1, 1.0, 1.0, 1.0, 1.0), (4, 3.2, 0.80, 0.40, 1.05))])
+                            n=3, scaling=sc, ideal_scaling=d, efficiency=e, efficiency_ci_low=a, efficiency_ci_high=b,
+                            log_se=s_, welch_df=f)
+                       for d, sc, e, a, b, s_, f in ((1, 1.0, 1.0, 1.0, 1.0, math.nan, math.nan),
+                                                     (4, 3.2, 0.80, lo, hi, se, df))])
     text = A.conclusions_scaling(sc, "iops")[0]
-    assert "efficiency 0.80 (95% CI 0.40–1.05)" in text and "close to linear" not in text
-    assert "too uncertain to call" in text
-    assert A.efficiency_verdict(0.92, 1.08).startswith("close to linear")
-    assert A.efficiency_verdict(0.85, 0.98) == "below linear"          # all of it below 1, not in the band
-    assert A.efficiency_verdict(0.89, 1.02, band=0.10).startswith("too uncertain")
+    assert f"efficiency 0.80 (95% CI {lo:.2f}–{hi:.2f}; deciding: 95% CI {lo:.2f}–{hi:.2f})" in text
+    assert "too uncertain to call" in text and "close to linear" not in text
+    # the words of the one decision rule's verdicts (decision.decide on ln E, margin ±10% on the log scale)
+    assert A.efficiency_verdict("equivalent").startswith("close to linear (the whole interval lies within 0.91–1.10")
+    assert A.efficiency_verdict("different, within margin").startswith("close to linear")
+    assert A.efficiency_verdict("lower", 0.98) == "below linear" and A.efficiency_verdict("lower", 0.4) == \
+        "far below linear"
+    assert A.efficiency_verdict("lower, margin unclear", 0.98) == "below linear, margin unclear"
+    assert A.efficiency_verdict("inconclusive").startswith("too uncertain")
 
 
 def test_equivalence_is_tost_on_the_log_ratio():

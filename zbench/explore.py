@@ -26,7 +26,7 @@ import zbench
 from zbench.result import Result
 from zbench_lib.analysis.data.catalog import load_rows, sweep_dirs
 from zbench_lib.analysis.stats.stats import summary
-from zbench_lib.analysis.stats.tables import workload_metric
+from zbench_lib.analysis.data.metrics import workload_metric
 from zbench_lib.core.events import Event
 from zbench_lib.core.paths import REPO_ROOT
 from zbench_lib.hosts.disk_models import PRESETS, parse_model

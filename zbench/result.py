@@ -26,7 +26,8 @@ from zbench_lib.analysis.claims.wording import ci_text
 from zbench_lib.analysis.stats.decision import DEFAULT_MARGIN, Decision, decide, difference
 from zbench_lib.analysis.stats.ratio import log_ratio_test
 from zbench_lib.analysis.stats.stats import summary
-from zbench_lib.analysis.stats.tables import space_check, workload_metric
+from zbench_lib.analysis.data.metrics import workload_metric
+from zbench_lib.analysis.stats.tables import space_check
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.core.sizes import format_size
 from zbench_lib.measure import workloads

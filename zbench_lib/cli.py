@@ -156,7 +156,8 @@ def cmd_table(args):
     from zbench_lib.analysis.data.sweep_data import load_sweep
     sweep = load_sweep(args.sweep_dir)
     sid = str(sweep.results["sweep_id"].iloc[0]) if len(sweep.results) else sweep.path.name
-    note = (f"Sweep {sid}. Mean over n admissible first attempts; IOPS 95% CI of the mean; "
+    note = (f"Sweep {sid}. Mean over n admissible first attempts; 95% CI of the mean in the metric each "
+            "workload is judged in (MiB/s sequential, IOPS random; methods §9); "
             + ("flagged runs included." if args.include_flagged else
                "runs invalidated by a truth check excluded; runs with describing flags kept.")
             + f" {caveat_line(sweep.results)} {zbench_stamp()}.")

@@ -14,6 +14,7 @@ from zbench_lib.analysis.data.coverage import cell_status, load_plan
 from zbench_lib.analysis.data.flags import (FLAG_MEANINGS, admissible_mask, flagged_runs, select_admissible,
                                             tristate, truth_summary)
 from zbench_lib.analysis.data.fleet_hosts import host_agreement, host_coverage
+from zbench_lib.analysis.data.metrics import workload_metric
 from zbench_lib.analysis.data.replication import resolve_unit
 from zbench_lib.analysis.data.sweep_data import (Sweep, environment_table, join_sweeps, load_sweep, parse_level,
                                                  resolve_sweep_dir, varying_columns)
@@ -21,7 +22,7 @@ from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor
 from zbench_lib.analysis.report.notebook_params import check_parameters
 from zbench_lib.analysis.report.resilver import load_slowdown, resilver_figure, resilver_table, slowdown_lines
 from zbench_lib.analysis.stats.across import SweepSet, load_sweeps
-from zbench_lib.analysis.stats.tables import compare_table, scaling_table, space_check, workload_metric
+from zbench_lib.analysis.stats.tables import compare_table, scaling_table, space_check
 from zbench_lib.analysis.stats.tails import cell_tails, tail_lines
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size

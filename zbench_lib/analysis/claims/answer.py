@@ -16,21 +16,20 @@ the family, its level stated once per answer where it is one) and its verdict, o
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
-from zbench_lib.analysis.claims.conclusions import LINEAR_BAND, efficiency_verdict
+from zbench_lib.analysis.claims.conclusions import efficiency_verdict
 from zbench_lib.analysis.claims.wording import ci_text, num, say_once
 from zbench_lib.analysis.data.coverage import bare_reason
 from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, LAYOUT_COLUMNS
 from zbench_lib.analysis.data.sweep_data import setting_text
 from zbench_lib.analysis.stats.decision import VERDICTS, level_text
+from zbench_lib.analysis.stats.linearity import LINEAR_BAND, judge_linearity
+from zbench_lib.analysis.stats.ratio import equivalence_bounds
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.core.sizes import format_size
-from zbench_lib.measure import checks
 from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 from zbench_lib.measure.load import Load
 
@@ -71,50 +70,53 @@ def _family_rank(name: str) -> tuple:
     return (rank, layout, int(vdevs) if vdevs.isdigit() else 1)
 
 
-def _linear(lo, hi, band: float) -> tuple[str, str]:
-    """The scaling verdict as (holds | does not hold | not judged, why)."""
-    v = efficiency_verdict(lo, hi, band)
+def _linear(r, band: float) -> tuple[str, str]:
+    """A stated scaling verdict (`linearity.judge_linearity`) as (holds | does not hold | not judged, why)."""
+    v = efficiency_verdict(r["verdict"], r["decided_high"], band)
     if v.startswith("close to linear"):
         return "holds", ""
     if v.startswith(("below", "far below", "above")):
         return "does not hold", v.split(":")[0]
     if v.startswith("too uncertain"):
-        return "not judged", f"CI reaches outside {1 - band:.2f}–{1 + band:.2f}"
+        lo_b, hi_b = equivalence_bounds(band)
+        return "not judged", f"interval reaches outside {lo_b:.2f}–{hi_b:.2f}"
     return "not judged", bare_reason(v)
 
 
 SCALING_NOTE = ("Efficiency: the scaling from a family's smallest pool to its largest over the ideal (1 = linear), "
-                "with its 95% CI across pools; linear scaling holds where the whole interval lies within "
-                "{lo:.2f}–{hi:.2f} (methods §10).")
+                "across pools, beside the interval that decided its verdict: the page's scaling verdicts are one "
+                "Holm family (family-wise 95%), each interval at the level Holm's step gives it, as each answer "
+                "states (methods §10, §3.1). Linear scaling holds where that interval lies within {lo:.2f}–{hi:.2f}, "
+                "and does not hold where it lies below or above 1 (margin unclear: it reaches into that band).")
 
 
-# The truth checks whose flag says the system ran in another mode (judging.TruthCheck.regime).
-REGIMES = frozenset(c.name for c in checks.in_report_order() if c.regime)
+def _unjudged_family(f: pd.DataFrame) -> str:
+    """Why a family states no verdict: its largest pool's status, or too few units."""
+    last = f["status"].iloc[-1] if "status" in f else None
+    return bare_reason(say_once(last)) if isinstance(last, str) else "fewer than 2 admissible units at its largest pool"
 
 
-def _all_runs_carry(described) -> set[str]:
-    """The regime flags every run of a row carries, from its `described` text
-    ('not_steady 3 of 3 runs, read_amplification 3 of 3 runs')."""
-    found = (re.match(r"\s*(\w+) (\d+) of (\d+) runs?$", part) for part in re.split(r"[,;]", str(described or "")))
-    return {m[1] for m in found if m and m[2] == m[3] and m[1] in REGIMES}
-
-
-def regime_change(base: pd.DataFrame, row) -> str:
-    """'' when the baseline's runs and the row's ran in one regime; else what differs ('the 1-data-disk
-    baseline in read amplification, every run'): a ratio across two regimes is not interpretable."""
-    if base.empty or "described" not in base:
-        return ""
-    b, r = _all_runs_carry(base["described"].iloc[0]), _all_runs_carry(row.get("described"))
-    words = lambda flags: " and ".join(sorted(f.replace("_", " ") for f in flags))  # noqa: E731
-    parts = ([f"the {int(base['data_disks'].iloc[0])}-data-disk baseline in {words(b - r)}, every run"] if b - r
-             else []) + ([f"the {int(row['data_disks'])}-data-disk pool in {words(r - b)}, every run"] if r - b else [])
-    return "; ".join(parts)
+def _scaling_clause(name, r, band: float, at: bool) -> tuple[str, str, str]:
+    """(state, the family as the lead names it, the clause) of a family's stated row; `at`: say the level."""
+    span = f"{name} ({int(r['baseline_disks'])}→{int(r['data_disks'])} data disks) {r['efficiency']:.2f}"
+    if r["regime"]:            # two regimes, not a scaling law: the figure at 95%, no verdict (issue 46 item 3)
+        ci = ci_text(r["efficiency_ci_low"], r["efficiency_ci_high"], digits=2)
+        return ("not judged", f"{name} (not interpretable: {r['regime']})",
+                f"{span} ({ci}) across two regimes: no verdict")
+    lo, hi = r["decided_low"], r["decided_high"]
+    level = f", {level_text(r['decided_level'], int(r['family_size']))}" if at and np.isfinite(lo) else ""
+    state, why = _linear(r, band)
+    lead = f"{name} ({why})" if why and state == "not judged" else str(name)
+    return state, lead, f"{span} ({ci_text(lo, hi, digits=2, level='')}{level})" + \
+        (f" {why}" if why and state == "does not hold" else "")
 
 
 def answer_scaling(scal: pd.DataFrame, band: float = LINEAR_BAND) -> list[dict]:
-    """Per workload: which families scale linearly, then each one's efficiency at its largest judged pool."""
+    """Per workload: which families scale linearly, then each one's efficiency at its largest judged pool, beside
+    the interval that decided its verdict: the page's verdicts are one Holm family (`linearity.judge_linearity`)."""
     if scal is None or scal.empty:
         return []
+    scal = judge_linearity(scal, band)
     by = [c for c in scal.columns if c in CONFIG_COLUMNS and c not in LAYOUT_COLUMNS]
     fam = "family" if "family" in scal else "layout"
     out = []
@@ -122,32 +124,19 @@ def answer_scaling(scal: pd.DataFrame, band: float = LINEAR_BAND) -> list[dict]:
         key = key if isinstance(key, tuple) else (key,)
         metric = g["metric"].dropna().iloc[0] if "metric" in g and g["metric"].notna().any() else "iops"
         verdicts: dict[str, list[str]] = {"holds": [], "does not hold": [], "not judged": []}
-        clauses = []
+        clauses, levels = [], _levels(g)
         for name, f in sorted(g.groupby(fam, sort=False), key=lambda kv: _family_rank(str(kv[0]))):
-            f = f.sort_values("data_disks")
-            judged = f[f["n"].fillna(0) >= 2]
-            if judged.empty or judged["data_disks"].max() == f["baseline_disks"].iloc[0]:
-                last = f["status"].iloc[-1] if "status" in f else None
-                why = bare_reason(say_once(last)) if isinstance(last, str) \
-                    else "fewer than 2 admissible units at its largest pool"
-                verdicts["not judged"].append(f"{name} ({why})")
+            if not f["stated"].any():
+                verdicts["not judged"].append(f"{name} ({_unjudged_family(f.sort_values('data_disks'))})")
                 continue
-            r = judged.iloc[-1]
-            lo, hi = r["efficiency_ci_low"], r["efficiency_ci_high"]
-            figure = (f"{name} ({int(r['baseline_disks'])}→{int(r['data_disks'])} data disks) "
-                      f"{r['efficiency']:.2f} ({ci_text(lo, hi, digits=2, level='')})")
-            regimes = regime_change(f[f["data_disks"] == r["baseline_disks"]], r)
-            if regimes:         # two regimes, not a scaling law: the figure, no verdict (issue 46 item 3)
-                verdicts["not judged"].append(f"{name} (not interpretable: {regimes})")
-                clauses.append(f"{figure} across two regimes: no verdict")
-                continue
-            state, why = _linear(lo, hi, band)
-            verdicts[state].append(f"{name} ({why})" if why and state == "not judged" else str(name))
-            clauses.append(figure + (f" {why}" if why and state == "does not hold" else ""))
+            state, lead, clause = _scaling_clause(name, f[f["stated"]].iloc[0], band, len(levels) > 1)
+            verdicts[state].append(lead)
+            clauses.append(clause)
         head = "; ".join(f"{state} for {', '.join(names)}" for state, names in verdicts.items() if names)
         subject = " ".join(str(k) for k in key if pd.notna(k)) or ALL_RUNS
         out.append(dict(subject=f"{subject} ({UNITS.get(metric, metric)})",
-                        text=f"linear scaling {head}. Efficiency at the largest pool: " + ", ".join(clauses) + "."))
+                        text=f"linear scaling {head}. Efficiency at the largest pool: " + ", ".join(clauses) + "."
+                        + _stated(levels)))
     return out
 
 

@@ -2,9 +2,9 @@
 
 As docs/methods.md asks: ratio and 95% CI first, then p and the Holm-adjusted p with the
 matching adjusted CI; "higher", "lower", "better" only when the Holm-adjusted test says
-so (§3); "no meaningful difference" only when TOST says so (§4); "close to linear" only
-when the whole interval lies inside the stated band (§10). Every planned comparison gets
-a sentence, judged or "not judged" with its reasons (§8); the describing flags its runs
+so (§3); "no meaningful difference" only when TOST says so (§4); a scaling verdict from the
+same rule, Holm-adjusted within the page's scaling verdicts (§10). Every planned comparison
+gets a sentence, judged or "not judged" with its reasons (§8); the describing flags its runs
 keep are named beside it, and a sensitivity clause says whether the verdict changes with the
 flagged runs included, with the replacement runs included, or without the runs that carry
 describing flags (§7, §8).
@@ -21,11 +21,13 @@ from zbench_lib.analysis.data.flags import SENSITIVITY_KEYS
 from zbench_lib.analysis.data.replication import ONE_POOL_NOTE, POOL_LEVEL_NOTE
 from zbench_lib.analysis.claims.wording import ci_text, effect_size_ok, p_text, say_once
 from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, LAYOUT_COLUMNS
-from zbench_lib.analysis.stats.decision import level_text
+from zbench_lib.analysis.stats.decision import (EQUIVALENT, HIGHER, HIGHER_UNCLEAR, INCONCLUSIVE, LOWER, LOWER_UNCLEAR,
+                                                NOT_JUDGED, WITHIN, level_text)
+from zbench_lib.analysis.stats.linearity import ALPHA, LINEAR_BAND, judge_linearity
+from zbench_lib.analysis.stats.ratio import equivalence_bounds
 from zbench_lib.analysis.stats.tables import block_column
 from zbench_lib.core.sizes import format_size
 
-LINEAR_BAND = 0.10      # "close to linear": the whole efficiency CI inside 1 ± this
 METRIC_LABELS = {"iops": "IOPS", "bw_bytes_s": "bandwidth", "lat_p99_ns": "p99 latency"}
 # A comparison of p99 averages each unit's own fio p99: say so, and where the cell's p99 is.
 TAIL_NOTE = ("p99 latency is compared as the mean of each unit's own fio p99 (a run with too few I/Os "
@@ -112,28 +114,49 @@ def _alternatives(r) -> list[str]:
             and r.get(f"sensitivity_{k}_label")]
 
 
-def efficiency_verdict(e_lo, e_hi, band: float = LINEAR_BAND) -> str:
-    """The scaling verdict from the efficiency CI; "close to linear" needs all of it in 1 ± band.
+def efficiency_verdict(verdict: str, high: float = math.nan, band: float = LINEAR_BAND) -> str:
+    """The scaling verdict in words, from the one decision rule's verdict on ln E with margin `band`
+    (`linearity.judge_linearity`, methods §10) and the top of the interval that decided it (`high`:
+    "far below" when even that is below half of linear).
 
     Examples
     --------
-    >>> efficiency_verdict(0.40, 1.05)
-    'too uncertain to call: the CI includes linear but reaches outside 0.90–1.10'
-    >>> efficiency_verdict(0.93, 1.04)
-    'close to linear (the whole CI lies within 0.90–1.10)'
+    >>> efficiency_verdict("inconclusive")
+    'too uncertain to call: the interval includes linear but reaches outside 0.91–1.10'
+    >>> efficiency_verdict("different, within margin"), efficiency_verdict("lower", 0.31)
+    ('close to linear (the whole interval lies within 0.91–1.10)', 'far below linear')
     """
-    band_text = f"{1 - band:.2f}–{1 + band:.2f}"
-    if not (np.isfinite(e_lo) and np.isfinite(e_hi)):
-        return "not judged: no CI (a single admissible run at one end)"
-    if e_lo >= 1 - band and e_hi <= 1 + band:
-        return f"close to linear (the whole CI lies within {band_text})"
-    if e_lo > 1:
-        return "above linear: check for cache effects"
-    if e_hi < 0.5:
-        return "far below linear"
-    if e_hi < 1:
-        return "below linear"
-    return f"too uncertain to call: the CI includes linear but reaches outside {band_text}"
+    lo_b, hi_b = equivalence_bounds(band)
+    band_text = f"{lo_b:.2f}–{hi_b:.2f}"
+    close = f"close to linear (the whole interval lies within {band_text})"
+    words = {HIGHER: "above linear: check for cache effects",
+             HIGHER_UNCLEAR: "above linear, margin unclear: check for cache effects",
+             LOWER: "far below linear" if high < 0.5 else "below linear",
+             LOWER_UNCLEAR: "below linear, margin unclear", WITHIN: close, EQUIVALENT: close,
+             INCONCLUSIVE: f"too uncertain to call: the interval includes linear but reaches outside {band_text}"}
+    return words.get(verdict, "not judged: no CI (a single admissible run at one end)")
+
+
+def _at(r, column: str, key: str = ""):
+    """A scaling row's `column`, or the one its sensitivity alternative `key` recomputed."""
+    return r.get(f"sensitivity_{key}_{column}" if key else column, np.nan)
+
+
+def _judged(r, key: str = "") -> bool:
+    """Whether the row (or its alternative `key`) states a verdict (`linearity.judge_linearity`)."""
+    v = _at(r, "verdict", key)
+    return isinstance(v, str) and v != NOT_JUDGED
+
+
+def _efficiency_words(r, band, key: str = "") -> str:
+    """The verdict of a judged scaling row (or of its sensitivity alternative `key`) in words."""
+    return efficiency_verdict(_at(r, "verdict", key), _at(r, "decided_high", key), band)
+
+
+def _decided_efficiency(r, key: str = "") -> str:
+    """'Holm-adjusted 99.8% CI 0.90–0.96': the interval that decided a scaling verdict, with its level."""
+    return _ci(_at(r, "decided_low", key), _at(r, "decided_high", key),
+               level=level_text(_at(r, "decided_level", key), int(r.get("family_size", 1) or 1)))
 
 
 def _scaling_sensitivity(r, band) -> str:
@@ -143,56 +166,77 @@ def _scaling_sensitivity(r, band) -> str:
 
 
 def _scaling_alternative(r, key: str, band) -> str:
+    """One alternative selection of runs: its baseline, or its efficiency and the verdict its family gives it."""
     what, col = r[f"sensitivity_{key}_label"], lambda c: r.get(f"sensitivity_{key}_{c}", np.nan)  # noqa: E731
     if col("baseline_disks") != r.get("baseline_disks"):
         d0 = col("baseline_disks")
         return f"with {what}, the baseline would be {int(d0)} data disks" if np.isfinite(d0) \
             else f"with {what}, no baseline"
-    lo, hi = col("efficiency_ci_low"), col("efficiency_ci_high")
-    alt = efficiency_verdict(lo, hi, band)
-    if alt == efficiency_verdict(r["efficiency_ci_low"], r["efficiency_ci_high"], band) and r["n"] >= 2:
+    if _judged(r, key) and _efficiency_words(r, band, key) == _efficiency_words(r, band) and r["n"] >= 2:
         return f"unchanged with {what}"
+    lo, hi = col("efficiency_ci_low"), col("efficiency_ci_high")
+    if _judged(r, key):
+        return f"with {what}, efficiency {col('efficiency'):.2f} ({_decided_efficiency(r, key)}): " \
+               + _efficiency_words(r, band, key)
     ci = f" ({_ci(lo, hi)})" if np.isfinite(lo) and np.isfinite(hi) else ""
-    return f"with {what}, efficiency {col('efficiency'):.2f}{ci}: {alt}"
+    return f"with {what}, efficiency {col('efficiency'):.2f}{ci}" + ("" if ci else ": not judged: no CI")
+
+
+def _few_sentence(r, fam, by, band) -> str:
+    """A configuration with fewer than 2 admissible units: its status, and what other runs would give."""
+    status = r.get("status") if isinstance(r.get("status"), str) else \
+        f"not judged: {int(r['n'])} admissible {r.get('unit', 'run')} (a CI needs 2)"
+    return (f"{r[fam]} {_group_label(r, by)} at {int(r['data_disks'])} data disks: {status}." + _described(r)
+            + (_scaling_sensitivity(r, band) if r["data_disks"] != r.get("baseline_disks") else ""))
+
+
+def _stated_sentence(r, who, metric, band) -> str:
+    """A family's verdict at its largest judged pool: the scaling, the efficiency with its 95% CI and the
+    interval that decided the verdict (its Holm level), the verdict, or no verdict across two regimes."""
+    m = _metric(r, metric)
+    e, lo, hi = r["efficiency"], r["efficiency_ci_low"], r["efficiency_ci_high"]
+    deciding = f"; deciding: {_decided_efficiency(r)}" if _judged(r) else ""
+    interval = f" ({_ci(lo, hi)}{deciding})" if np.isfinite(lo) and np.isfinite(hi) else ""
+    verdict = f"across two regimes, no verdict ({r['regime']})" if r["regime"] else \
+        _efficiency_words(r, band)
+    text = (f"{who}: {METRIC_LABELS.get(m, m)} grows {r['scaling']:.2f}x from {int(r['baseline_disks'])} to "
+            f"{int(r['data_disks'])} data disks (ideal {r['ideal_scaling']:.2f}x), efficiency {e:.2f}{interval}"
+            f": {verdict}." + _described(r) + _scaling_sensitivity(r, band))
+    if np.isfinite(r.get("disk_equivalents_per_vdev", np.nan)):
+        per = " per vdev" if r.get("vdevs", 1) > 1 or r["layout"].startswith("raidz") else ""
+        text += (f" At {int(r['data_disks'])} data disks it delivers the {METRIC_LABELS.get(m, m)} of "
+                 f"{r['disk_equivalents_per_vdev']:.1f} single disks (of the disk model){per}.")
+    return text
+
+
+def _family_note(s: pd.DataFrame) -> list[str]:
+    """The sentence that states the scaling verdicts' family and level, once per page (methods §10)."""
+    n = int(s["family_size"].max()) if "family_size" in s and len(s) else 0
+    if n < 2:
+        return []
+    return [f"The {n} scaling verdicts are one Holm family (family-wise {1 - ALPHA:.0%}): each is decided by its "
+            "efficiency's interval at the level Holm's step gives it, printed beside it (methods §10, §3.1)."]
 
 
 def conclusions_scaling(scaling_df: pd.DataFrame, metric: str = "iops", band: float = LINEAR_BAND) -> list[str]:
-    """One sentence per layout × group at its largest judged configuration, plus the not judged ones."""
-    s = scaling_df
+    """One sentence per layout × group at its largest judged configuration, plus the not judged ones; the
+    verdicts one Holm family (`linearity.judge_linearity`)."""
+    s = judge_linearity(scaling_df, band) if len(scaling_df) else scaling_df
     by = [c for c in s.columns if c in CONFIG_COLUMNS and c not in LAYOUT_COLUMNS]
     out = []
     fam = "family" if "family" in s.columns else "layout"      # tables.scaling_family
     for _, g in s.groupby(by + [fam], sort=False, dropna=False):
         g = g.sort_values("data_disks")
-        few = g["n"].fillna(0) < 2
-        judged = g[~few | (g["data_disks"] == g["baseline_disks"])]
-        for _, r in g[few].iterrows():
-            status = r.get("status") if isinstance(r.get("status"), str) else \
-                f"not judged: {int(r['n'])} admissible {r.get('unit', 'run')} (a CI needs 2)"
-            out.append(f"{r[fam]} {_group_label(r, by)} at {int(r['data_disks'])} data disks: {status}."
-                       + _described(r)
-                       + (_scaling_sensitivity(r, band) if r["data_disks"] != r.get("baseline_disks") else ""))
-        if judged.empty:
-            continue
-        r = judged.iloc[-1]
-        m = _metric(r, metric)
-        who = f"{r[fam]} {_group_label(r, by)}".strip()
-        if r["data_disks"] == r["baseline_disks"]:
-            if len(g) == 1:
-                out.append(f"{who}: a single configuration ({int(r['data_disks'])} data disks), no scaling to report.")
-            continue
-        e, lo, hi = r["efficiency"], r["efficiency_ci_low"], r["efficiency_ci_high"]
-        has_ci = np.isfinite(lo) and np.isfinite(hi)
-        text = (f"{who}: {METRIC_LABELS.get(m, m)} grows {r['scaling']:.2f}x from {int(r['baseline_disks'])} to "
-                f"{int(r['data_disks'])} data disks (ideal {r['ideal_scaling']:.2f}x), "
-                f"efficiency {e:.2f}" + (f" ({_ci(lo, hi)})" if has_ci else "")
-                + f": {efficiency_verdict(lo, hi, band)}." + _described(r) + _scaling_sensitivity(r, band))
-        if np.isfinite(r.get("disk_equivalents_per_vdev", np.nan)):
-            per = " per vdev" if r.get("vdevs", 1) > 1 or r["layout"].startswith("raidz") else ""
-            text += (f" At {int(r['data_disks'])} data disks it delivers the {METRIC_LABELS.get(m, m)} of "
-                     f"{r['disk_equivalents_per_vdev']:.1f} single disks (of the disk model){per}.")
-        out.append(text)
-    return out + (_unit_note(s) if len(s) else [])
+        out += [_few_sentence(r, fam, by, band) for _, r in g[g["n"].fillna(0) < 2].iterrows()]
+        stated = g[g["stated"]]
+        if len(stated):
+            r = stated.iloc[0]
+            out.append(_stated_sentence(r, f"{r[fam]} {_group_label(r, by)}".strip(), metric, band))
+        elif len(g) == 1:
+            r = g.iloc[0]
+            out.append(f"{r[fam]} {_group_label(r, by)}".strip()
+                       + f": a single configuration ({int(r['data_disks'])} data disks), no scaling to report.")
+    return out + (_family_note(s) + _unit_note(s) if len(s) else [])
 
 
 def _verdict_text(r, base, alpha) -> str:

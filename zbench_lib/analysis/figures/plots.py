@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYER_ORDER, LAYOUT_ORDER, PERCENTILE_COLUMNS,  # noqa: F401
                                                    LABEL_OFFSETS, PALETTE, SD_LABEL, agg_figure, legend_entry, mean_sd,
                                                    metric_label, ordered)
+from zbench_lib.analysis.data.metrics import metric_of
 from zbench_lib.analysis.data.sweep_data import setting_text
 from zbench_lib.analysis.stats.load_curves import load_curves
 from zbench_lib.analysis.figures.plots_interactive import (iops_p99_means, iops_p99_labels, iops_p99_ranges,  # noqa: F401
@@ -128,7 +129,9 @@ def plot_latency_percentiles(df: pd.DataFrame, hue: str = "config_id", title: st
 
 
 def plot_volblocksize_map(df: pd.DataFrame, metric: str, row: str = "layout", title: str = "") -> Figure:
-    """Heatmap of the mean `metric`: `row` (layout) × volblocksize, each cell with its n and 95% CI."""
+    """Heatmap of the mean `metric`: `row` (layout) × volblocksize, each cell with its n and 95% CI; "auto" is
+    the workload's own metric (`metrics.metric_of`)."""
+    metric = metric_of(df, metric)
     cells, unit = vbs_cells(df, metric, row)
     p = cells["mean"]
     label, scale = metric_label(metric)

@@ -14,6 +14,7 @@ from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYER_COLORS, LAYER
                                                    legend_entry,
                                                    mean_sd, metric_label, n_labels, one_configuration, ordered,
                                                    place_labels)
+from zbench_lib.analysis.data.metrics import metric_of
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
@@ -219,7 +220,9 @@ def vbs_title(title: str, unit: str) -> str:
 
 def plot_volblocksize_map_interactive(df: pd.DataFrame, metric: str, row: str = "layout",
                                       title: str = "") -> go.Figure:
-    """Heatmap of the mean `metric` per `row` × volblocksize; each cell shows its n and 95% CI."""
+    """Heatmap of the mean `metric` per `row` × volblocksize; each cell shows its n and 95% CI. A map is one
+    workload's: `metric` "auto" is its own (`metrics.metric_of`)."""
+    metric = metric_of(df, metric)
     cells, unit = vbs_cells(df, metric, row)
     label, scale = metric_label(metric)
     p = cells["mean"]

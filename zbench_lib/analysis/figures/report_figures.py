@@ -25,6 +25,7 @@ from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYOUT_ORDER, PALET
                                                    legend_entry, metric_label, n_labels, ordered, place_labels,
                                                    ratio_ticks, shade, split_family)
 from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
+from zbench_lib.analysis.data.metrics import judged_metrics, metric_of
 from zbench_lib.analysis.data.sweep_data import AUX_VDEVS, setting_text, varying_columns
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tables import scaling_family
@@ -33,6 +34,12 @@ from zbench_lib.core.sizes import format_size
 from zbench_lib.zfs.models import has_model, predicted_random_read_iops
 
 _SHAPE = ["layout", "width", "vdevs"]
+
+
+def _panel_metrics(df: pd.DataFrame, panel: list, metric: str) -> list[str]:
+    """The metric of each panel's rows, in the panels' order (`metrics.judged_metrics`)."""
+    ordered_rows = df.sort_values(panel, kind="stable") if panel else df
+    return list(dict.fromkeys(judged_metrics(ordered_rows, metric)))
 
 
 def _rank(name):
@@ -50,17 +57,10 @@ def _model_iops(shape: dict, g: pd.DataFrame) -> float:
                                       int(block), int(r["ashift"]) if "ashift" in g and pd.notna(r["ashift"]) else 12)
 
 
-def panel_metric(workload, metric: str = "auto") -> str:
-    """'auto': MiB/s for sequential workloads, IOPS for the others."""
-    if metric != "auto":
-        return metric
-    return "bw_bytes_s" if "seq" in str(workload) else "iops"
-
-
 def iops_vs_drives_data(df: pd.DataFrame, metric: str = "auto", drives: str = "total_disks") -> pd.DataFrame:
     """Mean, 95% CI, n and model per panel (workload, direction) × layout × pool shape.
 
-    `metric` is 'iops', 'bw_bytes_s' or 'auto' (per workload, see `panel_metric`); the
+    `metric` is 'iops', 'bw_bytes_s' or 'auto' (per workload, `metrics.judged_metrics`); the
     `metric` column says which one each row holds. The model is given for random reads.
     """
     need = {drives, *_SHAPE} | ({"iops", "bw_bytes_s"} if metric == "auto" else {metric})
@@ -70,7 +70,7 @@ def iops_vs_drives_data(df: pd.DataFrame, metric: str = "auto", drives: str = "t
     keys = panel + _SHAPE + [drives]
     parts = []
     for wl, d in (df.groupby("workload", sort=True) if "workload" in df else [("", df)]):
-        m = panel_metric(wl, metric)
+        m = metric_of(d, metric)
         s = summary(d, m, keys).assign(metric=m)
         models = [{**dict(zip(keys, k)), "model": _model_iops(dict(zip(keys, k)), g)}
                   for k, g in d.groupby(keys, dropna=False, sort=False)]
@@ -318,7 +318,7 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
         d = df
         for c, v in zip(panel, key):
             d = d[d[c] == v]
-        m = panel_metric(key[0] if key else "", metric)
+        m = metric_of(d, metric)
         label, scale = metric_label(m)
         s = summary(d, m, keys)
         for name in sorted(names, key=lambda v: _rank(str(v))[0]):      # layouts in order, the rest as they came
@@ -344,7 +344,7 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
     if with_tails:
         for pct, dash in (("p99", "solid"), ("p99.9", "dot")):
             legend_entry(fig, f"{pct} (lower panels)", dash, pct, row=2, col=1)
-    shown_metrics = " / ".join(dict.fromkeys(metric_label(panel_metric(p[0] if p else "", metric))[0] for p in panels))
+    shown_metrics = " / ".join(dict.fromkeys(metric_label(m)[0] for m in _panel_metrics(df, panel, metric)))
     fig.update_layout(title=(title or f"{' and '.join([shown_metrics] + (['p99 / p99.9'] if with_tails else []))}"
                              f" per {_factor_name(factor, factor.removesuffix('_bytes'))}") + f" ({CI_LABEL})",
                       height=330 * rows + 170, legend_title_text="" if series == "_series" else series or "")
@@ -423,7 +423,7 @@ def plot_configurations(df: pd.DataFrame, factor: str, levels: list, tails: pd.D
                              showticklabels=True, range=[-0.5, len(groups) - 0.5], row=r, col=j)
         fig.update_xaxes(title_text=" × ".join(AUX_VDEVS.get(c, c.replace("_", " ")) for c in others) or None,
                          row=rows, col=j)
-    what = " and ".join(dict.fromkeys(metric_label(panel_metric(p[0] if p else "", metric))[0] for p in panels))
+    what = " and ".join(dict.fromkeys(metric_label(m)[0] for m in _panel_metrics(df, panel, metric)))
     fig.update_layout(title=(title or f"{what}{' and ' + ' / '.join(pcts) if pcts else ''} per configuration")
                       + f" ({CI_LABEL})", height=260 * rows + 170, legend_title_text=factor.replace("_", " "))
     return fig
@@ -439,7 +439,7 @@ def _bar(x, y, lo, hi, n, *, name, level, color, width, first) -> go.Bar:  # noq
 
 
 def _metric_bars(fig, d, by, factor, levels, where, width, metric, key, col) -> str:  # noqa: PLR0913 (one panel's place)
-    m = panel_metric(key[0] if key else "", metric)
+    m = metric_of(d, metric)
     label, scale = metric_label(m)
     s = summary(d, m, by + [factor])
     others = [c for c in by if c not in ("workload", "direction")]

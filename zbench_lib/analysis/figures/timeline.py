@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from zbench_lib.analysis.data.metrics import metric_of
 from zbench_lib.measure.counters import parse_sampler_dir
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.measure.fio_parse import parse_fio_logs_dir
@@ -95,12 +96,14 @@ def layer_series(attempt_dir) -> pd.DataFrame:
     return out[["t_s", "layer", "metric", "value"]].sort_values(["metric", "layer", "t_s"]).reset_index(drop=True)
 
 
-def typical_run(df: pd.DataFrame, metric: str = "iops") -> str:
-    """The run_id closest to its configuration's median, in the configuration with most data disks."""
+def typical_run(df: pd.DataFrame, metric: str = "auto") -> str:
+    """The run_id closest to its configuration's median, in the configuration with most data disks (and
+    most runs); the median of `metric`, with "auto" the configuration's workload's (`metrics.metric_of`)."""
     if df.empty or "run_id" not in df:
         raise ConfigError("no runs to choose from")
     key = "config_id" if "config_id" in df else "cell_id"
     top = df[df["data_disks"] == df["data_disks"].max()] if "data_disks" in df else df
-    cfg = top.groupby(key)[metric].count().idxmax()
+    cfg = top.groupby(key)[metric if metric != "auto" else "run_id"].count().idxmax()
     g = top[top[key] == cfg]
-    return str(g.loc[(g[metric] - g[metric].median()).abs().idxmin(), "run_id"])
+    m = metric_of(g, metric)
+    return str(g.loc[(g[m] - g[m].median()).abs().idxmin(), "run_id"])

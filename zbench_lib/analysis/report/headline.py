@@ -25,7 +25,6 @@ import pandas as pd
 from zbench_lib.analysis.claims.answer import (ALL_RUNS, COMPARE_NOTE, SCALING_NOTE, answer_compare, answer_scaling,
                                                latency_tails)
 from zbench_lib.analysis.claims.client_answer import FAIRNESS_NOTE, answer_fairness
-from zbench_lib.analysis.claims.conclusions import LINEAR_BAND
 from zbench_lib.analysis.data.coverage import cell_status
 from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
 from zbench_lib.analysis.data.sweep_data import Sweep, setting_text
@@ -34,6 +33,8 @@ from zbench_lib.analysis.figures.report_figures import (plot_configurations, plo
 from zbench_lib.analysis.report.client_section import client_by
 from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor, block_choice, level_order
 from zbench_lib.analysis.stats.fairness import fairness_table, has_clients
+from zbench_lib.analysis.stats.linearity import LINEAR_BAND
+from zbench_lib.analysis.stats.ratio import equivalence_bounds
 from zbench_lib.analysis.stats.tables import block_column, compare_table, comparison_by, scaling_table
 
 MARGIN = 0.05               # compare_table's default equivalence margin, named in the note
@@ -110,8 +111,9 @@ def _levels_study(study: Study, factor: str, baseline) -> dict:
 
 def _scaling(study: Study) -> dict:
     scal = scaling_table(study.adm, "auto", cells=study.cells)
+    lo, hi = equivalence_bounds(LINEAR_BAND)
     return dict(answers=answer_scaling(scal), figure=plot_iops_vs_drives(study.adm),
-                note=SCALING_NOTE.format(lo=1 - LINEAR_BAND, hi=1 + LINEAR_BAND))
+                note=SCALING_NOTE.format(lo=lo, hi=hi))
 
 
 def _block_study(study: Study) -> dict:

@@ -2,9 +2,11 @@
 
     summary_table(results)        numbers in the units people use: configuration as written
                                   ("raidz1 1x6": vdevs x disks per vdev), drives, data disks,
-                                  the other factors that vary, IOPS with its 95% CI, MiB/s,
-                                  p99 in ms (the cell's, from merged histograms where the
-                                  store has them), n admissible runs (first attempts), runs excluded by
+                                  the other factors that vary, IOPS and MiB/s with the 95% CI
+                                  of the metric the workload is judged in (`metric`: MiB/s for
+                                  sequential workloads, IOPS for random ones, methods §9), p99
+                                  in ms (the cell's, from merged histograms where the store has
+                                  them), n admissible runs (first attempts), runs excluded by
                                   an invalidating truth check, runs kept with a describing flag
                                   and runs with checks not judged; a configuration whose runs
                                   were all excluded keeps its row (n = 0). Where compression or
@@ -20,8 +22,9 @@
 
 Every export carries the source note the caller gives: the report puts the caveat line (lab,
 emulated disks) and zbench's version and commit in it (`report.stamp`), so a pasted table keeps
-them. CSV headers carry their units (`iops_ci95_low`, `mib_s`, `p99_ms`); a CSV has no room for
-a note line that would not break a reader, so the note goes in a commented first line.
+them. CSV headers carry their units (`iops_ci95_low`, `mib_s`, `p99_ms`), and `metric` the one each
+row is judged in; a CSV has no room for a note line that would not break a reader, so the note goes
+in a commented first line.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER, fmt
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
+from zbench_lib.analysis.data.metrics import judged_metrics
 from zbench_lib.analysis.data.sweep_data import varying_columns
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
@@ -46,7 +50,8 @@ FORMATS = ("md", "csv", "latex", "html")
 _SHAPE = ["layout", "vdevs", "width", "total_disks", "data_disks"]
 _LABELS = {"configuration": "Configuration", "drives": "Drives", "data_disks": "Data disks",
            "workload": "Workload", "direction": "Direction", "iops": "IOPS", "iops_ci": "IOPS 95% CI",
-           "mib_s": "MiB/s", "physical_mib_s": "Disks MiB/s", "compressratio": "compressratio",
+           "mib_s": "MiB/s", "mib_s_ci": "MiB/s 95% CI", "physical_mib_s": "Disks MiB/s",
+           "compressratio": "compressratio",
            "p99_ms": "p99 (ms)", "n": "n", "excluded": "Excluded runs",
            "described": "Runs with describing flags", "not_judged": "Runs not fully judged"}
 _RUNS = ("n", "excluded", "described", "not_judged")      # the run counts beside each estimate
@@ -59,12 +64,16 @@ LATEX_PREAMBLE = ("\\usepackage{booktabs}   % \\toprule, \\midrule, \\bottomrule
 # cell per column: scriptsize averages under 3.6 pt a character, and each column adds 6 pt of separation.
 PORTRAIT_PT, CHAR_PT, COLUMN_PT = 345.0, 3.6, 6.0
 # Two-line LaTeX headers: the long labels would set each column's width.
-_TEX_HEADERS = {"data_disks": "Data\\\\disks", "iops_ci": "IOPS\\\\95\\% CI", "p99_ms": "p99\\\\(ms)",
+_TEX_HEADERS = {"data_disks": "Data\\\\disks", "iops_ci": "IOPS\\\\95\\% CI", "mib_s_ci": "MiB/s\\\\95\\% CI",
+                "p99_ms": "p99\\\\(ms)",
                 "excluded": "Runs\\\\excl.", "described": "Runs\\\\descr.", "not_judged": "Runs not\\\\judged",
                 "physical_mib_s": "Disks\\\\MiB/s", "compressratio": "compress-\\\\ratio"}
 # Where these vary, fio's MiB/s (logical) is half the story: the disks' MiB/s and the ratio join it.
 COMPRESSION_FACTORS = ("compression", "compressible_percent")
 _PHYSICAL = ("physical_mib_s", "compressratio")
+# Each throughput with its interval column: a row's interval is given in the metric its workload is judged in.
+_JUDGED = {"iops": ("iops", "iops_ci"), "bw_bytes_s": ("mib_s", "mib_s_ci")}
+_NUMBERS = ("drives", "data_disks", "iops", "iops_ci", "mib_s", "mib_s_ci", *_PHYSICAL, "p99_ms", *_RUNS)
 
 
 def config_label(layout, vdevs, width) -> str:
@@ -115,18 +124,17 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False,
     df = results.copy()
     factors = [c for c in varying_columns(df, exclude=LAYOUT_COLUMNS) if c not in ("workload", "direction")]
     keys = _SHAPE + factors + [c for c in ("workload", "direction") if c in df]
+    df["metric"] = judged_metrics(df)
     adm = select_admissible(df, include_flagged)
-    s = summary(adm, "iops", keys)[keys + ["n", "mean", "ci95_low", "ci95_high"]] if len(adm) else \
-        pd.DataFrame(columns=keys + ["n", "mean", "ci95_low", "ci95_high"])
+    s = _throughput(adm, "iops", keys, "iops").merge(_throughput(adm, "bw_bytes_s", keys, "bw"), on=keys, how="left")
     physical = bool(set(factors) & set(COMPRESSION_FACTORS))
     extra = adm.groupby(keys, dropna=False).agg(
-        bw=("bw_bytes_s", "mean") if "bw_bytes_s" in adm else ("iops", lambda v: np.nan),
         p99=("lat_p99_ns", "mean") if "lat_p99_ns" in adm else ("iops", lambda v: np.nan),
         **(_physical_aggs(adm) if physical else {})).reset_index()
     merged = _merged_p99(adm, hist, keys)
     if merged is not None:
         extra = extra.drop(columns="p99").merge(merged, on=keys, how="left")
-    all_keys = df[keys].drop_duplicates()
+    all_keys = df[keys + ["metric"]].drop_duplicates(keys)      # a cell without admissible runs keeps its metric
     out = all_keys.merge(s, on=keys, how="left").merge(extra, on=keys, how="left")
     counts = [_runs(df, keys, ~admissible_mask(df) & ~replacement_mask(df)).rename("excluded"),
               _runs(adm, keys, described_mask(adm)).rename("described"),
@@ -138,10 +146,13 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False,
         out["excluded"] = 0
     shape = out[["layout", "vdevs", "width"]].itertuples(index=False)
     out.insert(0, "configuration", [config_label(*r) for r in shape])
-    out = out.rename(columns={"total_disks": "drives", "mean": "iops", "ci95_low": "iops_ci95_low",
-                              "ci95_high": "iops_ci95_high"})
-    out["iops_ci95_low"] = out["iops_ci95_low"].clip(lower=0)
-    out["mib_s"] = out.pop("bw") / 2 ** 20
+    out = out.rename(columns={"total_disks": "drives"})
+    for c in ("bw", "bw_ci95_low", "bw_ci95_high"):
+        out[c.replace("bw", "mib_s")] = out.pop(c) / 2 ** 20
+    for metric, (value, _) in _JUDGED.items():           # the interval of the metric the workload is judged in
+        judged = out["metric"] == metric
+        for end in ("ci95_low", "ci95_high"):
+            out[f"{value}_{end}"] = out[f"{value}_{end}"].where(judged).clip(lower=0)
     out["p99_ms"] = out.pop("p99") / 1e6
     if physical:
         out["physical_mib_s"] = out.pop("physical_bw") / 2 ** 20
@@ -149,9 +160,19 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False,
     order = [c for c in ("workload", "direction") if c in out] + ["_rank", "drives", "vdevs"] + factors
     out = out.sort_values(order, kind="stable").drop(columns=["_rank"]).reset_index(drop=True)
     cols = ["configuration", "layout", "vdevs", "width", "drives", "data_disks", *factors,
-            *[c for c in ("workload", "direction") if c in out], "iops", "iops_ci95_low", "iops_ci95_high",
-            "mib_s", *(_PHYSICAL if physical else ()), "p99_ms", *_RUNS]
+            *[c for c in ("workload", "direction") if c in out], "metric", "iops", "iops_ci95_low", "iops_ci95_high",
+            "mib_s", "mib_s_ci95_low", "mib_s_ci95_high", *(_PHYSICAL if physical else ()), "p99_ms", *_RUNS]
     return out[cols]
+
+
+def _throughput(adm: pd.DataFrame, metric: str, keys: list, name: str) -> pd.DataFrame:
+    """n (units), mean and 95% CI of `metric` per cell (`stats.summary`), the value columns named after `name`."""
+    cols = ["mean", "ci95_low", "ci95_high"]
+    if not len(adm) or metric not in adm:
+        return pd.DataFrame(columns=keys + (["n"] if metric == "iops" else []) + [name, f"{name}_ci95_low",
+                                                                                  f"{name}_ci95_high"])
+    s = summary(adm, metric, keys)[keys + (["n"] if metric == "iops" else []) + cols]
+    return s.rename(columns={"mean": name, "ci95_low": f"{name}_ci95_low", "ci95_high": f"{name}_ci95_high"})
 
 
 def _physical_aggs(adm: pd.DataFrame) -> dict:
@@ -179,9 +200,10 @@ def _interval(lo, hi, n: int) -> str:
 def display_table(table: pd.DataFrame) -> pd.DataFrame:
     """Text cells: numbers with separators and no scientific notation; '—' where n = 0."""
     factors = [c for c in table.columns if c not in ("configuration", "layout", "vdevs", "width", "drives",
-                                                      "data_disks", "workload", "direction", "iops",
-                                                      "iops_ci95_low", "iops_ci95_high", "mib_s", "p99_ms",
-                                                      *_PHYSICAL, *_RUNS)]
+                                                      "data_disks", "workload", "direction", "metric", "iops",
+                                                      "iops_ci95_low", "iops_ci95_high", "mib_s", "mib_s_ci95_low",
+                                                      "mib_s_ci95_high", "p99_ms", *_PHYSICAL, *_RUNS)]
+    shown = [ci for m, (_, ci) in _JUDGED.items() if (table.get("metric", pd.Series("iops")) == m).any()]
     rows = []
     for _, r in table.iterrows():
         judged = r["n"] > 0
@@ -189,17 +211,27 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
                "data_disks": str(int(r["data_disks"]))}
         row.update({f: _factor_cell(f, r[f]) for f in factors})
         row.update({c: str(r[c]) for c in ("workload", "direction") if c in table})
-        ci = (_interval(r["iops_ci95_low"], r["iops_ci95_high"], int(r["n"]))
-              if judged and pd.notna(r["iops_ci95_high"]) else ("n=1, no CI" if r["n"] == 1 else "—"))
-        row.update(iops=fmt(r["iops"]) if judged else "—", iops_ci=ci,
-                   mib_s=fmt(r["mib_s"]) if judged else "—",
+        row.update({ci: _judged_interval(r, metric) for metric, (_, ci) in _JUDGED.items() if ci in shown})
+        row.update(iops=fmt(r["iops"]) if judged else "—", mib_s=fmt(r["mib_s"]) if judged else "—",
                    **{c: fmt(r[c]) if judged else "—" for c in _PHYSICAL if c in table},
                    p99_ms=fmt(r["p99_ms"]) if judged else "—", **{c: str(int(r[c])) for c in _RUNS if c in table})
         rows.append(row)
     cols = ["configuration", "drives", "data_disks", *factors, *[c for c in ("workload", "direction") if c in table],
-            "iops", "iops_ci", "mib_s", *[c for c in _PHYSICAL if c in table], "p99_ms",
-            *[c for c in _RUNS if c in table]]
+            *[c for c in ("iops", "iops_ci", "mib_s", "mib_s_ci") if c in ("iops", "mib_s", *shown)],
+            *[c for c in _PHYSICAL if c in table], "p99_ms", *[c for c in _RUNS if c in table]]
     return pd.DataFrame(rows, columns=cols)
+
+
+def _judged_interval(r, metric: str) -> str:
+    """The row's 95% CI cell in `metric`: its interval where its workload is judged in it ('' elsewhere: the
+    other metric's), "n=1, no CI" on a single unit, '—' with none."""
+    if r.get("metric", "iops") != metric:
+        return ""
+    value = _JUDGED[metric][0]
+    lo, hi = r[f"{value}_ci95_low"], r[f"{value}_ci95_high"]
+    if r["n"] > 0 and pd.notna(hi):
+        return _interval(lo, hi, int(r["n"]))
+    return "n=1, no CI" if r["n"] == 1 else "—"
 
 
 def _header(col: str) -> str:
@@ -213,8 +245,8 @@ def summary_gt(table: pd.DataFrame, title: str = "Summary", source_note: str = "
     from great_tables import GT
     d = display_table(table)
     gt = GT(d).tab_header(title=title).cols_label(**{c: _header(c) for c in d.columns})
-    numeric = [c for c in ("drives", "data_disks", "iops", "iops_ci", "mib_s", *_PHYSICAL, "p99_ms", *_RUNS) if c in d]
-    throughput = ["iops", "iops_ci", "mib_s", *[c for c in _PHYSICAL if c in d]]
+    numeric = [c for c in _NUMBERS if c in d]
+    throughput = [c for c in ("iops", "iops_ci", "mib_s", "mib_s_ci", *_PHYSICAL) if c in d]
     gt = gt.cols_align("right", columns=numeric).tab_spanner("Throughput", throughput) \
         .tab_spanner("Runs", [c for c in _RUNS if c in d])
     if source_note:
@@ -242,8 +274,7 @@ def export_table(table: pd.DataFrame, fmt_name: str, title: str = "Summary", sou
         return note + table.to_csv(index=False, float_format="%.6g")
     if fmt_name == "md":
         d = display_table(table)
-        right = {"drives", "data_disks", "iops", "iops_ci", "mib_s", *_PHYSICAL, "p99_ms", *_RUNS}
-        text = _markdown(d, right)
+        text = _markdown(d, set(_NUMBERS))
         return (f"**{title}**\n\n" if title else "") + text + (f"\n{source_note}\n" if source_note else "")
     if fmt_name == "latex":
         return latex_table(table, title, source_note)
@@ -284,8 +315,7 @@ def _width_pt(d: pd.DataFrame) -> float:
 def latex_table(table: pd.DataFrame, title: str = "Summary", source_note: str = "") -> str:
     """The summary table as a longtable for a bare `article` with LATEX_PREAMBLE (see the module docstring)."""
     d = display_table(table)
-    right = {"drives", "data_disks", "iops", "iops_ci", "mib_s", *_PHYSICAL, "p99_ms", *_RUNS}
-    spec = "".join("r" if c in right else "l" for c in d.columns)
+    spec = "".join("r" if c in _NUMBERS else "l" for c in d.columns)
     wide = _width_pt(d) > PORTRAIT_PT
     head = " & ".join(_tex_header(c) for c in d.columns) + " \\\\"
     n = len(d.columns)

@@ -168,7 +168,8 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
     `static` lists the (file stem, figure) pairs that `--figures` saves.
     """
     df = sweep.results
-    note = (f"Sweep {sid}. Mean over n admissible runs; IOPS 95% CI of the mean; "
+    note = (f"Sweep {sid}. Mean over n admissible runs; 95% CI of the mean in the metric each "
+            "workload is judged in (MiB/s sequential, IOPS random; methods §9); "
             + ("flagged runs included." if opts.include_flagged else "runs flagged by a truth check excluded.")
             + f" {caveat_line(df)} {zbench_stamp()}.")
     table = summary_table(df, opts.include_flagged, hist=sweep.histograms)

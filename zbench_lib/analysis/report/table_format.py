@@ -88,6 +88,50 @@ def column_format(name: str, series: pd.Series):
     return name, lambda v: "" if _missing(v) else fmt(v)
 
 
+# Columns of values in the row's metric: a table of several workloads, each in its own metric (its `metric`
+# column, `data.metrics`, methods §9), reads each in that metric's unit, never a bandwidth's bytes/s as a count.
+METRIC_VALUES = frozenset({"mean", "std", "median", "mad", "min", "max", "ci95_low", "ci95_high", "per_disk_mean",
+                           "per_disk_std", "per_disk_ci_low", "per_disk_ci_high", "mean_level", "mean_baseline",
+                           "baseline_mean", "baseline_std", "model_per_disk"})
+
+
+def _unit(metric) -> tuple[str, float]:
+    """A metric's unit as read and the factor to it: MiB/s for bytes/s, ms for ns, IOPS; ('', 1) unknown."""
+    m = "" if _missing(metric) else str(metric)
+    if "bytes_s" in m:
+        return "MiB/s", 2.0 ** -20
+    if m.endswith("_ns"):
+        return "ms", 1e-6
+    return ("IOPS" if m == "iops" else m), 1.0
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """A column as text: its header, each row's number, unit suffix and the factor the number was scaled by."""
+    header: str
+    numbers: list[str]
+    units: list[str]
+    scales: list[float]
+
+    @property
+    def texts(self) -> list[str]:
+        return [n + u for n, u in zip(self.numbers, self.units)]
+
+
+def _cells(df: pd.DataFrame, name: str) -> _Cells:
+    """A column of metric values in each row's unit (the unit in the header when the rows share one, else after
+    each number); any other as `column_format` writes it."""
+    if name not in METRIC_VALUES or "metric" not in df or not df["metric"].notna().any():
+        header, f = column_format(name, df[name])
+        return _Cells(header, [f(v) for v in df[name]], [""] * len(df), [1.0] * len(df))
+    units = [_unit(m) for m in df["metric"]]
+    shared = {u for u, _ in units if u}
+    one = len(shared) == 1
+    numbers = ["" if _missing(v) else fmt(float(v) * k) for v, (_, k) in zip(df[name], units)]
+    suffix = ["" if one or not n or not u else f" {u}" for n, (u, _) in zip(numbers, units)]
+    return _Cells(f"{name} ({next(iter(shared))})" if one else name, numbers, suffix, [k for _, k in units])
+
+
 def _prepared(df: pd.DataFrame) -> pd.DataFrame:
     if not isinstance(df.index, pd.RangeIndex):       # a meaningful index becomes columns, else goes
         df = df.reset_index(drop=not any(n is not None for n in df.index.names))
@@ -109,16 +153,14 @@ def readable_html(df: pd.DataFrame, max_rows: int = MAX_ROWS) -> str:
     more = len(df) - max_rows
     shown = _prepared(df.head(max_rows) if more > 0 else df)
     try:
-        cols = [(str(c),) + column_format(str(c), shown[c]) for c in shown.columns]
+        cols = [_cells(shown, str(c)) for c in shown.columns]
     except Exception:                 # an unusual frame (MultiIndex columns ...): pandas' own HTML
         return shown.to_html(index=False)
     numeric = [shown[c].dtype.kind in "fiu" for c in shown.columns]
     align = ["" if n else ' style="text-align:left"' for n in numeric]     # words left in JupyterLab too
-    head = "".join(f"<th{a}>{html.escape(h)}</th>" for (_, h, _), a in zip(cols, align))
-    rows = []
-    for values in shown.itertuples(index=False):
-        cells = "".join(_td(f(v), not n) for (_, _, f), n, v in zip(cols, numeric, values))
-        rows.append(f"<tr>{cells}</tr>")
+    head = "".join(f"<th{a}>{html.escape(c.header)}</th>" for c, a in zip(cols, align))
+    texts = [c.texts for c in cols]
+    rows = ["<tr>" + "".join(_td(t[i], not n) for t, n in zip(texts, numeric)) + "</tr>" for i in range(len(shown))]
     return _table(head, rows, more, len(df))
 
 
@@ -145,23 +187,24 @@ class Compact:
     notes: tuple[str, ...] = ()
 
 
-def _ends(f_end, lo, hi, n) -> str:
-    """'0.944–1.01'; an interval of zero width "one value (n = 3)" (never "175–175"), ends that would
-    print alike with the decimals that tell them apart (`wording.ci_text`)."""
-    a, b = f_end(lo), f_end(hi)
+def _ends(a: str, b: str, lo, hi, n) -> str:
+    """'0.944–1.01' from the ends as printed (`a`, `b`) and as numbers in the printed unit (`lo`, `hi`); an interval
+    of zero width "one value (n = 3)" (never "175–175"), ends that would print alike with the decimals that tell
+    them apart (`wording.ci_text`)."""
     if a != b:
         return f"{a}–{b}"
     return ci_text(float(lo), float(hi), level="", n=None if _missing(n) else int(n))
 
 
 def _interval_texts(df: pd.DataFrame, value: str, low: str, high: str) -> tuple[str, list[str]]:
-    """The header and cells of a value with its interval, in the value's unit."""
-    header, f = column_format(value, df[value])
-    _, f_end = column_format(low, df[low])
+    """The header and cells of a value with its interval, in the value's unit ('512 (500–520)', and with rows
+    in several units '512 (500–520) MiB/s')."""
+    v, lo, hi = _cells(df, value), _cells(df, low), _cells(df, high)
     ns = df["n"] if "n" in df else pd.Series(None, index=df.index, dtype=object)
-    cells = [f(v) + (f" ({_ends(f_end, lo, hi, n)})" if not (_missing(lo) or _missing(hi)) else "")
-             for v, lo, hi, n in zip(df[value], df[low], df[high], ns)]
-    return f"{header} ({'deciding interval' if low.startswith('decided') else '95% CI'})", cells
+    cells = [num + (f" ({_ends(a, b, x * k, y * k, n)})" if not (_missing(x) or _missing(y)) else "") + unit
+             for num, a, b, x, y, k, n, unit in zip(v.numbers, lo.numbers, hi.numbers, df[low], df[high], lo.scales,
+                                                     ns, v.units)]
+    return f"{v.header} ({'deciding interval' if low.startswith('decided') else '95% CI'})", cells
 
 
 def _lead(text: str) -> str:
@@ -207,8 +250,7 @@ def compact_html(df: pd.DataFrame, how: Compact, max_rows: int = MAX_ROWS) -> st
     spans = {v: (lo, hi) for v, lo, hi in how.intervals if {v, lo, hi} <= set(df.columns)}
     columns = []                                   # (header, cells, numeric)
     for c in (c for c in how.columns if c in df):
-        header, cells = _interval_texts(df, c, *spans[c]) if c in spans else \
-            (column_format(c, df[c])[0], [column_format(c, df[c])[1](v) for v in df[c]])
+        header, cells = _interval_texts(df, c, *spans[c]) if c in spans else (_cells(df, c).header, _cells(df, c).texts)
         columns.append((header, [html.escape(t) for t in cells], df[c].dtype.kind in "fiu"))
     cells, notes = _note_cells(df, how.notes)
     if any(cells):

@@ -17,7 +17,6 @@ import pandas as pd
 from zbench_lib.analysis.data.catalog import ENVIRONMENT, check_comparable, environment, load_rows, sweep_dirs
 from zbench_lib.analysis.data.sweep_data import varying_columns
 from zbench_lib.analysis.stats.stats import summary
-from zbench_lib.analysis.stats.tables import workload_metric
 from zbench_lib.core.errors import ConfigError
 
 CELL_STATS = ("metric", "n", "mean", "ci95_low", "ci95_high", "unit")
@@ -73,11 +72,5 @@ def load_sweeps(paths=None, *, compare=(), allow_mixed: bool = False, where: str
 
 def _cells(rows: pd.DataFrame, by: list) -> pd.DataFrame:
     """Each configuration of each sweep in its workload's judged metric (IOPS, or MiB/s for sequential)."""
-    name = rows["template"].where(rows["template"].notna(), rows["workload"]) if "template" in rows \
-        else rows["workload"]
-    judged = name.astype(str).map(workload_metric)
-    parts = []
-    for metric, part in rows.groupby(judged, sort=True):
-        s = summary(part, metric, by)
-        parts.append(s.assign(metric=metric)[[*by, *CELL_STATS]])
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*by, *CELL_STATS])
+    s = summary(rows, "auto", by) if len(rows) else pd.DataFrame()
+    return s[[*by, *CELL_STATS]].reset_index(drop=True) if len(s) else pd.DataFrame(columns=[*by, *CELL_STATS])

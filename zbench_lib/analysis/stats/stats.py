@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from zbench_lib.analysis.stats.ratio import ratio_ci_from_moments
+from zbench_lib.analysis.stats.ratio import log_ratio_moments, ratio_ci_from_moments
+from zbench_lib.analysis.data.metrics import AUTO, metric_parts
 from zbench_lib.analysis.data.replication import pool_replicates, to_units
 from zbench_lib.core.errors import ConfigError
 
@@ -52,6 +53,9 @@ def mean_ci(mean, std, n, conf=0.95):
 def summary(df: pd.DataFrame, metric: str, by, unit: str = "auto", conf: float = 0.95) -> pd.DataFrame:
     """Per-group n, mean, SD, CoV, median, MAD, min/max and the 95% CI of the mean.
 
+    `metric` "auto" summarises each workload in its own metric (`metrics.judged_metrics`, methods §9),
+    named in a `metric` column.
+
     `unit` 'auto' averages each pool replicate's runs first when any group has runs from
     two or more pool replicates (then n counts pools); else n counts runs, and
     `conditional_on_pool` says the interval holds for that one pool only. `n_runs` and
@@ -69,6 +73,9 @@ def summary(df: pd.DataFrame, metric: str, by, unit: str = "auto", conf: float =
     >>> round(float(s.loc[0, "ci95_low"]), 2), round(float(s.loc[0, "ci95_high"]), 2)
     (78.0, 128.2)
     """
+    if metric == AUTO:
+        parts = [summary(d, m, by, unit, conf).assign(metric=m) for m, d in metric_parts(df) if len(d)]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     by = _as_list(by)
     d = df.dropna(subset=[metric])
     keys = by or ["_all"]
@@ -122,10 +129,11 @@ def scaling(df: pd.DataFrame, metric: str, by_family: str = "layout", disks_col:
     """Per-data-disk metric and scaling against the smallest configuration of each family.
 
     Scaling S = T(D)/T(D0) with a delta-method CI that includes the baseline's noise;
-    efficiency E = S / (D/D0), ideal 1. `baseline`, if given, is a table of runs (e.g.
-    a measured single disk) with `metric`, `disks_col` and optionally some `by` columns
-    to match on; it is used for every family. `by` holds further grouping columns
-    (workload, direction, volblocksize_bytes...). Configurations are told apart by
+    efficiency E = S / (D/D0), ideal 1; `log_se` and `welch_df` are the standard error and Welch
+    df of ln S (and of ln E), for an interval at another level (`linearity`, methods §10).
+    `baseline`, if given, is a table of runs (e.g. a measured single disk) with `metric`,
+    `disks_col` and optionally some `by` columns to match on; it is used for every family. `by`
+    holds further grouping columns (workload, direction, volblocksize_bytes...). Configurations are told apart by
     `by_family`, `disks_col` and whichever `config_cols` are present. The baseline row
     compared with itself gets S = 1 with a zero-width interval. `unit` as in `summary`
     (the baseline table uses the unit chosen for `df`); n and baseline_n count units.
@@ -169,10 +177,14 @@ def scaling(df: pd.DataFrame, metric: str, by_family: str = "layout", disks_col:
     with np.errstate(invalid="ignore"):
         r, lo, hi, _ = (np.asarray(v, dtype=float) for v in ratio_ci_from_moments(
             s["mean"], s["std"], s["n"], s["baseline_mean"], s["baseline_std"], s["baseline_n"], conf))
+        _, se, welch = log_ratio_moments(s["mean"], s["std"], s["n"], s["baseline_mean"], s["baseline_std"],
+                                         s["baseline_n"])
     is_self = (baseline is None) & (s[disks_col] == s["baseline_disks"]).to_numpy()
     r, lo, hi = np.where(is_self, 1.0, r), np.where(is_self, 1.0, lo), np.where(is_self, 1.0, hi)
     s["ideal_scaling"] = s[disks_col] / s["baseline_disks"]
     s["scaling"], s["scaling_ci_low"], s["scaling_ci_high"] = r, lo, hi
+    # ln E = ln S − ln(D/D0): the SE and df of the ratio's log, from which any level's interval follows
+    s["log_se"], s["welch_df"] = np.where(is_self, np.nan, se), np.where(is_self, np.nan, welch)
     for c in ("", "_ci_low", "_ci_high"):
         s["efficiency" + c] = s["scaling" + c] / s["ideal_scaling"]
     return s.sort_values(by + [by_family, disks_col]).reset_index(drop=True)

@@ -17,38 +17,17 @@ import pandas as pd
 
 from zbench_lib.analysis.stats.compare import COLUMNS, adjust, compare
 from zbench_lib.analysis.data.coverage import planned_comparisons
+from zbench_lib.analysis.data.metrics import metric_parts, workload_metric
 from zbench_lib.analysis.data.flags import sensitivity_alternatives
+from zbench_lib.analysis.stats.linearity import ALTERNATIVE
 from zbench_lib.analysis.stats.stats import scaling
 from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, LAYOUT_COLUMNS
 from zbench_lib.analysis.data.sweep_data import varying_columns
 from zbench_lib.core.errors import ConfigError
-from zbench_lib.measure.workloads import judged_metric
 from zbench_lib.zfs.models import has_model, predicted_random_read_iops, space_efficiency, zfs_charged_bytes
 
 METRIC_UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "lat_p99_ns": "ms p99", "lat_p99_9_ns": "ms p99.9"}
 DISKS_HELD = {"data": ("data_disks", "equal data disks"), "total": ("total_disks", "equal total disks")}
-
-
-def workload_metric(workload, template=None) -> str:
-    """The metric a workload is judged in, its template's (measure/workloads/): bw_bytes_s for the
-    bandwidth questions, else iops.
-
-    Examples
-    --------
-    >>> workload_metric("seqread"), workload_metric("randread-4k"), workload_metric("big", "seqwrite")
-    ('bw_bytes_s', 'iops', 'bw_bytes_s')
-    """
-    name = str(template if template is not None and template == template else workload)
-    return judged_metric(name)
-
-
-def _metric_parts(df: pd.DataFrame, metric: str):
-    if metric != "auto":
-        return [(metric, df)]
-    wl = df["workload"].astype(str) if "workload" in df else pd.Series("", index=df.index)
-    name = df["template"].astype(object).where(df["template"].notna(), wl) if "template" in df else wl
-    m = name.astype(str).map(judged_metric)
-    return [(k, df[m == k]) for k in sorted(m.unique())]
 
 
 def comparison_by(df: pd.DataFrame, factor: str, disks: str = "total") -> tuple[list[str], str]:
@@ -105,7 +84,7 @@ def _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit) 
     judged" and kept out of its Holm family, where it would raise the others' adjusted p.
     """
     parts = []
-    for m, d in _metric_parts(df, metric):
+    for m, d in metric_parts(df, metric):
         if d.empty or baseline not in set(d[factor]):
             continue
         out = compare(d, m, factor, baseline, by=by, alpha=alpha, family=family, margin=margin, unit=unit)
@@ -200,11 +179,12 @@ def block_column(df):
     return "volblocksize_bytes" if "volblocksize_bytes" in df.columns else "recordsize_bytes"
 
 
-def scaling_table(df: pd.DataFrame, metric: str = "iops", unit: str = "auto",
+def scaling_table(df: pd.DataFrame, metric: str = "auto", unit: str = "auto",
                   cells: pd.DataFrame | None = None, all_runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """`stats.scaling` per workload × direction (× other varying factors), with models.
 
-    `metric` "auto" scales each workload in its own metric (`metric` column). Adds
+    `metric` "auto" scales each workload in its own metric (`metrics.judged_metrics`); the `metric`
+    column names the one each row is in. Adds
     `disk_equivalents` (mean over one modelled disk, per vdev in `disk_equivalents_per_vdev`)
     and, for random reads, `model_per_disk`: the `predicted_random_read_iops` per data disk.
     With `cells` (`coverage.cell_status`) each row gets its `status`, and planned
@@ -221,9 +201,10 @@ def scaling_table(df: pd.DataFrame, metric: str = "iops", unit: str = "auto",
 
 def _scaling_sensitivity(s, df, all_runs, metric, unit):
     """Per alternative `<key>` (`flags.sensitivity_alternatives`), `sensitivity_<key>_efficiency`,
-    its CI and baseline: recomputed where the alternative changes a run of the configuration or
-    of its family's baseline, the main values elsewhere."""
-    cols = ["baseline_disks", "efficiency", "efficiency_ci_low", "efficiency_ci_high"]
+    its CI, SE, df, units and baseline (`linearity.ALTERNATIVE`, what its verdict is judged from):
+    recomputed where the alternative changes a run of the configuration or of its family's
+    baseline, the main values elsewhere."""
+    cols = list(ALTERNATIVE)
     for alt in sensitivity_alternatives(df, all_runs):
         a = _scaling(alt.runs, metric, unit)
         keys = [c for c in s.columns if (c in CONFIG_COLUMNS or c == "metric") and c in a.columns]
@@ -249,9 +230,12 @@ def _scaling_touched(s: pd.DataFrame, changed: pd.DataFrame) -> np.ndarray:
 
 
 def _scaling(df: pd.DataFrame, metric: str, unit: str) -> pd.DataFrame:
-    if metric == "auto":
-        parts = [_scaling(d, m, unit).assign(metric=m) for m, d in _metric_parts(df, metric) if len(d)]
-        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    """The scaling of each workload in `metric` ("auto": its own, `metrics.metric_parts`), named in `metric`."""
+    parts = [_scaling_in(d, m, unit).assign(metric=m) for m, d in metric_parts(df, metric) if len(d)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _scaling_in(df: pd.DataFrame, metric: str, unit: str) -> pd.DataFrame:
     by = varying_columns(df, exclude=LAYOUT_COLUMNS + ("sweep_id",))
     by = by or [c for c in ("workload", "direction") if c in df.columns]
     df = df.assign(family=scaling_family(df))
@@ -279,6 +263,11 @@ def scaling_family(df: pd.DataFrame) -> pd.Series:
     Mirrors scale by adding vdevs, raidz by widening one: a sweep with raidz1 of 2-8 disks
     and two raidz1 vdevs of 2-4 disks holds two raidz1 families, each against its own
     smallest configuration (docs/methods.md §10); the smallest vdev count is unmarked.
+
+    Examples
+    --------
+    >>> list(scaling_family(pd.DataFrame({"layout": ["raidz1", "raidz1", "mirror", "mirror"], "vdevs": [1, 2, 1, 2]})))
+    ['raidz1', '2x raidz1', 'mirror', 'mirror']
     """
     if "vdevs" not in df.columns:
         return df["layout"].astype(str)
