@@ -140,18 +140,36 @@ def test_the_window_is_placed_on_the_storage_clock(tmp_path):
     assert t_start == pytest.approx(1795672439.093, abs=1e-6) and t_end == pytest.approx(1795672441.223, abs=1e-6)
 
 
+# The reads of each client inside the shared window 439093 .. 441223 (storage clock, ms), from its stamped log
+# (FIX, value x ms since the previous sample / 1000 per interval) moved by its offset:
+# c0 (-550): start 438222, samples at 438722 (1002 IOPS: 501 reads), 439222 (1000: 500), 439723 (1000 over 501 ms:
+# 501), 440222 (1002 over 499: 499.998), 440723 (1002 over 501: 502.002), then its last 500 ms, which fio does not
+# log: 3001 - 2504 = 497 reads up to its end 441223. In the window: 129/500 of 500, then the rest: 2129.
+# c1 (+200): start 439093, samples at 439594 (1001 over 501: 501.501), 440093 (1000 over 499: 499), 440593 (500),
+# 441094 (996 over 501: 498.996), 441593 (1004 over 499: 500.996), then 3001 - 2500.493 = 500.507 up to 442093.
+# In the window: the first four, 1999.497, and 129/499 of 500.996.
+C0_IN_WINDOW = 129 + 501 + 499.998 + 502.002 + 497
+C1_IN_WINDOW = 501.501 + 499 + 500 + 498.996 + 500.996 * 129 / 499
+
+
 def test_the_aggregate_row_of_a_recorded_run(tmp_path):
     [row] = client_fio_rows(_recorded_attempt(tmp_path))
-    # each client did 3001 reads of 4 KiB (12292096 bytes), c0 in 3001 ms, c1 in 3000 ms
+    # each client did 3001 reads of 4 KiB (12292096 bytes), c0 in 3001 ms, c1 in 3000 ms; the row counts those
+    # inside the shared window (before issue 46 each client's mean rate over its run: 3001/3.001 + 3001/3.000)
     assert row["direction"] == "read" and row["total_ios"] == 6002 and row["clients"] == 2
-    assert row["iops"] == pytest.approx(1000.0 + 1000.333333, rel=1e-6)          # 3001/3.001 + 3001/3.000
     assert row["runtime_ms"] == 2130                                              # 441223 - 439093
-    assert row["io_bytes"] == 17451868          # (12292096/3.001 + 12292096/3.000) B/s x 2.130 s = 17451868.2
+    assert row["iops"] == pytest.approx((C0_IN_WINDOW + C1_IN_WINDOW) / 2.130, rel=1e-9)     # 1999.07
+    assert row["io_bytes"] == round((C0_IN_WINDOW + C1_IN_WINDOW) * 4096)       # 17440822.5 -> 17440822
     assert row["client_skew_ms"] == pytest.approx(871.0)                          # 439093 - 438222
-    assert row["client_iops_min_share"] == pytest.approx(1000.0 / 2000.333333, rel=1e-6)
-    assert row["client_iops_max_share"] == pytest.approx(1000.333333 / 2000.333333, rel=1e-6)
+    total = C0_IN_WINDOW + C1_IN_WINDOW
+    assert row["client_iops_min_share"] == pytest.approx(C0_IN_WINDOW / total, rel=1e-9)
+    assert row["client_iops_max_share"] == pytest.approx(C1_IN_WINDOW / total, rel=1e-9)
+    assert row["client_jain"] == pytest.approx(total ** 2 / (2 * (C0_IN_WINDOW ** 2 + C1_IN_WINDOW ** 2)), rel=1e-9)
     assert row["client_window_overlap"] == pytest.approx(2130 / 3001)
+    assert row["client_outside_share"] == pytest.approx(1 - total / 6002, rel=1e-9)
     assert row["client_clock_uncertainty_ms"] == pytest.approx(100.0)   # every round trip took 0.2 s: half
+    # c0's offset drifted 100 ms over the run: its starts are placed within 100 + 50 ms; window and skew beyond 300
+    assert row["client_clock_check"] is True and "±150 ms" in row["client_clock_note"]
     assert row["bs_bytes"] == 4096 and row["rw"] == "randread"
     assert row["client_fio_sum_agrees"] is True
 
@@ -161,6 +179,9 @@ def test_the_per_client_table_of_a_recorded_run(tmp_path):
     assert set(table) == {"c0", "c1"}
     assert table["c0"]["endpoint"] == "127.0.0.1,57747" and table["c0"]["total_ios"] == 3001
     assert table["c0"]["iops"] == pytest.approx(1000.0) and table["c1"]["iops"] == pytest.approx(1000.333333)
+    assert table["c0"]["window_ios"] == pytest.approx(C0_IN_WINDOW) and table["c1"]["window_ios"] == \
+        pytest.approx(C1_IN_WINDOW)
+    assert table["c0"]["window_iops"] == pytest.approx(C0_IN_WINDOW / 2.130)
     assert table["c0"]["start_after_first_ms"] == 0 and table["c1"]["start_after_first_ms"] == pytest.approx(871.0)
     assert table["c0"]["clock_offset_ms"] == pytest.approx(550.0)
     assert table["c1"]["clock_offset_ms"] == pytest.approx(-200.0)
@@ -171,7 +192,7 @@ def test_the_per_client_table_of_a_recorded_run(tmp_path):
 
 def test_derive_rows_reads_a_clients_run(tmp_path):
     rows, checks = derive_rows(_recorded_attempt(tmp_path))
-    assert len(rows) == 1 and rows[0]["iops"] == pytest.approx(2000.333333, rel=1e-6)
+    assert len(rows) == 1 and rows[0]["iops"] == pytest.approx((C0_IN_WINDOW + C1_IN_WINDOW) / 2.130, rel=1e-9)
     assert rows[0]["fio_exit_lag_s"] is None and "host_contention" in checks
 
 
@@ -179,7 +200,7 @@ def test_derive_rows_reads_a_clients_run(tmp_path):
 
 @needs_fio
 def test_a_clients_run_measured_on_localhost(tmp_path):
-    from tests.test_fio_clients import free_ports
+    from tests.test_fio_clients import free_ports, numpy_window_iops
 
     host = LocalHost()
     specs = [ServerSpec(host, "127.0.0.1", port, str(tmp_path / f"srv{i}"), f"c{i}")
@@ -205,8 +226,15 @@ def test_a_clients_run_measured_on_localhost(tmp_path):
     rows, _ = derive_rows(raw)
     [row] = rows
     assert row["total_ios"] == sum(e["read"]["total_ios"] for e in entries)
-    assert row["iops"] == pytest.approx(sum(e["read"]["total_ios"] * 1000 / e["read"]["runtime"] for e in entries))
+    # the reads inside the shared window over its length, read again from the raw logs with each client's
+    # offset the mean of its two readings (client - the storage readings' midpoint)
+    offsets = {r["label"]: 0.0 for r in clocks["start"]}
+    for r in clocks["start"] + clocks["end"]:
+        offsets[r["label"]] += (r["client"] - (r["storage_before"] + r["storage_after"]) / 2) * 500
+    assert row["iops"] == pytest.approx(numpy_window_iops(raw / "clients", {s.port: s.label for s in specs}, offsets),
+                                        rel=2e-3)
     assert row["clients"] == 2 and 0 <= row["client_skew_ms"] < 3000
+    assert row["client_clock_check"] is True      # one machine: the readings take milliseconds
     assert len(client_table(raw)) == 2
     assert (raw / "counters").is_dir() and math.isfinite(row["lat_p50_ns"])   # the storage node sampled, bins summed
 
