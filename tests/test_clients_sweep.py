@@ -50,6 +50,7 @@ workloads:
 repetitions: {fixed: 3, pool_replicates: 1}
 """
 MiB = 1024 ** 2
+NO_JAIN = "Jain's index not judged (the results hold no client's IOPS over a shared window), "
 
 
 # --- spec and plan -------------------------------------------------------------------------------
@@ -601,8 +602,10 @@ def test_a_client_sweeps_answer_compares_the_client_counts_per_sync_level():
                                "97.5%, family of 2."),
         ("sync standard (IOPS)", "against clients 1: clients 2 1.50x (1.20–1.88) higher. Intervals: Holm-adjusted "
                                  "95.0%, family of 2."),
-        ("Fairness", "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run and its own p99, "
-                     "lowest to highest: share not judged (the results hold no client's share of the IOPS), p99 not "
+        ("Fairness", "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run, Jain's index and "
+                     "each client's own p99, lowest to highest: share not judged (the results hold no client's share "
+                     "of the IOPS), Jain's index not judged (the results hold no client's IOPS over a shared window), "
+                     "p99 not "
                      "judged (no client's own p99 in the results).")]
     # the figure: the client counts along x, named as a count, a line per sync level through each one's means
     fig = h["figure"]
@@ -653,14 +656,17 @@ def test_the_fairness_line_reads_each_workloads_largest_client_count():
     assert [a["subject"] for a in got] == ["Fairness, randread read", "Fairness, randwrite write"]
     # randread: 2 clients its largest (the single client's row is not read), one sync level (not named); c1 and c2
     # from the lower p99 to the higher, c2's without an interval (n/a); c3 and c4 did not run: not named
-    assert got[0]["text"] == ("at 2 clients (a fair share: 50%), each client's share of the IOPS in every run and its "
-                              "own p99, lowest to highest: 49.2–50.8%, c1 10.0 ms (8.0–12.5) to c2 12.0 ms (n/a).")
+    # (this hand-made table has no Jain's index: tests/test_client_fairness.py gives one)
+    assert got[0]["text"] == ("at 2 clients (a fair share: 50%), each client's share of the IOPS in every run, Jain's "
+                              "index and each client's own p99, lowest to highest: 49.2–50.8%, " + NO_JAIN +
+                              "c1 10.0 ms (8.0–12.5) to c2 12.0 ms (n/a).")
     # randwrite at 4 clients, sync levels in order of name: always c2 658 < c1 659 < c3 709 ms, c4 not judged;
     # standard c4 165 < c2 181 < c1 186 < c3 192 ms; intervals to three figures on the larger end (75.4 -> 75)
     assert got[1]["text"] == (
-        "at 4 clients (a fair share: 25%), each client's share of the IOPS in every run and its own p99, lowest to "
-        "highest: sync always 24.4–25.7%, c2 658 ms (37–4,630) to c3 709 ms (466–1,443) and p99 of c4 not judged "
-        "(600 I/Os, a p99 needs 1000); sync standard 23.7–26.1%, c4 165 ms (75–327) to c3 192 ms (40–881).")
+        "at 4 clients (a fair share: 25%), each client's share of the IOPS in every run, Jain's index and each "
+        "client's own p99, lowest to highest: sync always 24.4–25.7%, " + NO_JAIN + "c2 658 ms (37–4,630) to c3 709 ms "
+        "(466–1,443) and p99 of c4 not judged (600 I/Os, a p99 needs 1000); sync standard 23.7–26.1%, " + NO_JAIN +
+        "c4 165 ms (75–327) to c3 192 ms (40–881).")
     # a sweep of one client count of one client: nothing to share
     solo = table[table["clients"] == 1]
     assert [a["text"] for a in answer_fairness(solo, ["workload", "direction", "clients", "sync"])] == [
@@ -678,13 +684,14 @@ def test_a_client_sweeps_first_screen_says_how_fairly_the_clients_shared():
     # client's p99 from its bins merged over runs a and b, as worked out above: c2 1000 ns (0 .. 13369344 ns),
     # c1 2000 ns (17 .. 115712 ns), in ms with the answer's intervals: 0.0–13.4 and 0.00002–0.11571
     assert h["answers"][-1] == {"subject": "Fairness", "text": (
-        "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run and its own p99, lowest to "
-        "highest: 10–90%, c2 0.00100 ms (0.0–13.4) to c1 0.00200 ms (0.00002–0.11571).")}
+        "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run, Jain's index and each "
+        "client's own p99, lowest to highest: 10–90%, " + NO_JAIN + "c2 0.00100 ms (0.0–13.4) to c1 0.00200 ms "
+        "(0.00002–0.11571).")}
     assert h["note"].endswith(FAIRNESS_NOTE)
     # without each client's bins (a store before client_hist.parquet): their p99s are not judged, said once
     old = study_headline(Sweep(None, {}, {}, rows, None, hist, clients, None), rows)
     assert old["answers"][-1]["text"].endswith(
-        "lowest to highest: 10–90%, p99 of c1, c2 not judged (no per-client histograms in the store "
+        "lowest to highest: 10–90%, " + NO_JAIN + "p99 of c1, c2 not judged (no per-client histograms in the store "
         "(client_hist.parquet: rebuild the results)).")
     # a sweep without clients has no fairness line and its note is as it was
     plain = rows.drop(columns="clients").assign(sync=["standard", "always"] * 2)
@@ -734,17 +741,18 @@ def test_the_clients_table_reads_as_the_reports_other_tables():
     # IOPS 110 (110 x exp(-/+ 12.7062 x 14.1421 / sqrt 2 / 110) = 34.65 .. 349.2); the aggregate's p99 2000 ns from
     # the summed bins, its interval from the runs' own p99s, 1000 (run a: 9990 of 10000 at 1000 ns) and 4000 (run
     # b: 1900 of 2000 below 4000 ns), as c2's above: 0 .. 13.4 ms; shares 0.1 .. 0.9 over runs a and b
+    # These rows hold no window columns (outside share, Jain's index): those cells are empty
     assert _table_cells(page) == [
-        ["Clients", "Runs", f"IOPS {ci}", f"p99 ms {ci}", "Lowest / highest client share", f"c1 p99 ms {ci}",
-         f"c2 p99 ms {ci}"],
-        ["1", "2", "30.0 (30.0–30.0)", "not judged 1", "100% / 100%", "not judged 1", "—"],
-        ["2", "2", "110 (34.7–349)", "0.00200 (0–13.4)", "10.0% / 90.0%", "0.00200 (0.0000170–0.116)",
+        ["Clients", "Runs", f"IOPS {ci}", f"p99 ms {ci}", "I/O outside the window (most)",
+         "Lowest / highest client share", f"Jain's index {ci}", f"c1 p99 ms {ci}", f"c2 p99 ms {ci}"],
+        ["1", "2", "30.0 (30.0–30.0)", "not judged 1", "", "100% / 100%", "", "not judged 1", "—"],
+        ["2", "2", "110 (34.7–349)", "0.00200 (0–13.4)", "", "10.0% / 90.0%", "", "0.00200 (0.0000170–0.116)",
          "0.00100 (0–13.4)"]]
     for raw in ("iops_mean", "iops_ci", "p99_ci", "p99_status", "share_min", "share_max", "_ns", "workload"):
         assert raw not in page
     # the workload every row shares is said once, in the caption, and the caption names the new columns
     assert "Sweep s. Every row: randwrite, write. Each row is one configuration" in page
-    assert "the lowest and highest client share are the lowest and highest share" in page
+    assert "The lowest and highest client share are the lowest and highest share" in page
     assert "each client&#x27;s column (c1, c2, ...) is that client&#x27;s p99" in page
     # two workloads: a column each for the workload and direction, first, and no "Every row"
     read = rows.assign(workload="randread", direction="read")
