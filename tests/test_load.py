@@ -452,25 +452,25 @@ def test_the_shipped_spec_loads_and_plans_with_its_probes():
     plan = expand(load_spec(SPEC))
     loads = sorted({c.factors["load"] for c in plan.cells})
     assert loads == ["0.25", "0.5", "0.75", "0.9", "saturation"]
-    assert len(plan.cells) == 2 * 2 * 5 * 3          # three pool replicates (issue 45)
+    assert len(plan.cells) == 2 * 2 * 5 * 5          # five pool replicates (issue 46: the knee rule's power)
     assert all((c.probe_s is not None) == (c.factors["load"] != "saturation") for c in plan.cells)
     # its jobs: a 40 s window after a 3 s ramp, 3 s of overhead a run (estimate.RUN_OVERHEAD_S); a write
     # probe measures that window, a read probe 10 s of it (methods §21)
     probe_s = {c.template: c.probe_s for c in plan.cells if c.factors["load"] != "saturation"}
     assert probe_s == {"randwrite": 3 + 40 + 3, "randread": 3 + 10 + 3}
     e = plan.estimates
-    # each pool replicate probes its own saturation: 3 pools x 2 volblocksizes x 2 workloads
-    assert e["probes"] == 12 and e["probes_s"] == 3 * (2 * 46 + 2 * 16)
+    # each pool replicate probes its own saturation: 5 pools x 2 volblocksizes x 2 workloads
+    assert e["probes"] == 20 and e["probes_s"] == 5 * (2 * 46 + 2 * 16)
     # a write probe writes what a saturation run of its cell writes (the same window, closed loop); a read
     # probe nothing: the bytes are the prefill, 1 run of every cell and one saturation run per write cell
     saturation_writes = [c.write_bytes_per_run for c in plan.cells
                          if c.template == "randwrite" and c.factors["load"] == "saturation"]
-    assert len(saturation_writes) == 2 * 3 and min(saturation_writes) > 0
+    assert len(saturation_writes) == 2 * 5 and min(saturation_writes) > 0
     assert e["bytes_written"] == e["prefill_bytes"] + sum(c.write_bytes_per_run for c in plan.cells) + \
         sum(saturation_writes)
     text = plan.describe()
-    assert "plus 12 saturation probe(s)" in text and "never a result row" in text
-    assert 45 * 60 < e["wall_s"] < 65 * 60, e["wall_s"]              # ~55 min in the lab (40 s windows)
+    assert "plus 20 saturation probe(s)" in text and "never a result row" in text
+    assert 80 * 60 < e["wall_s"] < 100 * 60, e["wall_s"]             # ~90 min in the lab (40 s windows; 55 at 3 pools)
 
 
 def test_a_window_filed_until_steady_leaves_the_probe_where_its_event_says(tmp_path):
