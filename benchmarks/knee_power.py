@@ -213,8 +213,9 @@ def main(argv=None) -> int:
         for ratio in RATIOS[1:]:
             bound[ratio] = max([bound.get(ratio, 0.0)] + [power(rng, args.studies, n, cov, ratio, cov_load)
                                                            for n in UNITS])
-    print("the same rule where the p99 is only " + ", ".join(f"{r:g}x: past in at most {bound[r]:.2%} of the studies "
-                                                             f"of any row and n" for r in RATIOS[1:]))
+    print("where the true p99 is only " + " and ".join(f"{r:g}x" for r in RATIOS[1:]) + " (the bound itself, and under "
+          "it), the rule says past in at most " + " and ".join(f"{bound[r]:.2%}" for r in RATIOS[1:])
+          + " of the studies (any row, any n)")
     print(f"\nsmallest design reaching {TARGET:.0%} power for a tripled p99 at {design:.1%}: {chosen} units per load")
     print(f"\nThe knee's load: 95% bootstrap interval over pools, {args.coverage} studies each, true p99 "
           f"{' / '.join(f'{s:g}' for s in SHAPE)}x at {' / '.join(f'{x:.0%}' for x in LOADS)}, unit CoV {design:.1%}")
