@@ -50,6 +50,7 @@ workloads:
 repetitions: {fixed: 3, pool_replicates: 1}
 """
 MiB = 1024 ** 2
+NO_JAIN = "Jain's index not judged (the results hold no client's IOPS over a shared window), "
 
 
 # --- spec and plan -------------------------------------------------------------------------------
@@ -140,18 +141,36 @@ def test_the_window_is_placed_on_the_storage_clock(tmp_path):
     assert t_start == pytest.approx(1795672439.093, abs=1e-6) and t_end == pytest.approx(1795672441.223, abs=1e-6)
 
 
+# The reads of each client inside the shared window 439093 .. 441223 (storage clock, ms), from its stamped log
+# (FIX, value x ms since the previous sample / 1000 per interval) moved by its offset:
+# c0 (-550): start 438222, samples at 438722 (1002 IOPS: 501 reads), 439222 (1000: 500), 439723 (1000 over 501 ms:
+# 501), 440222 (1002 over 499: 499.998), 440723 (1002 over 501: 502.002), then its last 500 ms, which fio does not
+# log: 3001 - 2504 = 497 reads up to its end 441223. In the window: 129/500 of 500, then the rest: 2129.
+# c1 (+200): start 439093, samples at 439594 (1001 over 501: 501.501), 440093 (1000 over 499: 499), 440593 (500),
+# 441094 (996 over 501: 498.996), 441593 (1004 over 499: 500.996), then 3001 - 2500.493 = 500.507 up to 442093.
+# In the window: the first four, 1999.497, and 129/499 of 500.996.
+C0_IN_WINDOW = 129 + 501 + 499.998 + 502.002 + 497
+C1_IN_WINDOW = 501.501 + 499 + 500 + 498.996 + 500.996 * 129 / 499
+
+
 def test_the_aggregate_row_of_a_recorded_run(tmp_path):
     [row] = client_fio_rows(_recorded_attempt(tmp_path))
-    # each client did 3001 reads of 4 KiB (12292096 bytes), c0 in 3001 ms, c1 in 3000 ms
+    # each client did 3001 reads of 4 KiB (12292096 bytes), c0 in 3001 ms, c1 in 3000 ms; the row counts those
+    # inside the shared window (before issue 46 each client's mean rate over its run: 3001/3.001 + 3001/3.000)
     assert row["direction"] == "read" and row["total_ios"] == 6002 and row["clients"] == 2
-    assert row["iops"] == pytest.approx(1000.0 + 1000.333333, rel=1e-6)          # 3001/3.001 + 3001/3.000
     assert row["runtime_ms"] == 2130                                              # 441223 - 439093
-    assert row["io_bytes"] == 17451868          # (12292096/3.001 + 12292096/3.000) B/s x 2.130 s = 17451868.2
+    assert row["iops"] == pytest.approx((C0_IN_WINDOW + C1_IN_WINDOW) / 2.130, rel=1e-9)     # 1999.07
+    assert row["io_bytes"] == round((C0_IN_WINDOW + C1_IN_WINDOW) * 4096)       # 17440822.5 -> 17440822
     assert row["client_skew_ms"] == pytest.approx(871.0)                          # 439093 - 438222
-    assert row["client_iops_min_share"] == pytest.approx(1000.0 / 2000.333333, rel=1e-6)
-    assert row["client_iops_max_share"] == pytest.approx(1000.333333 / 2000.333333, rel=1e-6)
+    total = C0_IN_WINDOW + C1_IN_WINDOW
+    assert row["client_iops_min_share"] == pytest.approx(C0_IN_WINDOW / total, rel=1e-9)
+    assert row["client_iops_max_share"] == pytest.approx(C1_IN_WINDOW / total, rel=1e-9)
+    assert row["client_jain"] == pytest.approx(total ** 2 / (2 * (C0_IN_WINDOW ** 2 + C1_IN_WINDOW ** 2)), rel=1e-9)
     assert row["client_window_overlap"] == pytest.approx(2130 / 3001)
+    assert row["client_outside_share"] == pytest.approx(1 - total / 6002, rel=1e-9)
     assert row["client_clock_uncertainty_ms"] == pytest.approx(100.0)   # every round trip took 0.2 s: half
+    # c0's offset drifted 100 ms over the run: its starts are placed within 100 + 50 ms; window and skew beyond 300
+    assert row["client_clock_check"] is True and "±150 ms" in row["client_clock_note"]
     assert row["bs_bytes"] == 4096 and row["rw"] == "randread"
     assert row["client_fio_sum_agrees"] is True
 
@@ -161,6 +180,9 @@ def test_the_per_client_table_of_a_recorded_run(tmp_path):
     assert set(table) == {"c0", "c1"}
     assert table["c0"]["endpoint"] == "127.0.0.1,57747" and table["c0"]["total_ios"] == 3001
     assert table["c0"]["iops"] == pytest.approx(1000.0) and table["c1"]["iops"] == pytest.approx(1000.333333)
+    assert table["c0"]["window_ios"] == pytest.approx(C0_IN_WINDOW) and table["c1"]["window_ios"] == \
+        pytest.approx(C1_IN_WINDOW)
+    assert table["c0"]["window_iops"] == pytest.approx(C0_IN_WINDOW / 2.130)
     assert table["c0"]["start_after_first_ms"] == 0 and table["c1"]["start_after_first_ms"] == pytest.approx(871.0)
     assert table["c0"]["clock_offset_ms"] == pytest.approx(550.0)
     assert table["c1"]["clock_offset_ms"] == pytest.approx(-200.0)
@@ -171,7 +193,7 @@ def test_the_per_client_table_of_a_recorded_run(tmp_path):
 
 def test_derive_rows_reads_a_clients_run(tmp_path):
     rows, checks = derive_rows(_recorded_attempt(tmp_path))
-    assert len(rows) == 1 and rows[0]["iops"] == pytest.approx(2000.333333, rel=1e-6)
+    assert len(rows) == 1 and rows[0]["iops"] == pytest.approx((C0_IN_WINDOW + C1_IN_WINDOW) / 2.130, rel=1e-9)
     assert rows[0]["fio_exit_lag_s"] is None and "host_contention" in checks
 
 
@@ -179,7 +201,7 @@ def test_derive_rows_reads_a_clients_run(tmp_path):
 
 @needs_fio
 def test_a_clients_run_measured_on_localhost(tmp_path):
-    from tests.test_fio_clients import free_ports
+    from tests.test_fio_clients import free_ports, numpy_window_iops
 
     host = LocalHost()
     specs = [ServerSpec(host, "127.0.0.1", port, str(tmp_path / f"srv{i}"), f"c{i}")
@@ -205,8 +227,15 @@ def test_a_clients_run_measured_on_localhost(tmp_path):
     rows, _ = derive_rows(raw)
     [row] = rows
     assert row["total_ios"] == sum(e["read"]["total_ios"] for e in entries)
-    assert row["iops"] == pytest.approx(sum(e["read"]["total_ios"] * 1000 / e["read"]["runtime"] for e in entries))
+    # the reads inside the shared window over its length, read again from the raw logs with each client's
+    # offset the mean of its two readings (client - the storage readings' midpoint)
+    offsets = {r["label"]: 0.0 for r in clocks["start"]}
+    for r in clocks["start"] + clocks["end"]:
+        offsets[r["label"]] += (r["client"] - (r["storage_before"] + r["storage_after"]) / 2) * 500
+    assert row["iops"] == pytest.approx(numpy_window_iops(raw / "clients", {s.port: s.label for s in specs}, offsets),
+                                        rel=2e-3)
     assert row["clients"] == 2 and 0 <= row["client_skew_ms"] < 3000
+    assert row["client_clock_check"] is True      # one machine: the readings take milliseconds
     assert len(client_table(raw)) == 2
     assert (raw / "counters").is_dir() and math.isfinite(row["lat_p50_ns"])   # the storage node sampled, bins summed
 
@@ -573,8 +602,10 @@ def test_a_client_sweeps_answer_compares_the_client_counts_per_sync_level():
                                "97.5%, family of 2."),
         ("sync standard (IOPS)", "against clients 1: clients 2 1.50x (1.20–1.88) higher. Intervals: Holm-adjusted "
                                  "95.0%, family of 2."),
-        ("Fairness", "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run and its own p99, "
-                     "lowest to highest: share not judged (the results hold no client's share of the IOPS), p99 not "
+        ("Fairness", "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run, Jain's index and "
+                     "each client's own p99, lowest to highest: share not judged (the results hold no client's share "
+                     "of the IOPS), Jain's index not judged (the results hold no client's IOPS over a shared window), "
+                     "p99 not "
                      "judged (no client's own p99 in the results).")]
     # the figure: the client counts along x, named as a count, a line per sync level through each one's means
     fig = h["figure"]
@@ -625,14 +656,17 @@ def test_the_fairness_line_reads_each_workloads_largest_client_count():
     assert [a["subject"] for a in got] == ["Fairness, randread read", "Fairness, randwrite write"]
     # randread: 2 clients its largest (the single client's row is not read), one sync level (not named); c1 and c2
     # from the lower p99 to the higher, c2's without an interval (n/a); c3 and c4 did not run: not named
-    assert got[0]["text"] == ("at 2 clients (a fair share: 50%), each client's share of the IOPS in every run and its "
-                              "own p99, lowest to highest: 49.2–50.8%, c1 10.0 ms (8.0–12.5) to c2 12.0 ms (n/a).")
+    # (this hand-made table has no Jain's index: tests/test_client_fairness.py gives one)
+    assert got[0]["text"] == ("at 2 clients (a fair share: 50%), each client's share of the IOPS in every run, Jain's "
+                              "index and each client's own p99, lowest to highest: 49.2–50.8%, " + NO_JAIN +
+                              "c1 10.0 ms (8.0–12.5) to c2 12.0 ms (n/a).")
     # randwrite at 4 clients, sync levels in order of name: always c2 658 < c1 659 < c3 709 ms, c4 not judged;
     # standard c4 165 < c2 181 < c1 186 < c3 192 ms; intervals to three figures on the larger end (75.4 -> 75)
     assert got[1]["text"] == (
-        "at 4 clients (a fair share: 25%), each client's share of the IOPS in every run and its own p99, lowest to "
-        "highest: sync always 24.4–25.7%, c2 658 ms (37–4,630) to c3 709 ms (466–1,443) and p99 of c4 not judged "
-        "(600 I/Os, a p99 needs 1000); sync standard 23.7–26.1%, c4 165 ms (75–327) to c3 192 ms (40–881).")
+        "at 4 clients (a fair share: 25%), each client's share of the IOPS in every run, Jain's index and each "
+        "client's own p99, lowest to highest: sync always 24.4–25.7%, " + NO_JAIN + "c2 658 ms (37–4,630) to c3 709 ms "
+        "(466–1,443) and p99 of c4 not judged (600 I/Os, a p99 needs 1000); sync standard 23.7–26.1%, " + NO_JAIN +
+        "c4 165 ms (75–327) to c3 192 ms (40–881).")
     # a sweep of one client count of one client: nothing to share
     solo = table[table["clients"] == 1]
     assert [a["text"] for a in answer_fairness(solo, ["workload", "direction", "clients", "sync"])] == [
@@ -650,13 +684,14 @@ def test_a_client_sweeps_first_screen_says_how_fairly_the_clients_shared():
     # client's p99 from its bins merged over runs a and b, as worked out above: c2 1000 ns (0 .. 13369344 ns),
     # c1 2000 ns (17 .. 115712 ns), in ms with the answer's intervals: 0.0–13.4 and 0.00002–0.11571
     assert h["answers"][-1] == {"subject": "Fairness", "text": (
-        "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run and its own p99, lowest to "
-        "highest: 10–90%, c2 0.00100 ms (0.0–13.4) to c1 0.00200 ms (0.00002–0.11571).")}
+        "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run, Jain's index and each "
+        "client's own p99, lowest to highest: 10–90%, " + NO_JAIN + "c2 0.00100 ms (0.0–13.4) to c1 0.00200 ms "
+        "(0.00002–0.11571).")}
     assert h["note"].endswith(FAIRNESS_NOTE)
     # without each client's bins (a store before client_hist.parquet): their p99s are not judged, said once
     old = study_headline(Sweep(None, {}, {}, rows, None, hist, clients, None), rows)
     assert old["answers"][-1]["text"].endswith(
-        "lowest to highest: 10–90%, p99 of c1, c2 not judged (no per-client histograms in the store "
+        "lowest to highest: 10–90%, " + NO_JAIN + "p99 of c1, c2 not judged (no per-client histograms in the store "
         "(client_hist.parquet: rebuild the results)).")
     # a sweep without clients has no fairness line and its note is as it was
     plain = rows.drop(columns="clients").assign(sync=["standard", "always"] * 2)
@@ -706,17 +741,18 @@ def test_the_clients_table_reads_as_the_reports_other_tables():
     # IOPS 110 (110 x exp(-/+ 12.7062 x 14.1421 / sqrt 2 / 110) = 34.65 .. 349.2); the aggregate's p99 2000 ns from
     # the summed bins, its interval from the runs' own p99s, 1000 (run a: 9990 of 10000 at 1000 ns) and 4000 (run
     # b: 1900 of 2000 below 4000 ns), as c2's above: 0 .. 13.4 ms; shares 0.1 .. 0.9 over runs a and b
+    # These rows hold no window columns (outside share, Jain's index): those cells are empty
     assert _table_cells(page) == [
-        ["Clients", "Runs", f"IOPS {ci}", f"p99 ms {ci}", "Lowest / highest client share", f"c1 p99 ms {ci}",
-         f"c2 p99 ms {ci}"],
-        ["1", "2", "30.0 (30.0–30.0)", "not judged 1", "100% / 100%", "not judged 1", "—"],
-        ["2", "2", "110 (34.7–349)", "0.00200 (0–13.4)", "10.0% / 90.0%", "0.00200 (0.0000170–0.116)",
+        ["Clients", "Runs", f"IOPS {ci}", f"p99 ms {ci}", "I/O outside the window (most)",
+         "Lowest / highest client share", f"Jain's index {ci}", f"c1 p99 ms {ci}", f"c2 p99 ms {ci}"],
+        ["1", "2", "30.0 (30.0–30.0)", "not judged 1", "", "100% / 100%", "", "not judged 1", "—"],
+        ["2", "2", "110 (34.7–349)", "0.00200 (0–13.4)", "", "10.0% / 90.0%", "", "0.00200 (0.0000170–0.116)",
          "0.00100 (0–13.4)"]]
     for raw in ("iops_mean", "iops_ci", "p99_ci", "p99_status", "share_min", "share_max", "_ns", "workload"):
         assert raw not in page
     # the workload every row shares is said once, in the caption, and the caption names the new columns
     assert "Sweep s. Every row: randwrite, write. Each row is one configuration" in page
-    assert "the lowest and highest client share are the lowest and highest share" in page
+    assert "The lowest and highest client share are the lowest and highest share" in page
     assert "each client&#x27;s column (c1, c2, ...) is that client&#x27;s p99" in page
     # two workloads: a column each for the workload and direction, first, and no "Every row"
     read = rows.assign(workload="randread", direction="read")

@@ -15,7 +15,9 @@ UPCOMING = ("flag_read_amplification", "flag_host_contention", "not_judged", "ch
             "checks_not_judged", "pool_id", "pool_replicate", "described_flags", "fault_study", "replacement",
             "tail_not_judged", "load", "offered_iops", "load_achieved", "probe_iops", "load_fraction",
             "open_loop_iodepth", "clients", "client_skew_ms", "client_iops_min_share", "client_iops_max_share",
-            "client_p99_max_ns", "client_window_overlap", "client_clock_uncertainty_ms", "client_fio_sum_agrees")
+            "client_p99_max_ns", "client_window_overlap", "client_clock_uncertainty_ms", "client_fio_sum_agrees",
+            "client_jain", "client_outside_share", "client_p99_window_low_ns", "client_p99_window_high_ns",
+            "client_clock_check", "client_clock_note")
 
 
 def test_the_dictionary_is_well_formed():

@@ -283,7 +283,8 @@ PLANNED = {
     "templates/sweeps/tunables.yaml": (18, 0, 18, 18, 18, "45a54324c82f1d15"),
     "tests/specs/l2arc-warmup.yaml": (2, 0, 2, 2, 2, "24641ca8e144f42e"),
     "templates/sweeps/iodepth-curve.yaml": (21, 0, 3, 3, 42, "9d1158c8479f6cd6"),
-    "templates/sweeps/latency-vs-load.yaml": (60, 0, 3, 6, 60, "4b433a054596eb7d"),
+    # issue 46: five pools, not three (the knee rule's power; the first three pools' cells as before)
+    "templates/sweeps/latency-vs-load.yaml": (100, 0, 5, 10, 100, "b25c5654091642e1"),
     # issue 33 item 5, added at 8196f23 (pinned from that planner): the volblocksize and iodepth examples'
     # latency questions on the 7200 rpm mechanism model
     "templates/sweeps/volblocksize-hdd.yaml": (18, 0, 3, 9, 18, "92bbead2783ee0c4"),

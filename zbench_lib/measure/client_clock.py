@@ -70,6 +70,13 @@ class ClientClock:
     def uncertainty_s(self) -> float:
         return max(r.uncertainty_s for r in (self.start, self.end) if r is not None)
 
+    @property
+    def placement_s(self) -> float:
+        """How closely a time near the run's start or end is placed on the storage clock: the readings'
+        uncertainty, plus half the drift (the mean offset is right at the run's middle, off by up to half
+        the drift at its ends)."""
+        return self.uncertainty_s + abs(self.drift_s or 0.0) / 2
+
 
 def to_storage_ms(client_ms: float, offset_s: float) -> float:
     """A time on a client's clock (ms) on the storage node's clock."""

@@ -4,16 +4,21 @@ A run whose load came from client VMs keeps, beside the storage node's counters,
 raw record in ``clients/``: fio's report (``fio.json``, ``client_stats``), the clients' job files and
 stamped iops logs, and the clients' clock readings (``clocks.json``, `client_clock`). From them:
 
-- **the window on the storage node's clock**: each client's start (its stamped iops log, on its own
-  clock) moved onto the storage node's by its offset, then `client_aggregate`'s shared window (the
-  latest start to the earliest end); the counters are summed over it, as over a local fio's window;
+- **the window on the storage node's clock**: each client's stamped iops log (its start and when it
+  did its I/O, on its own clock) moved onto the storage node's by its offset, then `client_aggregate`'s
+  shared window (the latest start to the earliest end), checked against the clocks' uncertainty (each
+  client's `ClientClock.placement_s`, the largest); the counters are summed over it, as over a local
+  fio's window;
 - **one row per direction, the aggregate**, in fio's row shape (`fio_parse.COLUMNS`) so the truth
-  checks and the analysis read it as any run's: the throughput over the shared window, the bytes in
-  it (``io_bytes``: what the checks compare with the disks' bytes over the same window), every
-  client's I/O count (``total_ios``: what supports a percentile) and the percentiles from the summed
-  bins; beside them the clients' columns (``CLIENT_COLUMNS``);
-- **one row per client and direction** (`client_table`): its IOPS, bandwidth, p99, share, start
-  and clock, rebuilt into clients.parquet by the same path as results.parquet;
+  checks and the analysis read it as any run's: the throughput over the shared window (the clients'
+  I/O inside it, by their logs), the bytes in it (``io_bytes``: what the checks compare with the disks'
+  bytes over the same window), every client's I/O count (``total_ios``: what supports a percentile)
+  and the percentiles from the summed bins (the whole runs': fio keeps no histogram per interval);
+  beside them the clients' columns (``CLIENT_COLUMNS``: the skew, the shares and Jain's index of the
+  window's IOPS, the share of I/O outside the window and the window p99's bounds, the clocks' check);
+- **one row per client and direction** (`client_table`): its IOPS over its run and over the window,
+  bandwidth, p99, share, start and clock, rebuilt into clients.parquet by the same path as
+  results.parquet;
 - **each client's completion-latency bins per direction** (`client_histograms`): its jobs' json+
   bins summed, rebuilt into client_hist.parquet beside it, from which the analysis reads a client's
   p99 over a cell's runs by merging them (methods §18: never a statistic of its per-run p99s).
@@ -31,15 +36,17 @@ from pathlib import Path
 
 from zbench_lib.measure.client_aggregate import ClientAggregate, aggregate, read_percentile
 from zbench_lib.measure.client_clock import ClientClock, clocks_from_record, to_storage_ms
-from zbench_lib.measure.fio_client_json import ClientStats, log_starts, parse_client_json
+from zbench_lib.measure.fio_client_json import ClientStats, StampedLog, parse_client_json, stamped_logs
 from zbench_lib.measure.fio_parse import COLUMNS, DIRECTIONS, PERCENTILES, io_path, seed_of
 
 CLIENTS_DIR = "clients"
 # The aggregate row's own columns (documented in analysis/report/data_dictionary.py).
-CLIENT_COLUMNS = ("clients", "client_skew_ms", "client_iops_min_share", "client_iops_max_share",
-                  "client_p99_max_ns", "client_window_overlap", "client_clock_uncertainty_ms",
-                  "client_fio_sum_agrees")
-CLIENT_TABLE_COLUMNS = ("direction", "client", "endpoint", "iops", "bw_bytes_s", "iops_share", "total_ios",
+CLIENT_COLUMNS = ("clients", "client_skew_ms", "client_iops_min_share", "client_iops_max_share", "client_jain",
+                  "client_p99_max_ns", "client_window_overlap", "client_outside_share", "client_p99_window_low_ns",
+                  "client_p99_window_high_ns", "client_clock_uncertainty_ms", "client_clock_check",
+                  "client_clock_note", "client_fio_sum_agrees")
+CLIENT_TABLE_COLUMNS = ("direction", "client", "endpoint", "iops", "window_iops", "bw_bytes_s", "iops_share",
+                        "total_ios", "window_ios",
                         "io_bytes", "runtime_ms", "p99_ns", "p99_supported", "start_after_first_ms",
                         "clock_offset_ms", "clock_drift_ms", "clock_uncertainty_ms")
 # client_hist.parquet's columns of a run (the store adds run_id and attempt, as latency_hist.parquet's).
@@ -52,7 +59,7 @@ def is_clients_run(raw_dir) -> bool:
 
 
 class ClientsRecord:
-    """A clients run's raw record, read once: fio's report, the labels, the clocks and the starts
+    """A clients run's raw record, read once: fio's report, the labels, the clocks and the stamped logs
     on the storage node's clock."""
 
     def __init__(self, raw_dir):
@@ -63,17 +70,20 @@ class ClientsRecord:
         clocks = self.dir / "clocks.json"
         self.clocks: dict[str, ClientClock] = clocks_from_record(json.loads(clocks.read_text())) \
             if clocks.is_file() else {}
-        own = log_starts(self.dir, {ep: lab for lab, ep in self.labels.items()}, int(rec["interval_ms"]))
         by_endpoint = {ep: lab for lab, ep in self.labels.items()}
-        # a start without its client's clock stays off the storage clock: no window is better than a wrong one
-        self.starts = {ep: to_storage_ms(ms, self.clocks[by_endpoint[ep]].offset_s)
-                       for ep, ms in own.items() if by_endpoint[ep] in self.clocks}
+        own = stamped_logs(self.dir, by_endpoint, int(rec["interval_ms"]))
+        # a log without its client's clock stays off the storage clock: no window is better than a wrong one
+        self.logs: dict[str, StampedLog] = {      # shifted as to_storage_ms moves any time of the client's
+            ep: log.shifted(to_storage_ms(0.0, self.clocks[by_endpoint[ep]].offset_s))
+            for ep, log in own.items() if by_endpoint[ep] in self.clocks}
+        placed = [self.clocks[by_endpoint[ep]].placement_s for ep in self.logs]
+        self.uncertainty_ms = max(placed) * 1000.0 if placed else None
 
     def directions(self) -> list[str]:
         return [d for d in DIRECTIONS if any(j.direction(d) for j in self.stats.jobs)]
 
     def aggregate(self, direction: str) -> ClientAggregate:
-        return aggregate(self.stats, direction, self.starts, tuple(self.labels.values()))
+        return aggregate(self.stats, direction, self.logs, tuple(self.labels.values()), self.uncertainty_ms)
 
     def options(self) -> dict:
         """rw, bs, iodepth, numjobs and the I/O path (ioengine, direct, sync) of the first client's job file
@@ -99,8 +109,7 @@ def _size(text) -> float:
 
 
 def _shares(agg: ClientAggregate) -> tuple[float, float]:
-    total = sum(c.iops for c in agg.clients)
-    shares = [c.iops / total for c in agg.clients] if total else [math.nan]
+    shares = agg.shares()
     return min(shares), max(shares)
 
 
@@ -114,15 +123,22 @@ def _latency(agg: ClientAggregate, stats: ClientStats) -> dict:
     return out
 
 
+def _nan(v) -> float:
+    return math.nan if v is None else v
+
+
 def _client_columns(record: ClientsRecord, agg: ClientAggregate) -> dict:
     low, high = _shares(agg)
     p99s = [c.p99_ns for c in agg.clients if c.p99_supported]
     clocks = list(record.clocks.values())
+    p99 = agg.percentile("p99")
     return {"clients": len(record.labels), "client_skew_ms": agg.window.start_skew_ms,
-            "client_iops_min_share": low, "client_iops_max_share": high,
+            "client_iops_min_share": low, "client_iops_max_share": high, "client_jain": _nan(agg.jain),
             "client_p99_max_ns": max(p99s) if p99s else math.nan,
-            "client_window_overlap": agg.window.overlap,
+            "client_window_overlap": agg.window.overlap, "client_outside_share": _nan(agg.outside_share),
+            "client_p99_window_low_ns": p99.window_low_ns, "client_p99_window_high_ns": p99.window_high_ns,
             "client_clock_uncertainty_ms": max(c.uncertainty_s for c in clocks) * 1000 if clocks else math.nan,
+            "client_clock_check": agg.window.clock.ok, "client_clock_note": agg.window.clock.reason,
             "client_fio_sum_agrees": agg.check.agree}
 
 
@@ -157,13 +173,13 @@ def client_table(raw_dir) -> list[dict]:
     out = []
     for d in record.directions():
         agg = record.aggregate(d)
-        total = sum(c.iops for c in agg.clients)
         first = min((c.start_ms for c in agg.clients if c.start_ms is not None), default=None)
-        for c in agg.clients:
+        for c, share in zip(agg.clients, agg.shares()):
             clock = record.clocks.get(label_of[c.endpoint])
             out.append(dict(
-                direction=d, client=label_of[c.endpoint], endpoint=c.endpoint, iops=c.iops, bw_bytes_s=c.bw_bytes_s,
-                iops_share=c.iops / total if total else math.nan, total_ios=c.total_ios, io_bytes=c.io_bytes,
+                direction=d, client=label_of[c.endpoint], endpoint=c.endpoint, iops=c.iops,
+                window_iops=_nan(c.window_iops), bw_bytes_s=c.bw_bytes_s, iops_share=share, total_ios=c.total_ios,
+                window_ios=_nan(c.window_ios), io_bytes=c.io_bytes,
                 runtime_ms=c.runtime_ms, p99_ns=c.p99_ns if c.p99_supported else math.nan,
                 p99_supported=c.p99_supported,
                 start_after_first_ms=math.nan if first is None or c.start_ms is None else c.start_ms - first,

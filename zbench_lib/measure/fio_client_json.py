@@ -13,18 +13,25 @@ fio gives no start time per client in 3.33 (later releases add ``job_start``, ms
 client's clock, read here when present and non-zero). `log_starts` reads the start from the
 client's iops log instead, when the job wrote one with ``log_unix_epoch=1``
 (`fio_clients.client_job` asks for it): fio's averaging helper writes a sample every
-``log_avg_msec`` after the job's start, stamped on the client's wall clock, so sample k
-(k = 1, 2, ...) is stamped start + k x interval plus the helper's wake-up delay (0-5 ms in
-the runs here); the least delayed sample gives the start. The controller writes each
-client's logs as ``<prefix>_iops.<n>.log.<hostname>``: clients that share a hostname (several
-servers on one machine) are told apart only by their prefix, the client's label.
+``log_avg_msec`` after the job's start (after its ramp: fio resets the log's epoch then),
+stamped on the client's wall clock, so sample k (k = 1, 2, ...) is stamped start + k x interval
+plus the helper's wake-up delay (0-5 ms in the runs here); the least delayed sample gives the
+start. The same log says when the client did its I/O (`stamped_logs`): a sample's value is
+the I/Os completed since the previous sample times 1000 over the ms between them (3.33's
+stat.c ``__add_samples``: ``rate = delta * 1000 / spent``, then the sample time becomes the
+previous), so value x spent / 1000 is the interval's I/O count, to within the integer rate's
+truncation (under one I/O a sample). An interval without I/O writes no sample; the part
+interval after the last sample is never written. The controller writes each client's logs as
+``<prefix>_iops.<n>.log.<hostname>``: clients that share a hostname (several servers on one
+machine) are told apart only by their prefix, the client's label.
 
 Pure: fio's text or dict in, records out; never a host.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import groupby
 from pathlib import Path
 
 from zbench_lib.core.errors import ZbenchError
@@ -122,6 +129,11 @@ def parse_client_json(data) -> ClientStats:
                        all_clients=summed[-1] if summed else None)
 
 
+def _start_of(stamps: list[int], interval_ms: int) -> float:
+    first = stamps[0]
+    return float(min(t - (round((t - first) / interval_ms) + 1) * interval_ms for t in stamps))
+
+
 def log_start_ms(text: str, interval_ms: int) -> float | None:
     """The job's start (ms, the client's wall clock) from an iops log written with
     ``log_unix_epoch=1`` and ``log_avg_msec=interval_ms``, or None if it holds no sample.
@@ -131,23 +143,62 @@ def log_start_ms(text: str, interval_ms: int) -> float | None:
     does not shift the count).
     """
     stamps = sorted(set(parse_fio_log(text)["t_ms"].tolist()))
-    if not stamps:
+    return _start_of(stamps, interval_ms) if stamps else None
+
+
+@dataclass(frozen=True)
+class LogInterval:
+    """The I/Os a client completed in one direction between two samples of its iops log (ms)."""
+    direction: str
+    begin_ms: float
+    end_ms: float
+    ios: float
+
+
+@dataclass(frozen=True)
+class StampedLog:
+    """A client's stamped iops log(s): where its run started and what it did when, on one clock."""
+    start_ms: float
+    intervals: tuple[LogInterval, ...]
+
+    def shifted(self, by_ms: float) -> StampedLog:
+        """The same log on a clock `by_ms` later (a client's stamps moved onto the storage node's clock)."""
+        return replace(self, start_ms=self.start_ms + by_ms,
+                       intervals=tuple(replace(iv, begin_ms=iv.begin_ms + by_ms, end_ms=iv.end_ms + by_ms)
+                                       for iv in self.intervals))
+
+
+def log_intervals(text: str, interval_ms: int) -> StampedLog | None:
+    """One iops log as its start and the I/O count of each sample's interval (see the module's text).
+
+    A sample's interval runs from the previous sample (any direction: fio samples them together) or
+    the start; after a gap of more than 1.5 intervals (an interval without I/O, whose sample fio took
+    but did not write) it is the last interval only.
+    """
+    samples = sorted((int(r.t_ms), str(r.direction), int(r.value)) for r in parse_fio_log(text).itertuples())
+    if not samples:
         return None
-    first = stamps[0]
-    return float(min(t - (round((t - first) / interval_ms) + 1) * interval_ms for t in stamps))
+    start = _start_of(sorted({t for t, _, _ in samples}), interval_ms)
+    out, prev = [], start
+    for t, group in groupby(samples, key=lambda s: s[0]):
+        begin = prev if t - prev <= 1.5 * interval_ms else t - interval_ms
+        out += [LogInterval(d, float(begin), float(t), value * (t - begin) / 1000.0) for _, d, value in group]
+        prev = t
+    return StampedLog(start, tuple(out))
 
 
-def log_starts(log_dir, labels: dict[str, str], interval_ms: int) -> dict[str, float]:
-    """{endpoint: start ms} from the controller's copies of the clients' iops logs.
+def stamped_logs(log_dir, labels: dict[str, str], interval_ms: int) -> dict[str, StampedLog]:
+    """{endpoint: StampedLog} from the controller's copies of the clients' iops logs.
 
     `labels` maps each endpoint to its label, the log prefix its job file was given; a client
-    with several jobs started when its first did. A client without a log is left out.
+    with several jobs started when its first did, and its intervals are all its jobs'. A client
+    without a log is left out.
     """
     out = {}
     for endpoint, label in labels.items():
         host = endpoint.rsplit(",", 1)[0]
-        starts = [s for p in sorted(Path(log_dir).glob(f"{label}_iops.*.log.{host}"))
-                  if (s := log_start_ms(p.read_text(), interval_ms)) is not None]
-        if starts:
-            out[endpoint] = min(starts)
+        logs = [s for p in sorted(Path(log_dir).glob(f"{label}_iops.*.log.{host}"))
+                if (s := log_intervals(p.read_text(), interval_ms)) is not None]
+        if logs:
+            out[endpoint] = StampedLog(min(s.start_ms for s in logs), tuple(iv for s in logs for iv in s.intervals))
     return out

@@ -19,9 +19,9 @@ fio.json in its directory. Each client gets its own job file (`client_job`): its
 the client's label as prefix, because the controller names a client's logs after its hostname
 only and several servers on one host would overwrite each other's, and its iops log is stamped
 with the client's wall clock (``log_unix_epoch``): fio 3.33 reports no start per client, and
-this log is where zbench reads it (`fio_client_json.log_starts`). fio exits 0 when a client
-was unreachable or refused its job file and reports the others only, so the run is checked
-for every client's report before it is returned.
+this log is where zbench reads it, and when each client did its I/O (`fio_client_json.stamped_logs`).
+fio exits 0 when a client was unreachable or refused its job file and reports the others only,
+so the run is checked for every client's report before it is returned.
 
 Every command is an argument list (`hosts.base.Host`).
 """
@@ -41,7 +41,7 @@ from zbench_lib.core.stopping import stop_by_cwd
 from zbench_lib.hosts.base import Host
 from zbench_lib.measure.client_aggregate import ClientAggregate, aggregate
 from zbench_lib.measure.fio import estimate_timeout, fetch_tree
-from zbench_lib.measure.fio_client_json import ClientStats, log_starts, parse_client_json
+from zbench_lib.measure.fio_client_json import ClientStats, StampedLog, parse_client_json, stamped_logs
 
 DEFAULT_PORT = 8765             # fio's own default
 STAMP_INTERVAL_MS = 500         # the stamped iops log's interval (log_avg_msec)
@@ -89,15 +89,15 @@ class ServerSpec:
 
 @dataclass(frozen=True)
 class ClientsRun:
-    """A controller run: its raw directory, the parsed report and each client's start stamp."""
+    """A controller run: its raw directory, the parsed report and each client's stamped iops log."""
     local_dir: Path
     stats: ClientStats
-    starts: dict[str, float]    # {endpoint: ms on the client's clock} from the stamped iops logs
+    logs: dict[str, StampedLog]     # {endpoint: its stamped iops log, on the client's clock}
     endpoints: tuple[str, ...]
     duration_s: float
 
     def aggregate(self, direction: str) -> ClientAggregate:
-        return aggregate(self.stats, direction, self.starts, self.endpoints)
+        return aggregate(self.stats, direction, self.logs, self.endpoints)
 
 
 @dataclass(frozen=True)
@@ -389,4 +389,4 @@ def _checked(local: Path, res, labels: dict[str, str], host: str, interval_ms: i
         said = "; ".join(filter(None, [f"no report from {', '.join(missing)}" if missing else "",
                                        ", ".join(failed), f"exit {res.returncode}" if res.returncode else ""]))
         raise ZbenchError(f"fio --client on {host}: {said}" + (f": {tail}" if tail else ""))
-    return ClientsRun(local, stats, log_starts(local, labels, interval_ms), tuple(labels), res.duration_s)
+    return ClientsRun(local, stats, stamped_logs(local, labels, interval_ms), tuple(labels), res.duration_s)

@@ -3,10 +3,11 @@
 A sweep whose load came from client VMs asks how fairly they shared the datastore and what p99 each of
 them saw; the answer's other lines say how the aggregate scales. This line reads `stats.fairness.fairness_table`
 at the workload's largest client count (the most clients competing for the datastore), per configuration held
-equal (sync standard, always): the lowest and highest share of the IOPS any client got in any run, beside the
-fair share, and the lowest and highest of the clients' own p99s (each from that client's bins merged over the
-configuration's runs, with its 95% interval). No verdict ("fair", "one client is slower"): the shares are what
-the runs gave, with no interval to judge them by, and no test compares the clients' p99s.
+equal (sync standard, always): the lowest and highest share of the window's IOPS any client got in any run,
+beside the fair share, Jain's index with its 95% interval over the runs or pools, and the lowest and highest of
+the clients' own p99s (each from that client's bins merged over the configuration's runs, with its 95%
+interval). No verdict ("fair", "one client is slower"): no margin of fairness is stated to judge the index
+against, and no test compares the clients' p99s.
 
     answer_fairness(table, by)     [{subject, text}], one per workload and direction
 """
@@ -21,7 +22,9 @@ from zbench_lib.analysis.data.sweep_data import setting_text
 from zbench_lib.analysis.stats.fairness import ClientP99, client_p99s
 
 FAIRNESS_NOTE = ("Fairness, at each workload's largest client count: the lowest and highest share of the IOPS any "
-                 "one client got in any run (a fair share is 1 / clients), and the lowest and highest of the "
+                 "one client got in any run, over the window all of them shared (a fair share is 1 / clients), Jain's "
+                 "index of the clients' IOPS (1 when equal, 1 / clients when one had it all) with its 95% CI, and "
+                 "the lowest and highest of the "
                  "clients' own p99s, each from that client's latency bins merged over the configuration's runs, "
                  "with its 95% CI (methods §18, §20); every client count and client is in the report's table "
                  "\"Clients on one datastore\". With clients, every IOPS and p99 above is their aggregate.")
@@ -61,11 +64,21 @@ def _shares(row: pd.Series) -> str:
     return f"{_pct(low)}–{_pct(high)}%"
 
 
+def _jain(row: pd.Series) -> str:
+    """"Jain's index 0.999 (95% CI 0.986–1.000, 2 pools)", or why there is none."""
+    mean, n = row.get("jain_mean"), row.get("jain_n")
+    if mean is None or pd.isna(mean):
+        return "Jain's index not judged (the results hold no client's IOPS over a shared window)"
+    unit = f"{int(n)} {row.get('unit') if isinstance(row.get('unit'), str) else 'run'}{'s' if n != 1 else ''}"
+    ci = ci_text(row["jain_ci_low"], row["jain_ci_high"], digits=3) if n > 1 else "no interval"
+    return f"Jain's index {mean:.3f} ({ci}, {unit})"
+
+
 def _per_group(rows: pd.DataFrame, groups: list[str]) -> str:
     """'sync always 24.4–25.7%, c1 659 ms (50–3,959) to c3 709 ms (466–1,443); sync standard ...': each
     configuration's shares and p99s, named by its group; a text every configuration shares (a reason not
     judged) once, for all."""
-    texts = [f"{_shares(r)}, {_p99s(r)}" for _, r in rows.iterrows()]
+    texts = [f"{_shares(r)}, {_jain(r)}, {_p99s(r)}" for _, r in rows.iterrows()]
     if len(set(texts)) == 1:
         return texts[0]
     names = [" ".join(setting_text(c, r[c]) for c in groups) for _, r in rows.iterrows()]
@@ -73,9 +86,9 @@ def _per_group(rows: pd.DataFrame, groups: list[str]) -> str:
 
 
 def _at_most(rows: pd.DataFrame, groups: list[str], most: int) -> str:
-    """The line at the largest client count `most`: each configuration's shares and p99s."""
-    return (f"at {most} clients (a fair share: {_pct(1 / most)}%), each client's share of the IOPS in every run and "
-            f"its own p99, lowest to highest: {_per_group(rows, groups)}.")
+    """The line at the largest client count `most`: each configuration's shares, Jain's index and p99s."""
+    return (f"at {most} clients (a fair share: {_pct(1 / most)}%), each client's share of the IOPS in every run, "
+            f"Jain's index and each client's own p99, lowest to highest: {_per_group(rows, groups)}.")
 
 
 def _subject(key: tuple, panel: list[str], several: bool) -> str:

@@ -17,6 +17,7 @@ import math
 from zbench_lib.analysis.claims.wording import ci_text, num
 from zbench_lib.analysis.data.coverage import bare_reason
 from zbench_lib.analysis.data.sweep_data import setting_text
+from zbench_lib.analysis.stats.knee_location import KneeLoad
 from zbench_lib.analysis.stats.load_curves import KNEE_FACTOR, PAST, UNDER, LoadCurve, LoadPoint, Tail
 
 ACHIEVED_BELOW = 0.95       # under this share of the offer achieved, a sentence says so
@@ -116,11 +117,47 @@ def knee_text(c: LoadCurve) -> str:
     return f"{head}knee not judged at {load_name(stop)}: {why}{tail}"
 
 
+def _knee_at(k: KneeLoad, v: float) -> str:
+    """A knee's load in words: '57% of saturation', '1,020 IOPS offered', 'beyond 90% of saturation'."""
+    if math.isinf(v):
+        return f"beyond {_knee_at(k, k.highest)}"
+    return f"{_pct(v)} of saturation" if k.scale == "fraction" else f"{_iops(v)} IOPS offered"
+
+
+def _knee_ends(k: KneeLoad) -> str:
+    """'41–62%' (of saturation), '1,020–1,150 IOPS offered', or '41% of saturation to beyond 75% of saturation'."""
+    if math.isinf(k.high):
+        return f"{_knee_at(k, k.low)} to {_knee_at(k, k.high)}"
+    if k.scale == "fraction":
+        digits = 0 if f"{k.low:.2f}" != f"{k.high:.2f}" else 1     # ends that round alike get a decimal
+        return f"{k.low * 100:.{digits}f}–{k.high * 100:.{digits}f}%"
+    return f"{_iops(k.low)}–{_iops(k.high)} IOPS offered"
+
+
+def knee_load_text(c: LoadCurve) -> str:
+    """Where between the loads the p99 reaches KNEE_FACTOR x the lowest load's, with its bootstrap interval
+    (`knee_location.knee_load`), or why that is not judged."""
+    k = c.knee_load
+    if k is None or not k.judged:
+        return f"the knee's load not judged ({bare_reason(k.status) if k is not None else 'no curve data'})"
+    bound = f"{KNEE_FACTOR:g}x the lowest load's"
+    draws = f"{k.resamples:,} bootstrap resamples of the {k.units}"
+    if math.isinf(k.load):
+        if math.isinf(k.low):
+            return f"the p99 does not reach {bound} by {_knee_at(k, k.highest)} (in every one of {draws})"
+        return (f"the p99 does not reach {bound} by {_knee_at(k, k.highest)} (95% bootstrap interval from "
+                f"{_knee_at(k, k.low)}; beyond it in {k.beyond:.0%} of {draws})")
+    together = ", drawn together at every load" if k.together else ""
+    ends = f"95% bootstrap interval {_knee_ends(k)}," if k.low != k.high else "the same in every one of"
+    return (f"the p99 reaches {bound} at {_knee_at(k, k.load)} ({ends} {k.resamples:,} resamples of the "
+            f"{k.units}{together}; read between the loads on a log-linear line)")
+
+
 def curve_sentence(c: LoadCurve) -> str:
-    """A curve's p99 at each load with its interval and load, then its knee, in one sentence."""
+    """A curve's p99 at each load with its interval and load, then its knee and the knee's load, in one sentence."""
     what = ", ".join(setting_text(k, v) for k, v in c.config) or "this configuration"
     pts = "; ".join(point_sentence(p, curve=c) for p in c.points)
-    return f"{what}, {c.direction}s: {pts}; {knee_text(c)}."
+    return f"{what}, {c.direction}s: {pts}; {knee_text(c)}; {knee_load_text(c)}."
 
 
 # -- the first screen: one short line per curve ------------------------------------------------------------------

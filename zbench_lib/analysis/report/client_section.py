@@ -3,11 +3,13 @@
 A table per cell (`stats.fairness.fairness_table`), read as the report's other tables are (one-line
 rows, each value with its interval in one cell, `table_format.columns_html`; the index page's style
 right-aligns its numbers and keeps it as dense as the summary table, so four clients fit at 1400 px):
-the client count and the other settings that vary, the runs, the aggregate IOPS with its interval, the
-aggregate p99 from every client's bins summed with its interval, the lowest and highest share of the IOPS
-any client got, and each client's p99 from its own bins merged over the cell's runs, in one column per
-client: its value with its interval, or "not judged" with the reason numbered under the table. A sweep
-without clients has no section: `client_section` gives '' and the page is as it was.
+the client count and the other settings that vary, the runs (and those whose shared window the clocks could
+not place, with the reason numbered under the table), the aggregate IOPS over the shared window with its
+interval, the aggregate p99 from every client's bins summed with its interval, the largest share of a run's
+I/O outside the window with the window p99's bounds, the lowest and highest share of the IOPS any client got,
+Jain's index with its interval, and each client's p99 from its own bins merged over the cell's runs, in one
+column per client: its value with its interval, or "not judged" with the reason numbered under the table. A
+sweep without clients has no section: `client_section` gives '' and the page is as it was.
 
     client_section(adm, clients, hist, caption, client_hist)    the section's HTML; '' without clients
 """
@@ -25,9 +27,14 @@ from zbench_lib.analysis.report.table_format import column_format, columns_html
 from zbench_lib.analysis.stats.fairness import ClientP99, client_order, client_p99s, fairness_table, has_clients
 
 METHOD = ("Each row is one configuration: its clients' aggregate (the IOPS over the window every client ran in, "
-          "the p99 from every client's latency bins summed, never an average of the clients' percentiles), with "
-          "95% intervals over its runs as elsewhere (methods §18, §20); the lowest and highest client share are the "
-          "lowest and highest share of the IOPS any one client got in any of its runs (a fair share is 1 / clients); "
+          "counted from their stamped iops logs; the p99 from every client's latency bins summed, never an average "
+          "of the clients' percentiles), with 95% intervals over its runs as elsewhere (methods §18, §20). fio keeps "
+          "one latency histogram per run, so the p99 is over the clients' whole runs: 'outside the window' is the "
+          "largest share of a run's I/O that fell outside the shared window, and the window's own p99 lies within "
+          "the range given beside it (the whole runs' p99 read with that share moved either way). The lowest and "
+          "highest client share are the lowest and highest share of the window's IOPS any one client got in any of "
+          "its runs (a fair share is 1 / clients); Jain's index, (Σx)² / (n·Σx²) of the clients' window IOPS, is 1 "
+          "when they are equal and 1 / clients when one had it all, with its t interval over the runs or pools; "
           "each client's column (c1, c2, ...) is that client's p99 from its own latency bins merged over the "
           "configuration's runs, with its 95% interval, or 'not judged' where its I/Os cannot support one (a p99 "
           "needs 1,000; the reasons are numbered under the table), never a median of its per-run p99s; — where the "
@@ -35,6 +42,10 @@ METHOD = ("Each row is one configuration: its clients' aggregate (the IOPS over 
 PANEL = ("workload", "direction")
 HEADINGS = {"workload": "Workload", "direction": "Direction", "clients": "Clients"}
 Column = tuple[str, list[str], bool]        # a table_format.columns_html column: heading, HTML cells, numeric
+_OUTSIDE = ("outside_share_max", "p99_window_low_ns", "p99_window_high_ns")
+# fairness_table's window columns (a table made by hand may lack them)
+_WINDOW = ("window_not_judged", "outside_share_max", "p99_window_low_ns", "p99_window_high_ns", "jain_mean",
+           "jain_ci_low", "jain_ci_high", "window_reason")
 
 
 def client_by(adm: pd.DataFrame) -> list[str]:
@@ -112,14 +123,36 @@ def _cells(table: pd.DataFrame, columns: list[str], write) -> list[str]:
     return [write(*v) for v in table[columns].itertuples(index=False, name=None)]
 
 
+def _runs(n, not_judged, why, reasons: Reasons) -> str:
+    """'3', or '2 (+1 not judged ¹)' where the clocks could not place some runs' window (they have no IOPS)."""
+    runs = f"{int(n)}" if not _missing(n) else "0"
+    if _missing(not_judged) or not int(not_judged):
+        return runs
+    return f"{runs} (+{int(not_judged)} {reasons.mark(f'not judged: {why}')})"
+
+
+def _outside(share, low_ns, high_ns) -> str:
+    """'4.2%; window p99 2.10–2.60': the largest share of a run's I/O outside its window, the window p99's range
+    (ms)."""
+    if _missing(share):
+        return ""
+    bounds = "" if _missing(low_ns) or _missing(high_ns) else f"; window p99 {fmt(low_ns / 1e6)}–{fmt(high_ns / 1e6)}"
+    return html.escape(f"{fmt(100 * share)}%{bounds}")
+
+
 def client_columns(table: pd.DataFrame, by: list[str], reasons: Reasons) -> list[Column]:
     """`fairness_table`'s rows as the section's columns (see the module's text)."""
     ci = "(95%\u00a0CI)"       # a heading may wrap, but before its interval's name, not inside it
     p99 = ["p99_ns", "p99_ci_low_ns", "p99_ci_high_ns", "p99_status"]
-    aggregate = [("Runs", _cells(table, ["n"], lambda n: f"{int(n)}"), True),
+    table = table.assign(**{c: float("nan") for c in _WINDOW if c not in table})
+    aggregate = [("Runs", _cells(table, ["n", "window_not_judged", "window_reason"],
+                                 lambda *v: _runs(*v, reasons)), True),
                  (f"IOPS {ci}", _cells(table, ["iops_mean", "iops_ci_low", "iops_ci_high"], _with_ci), True),
                  (f"p99 ms {ci}", _cells(table, p99, lambda *v: _p99(*v, reasons)), True),
-                 ("Lowest / highest client share", _cells(table, ["share_min", "share_max"], _share), True)]
+                 ("I/O outside the window (most)", _cells(table, list(_OUTSIDE), _outside), True),
+                 ("Lowest / highest client share", _cells(table, ["share_min", "share_max"], _share), True),
+                 (f"Jain's index {ci}", _cells(table, ["jain_mean", "jain_ci_low", "jain_ci_high"],
+                                               lambda *v: html.escape(_with_ci(*v))), True)]
     return _settings(table, by) + aggregate + _clients(table, reasons)
 
 

@@ -3,7 +3,8 @@
 The latency-vs-load figure (`plots.plot_latency_vs_load`: each curve's p50 / p99 / p99.9 from the
 merged histograms, the p99's interval, the knee ringed) and a sentence per curve
 (`load_claims.curve_sentence`: the p99 at each load with its interval, offered IOPS and fraction,
-saturation as "closed loop, at saturation", then the knee or why it is not judged). A sweep without
+saturation as "closed loop, at saturation", then the knee or why it is not judged, and the knee's load
+between the loads with its bootstrap interval). A sweep without
 the factor has no section: `load_section` gives ('', None) and the page is as it was.
 
     load_section(adm, hist, caption)    (HTML, figure) of the section; ('', None) without the factor
@@ -27,7 +28,8 @@ METHOD = (f"Open loop: fio offers each load at a stated rate (Poisson arrivals),
           f"IOPS from a closed-loop probe of its job; saturation is the closed-loop run. Each percentile is read from "
           f"the level's runs' merged fio histograms, with its 95% interval across the runs or pools (methods §18); "
           f"the knee is the first load whose p99 interval lies above {KNEE_FACTOR:g}x the lowest load's, not judged "
-          f"where the intervals overlap that bound (methods §21).")
+          f"where the intervals overlap that bound; the knee's load is where the p99 reaches that bound, read between "
+          f"the loads on a log-linear line, with a 95% bootstrap interval over the units (methods §21).")
 
 
 def has_load(df: pd.DataFrame) -> bool:

@@ -8,8 +8,15 @@ cell (its configuration, workload and direction, the client count among them):
   every IOPS of the report);
 - the aggregate p99 from the runs' merged histograms (every client's bins summed), with its
   interval (`tails.cell_tails`, methods §18);
-- the clients' shares of the IOPS: the lowest any client got in any run and the highest (a fair
-  share is 1 / clients), and their means over runs;
+- the clients' shares of the IOPS over each run's shared window: the lowest any client got in any run
+  and the highest (a fair share is 1 / clients), and their means over runs;
+- Jain's index of the clients' window IOPS, (Σx)² / (n·Σx²) per run (`client_aggregate.jain_index`):
+  its mean over the same units as the IOPS (the runs, or each pool's mean over its runs), with Student's
+  t interval on them, cut to [1 / clients, 1], the range J can take (`jain`). t and not a bootstrap:
+  with 2 or 3 pools a bootstrap has 3 or 10 distinct resamples and undercovers (methods §18);
+- the window: the largest share of a run's I/O that fell outside it (counted by the whole-run p99,
+  not by the throughput), the range over runs of the window p99's bounds, and the runs whose window
+  the clocks could not place (no IOPS, `window_not_judged`, with the reason);
 - each client's p99 from that client's bins merged over the cell's runs, with its interval across
   the same units as the aggregate's, or "not judged" with the reason where its merged I/O count
   cannot support one (`client_tails`: `tails.cell_tails` on the client's bins alone, methods §18,
@@ -19,18 +26,23 @@ cell (its configuration, workload and direction, the client count among them):
 Pure: tables in, a table out.
 
     fairness_table(rows, clients, hist, by, client_hist)   a row per cell, each client's p99 in four columns
+    jain(rows, by)                                          Jain's index per cell, its t interval over the units
     client_p99s(row)                                        a row's clients, each its p99 as a ClientP99
     client_order(label)                                     a sort key: c2 before c10
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
-from zbench_lib.analysis.data.replication import resolve_unit
+from zbench_lib.analysis.data.coverage import bare_reason
+from zbench_lib.analysis.data.replication import resolve_unit, to_units
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import COLUMNS as TAIL_COLUMNS, cell_tails
 
@@ -59,6 +71,42 @@ def _shares(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return pd.DataFrame({"share_min": g["client_iops_min_share"].min(), "share_max": g["client_iops_max_share"].max(),
                          "share_min_mean": g["client_iops_min_share"].mean(),
                          "share_max_mean": g["client_iops_max_share"].mean()}).reset_index()
+
+
+def jain(rows: pd.DataFrame, by: list[str], unit: str = "auto", conf: float = 0.95) -> pd.DataFrame:
+    """Per cell of `by` (the client count among them): Jain's index over the units, `jain_mean`, `jain_n` and
+    the t interval `jain_ci_low` .. `jain_ci_high`, cut to [1 / clients, 1] (NaN ends with one unit)."""
+    d = rows.assign(client_jain=pd.to_numeric(rows.get("client_jain", np.nan), errors="coerce"))
+    u, _ = to_units(d, "client_jain", by, unit)
+    g = u.groupby(by, dropna=False, sort=True)["client_jain"]
+    out = g.agg(jain_n="count", jain_mean="mean", _sd="std").reset_index()
+    with np.errstate(invalid="ignore"):
+        half = sps.t.ppf((1 + conf) / 2, out["jain_n"] - 1) * out["_sd"] / np.sqrt(out["jain_n"])
+    floor = 1 / pd.to_numeric(out["clients"], errors="coerce") if "clients" in out else 0.0
+    out["jain_ci_low"] = np.maximum(out["jain_mean"] - half, floor)
+    out["jain_ci_high"] = np.minimum(out["jain_mean"] + half, 1.0)
+    return out.drop(columns="_sd")
+
+
+def _reasons(notes: pd.Series) -> str:
+    """The distinct reasons of the runs whose window is not judged, in order ('' for none)."""
+    said = [bare_reason(n) if isinstance(n, str) and n else "the clients never ran together" for n in notes]
+    return "; ".join(dict.fromkeys(said))
+
+
+def _window(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Per cell: the largest share of a run's I/O outside its window, the window p99's bounds over the runs, and
+    the runs whose window throughput is not judged (no IOPS) with why."""
+    cols = ("client_outside_share", "client_p99_window_low_ns", "client_p99_window_high_ns", "client_clock_note")
+    rows = rows.assign(**{c: math.nan for c in cols if c not in rows})
+    rows = rows.assign(_nj=pd.to_numeric(rows["iops"], errors="coerce").isna())
+    g = rows.groupby(by, dropna=False, sort=True)
+    out = pd.DataFrame({"outside_share_max": g["client_outside_share"].max(),
+                        "p99_window_low_ns": g["client_p99_window_low_ns"].min(),
+                        "p99_window_high_ns": g["client_p99_window_high_ns"].max(),
+                        "window_not_judged": g["_nj"].sum().astype(int)})
+    out["window_reason"] = g.apply(lambda r: _reasons(r.loc[r["_nj"], "client_clock_note"]), include_groups=False)
+    return out.reset_index()
 
 
 def _int_attempt(df: pd.DataFrame) -> pd.DataFrame:
@@ -129,6 +177,7 @@ def fairness_table(rows: pd.DataFrame, clients: pd.DataFrame | None, hist: pd.Da
     p99 = p99.rename(columns={"value_ns": "p99_ns", "ci_low_ns": "p99_ci_low_ns", "ci_high_ns": "p99_ci_high_ns",
                               "status": "p99_status"})
     out = iops.merge(p99, on=by, how="left").merge(_shares(rows, by), on=by, how="left")
+    out = out.merge(jain(rows, by), on=by, how="left").merge(_window(rows, by), on=by, how="left")
     return out.merge(_client_p99s(rows, clients, client_hist, by), on=by, how="left")
 
 

@@ -16,6 +16,10 @@ high end is at most KNEE_FACTOR x that low end, and otherwise "not judged". The 
 point past the bound with every point before it under; a point not judged before it leaves the knee
 not judged.
 
+The knee's load between the measured loads, with a bootstrap interval over the units, is
+`knee_location.knee_load`'s (`LoadCurve.knee_load`): the load where the p99 first reaches KNEE_FACTOR x the
+lowest load's, the units resampled together at every load where the same pools ran them all.
+
 A curve with its saturation level also states each open-loop offer as a share of what that level sustained
 (`LoadCurve.sustained_share`), and marks an offer more than PROBE_TOLERANCE away from its stated fraction
 of it (`LoadCurve.probe_off`): the short probe misread the cell's saturation (methods §21).
@@ -30,7 +34,9 @@ import pandas as pd
 
 from zbench_lib.analysis.data.coverage import bare_reason
 from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
-from zbench_lib.analysis.stats.tails import cell_tails
+from zbench_lib.analysis.data.replication import resolve_unit
+from zbench_lib.analysis.stats.knee_location import KneeLoad, knee_load
+from zbench_lib.analysis.stats.tails import cell_tails, unit_histograms
 from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 
 KNEE_FACTOR = 2.0           # the p99 that marks the knee, as a multiple of the lowest load's
@@ -96,6 +102,7 @@ class LoadCurve:
     points: tuple[LoadPoint, ...]
     verdicts: tuple[str, ...]
     knee: LoadPoint | None
+    knee_load: KneeLoad | None = None   # where between the loads the p99 reaches the bound, and its interval
 
     @property
     def sustained_iops(self) -> float | None:
@@ -195,6 +202,25 @@ def _order(p: LoadPoint) -> tuple:
     return (p.saturation, p.offered_iops if p.offered_iops is not None else p.achieved_iops)
 
 
+def _knee_load(points: list[LoadPoint], g: pd.DataFrame, h: pd.DataFrame | None, unit: str) -> KneeLoad:
+    """`knee_location.knee_load` of a curve's open-loop points: its runs `g`, its histogram rows `h`."""
+    open_loop = [p for p in points if not p.saturation]
+    fraction = all(p.load_fraction is not None for p in open_loop)
+    scale = "fraction" if fraction else "IOPS"
+    if h is None or not len(h):
+        return KneeLoad.not_judged(NO_HISTOGRAM, scale)
+    x = [p.load_fraction if fraction else p.offered_iops for p in open_loop]
+    loads = [unit_histograms(g[g["load"].astype(str) == p.load], h, unit) for p in open_loop]
+    return knee_load(x, loads, [p.p99_ns for p in open_loop], KNEE_FACTOR, scale=scale, unit=unit)
+
+
+def _runs_frame(df: pd.DataFrame, hist: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The rows and histogram rows with whole-number attempts, as cell_tails reads them."""
+    d = df if "attempt" in df else df.assign(attempt=1)
+    d = d.assign(attempt=pd.to_numeric(d["attempt"], errors="coerce").fillna(1).astype(int))
+    return d, (hist.astype({"attempt": int}) if hist is not None and len(hist) else None)
+
+
 def load_curves(df: pd.DataFrame, hist: pd.DataFrame | None, unit: str = "auto") -> list[LoadCurve]:
     """A curve per configuration and direction of a sweep with the load factor ([] without one).
 
@@ -208,20 +234,24 @@ def load_curves(df: pd.DataFrame, hist: pd.DataFrame | None, unit: str = "auto")
              and df[c].nunique(dropna=False) > 1]
     by = ["direction", *keys, "load"]
     tails = cell_tails(df, hist, by=by, unit=unit, quantiles=tuple(QUANTILES.values()))
+    runs, h = _runs_frame(df, hist)
+    unit = resolve_unit(runs, by, unit)
     out = []
-    for (direction, *vals), g in df.groupby(["direction", *keys], dropna=False, sort=True):
+    for (direction, *vals), g in runs.groupby(["direction", *keys], dropna=False, sort=True):
         t = tails
         for c, v in zip(["direction", *keys], [direction, *vals]):
             t = t[t[c].isna()] if pd.isna(v) else t[t[c] == v]
         points = sorted((_point(lv, r, t[t["load"] == lv]) for lv, r in g.groupby("load", sort=False)), key=_order)
-        out.append(LoadCurve(tuple(zip(keys, vals)), str(direction), tuple(points),
-                             tuple(knee_verdicts(points)), knee(points)))
+        out.append(LoadCurve(tuple(zip(keys, vals)), str(direction), tuple(points), tuple(knee_verdicts(points)),
+                             knee(points), _knee_load(points, g, h, unit)))
     return out
 
 
 def curves_table(curves: list[LoadCurve]) -> pd.DataFrame:
     """The curves as one tidy table: a row per point, its configuration's columns, each percentile's
-    value, interval and status, the point's verdict against the knee's bound and `knee` True on the knee."""
+    value, interval and status, the point's verdict against the knee's bound, `knee` True on the knee, and the
+    curve's knee load with its bootstrap interval (`knee_load`, `_low`, `_high`: inf beyond the highest
+    open-loop load; on `knee_load_scale`)."""
     rows = []
     for c in curves:
         for p, verdict in zip(c.points, c.verdicts):
@@ -233,5 +263,8 @@ def curves_table(curves: list[LoadCurve]) -> pd.DataFrame:
                 t, col = p.tail(name), name.replace(".", "_")
                 row |= {f"{col}_ns": t.value_ns, f"{col}_ci_low_ns": t.lo_ns,
                         f"{col}_ci_high_ns": t.hi_ns, f"{col}_status": t.status}
-            rows.append(row | {"knee_verdict": verdict, "knee": p is c.knee})
+            k = c.knee_load or KneeLoad.not_judged("not computed")
+            rows.append(row | {"knee_verdict": verdict, "knee": p is c.knee, "knee_load": k.load,
+                               "knee_load_low": k.low, "knee_load_high": k.high, "knee_load_scale": k.scale,
+                               "knee_load_status": k.status})
     return pd.DataFrame(rows)

@@ -19,6 +19,7 @@ Runs recorded with plain json have no bins: their cells are "not judged: no hist
 own fio percentiles (those their I/O counts support): a typical run's percentile, not the cell's.
 
     cell_tails(df, hist, by=None, unit="auto")   one row per cell × percentile
+    unit_histograms(rows, hist, unit)            each experimental unit's merged bins
     tail_lines(tails)                             sentences for the conclusions
 """
 
@@ -64,6 +65,15 @@ def _units(rows: pd.DataFrame, unit: str) -> pd.Series:
 def _merged(h: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     s = h.groupby("bin_ns")["count"].sum()
     return s.index.to_numpy(dtype=np.int64), s.to_numpy(dtype=np.int64)
+
+
+def unit_histograms(rows: pd.DataFrame, h: pd.DataFrame, unit: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{unit id: (bin_ns, count)}: each experimental unit's bins, its runs' (`rows`) histogram rows `h` summed.
+
+    A unit is a pool replicate ('pool#2') where `unit` is 'pool', else a run ('run#attempt')."""
+    unit_of = dict(zip(rows[_RUN_KEYS].itertuples(index=False, name=None), _units(rows, unit)))
+    hu = h.assign(_unit=[unit_of.get(k) for k in h[_RUN_KEYS].itertuples(index=False, name=None)])
+    return {u: _merged(g) for u, g in hu.dropna(subset=["_unit"]).groupby("_unit")}
 
 
 def _interval(values: list[float], conf: float) -> tuple[float, float, float]:
@@ -134,9 +144,7 @@ def _one(rows: pd.DataFrame, h: pd.DataFrame, q, unit: str, conf: float) -> dict
     out.update(status="judged", judged=True, value_ns=value, bin_lo_ns=lo, bin_hi_ns=hi)
     if math.isinf(hi):
         notes.append(f"beyond fio's range: at least {lo / 1e9:.2f} s")
-    unit_of = dict(zip(has[_RUN_KEYS].itertuples(index=False, name=None), _units(has, unit)))
-    hu = h.assign(_unit=[unit_of.get(k) for k in h[_RUN_KEYS].itertuples(index=False, name=None)])
-    per_unit = {u: _merged(g) for u, g in hu.dropna(subset=["_unit"]).groupby("_unit")}
+    per_unit = unit_histograms(has, h, unit)
     out["n_units"] = len(per_unit)
     _unit_interval(out, per_unit, q, conf, notes)
     out["note"] = "; ".join(notes)
