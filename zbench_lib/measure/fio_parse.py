@@ -117,15 +117,19 @@ def seed_of(value):
         return None
 
 
+def job_options(data: dict, job: dict) -> dict:
+    """A job's options as fio ran it: the report's global options, then the job's own over them."""
+    return {**(data.get("global options") or {}), **(job.get("job options") or {})}
+
+
 def parse_fio_json(data) -> list[dict]:
     """Rows (dicts with COLUMNS) from fio's JSON report: a dict, or its text."""
     if isinstance(data, (str, bytes)):
         data = load_fio_json(data.decode() if isinstance(data, bytes) else data)
     version = data.get("fio version")
-    glob = data.get("global options", {})
     rows = []
     for job in data["jobs"]:
-        opts = {**glob, **job.get("job options", {})}
+        opts = job_options(data, job)
         ss = job.get("steadystate")
         sync = job.get("sync") or {}
         sync_lat = sync.get("lat_ns") if sync.get("total_ios") else None
