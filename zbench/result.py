@@ -18,7 +18,7 @@ import pandas as pd
 
 from zbench.errors import InvalidInput
 from zbench_lib.analysis.claims.caveats import io_path_line
-from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
+from zbench_lib.analysis.data.columns import config_columns
 from zbench_lib.analysis.data.flags import select_admissible, truth_summary
 from zbench_lib.analysis.data.replication import to_units
 from zbench_lib.analysis.data.sweep_data import Sweep, load_sweep
@@ -305,7 +305,7 @@ def load_result(sweep_dir, config: dict | None = None, where: dict | None = None
     """
     sweep = load_sweep(Path(sweep_dir))
     rows = _selected(sweep.results, dict(where or {}))
-    varying = {c: sorted({str(v) for v in rows[c].dropna()}) for c in _IDENTIFYING if c in rows}
+    varying = {c: sorted({str(v) for v in rows[c].dropna()}) for c in _identifying(rows) if c in rows}
     varying = {c: vs for c, vs in varying.items() if len(vs) > 1}
     if varying:
         cells = len(rows.drop_duplicates(list(varying)))
@@ -315,8 +315,9 @@ def load_result(sweep_dir, config: dict | None = None, where: dict | None = None
     return Result(sweep._replace(results=rows.reset_index(drop=True)), config)
 
 
-# What tells one configuration from another in a sweep's rows (a direction is a half of one run: not one).
-_IDENTIFYING = tuple(c for c in CONFIG_COLUMNS if c != "direction")
+def _identifying(rows: pd.DataFrame) -> tuple:
+    """What tells one configuration from another in a sweep's rows (a direction is a half of one run: not one)."""
+    return tuple(c for c in config_columns(rows) if c != "direction")
 
 
 def _selected(rows: pd.DataFrame, where: dict) -> pd.DataFrame:
@@ -324,7 +325,7 @@ def _selected(rows: pd.DataFrame, where: dict) -> pd.DataFrame:
     for column, value in where.items():
         if column not in rows:
             raise InvalidInput(f"where: the results have no column {column!r}; configuration columns: "
-                               + ", ".join(c for c in _IDENTIFYING if c in rows))
+                               + ", ".join(c for c in _identifying(rows) if c in rows))
         kept = rows[rows[column].astype(str) == str(value)]
         if kept.empty:
             have = ", ".join(sorted({str(v) for v in rows[column].dropna()}))

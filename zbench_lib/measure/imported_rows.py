@@ -276,7 +276,7 @@ def group_rows(report: FioReport, group: int) -> list[dict]:
     ran = _same_run(group, per_job)
     fsync = str(job_options(report.data, jobs[0]).get("fsync", "0")).strip() not in ("0", "")
     workload, template = workload_of(ran, jobs[0].get("jobname"), fsync)
-    hist = run_histograms({"jobs": jobs})
+    hist = run_histograms({"jobs": jobs}) if len(jobs) > 1 else []     # one job's row keeps fio's own figures
     out = []
     for direction in (d for d in DIRECTIONS if any(r["direction"] == d for _, rows, _ in per_job for r in rows)):
         bins = [(h["bin_ns"], h["count"]) for h in hist if h["direction"] == direction]
@@ -303,6 +303,11 @@ def _judged(rows: list[dict], jobs: list[dict]) -> list[dict]:
     return out
 
 
+def has_lat_bins(report: FioReport, group: int) -> bool:
+    """Whether a group's jobs hold json+ lat bins (after `fio_layout.lat_from_clat`): a latency histogram."""
+    return any(((j.get(d) or {}).get("lat_ns") or {}).get("bins") for j in report.group_jobs(group) for d in DIRECTIONS)
+
+
 def other_options(report: FioReport, group: int) -> dict:
     """The options of a group's first job beyond what it ran and how it was named (RAN_OPTIONS,
     NAMING_OPTIONS): repetitions of one configuration must agree in them."""
@@ -326,7 +331,7 @@ def is_imported_run(attempt_dir) -> bool:
 
 def _attempt_report(attempt_dir: Path, meta: dict) -> tuple[FioReport, int]:
     record = meta["import"]
-    return read_report((Path(attempt_dir) / record["file"]).read_text(errors="replace")), int(record["group"])
+    return read_report((Path(attempt_dir) / record["file"]).read_bytes().decode(errors="replace")), int(record["group"])
 
 
 def imported_rows(attempt_dir, meta: dict) -> list[dict]:
@@ -334,10 +339,17 @@ def imported_rows(attempt_dir, meta: dict) -> list[dict]:
     `group_rows`, the truth checks' columns (no counters: not judged but where fio's figures allow) and
     the run's ids."""
     report, group = _attempt_report(Path(attempt_dir), meta)
-    rows = group_rows(report, group)
+    return run_rows(group_rows(report, group), meta)
+
+
+def run_rows(rows: list[dict], meta: dict) -> list[dict]:
+    """A group's rows (`group_rows`) as an imported run's: the truth checks' columns and the run's ids."""
     flags = flag_columns(truth_checks(rows, {}, RunFacts.of()))
+    env = meta["import"].get("environment") or {}
     ids = {"sweep_id": meta.get("sweep"), "config_id": meta.get("cell_id"), "imported": True,
-           "import_source": meta["import"]["source"]}
+           "import_source": meta["import"]["source"],
+           "import_environment": ", ".join(f"{k} {v}" for k, v in env.items()) + " (as given)" if env else
+           "not recorded"}
     return [{**r, **flags, **ids} for r in rows]
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from zbench_lib.analysis.data.coverage import bare_reason
-from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
+from zbench_lib.analysis.data.columns import config_columns
 from zbench_lib.analysis.stats.tails import cell_tails
 from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 
@@ -204,7 +204,7 @@ def load_curves(df: pd.DataFrame, hist: pd.DataFrame | None, unit: str = "auto")
     if "load" not in df.columns or df.empty:
         return []
     keys = ["workload"] if "workload" in df.columns else []       # a curve names its workload, varying or not
-    keys += [c for c in CONFIG_COLUMNS if c in df.columns and c not in ("workload", "load", "direction", "sweep_id")
+    keys += [c for c in config_columns(df) if c in df.columns and c not in ("workload", "load", "direction", "sweep_id")
              and df[c].nunique(dropna=False) > 1]
     by = ["direction", *keys, "load"]
     tails = cell_tails(df, hist, by=by, unit=unit, quantiles=tuple(QUANTILES.values()))

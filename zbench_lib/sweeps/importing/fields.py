@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.sweeps.spec.factors import BY_NAME
@@ -112,6 +113,16 @@ def _one(name: str, v, surface: str | None, out: dict) -> None:
 
 def check_fields(given: dict, surface: str | None = None) -> FileFields:
     """`given` ({name: text or value}) checked; ConfigError in one line for the first field refused."""
+    try:
+        return _checked(tuple(given.items()), surface)
+    except TypeError:                       # a map's unhashable value (a list): checked uncached, and refused
+        return _checked.__wrapped__(tuple(given.items()), surface)
+
+
+@lru_cache(maxsize=4096)
+def _checked(items: tuple, surface: str | None) -> FileFields:
+    """`check_fields` of (name, value) pairs: thousands of files share a few configurations."""
+    given = dict(items)
     values = {k: typed(v) for k, v in given.items()}
     out: dict = {}
     for name, v in given.items():
@@ -124,6 +135,18 @@ def check_fields(given: dict, surface: str | None = None) -> FileFields:
     out.update(_layout_columns(shape, out))
     rep = integer(values["rep"], "rep", 1, 10 ** 6) if "rep" in values else None
     return FileFields(out, rep, tuple(given))
+
+
+def column_of(name: str) -> str | None:
+    """The result column a field's name fills (disks: total_disks, volblocksize: volblocksize_bytes, a label:
+    label_<name>); None for rep, which numbers repetitions."""
+    if name == "rep":
+        return None
+    if name == "workload":
+        return "workload"
+    if name in BY_NAME:
+        return "width" if name == "mirror_width" else BY_NAME[name].column
+    return LABEL_PREFIX + name
 
 
 def check_surface(surface: str | None) -> str | None:

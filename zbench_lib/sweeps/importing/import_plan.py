@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zbench_lib.core.errors import ConfigError, ZbenchError
-from zbench_lib.measure.fio_hist import run_histograms
-from zbench_lib.measure.imported_rows import CONFIG, FioReport, group_rows, other_options, read_report
+from zbench_lib.measure.imported_rows import CONFIG, FioReport, group_rows, has_lat_bins, other_options, read_report
 from zbench_lib.sweeps.importing.fields import FileFields, check_fields
 from zbench_lib.sweeps.importing.sources import Problem, SourceFile, sources
 from zbench_lib.sweeps.planning.blocks import run_id as make_run_id
@@ -46,6 +45,8 @@ class Unit:
     bins: bool                      # json+ lat bins (a latency histogram)
     lat_source: str                 # where its lat percentiles come from (imported_rows.lat_pct_source)
     options: dict                   # fio's other options (imported_rows.other_options): one in a cell
+    sha256: str = ""                # of the bytes read: the copy filed must be them (import_store)
+    rows: tuple = ()                # `group_rows` of those bytes: what the store's rebuild derives from the copy
 
 
 @dataclass(frozen=True)
@@ -115,18 +116,19 @@ def _unit_config(fields: FileFields, fio: dict, rel: str) -> dict:
 def _units(src: SourceFile, surface: str | None) -> list[Unit]:
     """The file's groups as units; ZbenchError (ConfigError too) in one line if it cannot be imported."""
     try:
-        text = src.path.read_text(errors="replace")
+        data = src.path.read_bytes()
     except OSError as e:
         raise ZbenchError(f"cannot read it: {e.strerror or e}") from None
-    report: FioReport = read_report(text)
+    report: FioReport = read_report(data.decode(errors="replace"))
+    sha = hashlib.sha256(data).hexdigest()
     fields = check_fields(src.fields, surface)
     out = []
     for g in report.groups():
         rows = group_rows(report, g)
         fio = {k: rows[0].get(k) for k in CONFIG if rows[0].get(k) is not None}
-        bins = bool(run_histograms({"jobs": report.group_jobs(g)}))
+        bins = has_lat_bins(report, g)
         out.append(Unit(src, fields, g, _unit_config(fields, fio, src.rel), report.version, report.notes, bins,
-                        rows[0]["lat_pct_source"], other_options(report, g)))
+                        rows[0]["lat_pct_source"], other_options(report, g), sha, tuple(rows)))
     return out
 
 

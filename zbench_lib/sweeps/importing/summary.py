@@ -10,7 +10,7 @@ from collections import Counter
 from zbench_lib.core.sizes import format_size
 from zbench_lib.measure.fio_layout import LAT_FROM_CLAT
 from zbench_lib.measure.imported_rows import CONFIG
-from zbench_lib.sweeps.importing.fields import LABEL_PREFIX
+from zbench_lib.sweeps.importing.fields import LABEL_PREFIX, column_of
 from zbench_lib.sweeps.importing.import_plan import ImportPlan
 
 _LISTED = 8                         # levels named per factor before "and N more"
@@ -36,12 +36,26 @@ def _levels(plan: ImportPlan, column: str) -> str:
     return f"{column.removeprefix(LABEL_PREFIX)}: {', '.join(shown)}{more}"
 
 
+def _named(plan: ImportPlan, name: str) -> str:
+    """A field by the name the path or the map gave it, with its levels (rep: its range)."""
+    if name == "rep":
+        reps = sorted({r.rep for r in plan.runs})
+        return f"rep: {reps[0]}-{reps[-1]}" if reps else "rep"
+    return f"{name}: " + _levels(plan, column_of(name)).split(": ", 1)[1]
+
+
+def _derived(plan: ImportPlan) -> str:
+    cols = [k for k in ("data_disks", "width", "vdevs") if any(c.factors.get(k) is not None for c in plan.cells)]
+    return f" (from each layout and its disks: {'; '.join(_levels(plan, k) for k in cols)})" if cols else ""
+
+
 def _columns(plan: ImportPlan) -> tuple[list[str], list[str], list[str]]:
-    """(columns the fields gave, labels, columns fio's JSON gave), in the order they are met."""
-    given = list(dict.fromkeys(k for r in plan.runs for k in r.unit.fields.columns))
-    fio = [k for k in CONFIG if k not in given and any(c.factors.get(k) is not None for c in plan.cells)]
-    return ([k for k in given if not k.startswith(LABEL_PREFIX)], [k for k in given if k.startswith(LABEL_PREFIX)],
-            fio)
+    """(names the fields gave, labels, columns fio's JSON gave), in the order they are met."""
+    given = [n for n in plan.field_names if n != "rep" and not column_of(n).startswith(LABEL_PREFIX)]
+    labels = [n for n in plan.field_names if n != "rep" and column_of(n).startswith(LABEL_PREFIX)]
+    filled = {k for r in plan.runs for k in r.unit.fields.columns}
+    fio = [k for k in CONFIG if k not in filled and any(c.factors.get(k) is not None for c in plan.cells)]
+    return given + (["rep"] if "rep" in plan.field_names else []), labels, fio
 
 
 def repetitions_text(plan: ImportPlan) -> str:
@@ -85,9 +99,9 @@ def describe(plan: ImportPlan) -> str:
              f"  files: {plan.candidates} found, {len({r.unit.source.rel for r in runs})} imported, "
              f"{len({p.rel for p in plan.problems})} left out" + (" (below)" if plan.problems else ""),
              f"  runs: {len(runs)} in {len(plan.cells)} cells; repetitions: {repetitions_text(plan)}",
-             "  from the path" + (" and the map" if plan.map_path else "") + ": "
-             + ("; ".join(_levels(plan, c) for c in fields) or "nothing"),
-             "  user labels: " + ("; ".join(_levels(plan, c) for c in labels) or "none"),
+             "  from the " + ("map" if plan.map_path and not plan.pattern else "path") + ": "
+             + ("; ".join(_named(plan, n) for n in fields) + _derived(plan) if fields else "nothing"),
+             "  user labels: " + ("; ".join(_named(plan, n) for n in labels) or "none"),
              "  from fio's JSON: " + ("; ".join(_levels(plan, c) for c in fio) or "nothing"),
              "  fio: " + ", ".join(f"{v} ({n} runs)" for v, n in sorted(versions.items()))
              + "".join(f"; {n} runs: {note}" for note, n in sorted(notes.items())),

@@ -128,12 +128,15 @@ def histogram_frame(runs: list[tuple[str, dict, list]], raw: Path) -> pd.DataFra
     completion latencies (its jobs' json+ bins summed; fio_hist), for the runs `results_frame`
     gets. A run recorded with plain json has no rows: an empty table says no run had bins. An imported run's
     are its group's bins in its copy of the fio file (measure/imported_rows.py)."""
-    recs = []
+    cols: dict[str, list] = {c: [] for c in HIST_COLUMNS}
     for run_id, _, _ in runs:
         for a in sorted(p for p in (Path(raw) / run_id).glob("attempt-*") if (p / "COMPLETE").exists()):
             bins = imported_histograms(a) if is_imported_run(a) else attempt_histograms(a)
-            recs += [{"run_id": run_id, "attempt": int(a.name.split("-")[1]), **r} for r in bins]
-    df = pd.DataFrame.from_records(recs, columns=HIST_COLUMNS)
+            cols["run_id"] += [run_id] * len(bins)
+            cols["attempt"] += [int(a.name.split("-")[1])] * len(bins)
+            for c in HIST_COLUMNS[2:]:          # columns, not a dict a bin: thousands of runs have 10^5-10^6 bins
+                cols[c] += [r[c] for r in bins]
+    df = pd.DataFrame(cols, columns=HIST_COLUMNS)
     return df.astype({"run_id": str, "attempt": "int64", "direction": str, "bin_ns": "int64", "count": "int64"})
 
 

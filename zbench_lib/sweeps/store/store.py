@@ -281,11 +281,10 @@ class Store:
 
     def file_attempt(self, run_id: str, files: dict, meta: dict) -> Path:
         """A finished attempt filed whole from files that exist already (an import: fio's JSON copied
-        unchanged): ``raw/<run_id>/attempt-1/`` with ``files`` ({name in the attempt: source path}),
+        unchanged): ``raw/<run_id>/attempt-1/`` with ``files`` ({name in the attempt: its bytes}),
         meta.json and COMPLETE, and no event and no fsync: the caller records the runs' events
         (`record_many`) and builds the store aside, made durable whole (`fsync_tree`) before it is renamed
         into place. A run that has an attempt already is refused."""
-        import shutil
         if not _RUN_ID_RE.match(run_id):
             raise ZbenchError(f"run id {run_id!r} must be a plain name")
         path = self.raw / run_id / "attempt-1"
@@ -293,9 +292,9 @@ class Store:
             path.mkdir(parents=True)
         except FileExistsError:
             raise ZbenchError(f"run {run_id} has an attempt already; raw results are never overwritten") from None
-        for name, source in files.items():
+        for name, data in files.items():
             (path / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, path / name)
+            (path / name).write_bytes(data)
         done = utc_now()
         meta = {**meta, "run_id": run_id, "attempt": 1, "completed_at": done}
         (path / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True, default=str) + "\n")
