@@ -477,3 +477,42 @@ def test_a_fresh_run_of_the_installed_fio_imports(tmp_path):
     (row,) = load_sweep(tmp_path / "store").results.to_dict("records")
     assert result.rows == 1 and row["layout"] == "raidz1" and row["data_disks"] == 3 and row["iops"] > 0
     assert verify(tmp_path / "store").attrs["manifest"].startswith("checked")
+
+
+def test_an_imported_store_packs_and_its_pack_verifies(tmp_path):
+    from zbench_lib.sweeps.store.publish import pack
+    import_fio(tree(tmp_path / "src", CELLS[:2], reps=2), tmp_path / "store", ImportOptions(path_pattern=PATTERN))
+    packed = pack(tmp_path / "store", tmp_path / "packed")
+    assert verify(packed).attrs["manifest"].startswith("checked: ") and not (packed / "raw").exists()
+
+
+def test_the_first_screen_of_an_imported_block_size_study_with_two_widths_of_a_layout(tmp_path):
+    from zbench_lib.analysis.data.flags import select_admissible
+    from zbench_lib.analysis.report.headline import study_headline
+    from zbench_lib.analysis.report.report import applicable_notebooks
+    cells = [("raidz2", d, v) for d in (4, 6) for v in ("4k", "16k")]
+    import_fio(tree(tmp_path / "src", cells, reps=2), tmp_path / "store", ImportOptions(path_pattern=PATTERN))
+    sweep = load_sweep(tmp_path / "store")
+    adm = select_admissible(sweep.results, False)
+    assert applicable_notebooks(adm) == ["analysis-scaling", "analysis-volblocksize"]
+    head = study_headline(sweep, adm, False)
+    assert head["kind"] == "scaling" and head["answers"]
+    labelled = adm.assign(label_kernel=["6.1", "6.6"] * (len(adm) // 2))
+    assert "analysis-volblocksize" not in applicable_notebooks(labelled)     # its maps cannot hold the label
+
+
+def test_zb_load_result_reads_one_imported_configuration_and_says_what_it_cannot(tmp_path):
+    import_fio(FIX / "randread-libaio-lat.json", tmp_path / "store", ImportOptions(environment={"host": "bench1"}))
+    text = repr(zb.load_result(tmp_path / "store"))
+    assert text.startswith("layout not recorded, randread-4k 4K x4\nIOPS: 2,997")
+    assert "n = 1 imported runs (whether they ran on one pool is not recorded)" in text
+    assert "Imported fio results (1 runs read from fio JSON measured elsewhere)" in text and "host bench1" in text
+
+
+def test_a_controller_s_report_imports_with_its_clients_and_its_check(tmp_path):
+    import_fio(CLIENTS, tmp_path / "store")
+    sweep = load_sweep(tmp_path / "store")
+    (row,) = sweep.results.to_dict("records")
+    assert row["clients"] == 2 and row["client_fio_sum_agrees"] is True and sweep.histograms["count"].sum() == 6002
+    assert "but where fio's own figures allow: the clients' sum against fio's 'All clients' in 1 runs" in \
+        caveat_line(sweep.results)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from zbench.errors import InvalidInput
-from zbench_lib.analysis.claims.caveats import io_path_line
+from zbench_lib.analysis.claims.caveats import import_line, io_path_line
 from zbench_lib.analysis.data.columns import config_columns
 from zbench_lib.analysis.data.flags import select_admissible, truth_summary
 from zbench_lib.analysis.data.replication import to_units
@@ -137,20 +137,26 @@ class Result:
         """The metric the workload is judged in (IOPS for random, bandwidth for sequential)."""
         return workload_metric(self.first.get("workload"), self.first.get("template"))
 
+    def _said(self, column: str):
+        """The first row's value of `column`, None where the rows do not say it (an imported run's pool)."""
+        v = self.first.get(column)
+        return None if v is None or (not isinstance(v, str) and pd.isna(v)) else v
+
     @property
     def label(self) -> str:
-        f = self.first
-        block = f.get("volblocksize_bytes", f.get("recordsize_bytes"))
-        return (f"{f.get('layout_label', f.get('layout'))}, {format_size(int(block))} volblocksize, "
-                f"{f.get('workload')} {format_size(int(f.get('bs_bytes')))} x{int(f.get('iodepth'))} "
-                f"on {f.get('disk_model')}")
+        block = self._said("volblocksize_bytes") or self._said("recordsize_bytes")
+        bs, depth, model = self._said("bs_bytes"), self._said("iodepth"), self._said("disk_model")
+        return (f"{self._said('layout_label') or self._said('layout') or 'layout not recorded'}, "
+                + (f"{format_size(int(block))} volblocksize, " if block else "")
+                + f"{self._said('workload')}" + (f" {format_size(int(bs))}" if bs else "")
+                + (f" x{int(depth)}" if depth else "") + (f" on {model}" if model else ""))
 
     @property
     def short_label(self) -> str:
-        f = self.first
-        block = f.get("volblocksize_bytes", f.get("recordsize_bytes"))
-        return " ".join(str(x) for x in (f.get("layout_label", f.get("layout")), format_size(int(block)),
-                                         f.get("workload"), f.get("disk_model")))
+        block = self._said("volblocksize_bytes") or self._said("recordsize_bytes")
+        return " ".join(str(x) for x in (self._said("layout_label") or self._said("layout"),
+                                         format_size(int(block)) if block else None, self._said("workload"),
+                                         self._said("disk_model")) if x is not None)
 
     @cached_property
     def stats(self) -> pd.DataFrame:
@@ -214,6 +220,8 @@ class Result:
         unit = UNITS[self.metric][0]
         runs, excluded, described, unjudged = self._check_counts()
         unit_of_n = "runs of one pool (the interval holds for that pool)" if n and self.pool_count < 2 else "pools"
+        if self._said("imported"):           # an imported sweep does not say whether its runs shared a pool
+            unit_of_n = "imported runs (whether they ran on one pool is not recorded)"
         raised = ", ".join(f"{r.flag[5:]} {r.raised}/{r.runs}" for r in self.raised().itertuples()) or "none"
         return [self.label,
                 f"{unit}: {_fmt(mean)} (95% CI {_fmt(lo)}-{_fmt(hi)}, n = {n} {unit_of_n})",
@@ -221,6 +229,7 @@ class Result:
                 f"p99 latency: {self.p99_text()}" + (f"; {path}" if (path := io_path_line(self.rows)) else ""),
                 f"truth checks: {runs} runs, {excluded} excluded, {described} described, "
                 f"{unjudged} with a check not judged; raised: {raised}",
+                *([imported] if (imported := import_line(self.rows)) else []),     # what an import cannot say
                 f"store: {self.path}"]
 
     def __repr__(self) -> str:

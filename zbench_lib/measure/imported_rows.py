@@ -277,27 +277,28 @@ def group_rows(report: FioReport, group: int) -> list[dict]:
     fsync = str(job_options(report.data, jobs[0]).get("fsync", "0")).strip() not in ("0", "")
     workload, template = workload_of(ran, jobs[0].get("jobname"), fsync)
     hist = run_histograms({"jobs": jobs}) if len(jobs) > 1 else []     # one job's row keeps fio's own figures
-    out = []
+    notes = "; ".join([*report.notes, *([] if report.options_recorded() else [NO_OPTIONS])])
+    out, why = [], []
     for direction in (d for d in DIRECTIONS if any(r["direction"] == d for _, rows, _ in per_job for r in rows)):
         bins = [(h["bin_ns"], h["count"]) for h in hist if h["direction"] == direction]
         row, short = _merge(direction, per_job, bins)
-        notes = [*report.notes, *([] if report.options_recorded() else [NO_OPTIONS])]
         source = _lat_source(jobs, direction)
         row.update(ran, workload=workload, template=template, fio_jobs=len(per_job), groupid=group,
-                   lat_pct_source=source, import_notes="; ".join(notes), _short=short if source else NO_LAT)
+                   lat_pct_source=source, import_notes=notes)
         if report.clients is not None:
             row.update(clients=_endpoints(jobs), client_fio_sum_agrees=_client_check(report, group, direction))
         out.append(row)
-    return _judged(out, jobs)
+        why.append(short if source else NO_LAT)
+    return _judged(out, why, jobs)
 
 
-def _judged(rows: list[dict], jobs: list[dict]) -> list[dict]:
-    """`judge_run_tails` on a group's merged rows, their sync calls counted over the group's jobs."""
+def _judged(rows: list[dict], why: list[str], jobs: list[dict]) -> list[dict]:
+    """`judge_run_tails` on a group's merged rows (their sync calls counted over the group's jobs), each
+    row's `tail_not_judged` led by why its percentiles are empty beyond its I/O count (`why`)."""
     syncs = sum(int((j.get("sync") or {}).get("total_ios") or 0) for j in jobs)
     data = {"jobs": [{"jobname": r["jobname"], "groupid": r["groupid"], "sync": {"total_ios": syncs}} for r in rows]}
     out = []
-    for row in judge_run_tails(rows, data):
-        short = row.pop("_short")
+    for row, short in zip(judge_run_tails(rows, data), why):
         row["tail_not_judged"] = "; ".join(t for t in (short, row["tail_not_judged"]) if t)
         out.append(row)
     return out

@@ -30,7 +30,6 @@ from zbench_lib.zfs import families
 from zbench_lib.zfs.layouts import Layout
 
 LABEL_PREFIX = "label_"             # analysis/data/columns.LABEL_PREFIX (a test keeps the two equal)
-OWN = ("rep", "workload")           # the import's own names, beside the registry's and the labels
 _LABEL_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _RELEASE = re.compile(r"\d+\.\d+(\.\d+)?")
 _MAX_LABEL = 64

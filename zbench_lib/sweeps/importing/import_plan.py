@@ -101,7 +101,7 @@ class ImportPlan:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True, default=str) + "\n"
 
 
-def _unit_config(fields: FileFields, fio: dict, rel: str) -> dict:
+def _unit_config(fields: FileFields, fio: dict) -> dict:
     """A group's configuration: fio's statement with the fields over it where fio says nothing; a field fio
     contradicts raises."""
     out = dict(fio)
@@ -127,7 +127,7 @@ def _units(src: SourceFile, surface: str | None) -> list[Unit]:
         rows = group_rows(report, g)
         fio = {k: rows[0].get(k) for k in CONFIG if rows[0].get(k) is not None}
         bins = has_lat_bins(report, g)
-        out.append(Unit(src, fields, g, _unit_config(fields, fio, src.rel), report.version, report.notes, bins,
+        out.append(Unit(src, fields, g, _unit_config(fields, fio), report.version, report.notes, bins,
                         rows[0]["lat_pct_source"], other_options(report, g), sha, tuple(rows)))
     return out
 
