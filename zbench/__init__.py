@@ -31,8 +31,8 @@ from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.paths import REPO_ROOT
 from zbench_lib.core.sizes import parse_size
 
-__all__ = ["Config", "InvalidInput", "LabHandle", "Result", "estimate", "lab", "load_result", "measure",
-           "set_defaults"]
+__all__ = ["Config", "InvalidInput", "LabHandle", "Result", "estimate", "import_fio", "lab", "load_result",
+           "measure", "set_defaults"]
 
 # What a what-if runs when not told otherwise: three pools, each created and prefilled on its own, one run
 # on each (the unit of its interval is a pool, so it speaks for the layout, not for one pool: issue 45),
@@ -241,3 +241,23 @@ def measure(config=None, *, lab: LabHandle | None = None, out=None, progress: bo
         spec_path.write_text(text, encoding="utf-8")
         sweep_dir = run_sweep(spec_path, root, sweep_id=sweep_id, progress=progress, log=log, host=node)
     return load_result(sweep_dir, config=asdict(cfg))
+
+
+def import_fio(src, out, *, dry_run: bool = False, **options):
+    """Read fio JSON results measured elsewhere (`src`: a file or a directory) into a new sweep store at
+    `out`, as `zbench import` does; the ImportResult (`.summary`, `.path`). `options` are the command's:
+    path_pattern, map_path, environment (a dict: zfs, host, kernel...), question, surface, set_aside. A file
+    that cannot be imported refuses the import in one line per file (InvalidInput) unless set_aside=True;
+    `zb.load_result` and the analysis notebooks read the store like any sweep's."""
+    from dataclasses import fields
+
+    from zbench_lib.core.errors import ZbenchError
+    from zbench_lib.sweeps.importing.import_store import ImportOptions, import_fio as run_import
+    known = [f.name for f in fields(ImportOptions)]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise InvalidInput(f"unknown option(s) {', '.join(unknown)}; import_fio takes {', '.join(known)}")
+    try:
+        return run_import(src, out, ImportOptions(**options), dry_run=dry_run)
+    except ZbenchError as e:
+        raise InvalidInput(str(e)) from None

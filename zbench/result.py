@@ -17,8 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from zbench.errors import InvalidInput
-from zbench_lib.analysis.claims.caveats import io_path_line
-from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
+from zbench_lib.analysis.claims.caveats import import_line, io_path_line
+from zbench_lib.analysis.data.columns import config_columns
 from zbench_lib.analysis.data.flags import select_admissible, truth_summary
 from zbench_lib.analysis.data.replication import to_units
 from zbench_lib.analysis.data.sweep_data import Sweep, load_sweep
@@ -138,20 +138,26 @@ class Result:
         """The metric the workload is judged in (IOPS for random, bandwidth for sequential)."""
         return workload_metric(self.first.get("workload"), self.first.get("template"))
 
+    def _said(self, column: str):
+        """The first row's value of `column`, None where the rows do not say it (an imported run's pool)."""
+        v = self.first.get(column)
+        return None if v is None or (not isinstance(v, str) and pd.isna(v)) else v
+
     @property
     def label(self) -> str:
-        f = self.first
-        block = f.get("volblocksize_bytes", f.get("recordsize_bytes"))
-        return (f"{f.get('layout_label', f.get('layout'))}, {format_size(int(block))} volblocksize, "
-                f"{f.get('workload')} {format_size(int(f.get('bs_bytes')))} x{int(f.get('iodepth'))} "
-                f"on {f.get('disk_model')}")
+        block = self._said("volblocksize_bytes") or self._said("recordsize_bytes")
+        bs, depth, model = self._said("bs_bytes"), self._said("iodepth"), self._said("disk_model")
+        return (f"{self._said('layout_label') or self._said('layout') or 'layout not recorded'}, "
+                + (f"{format_size(int(block))} volblocksize, " if block else "")
+                + f"{self._said('workload')}" + (f" {format_size(int(bs))}" if bs else "")
+                + (f" x{int(depth)}" if depth else "") + (f" on {model}" if model else ""))
 
     @property
     def short_label(self) -> str:
-        f = self.first
-        block = f.get("volblocksize_bytes", f.get("recordsize_bytes"))
-        return " ".join(str(x) for x in (f.get("layout_label", f.get("layout")), format_size(int(block)),
-                                         f.get("workload"), f.get("disk_model")))
+        block = self._said("volblocksize_bytes") or self._said("recordsize_bytes")
+        return " ".join(str(x) for x in (self._said("layout_label") or self._said("layout"),
+                                         format_size(int(block)) if block else None, self._said("workload"),
+                                         self._said("disk_model")) if x is not None)
 
     @cached_property
     def stats(self) -> pd.DataFrame:
@@ -215,6 +221,8 @@ class Result:
         unit = UNITS[self.metric][0]
         runs, excluded, described, unjudged = self._check_counts()
         unit_of_n = "runs of one pool (the interval holds for that pool)" if n and self.pool_count < 2 else "pools"
+        if self._said("imported"):           # an imported sweep does not say whether its runs shared a pool
+            unit_of_n = "imported runs (whether they ran on one pool is not recorded)"
         raised = ", ".join(f"{r.flag[5:]} {r.raised}/{r.runs}" for r in self.raised().itertuples()) or "none"
         return [self.label,
                 f"{unit}: {_fmt(mean)} (95% CI {_fmt(lo)}-{_fmt(hi)}, n = {n} {unit_of_n})",
@@ -222,6 +230,7 @@ class Result:
                 f"p99 latency: {self.p99_text()}" + (f"; {path}" if (path := io_path_line(self.rows)) else ""),
                 f"truth checks: {runs} runs, {excluded} excluded, {described} described, "
                 f"{unjudged} with a check not judged; raised: {raised}",
+                *([imported] if (imported := import_line(self.rows)) else []),     # what an import cannot say
                 f"store: {self.path}"]
 
     def __repr__(self) -> str:
@@ -306,7 +315,7 @@ def load_result(sweep_dir, config: dict | None = None, where: dict | None = None
     """
     sweep = load_sweep(Path(sweep_dir))
     rows = _selected(sweep.results, dict(where or {}))
-    varying = {c: sorted({str(v) for v in rows[c].dropna()}) for c in _IDENTIFYING if c in rows}
+    varying = {c: sorted({str(v) for v in rows[c].dropna()}) for c in _identifying(rows) if c in rows}
     varying = {c: vs for c, vs in varying.items() if len(vs) > 1}
     if varying:
         cells = len(rows.drop_duplicates(list(varying)))
@@ -316,8 +325,9 @@ def load_result(sweep_dir, config: dict | None = None, where: dict | None = None
     return Result(sweep._replace(results=rows.reset_index(drop=True)), config)
 
 
-# What tells one configuration from another in a sweep's rows (a direction is a half of one run: not one).
-_IDENTIFYING = tuple(c for c in CONFIG_COLUMNS if c != "direction")
+def _identifying(rows: pd.DataFrame) -> tuple:
+    """What tells one configuration from another in a sweep's rows (a direction is a half of one run: not one)."""
+    return tuple(c for c in config_columns(rows) if c != "direction")
 
 
 def _selected(rows: pd.DataFrame, where: dict) -> pd.DataFrame:
@@ -325,7 +335,7 @@ def _selected(rows: pd.DataFrame, where: dict) -> pd.DataFrame:
     for column, value in where.items():
         if column not in rows:
             raise InvalidInput(f"where: the results have no column {column!r}; configuration columns: "
-                               + ", ".join(c for c in _IDENTIFYING if c in rows))
+                               + ", ".join(c for c in _identifying(rows) if c in rows))
         kept = rows[rows[column].astype(str) == str(value)]
         if kept.empty:
             have = ", ".join(sorted({str(v) for v in rows[column].dropna()}))

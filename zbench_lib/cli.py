@@ -227,6 +227,28 @@ def cmd_pack(args):
           f"manifest {rows.attrs['manifest']}")
 
 
+def _key_values(items, what: str) -> dict:
+    out = {}
+    for text in items:
+        key, eq, value = text.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(f"{what} {text!r}: write KEY=VALUE, e.g. zfs=2.2.2")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def cmd_import(args):
+    from zbench_lib.sweeps.importing.import_store import ImportOptions, import_fio
+    opts = ImportOptions(path_pattern=args.path_pattern, map_path=args.map, question=args.question,
+                         environment=_key_values(args.env, "--env"), surface=args.surface, set_aside=args.set_aside)
+    result = import_fio(args.src, args.out, opts, dry_run=args.dry_run)
+    print(result.summary)
+    if result.path is not None:
+        print(f"imported {len(result.plan.runs)} runs into {result.path} in {result.seconds:.1f} s "
+              f"({result.rows} rows); next: zbench verify {result.path}, zbench report {result.path}")
+    return 0
+
+
 def cmd_verify(args):
     from zbench_lib.sweeps.store.publish import verify
     if not Path(args.packed_dir).is_dir():         # before verify's manifest warning and its exception name
@@ -313,6 +335,25 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 (one statement p
                     help="wall-time budget per cell (default: what the sweep's own design cost a cell)")
     pa.add_argument("--metric", default="iops", help="the results column the components are of")
     pa.set_defaults(func=cmd_plan_advice)
+    im = sub.add_parser("import", help="read fio JSON results measured elsewhere into a new sweep store",
+                        description="Read fio JSON / json+ files (any fio release, one job or several, client/server "
+                                    "output) into a new sweep store the analysis, reports and catalogue read.")
+    im.add_argument("src", help="a fio JSON file, or a directory whose *.json files are read")
+    im.add_argument("--out", required=True, help="the new sweep store (must not exist), e.g. data/sweeps/my-import")
+    im.add_argument("--path-pattern", metavar="PATTERN",
+                    help="the files' path below SRC with {field} where a factor or label stands, e.g. "
+                         "'{layout}/{disks}-disks/vbs-{volblocksize}/run-{rep}/fio.json'")
+    im.add_argument("--map", metavar="FILE", help="a CSV (a 'file' column) or YAML map from file to its fields")
+    im.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                    help="the environment the files were measured in, as known (zfs=2.2.2, host=bench1, "
+                         "kernel=6.1.0); repeatable; anything not given is 'not recorded'")
+    im.add_argument("--question", help="the question the sweep answers (the report's first line)")
+    im.add_argument("--surface", choices=["zvol", "dataset", "fs-on-zvol", "raw"],
+                    help="what fio ran on, if known (else 'not recorded')")
+    im.add_argument("--set-aside", action="store_true",
+                    help="import the files that can be and name the others, instead of refusing the import")
+    im.add_argument("--dry-run", action="store_true", help="print the summary (files, cells, factors) and exit")
+    im.set_defaults(func=cmd_import)
     pk = sub.add_parser("pack", help="pack a finished sweep for publication (raw/ as one xz archive)")
     pk.add_argument("sweep_dir", help="a finished sweep directory")
     pk.add_argument("dest", help="new directory, e.g. data/examples/my-study")

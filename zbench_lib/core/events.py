@@ -60,9 +60,10 @@ class Event(str, Enum):
     POOL_LOST = "pool lost"
 
     # -- runs and attempts (sweeps/store/store.py, sweeps/running/run_loop.py) -------------------------
-    # Store.begin_attempt, the attempt directory made: run_id, attempt
+    # Store.begin_attempt, the attempt directory made (an import: each run Store.file_attempt filed): run_id,
+    # attempt
     RUN_STARTED = "run started"
-    # Store.complete_attempt, COMPLETE written: run_id, attempt
+    # Store.complete_attempt, COMPLETE written (an import: likewise, with the run filed): run_id, attempt
     RUN_COMPLETED = "run completed"
     # run_loop.measured_run, the rows derived: run_id, attempt, invalidating_flags, described_flags
     # (before flag kinds, issue 27: truth_flags)
@@ -80,6 +81,12 @@ class Event(str, Enum):
     RUN_DISCARDED = "run discarded"
     # Store.set_aside_invalid, a COMPLETE attempt whose files do not parse: run_id, attempt, path, reason
     ATTEMPT_INVALID = "attempt invalid"
+
+    # -- an import of fio results (sweeps/importing/import_store.py) ------------------------------------
+    # the import's files filed, once, before the runs: source, path_pattern, map, files, runs, cells, set_aside
+    FIO_IMPORTED = "fio imported"
+    # a file of the source left out of the import: file (relative to the source), reason
+    IMPORT_SET_ASIDE = "import set aside"
 
     # -- the repetition rule (sweeps/planning/schedule.py, recorded by run_loop.flush) -----------------
     # Stein's pilot judged, once a cell: cell_id, design, metric, Stein's numbers, reason

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import cache
 from pathlib import Path
 
 from typing import TYPE_CHECKING
@@ -55,6 +56,7 @@ _CLAT = {"clat_p99_ns": Fraction(99, 100)}     # the completion half, kept besid
 _SYNC = {"sync_lat_p99_ns": Fraction(99, 100)}
 
 
+@cache
 def min_ios(q) -> int:
     """I/Os a q-quantile needs: BEYOND / (1 - q), so that 10 I/Os are expected beyond it.
 

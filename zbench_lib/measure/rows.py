@@ -17,6 +17,7 @@ from zbench_lib.measure.device_health import per_device_service
 from zbench_lib.measure.fio_hist import judge_run_tails
 from zbench_lib.measure.fio_parse import load_fio_json, parse_fio_json, parse_fio_logs_dir
 from zbench_lib.measure.host_load import summarize as summarize_host_load
+from zbench_lib.measure.imported_rows import imported_rows, is_imported_run
 from zbench_lib.measure.run_context import RunContext, RunFacts
 from zbench_lib.measure.run_summary import fio_timeseries, iops_series, summarize_counters
 from zbench_lib.measure.truth import flag_columns, truth_checks
@@ -114,7 +115,10 @@ def _layout_facts(raw_dir: Path) -> dict:
 
 
 def parse_results(attempt_dir: Path, meta: dict) -> list[dict]:
-    """Rows of one run, derived from its raw files (used by Store.rebuild_results)."""
+    """Rows of one run, derived from its raw files (used by Store.rebuild_results); an imported run's
+    from its copy of the fio file (`imported_rows`: no counters, no run.json)."""
+    if is_imported_run(attempt_dir):
+        return imported_rows(attempt_dir, meta)
     rows, _ = derive_rows(attempt_dir)
     ctx = RunContext.from_record(json.loads((Path(attempt_dir) / "run.json").read_text()).get("context", {}))
     extra = {"sweep_id": meta.get("sweep"), "config_id": meta.get("cell_id"),

@@ -133,7 +133,8 @@ def answer_scaling(scal: pd.DataFrame, band: float = LINEAR_BAND) -> list[dict]:
             verdicts[state].append(lead)
             clauses.append(clause)
         head = "; ".join(f"{state} for {', '.join(names)}" for state, names in verdicts.items() if names)
-        subject = " ".join(str(k) for k in key if pd.notna(k)) or ALL_RUNS
+        # each setting said as a reader says it ("16K", "kernel 6.1"); a workload's name stands alone
+        subject = " ".join(setting_text(c, k) for c, k in zip(by, key) if pd.notna(k)) or ALL_RUNS
         out.append(dict(subject=f"{subject} ({UNITS.get(metric, metric)})",
                         text=f"linear scaling {head}. Efficiency at the largest pool: " + ", ".join(clauses) + "."
                         + _stated(levels)))

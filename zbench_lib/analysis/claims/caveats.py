@@ -6,7 +6,9 @@ name suggests (a loopback NFS mount, ext4 on a zvol, client VMs over QEMU's user
 for rows whose declared L2ARC warm-up fell short (their reads met a partly cold cache), and for
 dataset rows that compare two I/O paths across OpenZFS releases (O_DIRECT honoured on 2.3, buffered
 on 2.1). ``io_path_line(results)`` is the one sentence every page and export carries on the I/O path
-each workload took (issue 44). Only what the results contain.
+each workload took (issue 44). ``import_line(results)`` is what an imported sweep's rows cannot say
+(issue 49: no counters, so no truth check beyond fio's own figures, the environment as given, one run per
+cell), carried by every page and export in the same caveat line. Only what the results contain.
 """
 
 from __future__ import annotations
@@ -61,6 +63,53 @@ def io_path_line(df: pd.DataFrame) -> str:
     for _, row in paths.iterrows():
         by_workload.setdefault(str(row["workload"]), []).append(_path(row))
     return "I/O path: " + "; ".join(f"{w} {' or '.join(dict.fromkeys(p))}" for w, p in by_workload.items()) + "."
+
+
+def _imported(df: pd.DataFrame) -> pd.DataFrame:
+    if "imported" not in df.columns:
+        return df.iloc[0:0]
+    return df[df["imported"].astype("boolean").fillna(False).to_numpy(bool)]
+
+
+def _runs_with(rows: pd.DataFrame, column: str) -> int:
+    return int(rows.loc[rows[column].notna(), "run_id"].nunique()) if column in rows.columns else 0
+
+
+def _one_run_cells(rows: pd.DataFrame) -> str:
+    """'One run per cell: no interval.', 'k of n cells have one run: no interval there.' or ''."""
+    cell = "config_id" if "config_id" in rows.columns else "cell_id"
+    runs = rows.groupby(cell)["run_id"].nunique()
+    one = int((runs == 1).sum())
+    if not one:
+        return ""
+    return " One run per cell: no interval." if one == len(runs) else \
+        f" {one} of {len(runs)} cells have one run: no interval there."
+
+
+def import_line(df: pd.DataFrame) -> str:
+    """What imported rows cannot say (see the module's text); "" when no row was imported.
+
+    >>> rows = pd.DataFrame({"imported": [True, True], "run_id": ["a", "b"], "config_id": ["c1", "c2"],
+    ...                      "import_environment": ["not recorded"] * 2})
+    >>> import_line(rows)[:60]
+    'Imported fio results (2 runs read from fio JSON measured else'
+    """
+    rows = _imported(df)
+    if rows.empty:
+        return ""
+    runs = rows["run_id"].nunique()
+    steady, clients = _runs_with(rows, "flag_not_steady"), _runs_with(rows, "client_fio_sum_agrees")
+    judged = [f"not_steady from fio's own steadystate in {steady} runs" if steady else "",
+              f"the clients' sum against fio's 'All clients' in {clients} runs" if clients else ""]
+    judged_text = "; ".join(j for j in judged if j)
+    judged_text = f", but where fio's own figures allow: {judged_text}" if judged_text else \
+        " (fio's own figures allow none here)"
+    env = sorted(set(rows["import_environment"].dropna().astype(str))) if "import_environment" in rows else []
+    env_text = "; ".join(env) if env else "not recorded"
+    of = f" ({runs} of {df['run_id'].nunique()} runs)" if len(rows) < len(df) else ""
+    return (f"Imported fio results ({runs} runs read from fio JSON measured elsewhere{of}): no counters were recorded, "
+            f"so the truth checks are not judged{judged_text}; whether repetitions ran on one pool or on re-created "
+            f"ones is not recorded; environment: {env_text}." + _one_run_cells(rows))
 
 
 def _configurations(df: pd.DataFrame) -> pd.Series:

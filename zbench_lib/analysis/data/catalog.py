@@ -105,9 +105,31 @@ def _release(text) -> str | None:
     return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
+IMPORTED = "fio import"             # provenance.json's origin of an imported sweep (sweeps/importing/import_store.py)
+NOT_RECORDED = "not recorded"
+
+
+def _imported_environment(p: Path) -> Environment | None:
+    """An imported sweep's environment as its user gave it (provenance.json), "not recorded" where not."""
+    try:
+        prov = json.loads((p / "provenance.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(prov, dict) or prov.get("origin") != IMPORTED:
+        return None
+    env = prov.get("environment") or {}
+    m = re.search(r"(\d+)\.(\d+)", str(env.get("zfs", "")))
+    return Environment(str(p), f"{m.group(1)}.{m.group(2)}" if m else NOT_RECORDED,
+                       str(env.get("disk_model") or NOT_RECORDED), str(env.get("host") or NOT_RECORDED))
+
+
 def environment(sweep_dir, disk_models=()) -> Environment:
-    """A sweep's environment from its host provenance files (one per session) and its disk models."""
+    """A sweep's environment from its host provenance files (one per session) and its disk models; an imported
+    sweep's from what its user gave (`zbench import --env`), "not recorded" where nothing was given."""
     p = Path(sweep_dir)
+    imported = _imported_environment(p)
+    if imported is not None:
+        return imported
     releases, hosts = set(), set()
     for f in sorted(p.glob("host-provenance-*.json")):
         try:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
+from zbench_lib.analysis.data.columns import config_columns
 from zbench_lib.analysis.data.flags import admissible_mask, raised_by_kind, replacement_mask
 from zbench_lib.measure.judging import DESCRIBES, INVALIDATES
 from zbench_lib.analysis.data.replication import pool_frame
@@ -29,8 +29,12 @@ _REPLICATE_SUFFIX = re.compile(r"-pr\d+$")      # sweeps/planning/blocks.replica
 _PER_POOL = ("pool_id", "target_id", "pool_replicate")   # differ between a configuration's pools
 # What identifies a cell when there is no plan: its ids, then every configuration column (`columns`, where
 # each factor of the registry has its column), so two cells differing only in a factor stay two.
-_CELL_COLUMNS = tuple(dict.fromkeys(("sweep_id", "cell_id", "config_id", "pool_id", "workload", "template",
-                                     *CONFIG_COLUMNS)))
+_CELL_COLUMNS = ("sweep_id", "cell_id", "config_id", "pool_id", "workload", "template")
+
+
+def _cell_columns(results: pd.DataFrame) -> tuple:
+    """The ids, then every configuration column `results` can have (its user labels too)."""
+    return tuple(dict.fromkeys((*_CELL_COLUMNS, *config_columns(results))))
 
 
 def load_plan(path, sweep_id: str | None = None) -> pd.DataFrame:
@@ -224,7 +228,7 @@ def cell_status(results: pd.DataFrame, plan: pd.DataFrame | None = None,
             names + described + ["_excl", "_repl"]].any().reset_index()
     agg = _per_cell(d, key, names, described, include_flagged)
     if plan is None:
-        cells = results.drop_duplicates(key + ["direction"])[[c for c in _CELL_COLUMNS if c in results]]
+        cells = results.drop_duplicates(key + ["direction"])[[c for c in _cell_columns(results) if c in results]]
     else:
         seen = agg.groupby(key)["direction"].apply(list).to_dict()
         cells = pd.DataFrame([{**c, "direction": dr} for c in plan.to_dict("records")

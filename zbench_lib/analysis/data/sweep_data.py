@@ -15,7 +15,7 @@ from typing import NamedTuple
 import pandas as pd
 import yaml
 
-from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
+from zbench_lib.analysis.data.columns import LABEL_PREFIX, config_columns
 from zbench_lib.analysis.data.coverage import load_plan
 from zbench_lib.analysis.data.flags import normalise_flags
 from zbench_lib.core.errors import ConfigError
@@ -41,11 +41,16 @@ def setting_text(column: str, value) -> str:
     ['no SLOG', 'SLOG', '2 L2ARC disks', 'sync always']
     >>> setting_text("volblocksize_bytes", 16384), setting_text("layout", "raidz2"), setting_text("iodepth", 4)
     ('16K', 'raidz2', 'iodepth 4')
+    >>> setting_text("label_kernel", "6.1")
+    'kernel 6.1'
     >>> [setting_text("load", v) for v in ("saturation", "0.5", "2000iops")]
     ['closed loop, at saturation', 'at 50% of saturation (open loop)', 'at 2,000 IOPS offered (open loop)']
     """
     if column == "load":        # the load factor (methods §21): every percentile says the load it was measured at
         return load_text(value)
+    if str(column).startswith(LABEL_PREFIX):      # an imported sweep's user label, said by its own name
+        name = column.removeprefix(LABEL_PREFIX)
+        return f"no {name}" if pd.isna(value) else f"{name} {value}"
     if pd.isna(value):
         return f"no {column}"
     if column in AUX_VDEVS and not isinstance(value, str) and float(value).is_integer():
@@ -193,7 +198,7 @@ def varying_columns(df: pd.DataFrame, exclude=()) -> list[str]:
     nothing, and labels stay short.
     """
     out = []
-    for c in (c for c in CONFIG_COLUMNS if c in df.columns and c not in exclude):
+    for c in (c for c in config_columns(df) if c in df.columns and c not in exclude):
         if df[c].nunique() > 1 and (not out or (df.groupby(out, dropna=False)[c].nunique() > 1).any()):
             out.append(c)
     return out

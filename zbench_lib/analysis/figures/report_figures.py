@@ -290,9 +290,11 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
     percentiles are drawn, and only where the text judges them.
     """
     panel = [c for c in ("workload", "direction") if c in df]
-    # A column each level fixes (a mirror's width along layout) would name lines of one point each: not a line
+    # A column each level fixes (a mirror's width along layout) would name lines of one point each: not a line;
+    # a layout's width that varies within the layout (raidz2 of 4 and of 6 beside each block size) is one
     others = [c for c in varying_columns(df, exclude=tuple(panel) + (factor,) + ((series,) if series else ()))
-              if (c not in LAYOUT_COLUMNS or series != "layout") and df.groupby(factor)[c].nunique().max() > 1]
+              if (c not in LAYOUT_COLUMNS or series != "layout" or df.groupby(series)[c].nunique().max() > 1)
+              and df.groupby(factor)[c].nunique().max() > 1]
     if others:          # a line per configuration, never a point pooling several (disk counts, widths, ...)
         # the tails get the same line names, or none are drawn: a level's several configurations
         # would otherwise share one latency point

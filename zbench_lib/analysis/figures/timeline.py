@@ -1,12 +1,14 @@
 """One run, layer by layer: what fio asked for, what the pool did, what the disks saw.
 
-    has_run(sweep_dir, run_id)       whether its raw files are there (synthetic sweeps: no)
+    has_run(sweep_dir, run_id)       whether its raw files are there with layers to draw (synthetic sweeps
+                                     and imported runs, fio's JSON alone: no)
     run_files(sweep_dir, run_id)     context manager: the run's COMPLETE attempt directory,
                                      from raw/ or, for a packed sweep, from raw.tar.xz
     layer_series(attempt_dir)        tidy (t_s, layer, metric, value): operations and bytes
                                      per second for fio, the pool and its disks, t_s from
                                      the start of the measurement window
-    typical_run(df, metric)          the run closest to the median of the largest configuration
+    typical_run(df, metric)          the run closest to the median of the largest configuration ("" when no
+                                     run has layers: an imported sweep)
 
 A gap between the layers is the story of a run: devices busier than fio means read-modify-
 write or parity; a pool quieter than fio means the ARC answered.
@@ -25,6 +27,7 @@ from zbench_lib.analysis.data.metrics import metric_of
 from zbench_lib.measure.counters import parse_sampler_dir
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.measure.fio_parse import parse_fio_logs_dir
+from zbench_lib.measure.imported_rows import IMPORT_DIR, is_imported_run
 from zbench_lib.measure.rows import run_record
 from zbench_lib.sweeps.store.publish import RAW_ARCHIVE
 from zbench_lib.measure.run_summary import fio_timeseries, whole_disks
@@ -38,14 +41,16 @@ def _complete_attempt(run_dir: Path) -> Path:
 
 
 def has_run(sweep_dir, run_id: str) -> bool:
-    """Whether the raw files of `run_id` are here (raw/ or raw.tar.xz); synthetic sweeps have none."""
+    """Whether the raw files of `run_id` are here (raw/ or raw.tar.xz) with layers to draw; synthetic sweeps
+    have none, and an imported run's are fio's JSON alone (no counters, no per-second logs)."""
     sweep_dir = Path(sweep_dir)
     if (sweep_dir / "raw" / run_id).is_dir():
-        return True
+        return not any(is_imported_run(a) for a in (sweep_dir / "raw" / run_id).glob("attempt-*"))
     if not (sweep_dir / RAW_ARCHIVE).is_file():
         return False
     with tarfile.open(sweep_dir / RAW_ARCHIVE) as tf:
-        return any(n.startswith(f"raw/{run_id}/") for n in tf.getnames())
+        names = [n for n in tf.getnames() if n.startswith(f"raw/{run_id}/")]
+    return bool(names) and not any(f"/{IMPORT_DIR}/" in n for n in names)
 
 
 @contextlib.contextmanager
@@ -101,6 +106,10 @@ def typical_run(df: pd.DataFrame, metric: str = "auto") -> str:
     most runs); the median of `metric`, with "auto" the configuration's workload's (`metrics.metric_of`)."""
     if df.empty or "run_id" not in df:
         raise ConfigError("no runs to choose from")
+    if "imported" in df:
+        df = df[~df["imported"].astype("boolean").fillna(False).to_numpy(bool)]
+        if df.empty:
+            return ""
     key = "config_id" if "config_id" in df else "cell_id"
     top = df[df["data_disks"] == df["data_disks"].max()] if "data_disks" in df else df
     cfg = top.groupby(key)[metric if metric != "auto" else "run_id"].count().idxmax()

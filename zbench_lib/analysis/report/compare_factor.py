@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from zbench_lib.analysis.data.columns import MODULE_PARAM_COLUMNS
+from zbench_lib.analysis.data.columns import LABEL_PREFIX, MODULE_PARAM_COLUMNS
 from zbench_lib.analysis.data.sweep_data import parse_level, varying_columns
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER
 from zbench_lib.analysis.stats.tables import block_column
@@ -43,8 +43,11 @@ def _varies(df: pd.DataFrame, column: str) -> bool:
 
 
 def auto_factor(df: pd.DataFrame) -> str | None:
-    """The first factor of COMPARE_ORDER that takes two or more values in `df` (None: none does)."""
-    return next((c for c in COMPARE_ORDER if c in df and _varies(df, c)), None)
+    """The first factor of COMPARE_ORDER that takes two or more values in `df` (None: none does); an imported
+    sweep's user labels (a kernel, a branch) come before the workload's own settings."""
+    labels = sorted(c for c in df.columns if str(c).startswith(LABEL_PREFIX))
+    order = [c for c in COMPARE_ORDER if c not in WORKLOAD_SETTINGS] + labels + list(WORKLOAD_SETTINGS)
+    return next((c for c in order if c in df and _varies(df, c)), None)
 
 
 def _levels(df: pd.DataFrame, factor: str) -> list:

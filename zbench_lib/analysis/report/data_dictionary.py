@@ -20,6 +20,7 @@ from functools import lru_cache
 
 import pandas as pd
 
+from zbench_lib.analysis.data.columns import LABEL_PREFIX
 from zbench_lib.core.paths import REPO_ROOT
 
 DICTIONARY_CSV = REPO_ROOT / "docs" / "results-columns.csv"
@@ -36,15 +37,22 @@ def data_dictionary() -> pd.DataFrame:
     return _table().copy()
 
 
+LABEL_ROW = f"{LABEL_PREFIX}<name>"        # one row documents every user label of an imported sweep
+
+
+def _entry(column) -> str:
+    return LABEL_ROW if str(column).startswith(LABEL_PREFIX) else column
+
+
 def undocumented(columns) -> list[str]:
     known = set(_table()["name"])
-    return [c for c in columns if c not in known]
+    return [c for c in columns if _entry(c) not in known]
 
 
 def describe(columns) -> pd.DataFrame:
     """Dictionary rows for `columns` (e.g. a results table's), in that order."""
     t = _table().set_index("name")
-    rows = [dict(name=c, **(t.loc[c].to_dict() if c in t.index else
+    rows = [dict(name=c, **(t.loc[_entry(c)].to_dict() if _entry(c) in t.index else
                             dict(unit="", layer="", meaning="(not documented)"))) for c in columns]
     return pd.DataFrame(rows, columns=["name", "unit", "layer", "meaning"])
 

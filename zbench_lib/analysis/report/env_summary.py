@@ -264,11 +264,38 @@ def _target(results: pd.DataFrame | None, surface: str = "") -> str:
     return "; ".join(([surface] if surface else []) + props)
 
 
+_NOT_RECORDED = "not recorded"
+# The environment an imported sweep's user may give (zbench import --env), in the summary's words
+_GIVEN = (("zfs", "OpenZFS"), ("kernel", "Kernel"), ("host", "Host"), ("cpu", "CPU"), ("ram", "RAM"),
+          ("disk_model", "Disks"))
+
+
+def _imported_lines(p: dict, results: pd.DataFrame | None, surface: str) -> list[tuple[str, str]]:
+    """An imported sweep's lines (sweeps/importing): what its user gave, "not recorded" for the rest; the
+    machine that imported the files is not the one that measured them."""
+    env = p.get("environment") or {}
+    versions = sorted(set(results["fio_version"].dropna().astype(str))) if results is not None and \
+        "fio_version" in results else []
+    lines = [("Data", f"fio results imported from {p.get('source', '?')} (zbench import): measured elsewhere, "
+                      "read from fio's JSON")]
+    lines += [(label, str(env.get(key) or _NOT_RECORDED) + (" (as given)" if env.get(key) else ""))
+              for key, label in _GIVEN]
+    lines += [(k, f"{v} (as given)") for k, v in env.items() if k not in dict(_GIVEN)]
+    lines += [("fio", ", ".join(_version(v) or v for v in versions)), ("Pool layouts", pool_layouts(results)),
+              ("Target", _target(results, surface)),
+              ("Counters", "not recorded: no truth check beyond what fio's own figures allow"),
+              ("Imported", f"{p.get('created', '')} on {p.get('node', '?')}")]
+    return [(k, v) for k, v in lines if v]
+
+
 def environment_summary(provenance: dict, results: pd.DataFrame | None = None,
                         surface: str = "", events: list[dict] | None = None) -> list[tuple[str, str]]:
     """About a dozen (item, value) lines describing where and on what the sweep ran; `events` (the store's
-    events.jsonl, `sweep_data.read_events`) give the disk models set around each pool."""
+    events.jsonl, `sweep_data.read_events`) give the disk models set around each pool. An imported sweep
+    says what its user gave and "not recorded" for the rest."""
     p = provenance or {}
+    if p.get("origin") == "fio import":
+        return _imported_lines(p, results, surface)
     ram = p.get("mem_total_bytes") or p.get("ram_bytes")
     cpu = p.get("cpu_model") or p.get("cpu") or ""
     lines = [

@@ -26,7 +26,8 @@ import pandas as pd
 from zbench_lib.analysis.claims.caveats import caveats
 from zbench_lib.analysis.claims.classic_claims import classic_claims
 from zbench_lib.analysis.data.flags import select_admissible
-from zbench_lib.analysis.data.sweep_data import Sweep, environment_table, load_sweep, read_events
+from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
+from zbench_lib.analysis.data.sweep_data import Sweep, environment_table, load_sweep, read_events, varying_columns
 from zbench_lib.analysis.figures.plot_base import add_caption
 from zbench_lib.analysis.report.compare_factor import auto_factor
 from zbench_lib.analysis.report.env_summary import environment_summary
@@ -81,11 +82,25 @@ def applicable_notebooks(results: pd.DataFrame) -> list[str]:
         return ["analysis-compare"] if auto_factor(results) is not None or _block_varies(results) else []
     if {"layout", "data_disks"} <= set(results) and (results.groupby("layout")["data_disks"].nunique() > 1).any():
         out.append("analysis-scaling")
-    if _block_varies(results):
+    if _block_varies(results) and _block_maps_fit(results):
         out.append("analysis-volblocksize")
     if auto_factor(results) is not None:      # layout, release, sync, log, cache, model, fs, ...
         out.append("analysis-compare")
     return out
+
+
+def _block_maps_fit(results: pd.DataFrame) -> bool:
+    """Whether the block-size notebook's maps (a row per pool shape, a column per block size, a map per
+    workload and direction) hold each configuration once: nothing else varies within a workload (an
+    imported sweep's kernel label, a sync level beside the block sizes). The compare notebook holds such a
+    factor equal instead."""
+    within = [c for c in ("workload", "direction") if c in results]
+    shape = (*LAYOUT_COLUMNS, "layout_label", "volblocksize_bytes", "recordsize_bytes", "workload", "direction",
+             "sweep_id")
+    extra = varying_columns(results, exclude=shape)
+    if not within:
+        return not extra
+    return not any((results.groupby(within)[c].nunique(dropna=False) > 1).any() for c in extra)
 
 
 def _block_varies(results: pd.DataFrame) -> bool:

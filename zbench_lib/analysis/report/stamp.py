@@ -15,15 +15,21 @@ from functools import lru_cache
 import pandas as pd
 
 from zbench_lib import __version__
-from zbench_lib.analysis.claims.caveats import io_path_line, unit_line
+from zbench_lib.analysis.claims.caveats import import_line, io_path_line, unit_line
 from zbench_lib.core.paths import REPO_ROOT
 
 
 def caveat_line(results: pd.DataFrame) -> str:
     """What the disks were, emulated (named by their model) or real, what the units were (pools or the runs
-    of one pool: caveats.unit_line) and the I/O path each workload took."""
+    of one pool: caveats.unit_line) and the I/O path each workload took; for imported rows what they cannot
+    say (caveats.import_line)."""
     models = sorted(set(results["disk_model"].dropna().astype(str))) if "disk_model" in results else []
     path = " ".join(p for p in (unit_line(results), io_path_line(results)) if p)
+    imported = import_line(results)
+    if imported and not models:
+        return imported + (f" {path}" if path else "")
+    if imported:
+        path = f"{path} {imported}".strip()
     if models:
         return (f"Lab measurements on emulated disks ({', '.join(models)}): they describe the disk model and "
                 "the layout's arithmetic, not a real drive." + (f" {path}" if path else ""))

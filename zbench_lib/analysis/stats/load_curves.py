@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from zbench_lib.analysis.data.coverage import bare_reason
-from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
+from zbench_lib.analysis.data.columns import config_columns
 from zbench_lib.analysis.data.replication import resolve_unit
 from zbench_lib.analysis.stats.knee_location import KneeLoad, knee_load
 from zbench_lib.analysis.stats.tails import cell_tails, unit_histograms
@@ -230,7 +230,7 @@ def load_curves(df: pd.DataFrame, hist: pd.DataFrame | None, unit: str = "auto")
     if "load" not in df.columns or df.empty:
         return []
     keys = ["workload"] if "workload" in df.columns else []       # a curve names its workload, varying or not
-    keys += [c for c in CONFIG_COLUMNS if c in df.columns and c not in ("workload", "load", "direction", "sweep_id")
+    keys += [c for c in config_columns(df) if c in df.columns and c not in ("workload", "load", "direction", "sweep_id")
              and df[c].nunique(dropna=False) > 1]
     by = ["direction", *keys, "load"]
     tails = cell_tails(df, hist, by=by, unit=unit, quantiles=tuple(QUANTILES.values()))

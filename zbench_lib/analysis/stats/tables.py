@@ -21,7 +21,7 @@ from zbench_lib.analysis.data.metrics import metric_parts, workload_metric
 from zbench_lib.analysis.data.flags import sensitivity_alternatives
 from zbench_lib.analysis.stats.linearity import ALTERNATIVE
 from zbench_lib.analysis.stats.stats import scaling
-from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, LAYOUT_COLUMNS
+from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, LAYOUT_COLUMNS, config_columns
 from zbench_lib.analysis.data.sweep_data import varying_columns
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.zfs.models import has_model, predicted_random_read_iops, space_efficiency, zfs_charged_bytes
@@ -35,7 +35,7 @@ def comparison_by(df: pd.DataFrame, factor: str, disks: str = "total") -> tuple[
 
     A column that copies the factor (volblocksize_bytes set from recordsize_bytes) is not held.
     """
-    same = tuple(c for c in CONFIG_COLUMNS if c in df and c != factor and df[c].equals(df[factor]))
+    same = tuple(c for c in config_columns(df) if c in df and c != factor and df[c].equals(df[factor]))
     if factor not in LAYOUT_COLUMNS:
         return varying_columns(df, exclude=(factor,) + same), "all other factors equal"
     if disks not in DISKS_HELD:
@@ -57,7 +57,7 @@ def _at_each_load(df: pd.DataFrame, factor: str, by: list) -> list:
 
 def _mixed(df: pd.DataFrame, by: list, factor: str) -> dict:
     """(by values..., level) -> configuration columns that vary inside that side of a comparison."""
-    cols = [c for c in CONFIG_COLUMNS if c in df and c not in by and c != factor]
+    cols = [c for c in config_columns(df) if c in df and c not in by and c != factor]
     if not cols or df.empty:
         return {}
     n = df.groupby(by + [factor], dropna=False)[cols].nunique()

@@ -9,7 +9,7 @@ sweeps' rules (`raw_cells`) read these records; the order of `FACTORS` is the or
 (`analysis/data/columns.CONFIG_COLUMNS`: it may not import what imports the hosts, as this
 module's validators do); tests/test_factors.py checks every column here is in it.
 
-``layout`` takes a family name or a mapping, checked by the spec itself (`sweep_spec._layout_value`:
+``layout`` takes a family name or a mapping, checked by the spec itself (`sweep_spec.layout_value`:
 the families and the raw disks' layout), so its record has no `check`.
 """
 

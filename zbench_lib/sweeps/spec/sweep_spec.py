@@ -116,7 +116,7 @@ class SweepSpec:
         return self.lab["disk_bytes"] if self.lab is not None else None
 
 
-def _layout_value(v, p: str) -> dict:
+def layout_value(v, p: str) -> dict:
     """One value of factors.layout (a family name, or a mapping), checked and normalised."""
     if isinstance(v, str):
         v = {"family": v}
@@ -146,7 +146,7 @@ def _factor(key: str, values, surface: str) -> list:
     for i, v in enumerate(values):
         p = f"{path}[{i}]"
         if key == "layout":
-            v = _layout_value(v, p)
+            v = layout_value(v, p)
         else:
             v = BY_NAME[key].check(v, p)
         if v in out:        # the same level after parsing: 0.5 and '50%', 8k and 8192

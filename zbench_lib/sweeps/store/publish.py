@@ -21,6 +21,10 @@ and figures/ that `zbench report` writes into the sweep's directory.
                                   the rebuilt results from results.parquet (or the rebuilt
                                   histograms from latency_hist.parquet); .attrs["manifest"]
 
+A store whose raw files are a ``raw/`` tree rather than an archive (an import writes one so, with its
+SHA256SUMS: sweeps/importing/import_store.py) is verified the same way, its results rebuilt from a copy
+of that tree.
+
 latency_hist.parquet (each run's completion-latency histogram, derived with the results) is
 packed and checked like results.parquet. A pack made before it existed has none: it passes
 only when its raw files hold no histogram either (runs recorded with plain json). A sweep with
@@ -142,13 +146,18 @@ def check_manifest(packed_dir, ignore=()) -> str:
 
 
 def unpack_raw(packed_dir, into) -> Path:
-    """Extract the packed raw tree into `into`/raw (a fresh directory) and return it."""
+    """Extract the packed raw tree into `into`/raw (a fresh directory) and return it; a store with a raw/
+    tree and no archive has the tree copied."""
     archive = Path(packed_dir) / RAW_ARCHIVE
-    if not archive.is_file():
+    tree = Path(packed_dir) / "raw"
+    if not archive.is_file() and not tree.is_dir():
         raise ZbenchError(f"{packed_dir} has no {RAW_ARCHIVE}")
     into = Path(into)
     if (into / "raw").exists():
         raise ZbenchError(f"{into / 'raw'} exists; unpack into a fresh directory")
+    if not archive.is_file():
+        shutil.copytree(tree, into / "raw", symlinks=True)
+        return into / "raw"
     with tarfile.open(archive) as tf:
         tf.extractall(into, filter="data")   # refuses absolute paths, links out, devices
     return into / "raw"

@@ -29,6 +29,7 @@ from zbench_lib.core.events import Event
 from zbench_lib.measure.client_rows import (CLIENT_HIST_COLUMNS, CLIENT_TABLE_COLUMNS, client_histograms,
                                             client_table, is_clients_run)
 from zbench_lib.measure.fio_hist import HIST_COLUMNS, attempt_histograms
+from zbench_lib.measure.imported_rows import imported_histograms, is_imported_run
 from zbench_lib.sweeps.planning.blocks import run_id as make_run_id
 
 INVALID_MARKER = "COMPLETE.invalid"
@@ -125,12 +126,17 @@ def results_frame(runs: list[tuple[str, dict, list]], sweep_id: str) -> pd.DataF
 def histogram_frame(runs: list[tuple[str, dict, list]], raw: Path) -> pd.DataFrame:
     """latency_hist.parquet's table: run_id, attempt, direction, bin_ns, count of each run's
     completion latencies (its jobs' json+ bins summed; fio_hist), for the runs `results_frame`
-    gets. A run recorded with plain json has no rows: an empty table says no run had bins."""
-    recs = []
+    gets. A run recorded with plain json has no rows: an empty table says no run had bins. An imported run's
+    are its group's bins in its copy of the fio file (measure/imported_rows.py)."""
+    cols: dict[str, list] = {c: [] for c in HIST_COLUMNS}
     for run_id, _, _ in runs:
         for a in sorted(p for p in (Path(raw) / run_id).glob("attempt-*") if (p / "COMPLETE").exists()):
-            recs += [{"run_id": run_id, "attempt": int(a.name.split("-")[1]), **r} for r in attempt_histograms(a)]
-    df = pd.DataFrame.from_records(recs, columns=HIST_COLUMNS)
+            bins = imported_histograms(a) if is_imported_run(a) else attempt_histograms(a)
+            cols["run_id"] += [run_id] * len(bins)
+            cols["attempt"] += [int(a.name.split("-")[1])] * len(bins)
+            for c in HIST_COLUMNS[2:]:          # columns, not a dict a bin: thousands of runs have 10^5-10^6 bins
+                cols[c] += [r[c] for r in bins]
+    df = pd.DataFrame(cols, columns=HIST_COLUMNS)
     return df.astype({"run_id": str, "attempt": "int64", "direction": str, "bin_ns": "int64", "count": "int64"})
 
 
