@@ -420,7 +420,7 @@ def test_the_caveat_says_what_an_import_cannot(tmp_path):
 def test_the_catalog_lists_an_import_and_refuses_to_mix_it_with_a_lab_sweep(tmp_path):
     import_fio(FIX / "randread-libaio-lat.json", tmp_path / "sweeps" / "mine")
     t = catalog([tmp_path / "sweeps"])
-    assert t["sweep"].tolist() == ["mine"] and t["zfs"].tolist() == ["not recorded"]
+    assert t["sweep"].tolist() == ["mine"] and t["zfs"].tolist() == t["disk_model"].tolist() == ["not recorded"]
     assert environment(tmp_path / "sweeps" / "mine").host == "not recorded"
     with pytest.raises(ConfigError, match=r"these sweeps differ in zfs \(scaling: 2.3; mine: not recorded\)"):
         load_sweeps([tmp_path / "sweeps" / "mine", ROOT / "data" / "examples" / "scaling"])

@@ -164,11 +164,13 @@ def import_fio(src, out, options: ImportOptions | None = None, *, dry_run: bool 
     if dry_run:
         return ImportResult(None, plan, summary, 0, time.monotonic() - start)
     out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(os.path.join(out.parent, f".{out.name}.importing-{os.getpid()}"))
+    work = out.parent / f".{out.name}.importing-{os.getpid()}"
     work.mkdir()
     try:
         rows = _write(plan, opts, env, work)
         fsync_tree(work / out.name, workers=FSYNC_WORKERS)     # durable whole, then in place at once
+        if out.exists():            # made meanwhile: rename would replace an empty directory
+            raise ZbenchError(f"{out} appeared while importing; an import writes a new store")
         os.rename(work / out.name, out)
         fsync_path(out.parent)
     finally:
