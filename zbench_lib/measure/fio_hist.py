@@ -53,6 +53,7 @@ NO_HISTOGRAM = "no histogram in raw (run before json+)"
 _LAT = {f"lat_{name}_ns": Fraction(key) / 100 for key, name in PERCENTILES.items()}
 _CLAT = {"clat_p99_ns": Fraction(99, 100)}     # the completion half, kept beside lat to show the split
 _SYNC = {"sync_lat_p99_ns": Fraction(99, 100)}
+PERCENTILE_COLUMNS = {**_LAT, **_CLAT}         # the percentile columns of a direction's I/Os, and their quantile
 
 
 def min_ios(q) -> int:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from zbench_lib.analysis.claims.wording import ci_text
+from zbench_lib.analysis.claims.wording import interval_text
 from zbench_lib.analysis.figures.plot_base import fmt
 from zbench_lib.core.sizes import format_size
 
@@ -145,21 +145,13 @@ class Compact:
     notes: tuple[str, ...] = ()
 
 
-def _ends(f_end, lo, hi, n) -> str:
-    """'0.944–1.01'; an interval of zero width "one value (n = 3)" (never "175–175"), ends that would
-    print alike with the decimals that tell them apart (`wording.ci_text`)."""
-    a, b = f_end(lo), f_end(hi)
-    if a != b:
-        return f"{a}–{b}"
-    return ci_text(float(lo), float(hi), level="", n=None if _missing(n) else int(n))
-
-
 def _interval_texts(df: pd.DataFrame, value: str, low: str, high: str) -> tuple[str, list[str]]:
     """The header and cells of a value with its interval, in the value's unit."""
     header, f = column_format(value, df[value])
     _, f_end = column_format(low, df[low])
     ns = df["n"] if "n" in df else pd.Series(None, index=df.index, dtype=object)
-    cells = [f(v) + (f" ({_ends(f_end, lo, hi, n)})" if not (_missing(lo) or _missing(hi)) else "")
+    cells = [f(v) + (f" ({interval_text(lo, hi, None if _missing(n) else n, f_end)})"
+                     if not (_missing(lo) or _missing(hi)) else "")
              for v, lo, hi, n in zip(df[value], df[low], df[high], ns)]
     return f"{header} ({'deciding interval' if low.startswith('decided') else '95% CI'})", cells
 
