@@ -285,12 +285,12 @@ def _base(cu: CellUnits, q, estimand: str) -> dict:
 
 
 def _short_of_ios(out: dict, cu: CellUnits) -> str:
-    """Why no unit gives a value: the cell's own count, or each unit's where the cell's would do."""
+    """Why no unit gives a value: the cell's own count, or, where the cell's would do, that every unit is short
+    (the same words for every cell it holds for, so a sentence says it once; the units are in `unsupported`)."""
     need, pct = out["min_ios"], out["percentile"]
     if cu.ios < need or len(cu.units) < 2:
         return f"not judged: {cu.ios} I/Os, a {pct} needs {need}"
-    who = "pool" if cu.unit == "pool" else "run"
-    return f"not judged: no {who} supports a {pct}, which needs {need} I/Os ({out['unsupported']})"
+    return f"not judged: every {'pool' if cu.unit == 'pool' else 'run'} short of the {need} I/Os a {pct} needs"
 
 
 def _typical_interval(out: dict, cu: CellUnits, conf: float, notes: list) -> None:
