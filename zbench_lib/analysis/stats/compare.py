@@ -19,7 +19,7 @@ from scipy import stats as sps
 from zbench_lib.analysis.stats.decision import NOT_JUDGED, decide
 from zbench_lib.analysis.stats.decision import VERDICTS as VERDICTS  # re-exported: the verdicts a table holds
 from zbench_lib.analysis.stats.ratio import holm, log_ratio_test, tost, values
-from zbench_lib.analysis.stats.tails import percentile_units, quantile_of
+from zbench_lib.analysis.stats.tails import geomean, percentile_units, quantile_of
 from zbench_lib.analysis.data.replication import to_units
 from zbench_lib.measure.fio_hist import percentile_name
 from zbench_lib.core.errors import ConfigError
@@ -202,7 +202,7 @@ def _centre(v: np.ndarray, geometric: bool) -> float:
     """A side's mean, geometric for the units' percentiles (the estimand their ratio compares)."""
     if not len(v):
         return math.nan
-    return float(np.exp(np.log(v).mean())) if geometric else float(v.mean())
+    return geomean(v) if geometric else float(v.mean())
 
 
 def compare(df: pd.DataFrame, metric: str, factor: str, baseline, by=None, alpha: float = 0.05,  # noqa: PLR0913 (the notebooks' API: keyword options)
