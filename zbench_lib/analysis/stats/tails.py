@@ -462,9 +462,14 @@ def _ms(v) -> str:
     return f"{v / 1e6:.3g} ms"
 
 
+def estimands_said(estimand: pd.Series) -> str:
+    """A table's estimands said once, whatever percentile each row is of: "a typical pool's percentile"."""
+    return " / ".join(dict.fromkeys(estimand.dropna().str.replace(r" p\d[\d.]*", " percentile", regex=True)))
+
+
 def _estimand_line(tails: pd.DataFrame) -> str:
     """What the table's values are, said once: its estimand and where the units' values come from."""
-    estimands = " / ".join(dict.fromkeys(tails["estimand"].str.replace(r" p\d[\d.]*", " percentile", regex=True)))
+    estimands = estimands_said(tails["estimand"])
     sources = " / ".join(dict.fromkeys(tails["source"]))
     return f"Latency tails: {estimands}, from {sources} (methods §18)."
 
