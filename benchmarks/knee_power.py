@@ -44,6 +44,7 @@ from scipy import stats as sps
 
 from zbench_lib.analysis.stats.knee_location import crossing, knee_load
 from zbench_lib.analysis.stats.load_curves import KNEE_FACTOR, PAST, load_curves
+from zbench_lib.analysis.stats.tails import geomean
 from zbench_lib.measure.fio_hist import bin_edges, percentile_of
 
 COMPONENTS = Path(__file__).resolve().parents[1] / "data" / "examples" / "components.json"
@@ -169,19 +170,12 @@ def coverage(rng, studies: int, n: int, cov: float, resamples: int) -> tuple[flo
         b = rng.normal(0, sigma_b, n)
         loads = [{f"pool{u}": unit_bins(rng, BASE_NS * s * math.exp(b[u] + rng.normal(0, sigma_w)))
                   for u in range(n)} for s in SHAPE]
-        p99 = [percentile_of(*_summed(d), 0.99) for d in loads]
+        p99 = [geomean([percentile_of(*bins, 0.99) for bins in d.values()]) for d in loads]   # a typical pool's
         k = knee_load(list(LOADS), loads, p99, KNEE_FACTOR, scale="fraction", unit="pool", resamples=resamples,
                       seed=int(rng.integers(1 << 31)))
         hits += k.low <= truth <= k.high
         widths.append(k.high - k.low)
     return hits / studies, float(np.median(widths)), truth
-
-
-def _summed(units: dict) -> tuple[np.ndarray, np.ndarray]:
-    keys = np.concatenate([k for k, _ in units.values()])
-    counts = np.concatenate([c for _, c in units.values()])
-    u, where = np.unique(keys, return_inverse=True)
-    return u, np.bincount(where, weights=counts).astype(np.int64)
 
 
 def main(argv=None) -> int:

@@ -435,15 +435,16 @@ def test_a_clients_p99_is_read_from_its_bins_merged_over_the_cells_runs():
     got = {(r["clients"], r["client"]): r for r in t.to_dict("records")}
     assert set(got) == {(2, "c1"), (2, "c2"), (1, "c1")}          # c2 never ran in cell B: no row, no verdict
     c1, c2 = got[(2, "c1")], got[(2, "c2")]
-    # c1 merged: 1970 I/Os at 1000 ns, 30 at 2000, N 2000; 99% is 1980 > 1970: p99 2000 ns, in fio's bin
-    # [2000, 2016) (2^10 + 61 x 16). The median of its per-run p99s, (1000 + 2000) / 2 = 1500, is the latency
-    # of no I/O: it stays only as the labelled fallback runs_median_ns.
-    assert (c1["status"], c1["value_ns"], c1["ios"]) == ("judged", 2000.0, 2000)
-    assert (c1["bin_lo_ns"], c1["bin_hi_ns"]) == (2000.0, 2016.0) and c1["runs_median_ns"] == 1500.0
-    # c2 merged: 9900 at 1000 ns, 100 at 4000, N 10000; 99% is 9900, reached at 1000: p99 1000 ns. The median
-    # of its per-run p99s is (1000 + 4000) / 2 = 2500: run b's 1000 I/Os weighed as much as run a's 9000.
-    assert (c2["status"], c2["value_ns"], c2["ios"]) == ("judged", 1000.0, 10000)
-    assert (c2["bin_lo_ns"], c2["bin_hi_ns"]) == (1000.0, 1008.0) and c2["runs_median_ns"] == 2500.0
+    # A typical run's p99 of the client (one pool: the runs are the units), the centre of its interval: each
+    # run's own p99 from the client's bins in it, then their geometric mean. c1: runs' own 1000 and 2000 ns,
+    # sqrt(1000 x 2000) = 1414.2 ns, in fio's bin [1408, 1424) (2^10 + 24 x 16). c2: 1000 and 4000, 2000 ns,
+    # in [2000, 2016). (All I/Os pooled, the other estimand, would give c1 2000 ns, c2 1000 ns: c2's run a
+    # holds 9000 of its 10000 I/Os.)
+    assert (c1["status"], c1["ios"], c1["n"]) == ("judged", 2000, 2) and "typical run" in c1["estimand"]
+    assert c1["value_ns"] == pytest.approx(math.sqrt(1000 * 2000))
+    assert (c1["bin_lo_ns"], c1["bin_hi_ns"]) == (1408.0, 1424.0)
+    assert (c2["status"], c2["ios"]) == ("judged", 10000) and c2["value_ns"] == pytest.approx(2000.0)
+    assert (c2["bin_lo_ns"], c2["bin_hi_ns"]) == (2000.0, 2016.0)
     # The interval: Student's t on the logs of the runs' own p99s (each run has >= 1000 I/Os), t(0.975, 1) =
     # tan(0.475 pi) = 12.7062; two values x < y: geometric mean sqrt(xy) times exp(-/+ t ln(y / x) / 2).
     # c1 (1000, 2000): 1414.21 x exp(-/+ 4.40363) = 17.30 .. 115608 ns, rounded out to fio's bins: 17 (1 ns
@@ -464,20 +465,22 @@ def test_the_fairness_table_and_the_report_say_each_clients_merged_p99_or_why_no
     rows, clients, hist, client_hist = _client_bins()
     table = fairness_table(rows, clients, hist, ["workload", "direction", "clients"], client_hist)
     a, b = (table[table["clients"] == n].iloc[0] for n in (2, 1))
-    # the aggregate of cell A, every client's bins summed: 11870 at 1000 ns, 30 at 2000, 100 at 4000, N 12000;
-    # 99% is 11880 > 11870, 11900 >= it: 2000 ns
-    assert a["p99_ns"] == 2000.0 and a["p99_status"] == "judged"
-    assert (a["p99_c1_ns"], a["p99_c1_ci_low_ns"], a["p99_c1_ci_high_ns"]) == (2000.0, 17.0, 115712.0)
-    assert (a["p99_c2_ns"], a["p99_c2_status"]) == (1000.0, "judged")
+    # the aggregate of cell A, a typical run's: run a's bins (both clients') 9990 at 1000 ns, 10 at 2000, its
+    # p99 the 9,900th: 1000 ns; run b's 1880 at 1000, 20 at 2000, 100 at 4000, the 1,980th: 4000 ns; their
+    # geometric mean 2000 ns
+    assert a["p99_ns"] == pytest.approx(2000.0) and a["p99_status"] == "judged"
+    assert a["p99_c1_ns"] == pytest.approx(math.sqrt(2e6))
+    assert (a["p99_c1_ci_low_ns"], a["p99_c1_ci_high_ns"]) == (17.0, 115712.0)
+    assert a["p99_c2_ns"] == pytest.approx(2000.0) and a["p99_c2_status"] == "judged"
     assert b["p99_c1_status"] == "not judged: 600 I/Os, a p99 needs 1000" and math.isnan(b["p99_c1_ns"])
     assert math.isnan(b["p99_c2_ns"]) and not isinstance(b["p99_c2_status"], str)    # c2 was not in cell B
     page = client_section(rows, clients, hist, "Sweep s.", client_hist)
-    # one column per client, in ms: 2000 ns with 17 .. 115712 ns is "0.00200 (0.0000170–0.116)"; 1000 ns with
-    # 0 .. 13369344 ns is "0.00100 (0–13.4)"; cell B's c1 says why it has none, the reason under the table
+    # one column per client, in ms: 1414 ns with 17 .. 115712 ns is "0.00141 (0.0000170–0.116)"; 2000 ns with
+    # 0 .. 13369344 ns is "0.00200 (0–13.4)"; cell B's c1 says why it has none, the reason under the table
     assert "c1 p99 ms (95%\u00a0CI)" in page and "c2 p99 ms (95%\u00a0CI)" in page
-    assert "0.00200 (0.0000170–0.116)" in page and "0.00100 (0–13.4)" in page
+    assert "0.00141 (0.0000170–0.116)" in page and "0.00200 (0–13.4)" in page
     assert "not judged <sup>1</sup>" in page and "<li>600 I/Os, a p99 needs 1000</li>" in page
-    assert "never a median of its per-run p99s" in page
+    assert "the p99 of a typical unit" in page and "the same estimand read from that client" in page
 
 
 def test_the_clients_section_and_caveat_appear_only_with_clients():
@@ -681,12 +684,12 @@ def test_a_client_sweeps_first_screen_says_how_fairly_the_clients_shared():
     rows, clients, hist, client_hist = _client_bins()
     h = study_headline(Sweep(None, {}, {}, rows, None, hist, clients, client_hist), rows)
     # cell A (2 clients) is the largest count: shares 0.1 / 0.9 (run a) and 0.5 / 0.5 (run b): 10–90%. Each
-    # client's p99 from its bins merged over runs a and b, as worked out above: c2 1000 ns (0 .. 13369344 ns),
-    # c1 2000 ns (17 .. 115712 ns), in ms with the answer's intervals: 0.0–13.4 and 0.00002–0.11571
+    # client's p99, a typical run's from its bins, as worked out above: c1 1414 ns (17 .. 115712 ns), c2 2000 ns
+    # (0 .. 13369344 ns), in ms with the answer's intervals: 0.00002–0.11571 and 0.0–13.4
     assert h["answers"][-1] == {"subject": "Fairness", "text": (
         "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run, Jain's index and each "
-        "client's own p99, lowest to highest: 10–90%, " + NO_JAIN + "c2 0.00100 ms (0.0–13.4) to c1 0.00200 ms "
-        "(0.00002–0.11571).")}
+        "client's own p99, lowest to highest: 10–90%, " + NO_JAIN + "c1 0.00141 ms (0.00002–0.11571) to c2 "
+        "0.00200 ms (0.0–13.4).")}
     assert h["note"].endswith(FAIRNESS_NOTE)
     # without each client's bins (a store before client_hist.parquet): their p99s are not judged, said once
     old = study_headline(Sweep(None, {}, {}, rows, None, hist, clients, None), rows)
@@ -736,24 +739,25 @@ def test_the_clients_table_reads_as_the_reports_other_tables():
     rows, clients, hist, client_hist = _client_bins()
     page = client_section(rows, clients, hist, "Sweep s.", client_hist)
     ci = "(95%\u00a0CI)"                       # the heading breaks before the interval, never inside it
-    # Worked out by hand from _client_bins. Cell B (1 client): IOPS 30 and 30, no spread: 30.0 (30.0–30.0); 300 +
-    # 300 I/Os merged, no p99 for the aggregate or c1 (reason 1); c2 not among its clients: —. Cell A (2 clients):
-    # IOPS 110 (110 x exp(-/+ 12.7062 x 14.1421 / sqrt 2 / 110) = 34.65 .. 349.2); the aggregate's p99 2000 ns from
-    # the summed bins, its interval from the runs' own p99s, 1000 (run a: 9990 of 10000 at 1000 ns) and 4000 (run
-    # b: 1900 of 2000 below 4000 ns), as c2's above: 0 .. 13.4 ms; shares 0.1 .. 0.9 over runs a and b
+    # Worked out by hand from _client_bins. Cell B (1 client): IOPS 30 and 30, no spread: "30.0 (one value (n =
+    # 2))", never 30.0–30.0; 300 + 300 I/Os merged, no p99 for the aggregate or c1 (reason 1); c2 not among its
+    # clients: —. Cell A (2 clients): IOPS 110 (110 x exp(-/+ 12.7062 x 14.1421 / sqrt 2 / 110) = 34.65 .. 349.2);
+    # the aggregate's p99 a typical run's, the runs' own 1000 (run a: 9990 of 10000 at 1000 ns) and 4000 (run b:
+    # 1900 of 2000 below 4000 ns), 2000 ns with its interval as c2's above: 0 .. 13.4 ms; c1 1414 ns; shares
+    # 0.1 .. 0.9 over runs a and b
     # These rows hold no window columns (outside share, Jain's index): those cells are empty
     assert _table_cells(page) == [
         ["Clients", "Runs", f"IOPS {ci}", f"p99 ms {ci}", "I/O outside the window (most)",
          "Lowest / highest client share", f"Jain's index {ci}", f"c1 p99 ms {ci}", f"c2 p99 ms {ci}"],
-        ["1", "2", "30.0 (30.0–30.0)", "not judged 1", "", "100% / 100%", "", "not judged 1", "—"],
-        ["2", "2", "110 (34.7–349)", "0.00200 (0–13.4)", "", "10.0% / 90.0%", "", "0.00200 (0.0000170–0.116)",
-         "0.00100 (0–13.4)"]]
+        ["1", "2", "30.0 (one value (n = 2))", "not judged 1", "", "100% / 100%", "", "not judged 1", "—"],
+        ["2", "2", "110 (34.7–349)", "0.00200 (0–13.4)", "", "10.0% / 90.0%", "", "0.00141 (0.0000170–0.116)",
+         "0.00200 (0–13.4)"]]
     for raw in ("iops_mean", "iops_ci", "p99_ci", "p99_status", "share_min", "share_max", "_ns", "workload"):
         assert raw not in page
     # the workload every row shares is said once, in the caption, and the caption names the new columns
     assert "Sweep s. Every row: randwrite, write. Each row is one configuration" in page
     assert "The lowest and highest client share are the lowest and highest share" in page
-    assert "each client&#x27;s column (c1, c2, ...) is that client&#x27;s p99" in page
+    assert "each client&#x27;s column (c1, c2, ...) is the same estimand" in page
     # two workloads: a column each for the workload and direction, first, and no "Every row"
     read = rows.assign(workload="randread", direction="read")
     both = pd.concat([rows, read], ignore_index=True)

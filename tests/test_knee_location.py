@@ -52,14 +52,16 @@ def test_pools_are_drawn_together_at_every_load_and_the_interval_spans_their_out
     # uses them at every load: {1, 1} (a quarter of the draws), {1, 2} (a half), {2, 2} (a quarter).
     # {1, 1}: bound 4; 8 > 4 at 75%: (ln 4 - ln 2) / (ln 8 - ln 2) = 1/2 of the way: 0.625.
     # {2, 2}: bound 2; 3 > 2 at 50%: ln 2 / ln 3 = 0.630930 of the way from 25%: 0.25 + 0.157732 = 0.407732.
-    # {1, 2} (the data themselves): each load's p99 the larger key, 2, 3, 8 ms; bound 4, first passed at 75%:
-    # (ln 4 - ln 3) / (ln 8 - ln 3) = 0.293305 of the way from 50%: 0.573326.
+    # {1, 2} (the data themselves): each load's p99 a typical pool's, the geometric mean of the two pools' own,
+    # sqrt 2, sqrt 6, sqrt 32 ms (as the curve's points); bound 2 sqrt 2, first passed at 75%:
+    # (ln 2 sqrt 2 - ln sqrt 6) / (ln sqrt 32 - ln sqrt 6) = ln(2 / sqrt 3) / ln(4 / sqrt 3) = 0.171856 of the
+    # way from 50%: 0.542964.
     # Each outcome has at least a quarter of the draws: the 2.5% and 97.5% points are the smallest and largest.
     df, hist = _runs({"pool1": (2 * MS, 2 * MS, 8 * MS), "pool2": (MS, 3 * MS, 4 * MS)})
     [c] = load_curves(df, hist)
     k = c.knee_load
     assert k.status == "judged" and k.scale == "fraction" and k.together and k.units == "2 pools"
-    assert k.load == pytest.approx(0.5 + 0.25 * math.log(4 / 3) / math.log(8 / 3))
+    assert k.load == pytest.approx(0.5 + 0.25 * math.log(2 / math.sqrt(3)) / math.log(4 / math.sqrt(3)))
     assert k.low == pytest.approx(0.25 + 0.25 * math.log(2) / math.log(3))
     assert k.high == pytest.approx(0.625)
     assert k.resamples == 2000 and k.beyond == 0 and k.highest == 0.75
@@ -75,13 +77,14 @@ def test_runs_on_one_pool_are_drawn_within_each_load():
     df, hist = _runs({"a": (2 * MS, 2 * MS, 8 * MS), "b": (MS, 3 * MS, 4 * MS)}, pools=False)
     k = load_curves(df, hist)[0].knee_load
     assert k.status == "judged" and not k.together and k.units == "2 runs"
-    # Each load's p99 is drawn on its own: 2 ms at 25% unless both draws are run b (then 1: a quarter), 3 at 50%
-    # unless both are a (then 2), 8 at 75% unless both are b (then 4). The earliest knee, 1 -> 3 ms at 50%,
-    # is 0.407732 as {2, 2} above (1/4 x 3/4 = 3/16 of the draws); a base of 2 with 4 ms at 75% never passes
-    # 4 ms (3/4 x 1/4 = 3/16): beyond the highest load, more than the 2.5% the upper end may leave out.
+    # Each load's p99 is drawn on its own, a typical run's of the draw: at 25% 2 ms ({a, a}, a quarter), sqrt 2
+    # ({a, b}, a half) or 1 ({b, b}); at 50% 2, sqrt 6 or 3; at 75% 8, sqrt 32 or 4. The earliest knee, 1 -> 3 ms
+    # at 50%, is 0.407732 as {2, 2} above (1/4 x 1/4 = 1/16 of the draws, more than 2.5%); a base of 2 with 4 ms
+    # at 75% never passes 4 ms (1/4 x 1/4 = 1/16; a base of sqrt 2 or 1 is passed at 75% by every draw):
+    # beyond the highest load, more than the 2.5% the upper end may leave out.
     # Mixing the units across loads, which the pools above could not, makes the interval open.
     assert k.low == pytest.approx(0.25 + 0.25 * math.log(2) / math.log(3)) and k.high == math.inf
-    assert k.beyond == pytest.approx(3 / 16, abs=0.03)
+    assert k.beyond == pytest.approx(1 / 16, abs=0.02)
 
 
 def test_a_curve_that_stays_under_the_bound_has_its_knee_beyond_the_highest_load():
@@ -113,10 +116,10 @@ def test_the_page_states_the_knees_load_and_its_interval():
 
     df, hist = _runs({"pool1": (2 * MS, 2 * MS, 8 * MS), "pool2": (MS, 3 * MS, 4 * MS)})
     [c] = load_curves(df, hist)
-    # 0.573326, 0.407732 and 0.625 as whole percentages of saturation
+    # 0.542964, 0.407732 and 0.625 as whole percentages of saturation
     assert curve_sentence(c).endswith(
-        "; the p99 reaches 2x the lowest load's at 57% of saturation (95% bootstrap interval 41–62%, 2,000 "
+        "; the p99 reaches 2x the lowest load's at 54% of saturation (95% bootstrap interval 41–62%, 2,000 "
         "resamples of the 2 pools, drawn together at every load; read between the loads on a log-linear line).")
     t = curves_table([c])
-    assert t["knee_load"].tolist() == [pytest.approx(0.573326, abs=1e-6)] * 3
+    assert t["knee_load"].tolist() == [pytest.approx(0.542964, abs=1e-6)] * 3
     assert set(t["knee_load_scale"]) == {"fraction"} and set(t["knee_load_status"]) == {"judged"}

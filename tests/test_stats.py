@@ -154,3 +154,11 @@ def test_docstring_examples_run():
     for module in (stats, compare, ratio, replication, flags, coverage, tables, metrics, linearity):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_a_summary_counts_the_runs_it_has_no_value_of():
+    # issue 46 item 4: a p99 its I/Os cannot support is blanked in its run's row; the summary's n is what
+    # it rests on (2 of cfg a's 3 runs) and `runs_missing` says the third was there
+    df = pd.DataFrame({"cfg": ["a", "a", "a", "b"], "lat_p99_ns": [1e6, 2e6, np.nan, 3e6]})
+    s = summary(df, "lat_p99_ns", "cfg").set_index("cfg")
+    assert s.loc["a", "n"] == 2 and s.loc["a", "runs_missing"] == 1 and s.loc["b", "runs_missing"] == 0

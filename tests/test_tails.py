@@ -27,7 +27,8 @@ from zbench_lib.analysis.claims.conclusions import TAIL_NOTE
 from zbench_lib.analysis.data.synthetic import synthetic_results
 from zbench_lib.analysis.figures.timeline import run_files
 from zbench_lib.core.errors import ZbenchError
-from zbench_lib.measure.fio_hist import (bin_edges, judge_run_tails, min_ios, percentile_of, run_histograms)
+from zbench_lib.measure.fio_hist import (NO_HISTOGRAM, bin_edges, judge_run_tails, min_ios, percentile_of,
+                                         run_histograms)
 from zbench_lib.measure.fio_parse import PERCENTILES, load_fio_json, parse_fio_json
 from zbench_lib.measure.rows import parse_results, run_record
 from zbench_lib.sweeps.store.publish import MANIFEST, pack, unpack_raw, verify, write_manifest
@@ -172,11 +173,16 @@ def test_a_cells_percentile_comes_from_its_runs_summed_bins():
     summed = {k: a.get(k, 0) + b.get(k, 0) for k in set(a) | set(b)}
     assert _np_percentile(summed, 0.99) == 2008
     assert (_np_percentile(a, 0.99) + _np_percentile(b, 0.99)) / 2 == 1506
-    t = A.cell_tails(_rows([(1, "a", 1000), (1, "b", 1000)]), _hist({"a": a, "b": b})).set_index("percentile")
+    rows, hist = _rows([(1, "a", 1000), (1, "b", 1000)]), _hist({"a": a, "b": b})
+    t = A.cell_tails(rows, hist, estimand="pooled").set_index("percentile")
     assert t.loc["p99", "value_ns"] == 2008 and t.loc["p99", "ios"] == 2000
     assert (t.loc["p99", "bin_lo_ns"], t.loc["p99", "bin_hi_ns"]) == (2000, 2016)
     assert t.loc["p50", "value_ns"] == _np_percentile(summed, 0.5) == 1004
     assert t.loc["p99.9", "status"] == "not judged: 2000 I/Os, a p99.9 needs 10000"
+    # the default estimand, a typical run's p99 (one pool): each run's own from its bins, their geometric mean
+    # sqrt(1004 x 2008) = 1419.9 ns (scipy.stats.gmean): a statistic of the runs' p99s, and said to be one
+    typical = A.cell_tails(rows, hist).set_index("percentile").loc["p99"]
+    assert typical["value_ns"] == pytest.approx(sps.gmean([1004, 2008])) and "typical run" in typical["estimand"]
 
 
 def _three_pools(rng, spread):
@@ -212,7 +218,7 @@ def test_an_interval_across_three_pools_is_never_narrower_than_one_bin():
         width = 1 << (int(r["ci_low_ns"]).bit_length() - 7)         # the bin at the low end, stat.h
         assert r["ci_high_ns"] - r["ci_low_ns"] >= width > 0
         assert _mid(r["ci_low_ns"]) - width // 2 == r["ci_low_ns"]  # ends are bin edges
-        assert r["units_geomean_ns"] == pytest.approx(np.exp(logs.mean()))
+        assert r["value_ns"] == pytest.approx(np.exp(logs.mean()))       # the interval's own centre
 
 
 def test_one_pool_gives_an_interval_across_runs_conditional_on_it():
@@ -254,22 +260,32 @@ def test_conclusions_that_compare_p99_say_what_they_average():
 
 # --- old raw ---------------------------------------------------------------------------------
 
-def test_old_raw_without_bins_is_not_judged_rather_than_an_error():
+def test_old_raw_without_bins_reads_the_runs_own_percentiles_and_says_so():
     sweep = A.load_sweep(VBS)            # recorded with plain json; no latency_hist.parquet beside it
     assert sweep.histograms is None
     df = A.select_admissible(sweep.results)
     t = A.cell_tails(df, sweep.histograms)
     assert len(t) == 4 * df.groupby(["workload", "direction", "layout", "volblocksize_bytes"]).ngroups
-    assert (t["status"] == "not judged: no histogram in raw (run before json+)").all()
-    assert t["value_ns"].isna().all() and t["ci_low_ns"].isna().all()
-    # the labelled fallback: the median of the runs' own fio p99 (each run had >= 1,000 I/Os here)
-    cell = t[(t["layout"] == "raidz2") & (t["volblocksize_bytes"] == 4096) & (t["workload"] == "randread")]
-    runs = df[(df["layout"] == "raidz2") & (df["volblocksize_bytes"] == 4096) & (df["workload"] == "randread")]
-    p99 = cell.set_index("percentile").loc["p99"]
-    assert p99["runs_median_ns"] == np.median(runs["lat_p99_ns"]) and "not the cell's" in p99["note"]
-    assert np.isnan(cell.set_index("percentile").loc["p99.99", "runs_median_ns"])   # 1,536-9,143 I/Os
-    (line,) = A.tail_lines(t)
-    assert line.startswith("Latency tails not judged: no histogram in raw (run before json+)")
+    assert (t["source"] == f"each run's own fio percentile ({NO_HISTOGRAM})").all()
+    # a typical pool's p99 of raidz2 4K random reads: its three pools' own fio p99 (one run each), their
+    # geometric mean (scipy.stats.gmean) with Student's t on the logs, the ends rounded out to fio's bins
+    pick = lambda d: d[(d["layout"] == "raidz2") & (d["volblocksize_bytes"] == 4096) & (d["workload"] == "randread")]
+    cell, runs = pick(t).set_index("percentile"), pick(df)
+    logs = np.log(runs["lat_p99_ns"].to_numpy(float))
+    half = sps.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs))
+    p99 = cell.loc["p99"]
+    assert p99["value_ns"] == pytest.approx(sps.gmean(runs["lat_p99_ns"])) and p99["n"] == len(runs) == 3
+    assert p99["ci_low_ns"] == _edges(np.exp(logs.mean() - half))[0]
+    assert p99["ci_high_ns"] == _edges(np.exp(logs.mean() + half))[1]
+    # no run of it has the 10,000 I/Os a p99.9 needs: not judged, and each pool named with its count
+    p999 = cell.loc["p99.9"]
+    assert not p999["judged"] and p999["unsupported"].count(" I/Os") == 3
+    assert all(f"{p} has {n:,} I/Os" in p999["unsupported"] for p, n in zip(runs["pool_id"], runs["total_ios"]))
+    # all I/Os cannot be pooled without bins
+    pooled = A.cell_tails(df, sweep.histograms, estimand="pooled")
+    assert (pooled["status"] == f"not judged: {NO_HISTOGRAM}").all() and pooled["value_ns"].isna().all()
+    assert A.tail_lines(t)[0] == ("Latency tails: a typical pool's percentile, from each run's own fio percentile "
+                                  f"({NO_HISTOGRAM}) (methods §18).")
 
 
 def _small_store(tmp_path, runs=3):
@@ -331,3 +347,196 @@ def test_the_store_derives_histograms_from_raw_and_verify_checks_them(tmp_path):
         write_manifest(dest)
         with pytest.raises(ZbenchError, match="latency_hist.parquet is missing, but its raw files hold"):
             verify(dest)
+
+
+# --- one estimand per number, and units counted (issue 46, item 4) ---------------------------
+
+def _edges(value) -> tuple[int, int]:
+    """fio's bin [low, high) holding `value` ns, by stat.h's rule written out (see _mid)."""
+    v = int(value)
+    m = v.bit_length() - 1
+    if m <= 6:
+        return v, v + 1
+    width = 1 << (m - 6)
+    low = (1 << m) + (v - (1 << m)) // width * width
+    return low, low + width
+
+
+def _rank_bin(hist: dict, rank: int) -> int:
+    """The key of the bin holding the I/O of 1-based `rank`, with numpy."""
+    keys = np.array(sorted(hist))
+    cum = np.cumsum([hist[k] for k in keys])
+    return int(keys[np.searchsorted(cum, rank)])
+
+
+def _unequal_pools():
+    """Three pools of unequal I/O counts whose own p99s differ: 3 ms, 1 ms and 2 ms."""
+    a = {_mid(1_000_000): 1975, _mid(3_000_000): 25}      # 2,000 I/Os: the 1,980th is in 3 ms's bin
+    b = {_mid(1_000_000): 1990, _mid(5_000_000): 10}      # 2,000 I/Os: the 1,980th is in 1 ms's bin
+    c = {_mid(2_000_000): 9950, _mid(8_000_000): 50}      # 10,000 I/Os: the 9,900th is in 2 ms's bin
+    return _rows([(1, "a", 2000), (2, "b", 2000), (3, "c", 10000)]), {"a": a, "b": b, "c": c}
+
+
+def test_the_point_and_its_interval_estimate_the_same_thing():
+    rows, pools = _unequal_pools()
+    own = [_np_percentile(h, 0.99) for h in pools.values()]
+    assert own == [_mid(3_000_000), _mid(1_000_000), _mid(2_000_000)]
+    # The default, a typical pool's p99: the geometric mean of the pools' own p99 (scipy.stats.gmean), with
+    # Student's t on their logs, exp(mean -/+ t(0.975, 2) sd / sqrt(3)), its ends rounded out to fio's bins.
+    r = A.cell_tails(rows, _hist(pools)).set_index("percentile").loc["p99"]
+    logs = np.log(own)
+    half = sps.t.ppf(0.975, 2) * logs.std(ddof=1) / np.sqrt(3)
+    assert r["value_ns"] == pytest.approx(sps.gmean(own)) and "typical pool" in r["estimand"]
+    assert (r["ci_low_ns"], r["ci_high_ns"]) == (_edges(np.exp(logs.mean() - half))[0],
+                                                 _edges(np.exp(logs.mean() + half))[1])
+    assert r["n"] == 3 and r["n_units"] == 3
+    # All I/Os pooled, the labelled alternative: the merged p99 and the order statistics of the 14,000 I/Os
+    # around it. Merged, 3,965 I/Os in 1 ms's bin and 9,950 in 2 ms's: the 13,860th is in 2 ms's bin.
+    # Ranks l = binom.ppf(0.025, 14000, 0.99) and u = binom.ppf(0.975, 14000, 0.99) + 1 cover the p99 with
+    # P(l <= B <= u - 1) >= 95%, B ~ Binomial(14000, 0.99); their bins give the interval's ends.
+    summed = {k: sum(h.get(k, 0) for h in pools.values()) for k in set().union(*pools.values())}
+    p = A.cell_tails(rows, _hist(pools), estimand="pooled").set_index("percentile").loc["p99"]
+    low, high = (int(sps.binom.ppf(x, 14000, 0.99)) for x in (0.025, 0.975))
+    assert p["value_ns"] == _np_percentile(summed, 0.99) == _mid(2_000_000) and "all I/Os pooled" in p["estimand"]
+    assert (p["ci_low_ns"], p["ci_high_ns"]) == (_edges(_rank_bin(summed, low))[0],
+                                                 _edges(_rank_bin(summed, high + 1))[1])
+    # The two differ here (1.82 ms, 2.01 ms): a point of one beside the interval of the other would be neither.
+    assert r["value_ns"] != p["value_ns"]
+
+
+def test_each_unit_has_a_distribution_free_interval_from_its_own_bins():
+    rows, pools = _unequal_pools()
+    u = A.unit_tails(rows, _hist(pools)).set_index(["percentile", "unit_name"])
+    a = u.loc[("p99", "p1")]
+    # pool 1's 2,000 I/Os: ranks l = binom.ppf(0.025, 2000, 0.99), u = binom.ppf(0.975, 2000, 0.99) + 1;
+    # coverage P(l <= B <= u - 1) = binom.cdf(u - 1) - binom.cdf(l - 1) >= 95%
+    lo, hi = int(sps.binom.ppf(0.025, 2000, 0.99)), int(sps.binom.ppf(0.975, 2000, 0.99)) + 1
+    assert (lo, hi) == (a["os_low_rank"], a["os_high_rank"])
+    assert a["os_level"] == pytest.approx(sps.binom.cdf(hi - 1, 2000, 0.99) - sps.binom.cdf(lo - 1, 2000, 0.99))
+    assert a["os_level"] >= 0.95 and a["ios"] == 2000 and a["supported"]
+    assert a["value_ns"] == _mid(3_000_000)
+    assert (a["os_low_ns"], a["os_high_ns"]) == (_edges(_rank_bin(pools["a"], lo))[0],
+                                                 _edges(_rank_bin(pools["a"], hi))[1])
+    # its p99.9 from 2,000 I/Os (two expected beyond it) is not judged, and its upper rank lies past the
+    # slowest I/O when binom.ppf(0.975, 2000, 0.999) + 1 > 2000: then no upper bound at all
+    b = u.loc[("p99.9", "p1")]
+    top = int(sps.binom.ppf(0.975, 2000, 0.999)) + 1
+    assert not b["supported"] and np.isnan(b["value_ns"]) and (np.isinf(b["os_high_ns"]) == (top > 2000))
+
+
+def test_a_unit_that_cannot_support_a_percentile_is_counted_and_named():
+    big = {_mid(1_000_000): 9985, _mid(9_000_000): 15}        # 10,000 I/Os: p99.9 the 9,990th, 9 ms's bin
+    other = {_mid(1_000_000): 9995, _mid(9_000_000): 5}       # 10,000 I/Os: the 9,990th in 1 ms's bin
+    small = {_mid(2_000_000): 800, _mid(9_000_000): 12}       # 812 I/Os: a p99.9 needs 10,000
+    rows = _rows([(1, "a", 10000), (2, "b", 10000), (3, "c", 812)])
+    t = A.cell_tails(rows, _hist({"a": big, "b": other, "c": small}))
+    r = t.set_index("percentile").loc["p99.9"]
+    # it rests on the two pools that support it, and says so: n 2 of 3, pool p3 named with its count
+    assert r["judged"] and r["n"] == 2 and r["n_units"] == 3
+    assert r["value_ns"] == pytest.approx(sps.gmean([_mid(9_000_000), _mid(1_000_000)]))
+    assert r["unsupported"] == "p3 has 812 I/Os" and np.isnan(r["ci_low_ns"])
+    assert "2 of 3 pools support a p99.9" in r["note"] and "p3 has 812 I/Os" in r["note"]
+    assert any("2 of 3 pools support a p99.9; p3 has 812 I/Os" in s for s in A.tail_lines(t))
+
+
+def test_without_bins_the_runs_own_percentiles_are_used_and_labelled():
+    rows = _rows([(1, "a", 2000), (2, "b", 2000), (3, "c", 900)]).assign(
+        lat_p99_ns=[1_003_520.0, 2_007_040.0, np.nan])          # fio's own p99s; run c's blanked (900 I/Os)
+    r = A.cell_tails(rows, None).set_index("percentile").loc["p99"]
+    assert r["value_ns"] == pytest.approx(sps.gmean([1_003_520.0, 2_007_040.0]))
+    assert NO_HISTOGRAM in r["source"] and r["n"] == 2 and r["unsupported"] == "p3 has 900 I/Os"
+    pooled = A.cell_tails(rows, None, estimand="pooled").set_index("percentile").loc["p99"]
+    assert pooled["status"] == f"not judged: {NO_HISTOGRAM}" and np.isnan(pooled["value_ns"])
+def _pub_runs(iops=(175.0, 175.0, 175.0), ios=(20000, 20000, 20000), p99=None):
+    """Three pools of a mirror, one randread run each."""
+    return pd.DataFrame({"layout": "mirror", "vdevs": 1, "width": 2, "total_disks": 2, "data_disks": 1,
+                         "workload": "randread", "direction": "read", "iops": list(iops), "bw_bytes_s": 4e5,
+                         "total_ios": list(ios), "run_id": ["a", "b", "c"], "attempt": 1, "flagged": False,
+                         "pool_id": ["p1", "p2", "p3"], "pool_replicate": [1, 2, 3],
+                         "lat_p99_ns": list(p99) if p99 is not None else np.nan, "lat_p99_9_ns": np.nan})
+
+
+def test_a_p99_in_the_summary_table_keeps_the_unit_it_cannot_use():
+    from zbench_lib.analysis.report.pub_tables import display_table, export_table, summary_table
+
+    # The scaling example's raidz3 1x8 seqread: three pools, one run each, no bins; the third's 816 I/Os
+    # cannot support a p99, so fio's own p99 of it is blanked. Its mean over the other two, 185.6 ms, was
+    # printed as the cell's with "n 3" beside it. Now: the geometric mean of the two (scipy.stats.gmean),
+    # n 2, and the pool named.
+    runs = _pub_runs(ios=(1018, 1032, 816), p99=(179306496.0, 191889408.0, np.nan))
+    (row,) = summary_table(runs).to_dict("records")
+    assert row["n"] == 3 and row["p99_n"] == 2
+    assert row["p99_ms"] == pytest.approx(sps.gmean([179306496.0, 191889408.0]) / 1e6)
+    assert "p3 has 816 I/Os" in row["tail_units"] and NO_HISTOGRAM in row["tail_estimand"]
+    md = export_table(summary_table(runs), "md")
+    assert "p3 has 816 I/Os" in md and "185.6" not in md
+    assert display_table(summary_table(runs))[["p99_ms", "p99_ci"]].values.tolist() == [["185", "n=2, no CI"]]
+
+
+def test_exports_carry_p99_and_p99_9_with_intervals_and_never_175_175():
+    from zbench_lib.analysis.report.pub_tables import display_table, export_table, summary_table
+
+    runs = _pub_runs()
+    h = {_mid(1_000_000): 19_970, _mid(3_000_000): 30}       # each pool: 20,000 I/Os
+    hist = _hist({r: h for r in ("a", "b", "c")})
+    table = summary_table(runs, hist=hist)
+    (row,) = table.to_dict("records")
+    # every pool in the same bins: p99 1 ms's bin, p99.9 the 19,980th of 20,000, 3 ms's bin; the t interval
+    # has zero width and is shown as the bin (methods §18)
+    assert (row["p99_ci95_low_ms"], row["p99_ci95_high_ms"]) == tuple(e / 1e6 for e in _edges(1_000_000))
+    assert (row["p99_9_ci95_low_ms"], row["p99_9_ci95_high_ms"]) == tuple(e / 1e6 for e in _edges(3_000_000))
+    assert row["p99_n"] == row["p99_9_n"] == 3 and "typical pool" in row["tail_estimand"]
+    for fmt_name in ("md", "latex", "html"):
+        text = export_table(table, fmt_name)
+        assert "175–175" not in text and "175--175" not in text and "one value (n = 3)" in text    # the IOPS
+        assert "p99.9" in text and "typical pool" in text
+    csv = export_table(table, "csv")
+    assert all(c in csv.splitlines()[0] for c in ("p99_ci95_low_ms", "p99_9_ci95_high_ms", "tail_estimand"))
+    # an interval of zero width in a tail column reads as one value with its n, as the IOPS one does
+    flat = table.assign(p99_ci95_low_ms=row["p99_ms"], p99_ci95_high_ms=row["p99_ms"])
+    assert display_table(flat)["p99_ci"][0] == "one value (n = 3)"
+
+
+def _p99_comparison_rows():
+    """4K against 16K on three pools each, with bins: 4K's pools at about 1 ms, 16K's at about 4 ms."""
+    rows, hist = [], {}
+    for size, centre in ((4096, 1_000_000), (16384, 4_000_000)):
+        for pr, shift in ((1, 0.95), (2, 1.0), (3, 1.1)):
+            run = f"{size}-{pr}"
+            rows.append(dict(workload="randwrite", direction="write", layout="mirror", volblocksize_bytes=size,
+                             pool_id=f"p{size}-{pr}", pool_replicate=pr, run_id=run, attempt=1, total_ios=5000,
+                             iops=100.0))
+            hist[run] = {_mid(centre): 4940, _mid(int(centre * 3 * shift)): 60}
+    return pd.DataFrame(rows), hist
+
+
+def test_a_p99_comparison_is_a_ratio_of_typical_pools_decided_by_the_one_rule():
+    rows, per_run = _p99_comparison_rows()
+    hist = _hist(per_run).assign(direction="write")
+    cmp = A.compare_table(rows, "lat_p99_ns", "volblocksize_bytes", 16384, hist=hist)
+    (r,) = cmp.to_dict("records")
+    # each pool's own p99 from its bins (the 4,950th of 5,000, in the upper bin), then Welch's t on the logs
+    # (scipy.stats.ttest_ind(equal_var=False)): the ratio of geometric means and its 95% interval
+    own = {s: np.log([_np_percentile(per_run[f"{s}-{pr}"], 0.99) for pr in (1, 2, 3)]) for s in (4096, 16384)}
+    res = sps.ttest_ind(own[4096], own[16384], equal_var=False)
+    ci = res.confidence_interval(0.95)
+    assert r["ratio"] == pytest.approx(np.exp(own[4096].mean() - own[16384].mean()))
+    assert (r["ratio_ci_low"], r["ratio_ci_high"]) == pytest.approx((np.exp(ci.low), np.exp(ci.high)))
+    assert r["p"] == pytest.approx(res.pvalue) and "typical pool" in r["estimand"]
+    # a family of one: the deciding interval is that 95% one, below 1/(1.05): lower
+    assert r["verdict"] == "lower" and r["decided_high"] == pytest.approx(np.exp(ci.high))
+
+
+def test_a_p99_comparison_with_a_pool_short_of_ios_is_not_judged_and_names_it():
+    rows, per_run = _p99_comparison_rows()
+    per_run["4096-3"] = {_mid(1_000_000): 790, _mid(3_000_000): 10}          # 800 I/Os: no p99
+    rows.loc[rows["run_id"] == "4096-3", "total_ios"] = 800
+    hist = _hist(per_run).assign(direction="write")
+    (r,) = A.compare_table(rows, "lat_p99_ns", "volblocksize_bytes", 16384, hist=hist).to_dict("records")
+    # leaving the short pool out would compare the faster two: not judged, the pool named
+    assert r["verdict"] == "not judged" and "p4096-3 has 800 I/Os" in r["note"] and np.isnan(r["holm_p"])
+    # the same without bins: fio's own p99 of that run is blanked, and the comparison says so just as well
+    own = rows.assign(lat_p99_ns=[np.nan if r == "4096-3" else _np_percentile(per_run[r], 0.99)
+                                  for r in rows["run_id"]])
+    (r,) = A.compare_table(own, "lat_p99_ns", "volblocksize_bytes", 16384).to_dict("records")
+    assert r["verdict"] == "not judged" and "p4096-3 has 800 I/Os" in r["note"] and NO_HISTOGRAM in r["estimand"]

@@ -9,6 +9,7 @@ import pytest
 
 from zbench_lib import analysis as A
 from zbench_lib.analysis.claims.answer import answer_compare, answer_scaling, latency_tails
+from zbench_lib.analysis.stats.tails import SOURCE_BINS, SOURCE_OWN
 from zbench_lib.analysis.claims.conclusions import conclusions_compare, conclusions_volblocksize
 from zbench_lib.analysis.claims.wording import ci_text, effect_size_ok, p_text, say_once
 
@@ -85,7 +86,9 @@ def test_the_block_size_answer_gives_p99_and_p999_with_intervals(vbs):
     # the interval printed is the one that decided: Holm-adjusted within randwrite's family of 6 (methods §3.1)
     assert mirror.startswith("against volblocksize 16K: 4K 11.8x (9.1–15.4, Holm-adjusted 99.2%) higher; "
                              "128K 0.42x (0.38–0.47, Holm-adjusted 98.8%) lower.")
-    assert "p99: 16K 172 ms (164–180)" in mirror and "p99.9: 16K 244 ms (239–250)" in mirror
+    # a typical pool's, from each pool's own fio percentile (no bins in this example): the geometric mean of the
+    # three (scipy.stats.gmean: 171.6 and 244.3 ms) and the t interval on their logs rounded out to fio's bins
+    assert "p99: 16K 172 ms (164–180)" in mirror and "p99.9: 16K 244 ms (239–252)" in mirror
 
 
 def test_the_scaling_answer_gives_a_verdict_per_family_with_its_interval():
@@ -133,12 +136,14 @@ def test_the_depth_answer_groups_the_levels_by_verdict_and_says_a_reason_once():
                            "iodepth 16, iodepth 32; not judged at iodepth 64 (4 of 5 runs excluded")
     assert "level 64" not in text and text.count("host_contention") == 1
     # fio's lat since 2026-12-02 (issue 44): clat gave 11.4 ms (9.9–13.2), a 0.2-1.7 ms submission short
-    assert "p99: iodepth 1 11.8 ms (10.5–13.3)" in text
+    # a typical run's (one pool): gmean of the depth-1 runs' own p99, t on their logs rounded out to fio's bins
+    assert "p99: iodepth 1 11.8 ms (10.5–13.4)" in text and "iodepth 64 426 ms (1 run with the percentile, no " \
+        "interval)" in text
 
 
-def test_a_tail_the_merged_histograms_cannot_support_is_not_judged_never_a_mean_of_run_percentiles():
-    # Two runs of 3,000 I/Os each, with histograms: 6,000 merged I/Os support a p99 (1,000 needed) but not a
-    # p99.9 (10,000 needed). Each run's own fio p99.9 (5 and 7 ms) is there, as a pre-rule table would have it.
+def test_a_tail_the_units_cannot_support_is_not_judged_never_a_mean_of_run_percentiles():
+    # Two runs of 3,000 I/Os each, with histograms: each supports a p99 (1,000 needed), neither a p99.9 (10,000).
+    # Each run's own fio p99.9 (5 and 7 ms) is there, as a pre-rule table would have it.
     rows = pd.DataFrame({"workload": "w", "direction": "read", "run_id": ["a", "b"], "attempt": 1,
                          "total_ios": 3000, "lat_p99_ns": [2e6, 2e6], "lat_p99_9_ns": [5e6, 7e6],
                          "tail_not_judged": ""})
@@ -146,19 +151,26 @@ def test_a_tail_the_merged_histograms_cannot_support_is_not_judged_never_a_mean_
                          "bin_ns": [1000, 2_000_000, 1000, 2_000_000], "count": [2940, 60, 2940, 60]})
     t = latency_tails(rows, hist, ["workload", "direction"]).set_index("percentile")
     assert t.loc["p99.9", "status"] == "not judged: 6000 I/Os, a p99.9 needs 10000"
-    assert np.isnan(t.loc["p99.9", "value_ms"]) and t.loc["p99.9", "source"] == "merged histograms"
-    assert t.loc["p99", "status"] == "judged"
-    # the same runs without histograms (recorded before json+): the labelled mean of their own percentiles
+    assert np.isnan(t.loc["p99.9", "value_ms"]) and t.loc["p99.9", "source"] == SOURCE_BINS
+    assert t.loc["p99", "status"] == "judged" and t.loc["p99", "value_ms"] == 2.0
+    # the same runs without histograms (recorded before json+): each run's own fio p99, labelled; fio's p99.9
+    # of 3,000 I/Os is not taken either
     own = latency_tails(rows, hist.iloc[:0], ["workload", "direction"]).set_index("percentile")
-    assert own.loc["p99.9", "value_ms"] == 6.0 and own.loc["p99.9", "source"] == "mean of the runs' own percentile"
+    assert own.loc["p99", "value_ms"] == 2.0 and own.loc["p99", "source"] == SOURCE_OWN
+    assert own.loc["p99.9", "status"].startswith("not judged") and np.isnan(own.loc["p99.9", "value_ms"])
 
 
-def test_a_cell_whose_runs_each_kept_too_few_ios_for_their_own_p99_still_has_its_merged_verdict():
-    # Three runs of 600 I/Os: no run supports its own p99 (the per-run rule blanked them), their merged 1,800 do.
+def test_a_cell_whose_runs_each_kept_too_few_ios_has_no_typical_p99_but_a_pooled_one():
+    # Three runs of 600 I/Os: no run supports its own p99 (the per-run rule blanked them), their merged 1,800 do:
+    # a typical run's p99 is not judged and says why; all I/Os pooled, the other estimand, is judged
     rows = pd.DataFrame({"workload": "w", "direction": "write", "run_id": ["a", "b", "c"], "attempt": 1,
                          "total_ios": 600, "lat_p99_ns": np.nan, "lat_p99_9_ns": np.nan,
                          "tail_not_judged": "p99, p99.9"})
     hist = pd.DataFrame({"run_id": ["a", "b", "c"], "attempt": 1, "direction": "write", "bin_ns": 1000, "count": 600})
     t = latency_tails(rows, hist, ["workload", "direction"]).set_index("percentile")
-    assert t.loc["p99", "status"] == "judged" and t.loc["p99", "source"] == "merged histograms"
+    assert t.loc["p99", "status"] == "not judged: every run short of the 1000 I/Os a p99 needs"
+    assert t.loc["p99", "unsupported"] == "a has 600 I/Os; b has 600 I/Os; c has 600 I/Os"
+    assert t.loc["p99", "source"] == SOURCE_BINS
     assert t.loc["p99.9", "status"] == "not judged: 1800 I/Os, a p99.9 needs 10000"
+    pooled = A.cell_tails(rows, hist, by=["workload", "direction"], estimand="pooled").set_index("percentile")
+    assert pooled.loc["p99", "status"] == "judged" and pooled.loc["p99", "value_ns"] == 1000

@@ -170,7 +170,9 @@ class Result:
 
     @cached_property
     def tails(self) -> pd.DataFrame:
-        """p50 / p99 / p99.9 from the runs' merged latency histograms (never averaged), with their status."""
+        """p50 / p99 / p99.9 of a typical pool (each pool's own from its merged latency histogram bins, their
+        geometric mean and its interval; `estimand` says so, methods §18), with their status and the pools that
+        could not support them (`unsupported`)."""
         return cell_tails(self.admissible, self.sweep.histograms, by=["direction"])
 
     @cached_property

@@ -23,7 +23,7 @@ from zbench_lib.analysis.report.notebook_params import check_parameters
 from zbench_lib.analysis.report.resilver import load_slowdown, resilver_figure, resilver_table, slowdown_lines
 from zbench_lib.analysis.stats.across import SweepSet, load_sweeps
 from zbench_lib.analysis.stats.tables import compare_table, scaling_table, space_check
-from zbench_lib.analysis.stats.tails import cell_tails, tail_lines
+from zbench_lib.analysis.stats.tails import cell_tails, tail_lines, unit_tails
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
 
@@ -34,5 +34,5 @@ __all__ = ["CONFIG_COLUMNS", "FLAG_MEANINGS", "LAYOUT_COLUMNS", "ConfigError", "
            "format_size", "host_agreement", "host_coverage", "join_sweeps", "load_plan", "load_slowdown", "load_sweep",
            "load_sweeps", "parse_level", "resilver_figure",
            "resilver_table", "resolve_sweep_dir", "resolve_unit", "scaling_table", "select_admissible",
-           "slowdown_lines", "space_check", "tail_lines", "truth_summary", "tristate",
+           "slowdown_lines", "space_check", "tail_lines", "truth_summary", "tristate", "unit_tails",
            "varying_columns", "workload_metric"]

@@ -54,6 +54,7 @@ NO_HISTOGRAM = "no histogram in raw (run before json+)"
 _LAT = {f"lat_{name}_ns": Fraction(key) / 100 for key, name in PERCENTILES.items()}
 _CLAT = {"clat_p99_ns": Fraction(99, 100)}     # the completion half, kept beside lat to show the split
 _SYNC = {"sync_lat_p99_ns": Fraction(99, 100)}
+PERCENTILE_COLUMNS = {**_LAT, **_CLAT}         # the percentile columns of a direction's I/Os, and their quantile
 
 
 @cache
@@ -105,6 +106,40 @@ def bin_edges(value_ns) -> tuple[np.ndarray, np.ndarray]:
     return low.astype(float), high
 
 
+def _sorted_cum(bin_ns, counts) -> tuple[np.ndarray, np.ndarray]:
+    """The non-empty bins in ascending order and their cumulative counts."""
+    b, c = np.asarray(bin_ns, dtype=np.int64), np.asarray(counts, dtype=np.int64)
+    keep = c > 0
+    b, c = b[keep], c[keep]
+    order = np.argsort(b)
+    return b[order], np.cumsum(c[order])
+
+
+def rank_of(q, n: int) -> int:
+    """The 1-based rank fio reads the q-quantile of `n` I/Os at: ceil(q x n), in exact integers.
+
+    >>> rank_of(0.99, 2000), rank_of(0.99, 2001), rank_of(0.5, 3)
+    (1980, 1981, 2)
+    """
+    q = _fraction(q)
+    return -(-q.numerator * int(n) // q.denominator)
+
+
+def rank_bins(bin_ns, counts, ranks) -> np.ndarray:
+    """The keys of the bins holding the I/Os of 1-based `ranks` (1 the fastest), in a histogram's order.
+
+    A rank below 1 or past the last I/O has no bin: NaN.
+
+    >>> rank_bins([100, 200, 300], [50, 45, 5], [1, 50, 51, 100, 101]).tolist()
+    [100.0, 100.0, 200.0, 300.0, nan]
+    """
+    b, cum = _sorted_cum(bin_ns, counts)
+    r = np.asarray(ranks, dtype=np.int64)
+    idx = np.searchsorted(cum, r, side="left")       # the first bin whose cumulative count reaches the rank
+    ok = (r >= 1) & (idx < len(b))
+    return np.where(ok, b[np.minimum(idx, max(len(b) - 1, 0))] if len(b) else 0, np.nan).astype(float)
+
+
 def percentile_of(bin_ns, counts, q) -> float:
     """The q-quantile of a histogram as fio reads it: the key of the first bin whose cumulative
     count reaches q x N (exact integer arithmetic; NaN for an empty histogram).
@@ -112,17 +147,10 @@ def percentile_of(bin_ns, counts, q) -> float:
     >>> percentile_of([100, 200, 300], [50, 45, 5], 0.95)
     200.0
     """
-    b, c = np.asarray(bin_ns, dtype=np.int64), np.asarray(counts, dtype=np.int64)
-    keep = c > 0
-    b, c = b[keep], c[keep]
-    if not len(b):
+    _, cum = _sorted_cum(bin_ns, counts)
+    if not len(cum):
         return math.nan
-    order = np.argsort(b)
-    b, cum = b[order], np.cumsum(c[order])
-    q = _fraction(q)
-    # first bin with cum >= q * N, i.e. cum * den >= num * N (no float rounding at the edge)
-    hit = np.flatnonzero(cum * q.denominator >= q.numerator * int(cum[-1]))
-    return float(b[hit[0]])
+    return float(rank_bins(bin_ns, counts, [rank_of(q, int(cum[-1]))])[0])
 
 
 def run_histograms(data) -> list[dict]:

@@ -9,9 +9,9 @@ the family, its level stated once per answer where it is one) and its verdict, o
     answer_scaling(scal)                      efficiency of each family at its largest pool
     answer_compare(cmp, tails=None)           each level against the baseline, per workload;
                                               with `tails`, the p99 and p99.9 of each level
-    latency_tails(df, hist, by)               p99 and p99.9 per cell with their intervals: from the
-                                              merged histograms (methods §18), else (runs before
-                                              json+) the mean over units of the runs' own percentile
+    latency_tails(df, hist, by)               p99 and p99.9 per cell, a typical unit's with its interval
+                                              (methods §18): each unit's own from its merged bins, or
+                                              (runs before json+) from its runs' own fio percentile
 """
 
 from __future__ import annotations
@@ -27,10 +27,8 @@ from zbench_lib.analysis.data.sweep_data import setting_text
 from zbench_lib.analysis.stats.decision import VERDICTS, level_text
 from zbench_lib.analysis.stats.linearity import LINEAR_BAND, judge_linearity
 from zbench_lib.analysis.stats.ratio import equivalence_bounds
-from zbench_lib.analysis.stats.stats import summary
-from zbench_lib.analysis.stats.tails import cell_tails
+from zbench_lib.analysis.stats.tails import SOURCE_BINS, cell_tails
 from zbench_lib.core.sizes import format_size
-from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 from zbench_lib.measure.load import Load
 
 UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "lat_p99_ns": "p99 latency"}
@@ -192,43 +190,26 @@ def _key(r, by: list) -> tuple:
     return tuple("<nan>" if isinstance(r[c], float) and np.isnan(r[c]) else r[c] for c in by)
 
 
-def _merged_tail(t) -> dict:
-    """A cell's percentile from its merged histograms: its value and interval where judged, else
-    no number and cell_tails' reason (too few I/Os for the percentile)."""
-    judged = t["status"] == "judged"
-    ms = (lambda c: t[c] / 1e6) if judged else (lambda c: np.nan)
-    return {"value_ms": ms("value_ns"), "ci_low_ms": ms("ci_low_ns"), "ci_high_ms": ms("ci_high_ns"),
-            "n": t.get("n_units", np.nan), "status": t["status"], "source": "merged histograms"}
+TAIL_COLUMNS = ["percentile", "value_ms", "ci_low_ms", "ci_high_ms", "interval", "n", "n_units", "unsupported",
+                "status", "source", "estimand"]
 
 
 def latency_tails(df: pd.DataFrame, hist: pd.DataFrame | None, by: list) -> pd.DataFrame:
-    """p99 and p99.9 per cell of `by`: `value_ms`, `ci_low_ms`, `ci_high_ms`, `n` (units), `status`, `source`.
+    """p99 and p99.9 per cell of `by`, a typical unit's (`tails.cell_tails`, methods §18): by + TAIL_COLUMNS.
 
-    From the merged histograms where the store has them (`tails.cell_tails`), "not judged" with its
-    reason where the merged I/Os cannot support the percentile (never a number made otherwise). Only
-    a cell with no histogram at all (runs recorded before json+) takes the mean over its units of
-    the runs' own fio percentile with its 95% CI (`stats.summary`), and `source` says which it is.
+    `value_ms` and its interval `ci_low_ms`/`ci_high_ms` estimate one thing, named in `estimand`: the geometric
+    mean of each unit's own percentile, with its t interval. `source` says where the units' values come from:
+    their merged bins, or (runs recorded before json+) their runs' own fio percentile. `n` is the units the
+    value rests on, of `n_units`; a unit whose I/Os cannot support the percentile is named in `unsupported`,
+    and a cell none of whose units can is "not judged" with the reason (never a number made otherwise).
     """
-    rows = []
-    merged = cell_tails(df, hist, by=by, quantiles=tuple(q for _, q in PERCENTILES.values())) \
-        if hist is not None and len(hist) and len(df) else pd.DataFrame()
-    for pct, (col, _) in PERCENTILES.items():
-        covered = set()             # cells with histograms: their merged percentile, judged or not, and why
-        for _, t in (merged[merged["percentile"] == pct] if len(merged) else merged).iterrows():
-            if NO_HISTOGRAM not in t["status"]:
-                covered.add(_key(t, by))
-                rows.append({**{c: t[c] for c in by}, "percentile": pct, **_merged_tail(t)})
-        own = summary(df, col, by) if col in df and df[col].notna().any() else pd.DataFrame(columns=by)
-        for _, r in own.iterrows():
-            if _key(r, by) in covered:
-                continue
-            judged = r["n"] >= 2 and np.isfinite(r["ci95_low"])
-            rows.append({**{c: r[c] for c in by}, "percentile": pct, "value_ms": r["mean"] / 1e6,
-                         "ci_low_ms": r["ci95_low"] / 1e6, "ci_high_ms": r["ci95_high"] / 1e6, "n": r["n"],
-                         "source": "mean of the runs' own percentile",
-                         "status": "judged" if judged else f"{int(r['n'])} unit with the percentile (a CI needs 2)"})
-    return pd.DataFrame(rows, columns=by + ["percentile", "value_ms", "ci_low_ms", "ci_high_ms", "n", "status",
-                                            "source"])
+    binned = hist is not None and len(hist) > 0
+    # a percentile the rows never recorded (no bins, no column of fio's own) is no latency of theirs to report
+    qs = tuple(q for col, q in PERCENTILES.values() if binned or (col in df and df[col].notna().any()))
+    t = cell_tails(df, hist, by=by, quantiles=qs) if len(df) and qs else \
+        pd.DataFrame(columns=by + ["value_ns", "ci_low_ns", "ci_high_ns"] + TAIL_COLUMNS)
+    t = t.assign(value_ms=t["value_ns"] / 1e6, ci_low_ms=t["ci_low_ns"] / 1e6, ci_high_ms=t["ci_high_ns"] / 1e6)
+    return t[by + TAIL_COLUMNS].reset_index(drop=True)
 
 
 def _tails_sentence(tails, key: dict, factor: str, levels: list) -> str:
@@ -248,13 +229,17 @@ def _tails_sentence(tails, key: dict, factor: str, levels: list) -> str:
             if t.empty:
                 continue
             t = t.iloc[0]
-            if t["status"] == "judged" and t["ci_low_ms"] == t["ci_high_ms"]:     # zero width: no interval
+            if t["status"] == "judged" and isinstance(t.get("unsupported"), str) and t["unsupported"]:
+                values.append(f"{_level(factor, lv)} {num(t['value_ms'])} ms ({_n(t)} of {int(t['n_units'])} "
+                              f"{_units(t)} support a {pct}; {t['unsupported']})")
+            elif t["status"] == "judged" and t["ci_low_ms"] == t["ci_high_ms"]:     # zero width: no interval
                 n = _n(t)
                 values.append(f"{_level(factor, lv)} {num(t['value_ms'])} ms (one value"
                               + (f", n = {n})" if n is not None else ")"))
             elif t["status"] == "judged":
-                values.append(f"{_level(factor, lv)} {num(t['value_ms'])} ms "
-                              f"({ci_text(t['ci_low_ms'], t['ci_high_ms'], level='')})")
+                ci = ci_text(t["ci_low_ms"], t["ci_high_ms"], level="") if pd.notna(t["ci_low_ms"]) else \
+                    str(t.get("interval") or "no interval").removeprefix("no interval: ") + ", no interval"
+                values.append(f"{_level(factor, lv)} {num(t['value_ms'])} ms ({ci})")
             else:
                 unjudged.setdefault(bare_reason(t["status"]), []).append(_level(factor, lv))
         values += [f"{', '.join(lvs)} not judged ({why})" for why, lvs in unjudged.items()]
@@ -269,13 +254,20 @@ def _n(t):
     return int(n) if pd.notna(n) else None
 
 
+def _units(t) -> str:
+    return "pools" if t.get("estimand", "").startswith("a typical pool") else "runs"
+
+
 def _tail_source(tails) -> str:
+    """What the latencies estimate and where the units' values come from, said once (methods §18)."""
     if tails is None or tails.empty:
         return ""
-    own = (tails["source"] != "merged histograms").any()
-    return (" Latency percentiles: the mean over pools of each run's own fio percentile (these runs kept no "
-            "histogram to merge, methods §18)." if own else
-            " Latency percentiles: read from the runs' merged histograms (methods §18).")
+    unit = "pool" if tails["estimand"].str.startswith("a typical pool").any() else "run"
+    own = (tails["source"] != SOURCE_BINS).any()
+    what = ("fio percentile (these runs kept no histogram to merge)" if own else
+            "percentile from its runs' merged histogram bins")
+    return (f" Latency percentiles: a typical {unit}'s, the geometric mean of each {unit}'s own {what}, with a 95% "
+            f"t interval across {unit}s on the log scale (methods §18).")
 
 
 def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject: str = ALL_RUNS,

@@ -33,21 +33,23 @@ MODEL_TOLERANCE = 0.02   # measured charge within this of the allocation model: 
 __all__ = ["classic_claims", "raidz_reads_claim", "raidz_space_claim", "small_volblocksize_claim"]
 
 
-def classic_claims(df: pd.DataFrame, include_flagged: bool = False) -> list[dict]:
+def classic_claims(df: pd.DataFrame, include_flagged: bool = False, hist: pd.DataFrame | None = None) -> list[dict]:
     """The classic claims this sweep can speak to, each with its verdict and evidence.
 
     Each dict: `id`, `claim` (the claim as the seeds state it), `verdict` ("holds", "does not
     hold", "partly holds" or "not judged"), `evidence` (the numbers with their intervals),
     `reason` (why not judged; empty otherwise) and `caveat` (what the lab or the design cannot
-    say). Runs flagged by a truth check are left out unless `include_flagged`. A claim the
-    sweep has no rows for is left out; an empty list means none applies.
+    say). Runs flagged by a truth check are left out unless `include_flagged`. `hist`, the
+    store's latency_hist.parquet (`Sweep.histograms`), gives each pool's p99 from its bins
+    (claim 2; without it, its runs' own fio p99). A claim the sweep has no rows for is left
+    out; an empty list means none applies.
     """
     if df is None or df.empty or "layout" not in df:
         return []
     df = df.reset_index(drop=True)          # rows are matched to the admissible ones by index
     use = select_admissible(df, include_flagged)
-    found = [c for c in (raidz_reads_claim(df, use), small_volblocksize_claim(df, use), raidz_space_claim(df, use))
-             if c is not None]
+    found = [c for c in (raidz_reads_claim(df, use), small_volblocksize_claim(df, use, hist),
+                         raidz_space_claim(df, use)) if c is not None]
     if include_flagged and not admissible_mask(df).all():
         for c in found:
             c["caveat"] = (c["caveat"] + " Runs flagged by a truth check are included here: a verdict that rests "
@@ -80,12 +82,21 @@ def _write_state(iops, p99) -> str:
     return NOT if any(bad) else UNDECIDED
 
 
-def small_volblocksize_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None:
+def _no_interval(iops, p99) -> str:
+    """Why a group with two admissible units a side has no verdict: the comparison's own note (a pool that
+    cannot support a p99, named), else a side pooling several configurations."""
+    notes = [str(r["note"]).removeprefix("not judged: ") for r in (iops, p99)
+             if r is not None and isinstance(r.get("note"), str) and r["note"]]
+    return "; ".join(notes) if notes else "no interval (a side pools several configurations)"
+
+
+def small_volblocksize_claim(df: pd.DataFrame, use: pd.DataFrame, hist: pd.DataFrame | None = None) -> dict | None:
     """Claim 2: the smallest against the largest block size, per layout (and other factors).
 
     IOPS and p99 latency ratios (smallest / largest) from `compare_table`, Holm-adjusted per
-    workload × direction; "holds" only where the IOPS are significantly higher and the p99
-    significantly lower.
+    workload × direction; the p99 a typical pool's (each pool's own from its bins in `hist`, or its
+    runs' own fio p99; methods §18). "holds" only where the IOPS are significantly higher and the
+    p99 significantly lower.
     """
     bcol = block_column(df)
     if bcol not in df or df[bcol].nunique() < 2:
@@ -105,7 +116,7 @@ def small_volblocksize_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None
     by = [c for c in comparison_by(two, bcol)[0] if c in two]
     adm = two[two.index.isin(use.index)]
     cmp_iops = compare_table(adm, "iops", bcol, large, by=by) if len(adm) else None
-    cmp_p99 = compare_table(adm, "lat_p99_ns", bcol, large, by=by) if len(adm) else None
+    cmp_p99 = compare_table(adm, "lat_p99_ns", bcol, large, by=by, hist=hist) if len(adm) else None
     states, parts, why, units = [], [], [], []
     for key, g in (two.groupby(by, dropna=False) if by else [((), two)]):
         key = dict(zip(by, key if isinstance(key, tuple) else (key,)))
@@ -114,7 +125,7 @@ def small_volblocksize_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None
         if i is None or p is None or "not judged" in (i["verdict"], p["verdict"]):
             sides = [f"{format_size(b)}: {excluded(g[g[bcol] == b])}" for b in (small, large)
                      if g[g[bcol] == b].index.isin(use.index).sum() < 2]
-            why.append(head + ("; ".join(sides) if sides else "no interval (a side pools several configurations)"))
+            why.append(head + ("; ".join(sides) if sides else _no_interval(i, p)))
             states.append(NJ)
             continue
         state = _write_state(i, p)
@@ -125,7 +136,8 @@ def small_volblocksize_claim(df: pd.DataFrame, use: pd.DataFrame) -> dict | None
                                                    "claim)", UNDECIDED: " (inconclusive)"}[state])
     verdict = overall(states)
     evidence = ("; ".join(parts) + ". Holds only where the IOPS are higher and the p99 lower, both significant "
-                "after Holm correction per workload.") if parts else ""
+                f"after Holm correction per workload. The p99 compared is {cmp_p99['estimand'].iloc[0]}, the ratio "
+                "of their geometric means (methods §18).") if parts else ""
     if why and parts:
         evidence += " Not judged: " + "; ".join(why) + "."
     reason = ""

@@ -5,9 +5,9 @@ them saw; the answer's other lines say how the aggregate scales. This line reads
 at the workload's largest client count (the most clients competing for the datastore), per configuration held
 equal (sync standard, always): the lowest and highest share of the window's IOPS any client got in any run,
 beside the fair share, Jain's index with its 95% interval over the runs or pools, and the lowest and highest of
-the clients' own p99s (each from that client's bins merged over the configuration's runs, with its 95%
-interval). No verdict ("fair", "one client is slower"): no margin of fairness is stated to judge the index
-against, and no test compares the clients' p99s.
+the clients' own p99s (each a typical unit's, read from that client's own bins, with its 95% interval:
+`fairness.client_tails`). No verdict ("fair", "one client is slower"): no margin of fairness is stated to judge
+the index against, and no test compares the clients' p99s.
 
     answer_fairness(table, by)     [{subject, text}], one per workload and direction
 """
@@ -24,10 +24,10 @@ from zbench_lib.analysis.stats.fairness import ClientP99, client_p99s
 FAIRNESS_NOTE = ("Fairness, at each workload's largest client count: the lowest and highest share of the IOPS any "
                  "one client got in any run, over the window all of them shared (a fair share is 1 / clients), Jain's "
                  "index of the clients' IOPS (1 when equal, 1 / clients when one had it all) with its 95% CI, and "
-                 "the lowest and highest of the "
-                 "clients' own p99s, each from that client's latency bins merged over the configuration's runs, "
-                 "with its 95% CI (methods §18, §20); every client count and client is in the report's table "
-                 "\"Clients on one datastore\". With clients, every IOPS and p99 above is their aggregate.")
+                 "the lowest and highest of the clients' own p99s, each a typical unit's (each run's, or pool's, own "
+                 "p99 from that client's latency bins, their geometric mean) with its 95% CI (methods §18, §20); "
+                 "every client count and client is in the report's table \"Clients on one datastore\". With clients, "
+                 "every IOPS and p99 above is their aggregate.")
 PANEL = ("workload", "direction")
 
 

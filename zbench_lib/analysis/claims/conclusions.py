@@ -29,10 +29,12 @@ from zbench_lib.analysis.stats.tables import block_column
 from zbench_lib.core.sizes import format_size
 
 METRIC_LABELS = {"iops": "IOPS", "bw_bytes_s": "bandwidth", "lat_p99_ns": "p99 latency"}
-# A comparison of p99 averages each unit's own fio p99: say so, and where the cell's p99 is.
-TAIL_NOTE = ("p99 latency is compared as the mean of each unit's own fio p99 (a run with too few I/Os "
-             "for a p99 has none, methods §18); the cell's p99 read from its runs' merged histograms, "
-             "with its interval, is in the tails table (`cell_tails`).")
+# A comparison of p99 compares a typical unit's: say so, and what a unit short of I/Os does to it.
+TAIL_NOTE = ("p99 latency is compared as a typical pool's p99 (methods §18): each pool's own p99 from its runs' "
+             "merged fio bins (runs recorded before json+: its runs' own fio p99), the ratio of their geometric "
+             "means with Welch's t on the logs, decided by the one rule (methods §3.1); a comparison with a pool "
+             "whose I/Os cannot support a p99 is not judged and names it. All I/Os pooled, the other estimand, "
+             "is in the tails table (`cell_tails(..., estimand=\"pooled\")`).")
 
 
 def _ci(lo, hi, digits=2, level="95%") -> str:
@@ -366,6 +368,8 @@ def _best_block(g, everything, cmp_p99, by, metric, unjudged=()) -> str:
         if len(q) and np.isfinite(q.iloc[0]["ratio_ci_low"]):
             q = q.iloc[0]
             text += f", at {q['ratio']:.2f}x the p99 latency ({_ci(q['ratio_ci_low'], q['ratio_ci_high'])})"
+        elif len(q) and isinstance(q.iloc[0].get("note"), str) and q.iloc[0]["note"]:   # a pool short of I/Os
+            text += f", its p99 latency {q.iloc[0]['note']}"
     return text + "." + _described(r) + sens
 
 

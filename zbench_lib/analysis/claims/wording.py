@@ -7,6 +7,8 @@ live here (issue 31):
     num(v)                   three significant figures, separators, never 1.2e-02
     ci_text(lo, hi)          an interval whose ends never print alike ("174.6–175.4", not "175–175"),
                              and whose low end never prints as 0 when it is not ("0.0012–0.094")
+    interval_text(lo, hi, n) a table cell's interval: its ends in the cell's format, "one value (n = 3)"
+                             where it has zero width
     p_text(p, n_a, n_b)      a p-value to what the design supports: below 0.01 it is printed as
                              "< 0.01" while a side has fewer than 5 units, "< 0.001" below that
                              (a Welch t tail from 3 against 3 pools is a model's, not the data's)
@@ -79,6 +81,24 @@ def ci_text(lo, hi, digits: int | None = None, level: str = "95%", sep: str = "�
     d = _decimals(float(lo), float(hi), digits)
     text = f"{lo:,.{d}f}{sep}{hi:,.{d}f}"
     return f"{level} CI {text}" if level else text
+
+
+def interval_text(lo, hi, n: int | None = None, end=None) -> str:
+    """An interval's ends as a table cell writes them, '1,204–1,310', each end by `end` (default `num`); ends
+    that would print alike get the decimals that tell them apart, and an interval of zero width (every unit
+    gave the same value) reads "one value (n = 3)" (`ci_text`), never "175–175". The one rule for every
+    page and export.
+
+    Examples
+    --------
+    >>> interval_text(1204.4, 1310.2), interval_text(174.6, 175.4), interval_text(175.0, 175.0, n=3)
+    ('1,204–1,310', '174.6–175.4', 'one value (n = 3)')
+    """
+    end = end or num
+    a, b = end(lo), end(hi)
+    if a != b:
+        return f"{a}–{b}"
+    return ci_text(float(lo), float(hi), level="", n=None if n is None or n != n else int(n))
 
 
 def p_text(p, n_a: int | None = None, n_b: int | None = None) -> str:

@@ -29,6 +29,7 @@ from zbench_lib.analysis.data.metrics import judged_metrics, metric_of
 from zbench_lib.analysis.data.sweep_data import AUX_VDEVS, setting_text, varying_columns
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tables import scaling_family
+from zbench_lib.analysis.stats.tails import estimands_said
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
 from zbench_lib.zfs.models import has_model, predicted_random_read_iops
@@ -348,7 +349,8 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
             legend_entry(fig, f"{pct} (lower panels)", dash, pct, row=2, col=1)
     shown_metrics = " / ".join(dict.fromkeys(metric_label(m)[0] for m in _panel_metrics(df, panel, metric)))
     fig.update_layout(title=(title or f"{' and '.join([shown_metrics] + (['p99 / p99.9'] if with_tails else []))}"
-                             f" per {_factor_name(factor, factor.removesuffix('_bytes'))}") + f" ({CI_LABEL})",
+                             f" per {_factor_name(factor, factor.removesuffix('_bytes'))}")
+                      + f" ({_ci_label(tails) if with_tails else CI_LABEL})",
                       height=330 * rows + 170, legend_title_text="" if series == "_series" else series or "")
     return fig
 
@@ -386,6 +388,13 @@ def _percentile_rows(tails: pd.DataFrame | None) -> list[str]:
         return []
     judged = tails[tails["status"] == "judged"]
     return [p for p in ("p99", "p99.9") if (judged["percentile"] == p).any()]
+
+
+def _ci_label(tails: pd.DataFrame | None) -> str:
+    """The error bars' label: the mean's CI for the throughput, and what the latency points estimate (one
+    estimand for a latency's point and its bar: `tails.cell_tails`, methods §18)."""
+    said = estimands_said(tails["estimand"]) if tails is not None and len(tails) and "estimand" in tails else ""
+    return f"{CI_LABEL}; latencies: {said}" if said else CI_LABEL
 
 
 def plot_configurations(df: pd.DataFrame, factor: str, levels: list, tails: pd.DataFrame | None = None,
@@ -427,7 +436,8 @@ def plot_configurations(df: pd.DataFrame, factor: str, levels: list, tails: pd.D
                          row=rows, col=j)
     what = " and ".join(dict.fromkeys(metric_label(m)[0] for m in _panel_metrics(df, panel, metric)))
     fig.update_layout(title=(title or f"{what}{' and ' + ' / '.join(pcts) if pcts else ''} per configuration")
-                      + f" ({CI_LABEL})", height=260 * rows + 170, legend_title_text=factor.replace("_", " "))
+                      + f" ({_ci_label(tails) if pcts else CI_LABEL})", height=260 * rows + 170,
+                      legend_title_text=factor.replace("_", " "))
     return fig
 
 
@@ -520,7 +530,7 @@ def plot_depth_curve(df: pd.DataFrame, tails: pd.DataFrame | None, hue: str = "l
         for c, v in zip(panel, key):
             d = d[d[c] == v]
         _depth_panel(fig, d, hue, depth, colors, plot_px, first=j == 1, col=j)
-    fig.update_layout(title=(title or f"IOPS against p99 latency per {depth}") + f" ({CI_LABEL})",
+    fig.update_layout(title=(title or f"IOPS against p99 latency per {depth}") + f" ({_ci_label(tails)})",
                       height=DEPTH_HEIGHT, margin=dict(t=DEPTH_MARGIN_TOP),
                       legend_title_text="" if hue == "_series" else hue)
     return fig

@@ -5,11 +5,12 @@ rows, each value with its interval in one cell, `table_format.columns_html`; the
 right-aligns its numbers and keeps it as dense as the summary table, so four clients fit at 1400 px):
 the client count and the other settings that vary, the runs (and those whose shared window the clocks could
 not place, with the reason numbered under the table), the aggregate IOPS over the shared window with its
-interval, the aggregate p99 from every client's bins summed with its interval, the largest share of a run's
-I/O outside the window with the window p99's bounds, the lowest and highest share of the IOPS any client got,
-Jain's index with its interval, and each client's p99 from its own bins merged over the cell's runs, in one
-column per client: its value with its interval, or "not judged" with the reason numbered under the table. A
-sweep without clients has no section: `client_section` gives '' and the page is as it was.
+interval, the aggregate p99 of a typical unit (each unit's own from every client's bins summed) with its
+interval, the largest share of a run's I/O outside the window with the window p99's bounds, the lowest and
+highest share of the IOPS any client got, Jain's index with its interval, and each client's p99 of the same
+estimand from its own bins, in one column per client: its value with its interval, or "not judged" with the
+reason numbered under the table. A sweep without clients has no section: `client_section` gives '' and the
+page is as it was.
 
     client_section(adm, clients, hist, caption, client_hist)    the section's HTML; '' without clients
 """
@@ -20,6 +21,7 @@ import html
 
 import pandas as pd
 
+from zbench_lib.analysis.claims.wording import interval_text
 from zbench_lib.analysis.data.coverage import bare_reason
 from zbench_lib.analysis.data.sweep_data import varying_columns
 from zbench_lib.analysis.figures.plot_base import fmt
@@ -27,18 +29,19 @@ from zbench_lib.analysis.report.table_format import column_format, columns_html
 from zbench_lib.analysis.stats.fairness import ClientP99, client_order, client_p99s, fairness_table, has_clients
 
 METHOD = ("Each row is one configuration: its clients' aggregate (the IOPS over the window every client ran in, "
-          "counted from their stamped iops logs; the p99 from every client's latency bins summed, never an average "
-          "of the clients' percentiles), with 95% intervals over its runs as elsewhere (methods §18, §20). fio keeps "
-          "one latency histogram per run, so the p99 is over the clients' whole runs: 'outside the window' is the "
-          "largest share of a run's I/O that fell outside the shared window, and the window's own p99 lies within "
-          "the range given beside it (the whole runs' p99 read with that share moved either way). The lowest and "
-          "highest client share are the lowest and highest share of the window's IOPS any one client got in any of "
-          "its runs (a fair share is 1 / clients); Jain's index, (Σx)² / (n·Σx²) of the clients' window IOPS, is 1 "
-          "when they are equal and 1 / clients when one had it all, with its t interval over the runs or pools; "
-          "each client's column (c1, c2, ...) is that client's p99 from its own latency bins merged over the "
-          "configuration's runs, with its 95% interval, or 'not judged' where its I/Os cannot support one (a p99 "
-          "needs 1,000; the reasons are numbered under the table), never a median of its per-run p99s; — where the "
-          "client was not among the configuration's clients.")
+          "counted from their stamped iops logs; the p99 of a typical unit, each run's own p99, or each pool's where "
+          "pools were replicated, read from every client's latency bins summed, and their geometric mean, never an "
+          "average of the clients' percentiles), with 95% intervals over its units as elsewhere (methods §18, §20). "
+          "fio keeps one latency histogram per run, so the p99 is over the clients' whole runs: 'outside the "
+          "window' is the largest share of a run's I/O that fell outside the shared window, and the window's own "
+          "p99 lies within the range given beside it (the whole runs' p99 read with that share moved either way). "
+          "The lowest and highest client share are the lowest and highest share of the window's IOPS any one "
+          "client got in any of its runs (a fair share is 1 / clients); Jain's index, (Σx)² / (n·Σx²) of the "
+          "clients' window IOPS, is 1 when they are equal and 1 / clients when one had it all, with its t interval "
+          "over the runs or pools; each client's column (c1, c2, ...) is the same estimand read from that client's "
+          "own latency bins, with its 95% interval, or 'not judged' where its I/Os cannot support one (a p99 needs "
+          "1,000; the reasons are numbered under the table); — where the client was not among the "
+          "configuration's clients.")
 PANEL = ("workload", "direction")
 HEADINGS = {"workload": "Workload", "direction": "Direction", "clients": "Clients"}
 Column = tuple[str, list[str], bool]        # a table_format.columns_html column: heading, HTML cells, numeric
@@ -76,11 +79,13 @@ def _missing(v) -> bool:
     return v is None or (not isinstance(v, str) and pd.isna(v))
 
 
-def _with_ci(value, low, high, scale: float = 1.0) -> str:
-    """'157 (132–187)': the value and its interval's ends, the value alone without them; '' without a value."""
+def _with_ci(value, low, high, n=None, scale: float = 1.0) -> str:
+    """'157 (132–187)': the value and its interval's ends ("one value (n = 2)" at zero width), the value alone
+    without them; '' without a value."""
     if _missing(value):
         return ""
-    ends = "" if _missing(low) or _missing(high) else f" ({fmt(low * scale)}–{fmt(high * scale)})"
+    ends = "" if _missing(low) or _missing(high) else \
+        f" ({interval_text(low * scale, high * scale, None if _missing(n) else n, fmt)})"
     return fmt(value * scale) + ends
 
 
@@ -88,7 +93,7 @@ def _p99(value_ns, low_ns, high_ns, status, reasons: Reasons) -> str:
     """A p99 cell in ms with its interval, or "not judged" with its reason's number."""
     if isinstance(status, str) and status.startswith("not judged"):
         return reasons.mark(status)
-    return html.escape(_with_ci(value_ns, low_ns, high_ns, 1e-6))
+    return html.escape(_with_ci(value_ns, low_ns, high_ns, scale=1e-6))
 
 
 def _share(low, high) -> str:
@@ -147,7 +152,7 @@ def client_columns(table: pd.DataFrame, by: list[str], reasons: Reasons) -> list
     table = table.assign(**{c: float("nan") for c in _WINDOW if c not in table})
     aggregate = [("Runs", _cells(table, ["n", "window_not_judged", "window_reason"],
                                  lambda *v: _runs(*v, reasons)), True),
-                 (f"IOPS {ci}", _cells(table, ["iops_mean", "iops_ci_low", "iops_ci_high"], _with_ci), True),
+                 (f"IOPS {ci}", _cells(table, ["iops_mean", "iops_ci_low", "iops_ci_high", "n"], _with_ci), True),
                  (f"p99 ms {ci}", _cells(table, p99, lambda *v: _p99(*v, reasons)), True),
                  ("I/O outside the window (most)", _cells(table, list(_OUTSIDE), _outside), True),
                  ("Lowest / highest client share", _cells(table, ["share_min", "share_max"], _share), True),

@@ -5,7 +5,9 @@
                                   the other factors that vary, IOPS and MiB/s with the 95% CI
                                   of the metric the workload is judged in (`metric`: MiB/s for
                                   sequential workloads, IOPS for random ones, methods §9), p99
-                                  in ms (the cell's, from merged histograms where the store has
+                                  and p99.9 in ms, each a typical pool's with its 95% CI
+                                  and the pools it rests on (methods §18: each pool's own from
+                                  its merged bins, or its runs' own fio percentile without
                                   them), n admissible runs (first attempts), runs excluded by
                                   an invalidating truth check, runs kept with a describing flag
                                   and runs with checks not judged; a configuration whose runs
@@ -14,6 +16,8 @@
                                   fio's (logical) and the compressratio after the runs
     display_table(table)          the same as text cells (what Markdown, HTML and LaTeX show)
     summary_gt(table, ...)        a great_tables GT (HTML and LaTeX)
+    tail_notes(table)             the units short of I/Os for a percentile, counted and named, as notes
+                                  under a displayed table
     export_table(table, fmt)      'md', 'csv', 'latex' or 'html' as a string
     latex_table(table, ...)       a longtable that compiles in a bare `article` with LATEX_PREAMBLE and
                                   fits \\textwidth (small type, two-line headers, landscape pages when
@@ -22,9 +26,13 @@
 
 Every export carries the source note the caller gives: the report puts the caveat line (lab,
 emulated disks) and zbench's version and commit in it (`report.stamp`), so a pasted table keeps
-them. CSV headers carry their units (`iops_ci95_low`, `mib_s`, `p99_ms`), and `metric` the one each
-row is judged in; a CSV has no room for a note line that would not break a reader, so the note goes
-in a commented first line.
+them, and every export says what its p99 and p99.9 estimate (`tails_note`: "a typical pool's p99
+and p99.9, from ...") and names the units that could not support them (`tail_notes`). An interval
+of zero width reads "one value (n = 3)", never "175–175" (`wording.interval_text`). CSV headers
+carry their units (`iops_ci95_low`, `mib_s`, `p99_ms`, `p99_9_ci95_high_ms`), `metric` the one each
+row is judged in, and each row its tails' estimand and short units (`tail_estimand`, `tail_units`);
+a CSV has no room for a note line that would not break a reader, so the note goes in a commented
+first line.
 """
 
 from __future__ import annotations
@@ -36,10 +44,11 @@ import numpy as np
 import pandas as pd
 
 from zbench_lib.analysis.data.flags import admissible_mask, described_mask, replacement_mask, select_admissible
-from zbench_lib.analysis.claims.wording import ci_text
+from zbench_lib.analysis.claims.wording import interval_text
+from zbench_lib.analysis.data.coverage import bare_reason
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER, fmt
 from zbench_lib.analysis.stats.stats import summary
-from zbench_lib.analysis.stats.tails import cell_tails
+from zbench_lib.analysis.stats.tails import TYPICAL, cell_tails, estimand_text
 from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
 from zbench_lib.analysis.data.metrics import judged_metrics
 from zbench_lib.analysis.data.sweep_data import varying_columns
@@ -52,9 +61,14 @@ _LABELS = {"configuration": "Configuration", "drives": "Drives", "data_disks": "
            "workload": "Workload", "direction": "Direction", "iops": "IOPS", "iops_ci": "IOPS 95% CI",
            "mib_s": "MiB/s", "mib_s_ci": "MiB/s 95% CI", "physical_mib_s": "Disks MiB/s",
            "compressratio": "compressratio",
-           "p99_ms": "p99 (ms)", "n": "n", "excluded": "Excluded runs",
+           "p99_ms": "p99 (ms)", "p99_ci": "p99 95% CI", "p99_9_ms": "p99.9 (ms)", "p99_9_ci": "p99.9 95% CI",
+           "tail_units": "Units short of I/Os", "n": "n", "excluded": "Excluded runs",
            "described": "Runs with describing flags", "not_judged": "Runs not fully judged"}
 _RUNS = ("n", "excluded", "described", "not_judged")      # the run counts beside each estimate
+TAIL_QUANTILES = {0.99: "p99", 0.999: "p99_9"}           # the tails every export carries: their columns' prefix
+TAIL_TABLE_COLUMNS = (*(f"{p}{end}" for p in TAIL_QUANTILES.values()
+                        for end in ("_ms", "_ci95_low_ms", "_ci95_high_ms", "_n")), "tail_units", "tail_estimand")
+_LATENCY = tuple(f"{p}{end}" for p in TAIL_QUANTILES.values() for end in ("_ms", "_ci"))   # the displayed tails
 # What summary.tex needs, and nothing else: written beside it as summary-preamble.tex and documented in
 # its first lines. booktabs for the rules, longtable to split across pages, pdflscape for wide tables.
 LATEX_PREAMBLE = ("\\usepackage{booktabs}   % \\toprule, \\midrule, \\bottomrule\n"
@@ -63,9 +77,14 @@ LATEX_PREAMBLE = ("\\usepackage{booktabs}   % \\toprule, \\midrule, \\bottomrule
 # A bare article's \textwidth (345 pt at 10 pt type) against the table's width estimated from its longest
 # cell per column: scriptsize averages under 3.6 pt a character, and each column adds 6 pt of separation.
 PORTRAIT_PT, CHAR_PT, COLUMN_PT = 345.0, 3.6, 6.0
+# A landscape page is 550 pt wide; the estimate runs about 5% short of pdflatex's measure, so a table estimated
+# past TIGHT_PT (the p99 and p99.9 columns with their intervals on a sweep of many factors) gets 2 pt a column side.
+TIGHT_PT = 500.0
 # Two-line LaTeX headers: the long labels would set each column's width.
 _TEX_HEADERS = {"data_disks": "Data\\\\disks", "iops_ci": "IOPS\\\\95\\% CI", "mib_s_ci": "MiB/s\\\\95\\% CI",
                 "p99_ms": "p99\\\\(ms)",
+                "p99_ci": "p99\\\\95\\% CI", "p99_9_ms": "p99.9\\\\(ms)", "p99_9_ci": "p99.9\\\\95\\% CI",
+                "tail_units": "Units short\\\\of I/Os",
                 "excluded": "Runs\\\\excl.", "described": "Runs\\\\descr.", "not_judged": "Runs not\\\\judged",
                 "physical_mib_s": "Disks\\\\MiB/s", "compressratio": "compress-\\\\ratio"}
 # Where these vary, fio's MiB/s (logical) is half the story: the disks' MiB/s and the ratio join it.
@@ -73,7 +92,8 @@ COMPRESSION_FACTORS = ("compression", "compressible_percent")
 _PHYSICAL = ("physical_mib_s", "compressratio")
 # Each throughput with its interval column: a row's interval is given in the metric its workload is judged in.
 _JUDGED = {"iops": ("iops", "iops_ci"), "bw_bytes_s": ("mib_s", "mib_s_ci")}
-_NUMBERS = ("drives", "data_disks", "iops", "iops_ci", "mib_s", "mib_s_ci", *_PHYSICAL, "p99_ms", *_RUNS)
+# The display's right-aligned (numeric) columns, in every format.
+_RIGHT = {"drives", "data_disks", "iops", "iops_ci", "mib_s", "mib_s_ci", *_PHYSICAL, *_LATENCY, *_RUNS}
 
 
 def config_label(layout, vdevs, width) -> str:
@@ -102,22 +122,46 @@ def _not_judged_mask(df: pd.DataFrame) -> pd.Series:
     return df[flags].isna().any(axis=1) if flags else pd.Series(False, index=df.index)
 
 
-def _merged_p99(adm: pd.DataFrame, hist: pd.DataFrame | None, keys: list) -> pd.DataFrame | None:
-    """Each cell's p99 from its runs' merged histograms (tails.cell_tails), where it is judged;
-    None without histograms (runs recorded before json+): the caller keeps the runs' own p99."""
-    if hist is None or not len(hist) or not len(adm):
-        return None
-    t = cell_tails(adm, hist, by=keys, quantiles=(0.99,))
-    t = t[t["status"] == "judged"]
-    return t[keys + ["value_ns"]].rename(columns={"value_ns": "p99"})
+def _short_units(r) -> str:
+    """'p99.9: 1 of 3 pools short of 10,000 I/Os (p3 has 812 I/Os)': the units a cell's percentile could not
+    use, counted and named; '' where every unit supports it."""
+    if not r["unsupported"]:
+        return "" if r["judged"] else f"{r['percentile']}: {bare_reason(r['status'])}"
+    short = int(r["n_units"]) - int(r["n"])
+    return (f"{r['percentile']}: {short} of {int(r['n_units'])} {r['unit']}s short of {int(r['min_ios']):,} I/Os "
+            f"({r['unsupported']})")
+
+
+def _tail_columns(adm: pd.DataFrame, hist: pd.DataFrame | None, keys: list) -> pd.DataFrame:
+    """Each cell's p99 and p99.9, a typical unit's with its interval (`tails.cell_tails`, methods §18), in ms;
+    `p99_n` the units each rests on; `tail_units` the units short of I/Os; `tail_estimand` what they are."""
+    binned = hist is not None and len(hist) > 0
+    # a percentile the runs never recorded (no bins, no column of fio's own) is left blank, not "not judged"
+    qs = [q for q, p in TAIL_QUANTILES.items() if binned or f"lat_{p}_ns" in adm]
+    if not qs or not len(adm):
+        return pd.DataFrame(columns=keys + list(TAIL_TABLE_COLUMNS))
+    rows = []
+    for key, g in cell_tails(adm, hist, by=keys, quantiles=tuple(qs)).groupby(keys, dropna=False, sort=False):
+        row = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        for r in g.itertuples(index=False):
+            p = TAIL_QUANTILES[r.q]
+            row |= {f"{p}_ms": r.value_ns / 1e6, f"{p}_ci95_low_ms": r.ci_low_ns / 1e6,
+                    f"{p}_ci95_high_ms": r.ci_high_ns / 1e6, f"{p}_n": int(r.n)}
+        row["tail_units"] = "; ".join(t for t in (_short_units(r) for _, r in g.iterrows()) if t)
+        unit, source = g["unit"].iloc[0], g["source"].iloc[0]
+        row["tail_estimand"] = (f"{estimand_text(TYPICAL, unit, 'p99 and p99.9')}, from {source}; 95% t interval "
+                                f"across {unit}s on the log scale, rounded out to fio's bins")
+        rows.append(row)
+    return pd.DataFrame(rows).reindex(columns=keys + list(TAIL_TABLE_COLUMNS))
 
 
 def summary_table(results: pd.DataFrame, include_flagged: bool = False,
                   hist: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per configuration × workload × direction (see the module docstring). With the
-    store's histograms (`Sweep.histograms`) p99 is the cell's, read from its runs' merged
-    histograms and blank where its I/O count cannot support it; without them (runs before json+)
-    it is the mean of the runs' own p99, as those sweeps' tables always showed."""
+    """One row per configuration × workload × direction (see the module docstring). p99 and p99.9 are a
+    typical unit's (`tails.cell_tails`, methods §18), each with its 95% interval and the units it rests on
+    (`p99_n`, `p99_9_n`): each pool's own percentile from its runs' merged bins in `hist` (the store's
+    histograms, `Sweep.histograms`), or without them (runs before json+) from its runs' own fio percentile;
+    `tail_estimand` says which. A pool whose I/Os cannot support a percentile is named in `tail_units`."""
     need = set(_SHAPE) | {"iops"}
     if not need <= set(results.columns):
         raise ConfigError(f"the summary table needs columns {sorted(need - set(results.columns))}")
@@ -128,14 +172,11 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False,
     adm = select_admissible(df, include_flagged)
     s = _throughput(adm, "iops", keys, "iops").merge(_throughput(adm, "bw_bytes_s", keys, "bw"), on=keys, how="left")
     physical = bool(set(factors) & set(COMPRESSION_FACTORS))
-    extra = adm.groupby(keys, dropna=False).agg(
-        p99=("lat_p99_ns", "mean") if "lat_p99_ns" in adm else ("iops", lambda v: np.nan),
-        **(_physical_aggs(adm) if physical else {})).reset_index()
-    merged = _merged_p99(adm, hist, keys)
-    if merged is not None:
-        extra = extra.drop(columns="p99").merge(merged, on=keys, how="left")
     all_keys = df[keys + ["metric"]].drop_duplicates(keys)      # a cell without admissible runs keeps its metric
-    out = all_keys.merge(s, on=keys, how="left").merge(extra, on=keys, how="left")
+    out = all_keys.merge(s, on=keys, how="left")
+    if physical:
+        out = out.merge(adm.groupby(keys, dropna=False).agg(**_physical_aggs(adm)).reset_index(), on=keys, how="left")
+    out = out.merge(_tail_columns(adm, hist, keys), on=keys, how="left")
     counts = [_runs(df, keys, ~admissible_mask(df) & ~replacement_mask(df)).rename("excluded"),
               _runs(adm, keys, described_mask(adm)).rename("described"),
               _runs(df, keys, _not_judged_mask(df)).rename("not_judged")]
@@ -153,7 +194,7 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False,
         judged = out["metric"] == metric
         for end in ("ci95_low", "ci95_high"):
             out[f"{value}_{end}"] = out[f"{value}_{end}"].where(judged).clip(lower=0)
-    out["p99_ms"] = out.pop("p99") / 1e6
+    out[["tail_units", "tail_estimand"]] = out[["tail_units", "tail_estimand"]].fillna("")
     if physical:
         out["physical_mib_s"] = out.pop("physical_bw") / 2 ** 20
     out["_rank"] = out["layout"].map(lambda v: LAYOUT_ORDER.index(v) if v in LAYOUT_ORDER else len(LAYOUT_ORDER))
@@ -161,7 +202,8 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False,
     out = out.sort_values(order, kind="stable").drop(columns=["_rank"]).reset_index(drop=True)
     cols = ["configuration", "layout", "vdevs", "width", "drives", "data_disks", *factors,
             *[c for c in ("workload", "direction") if c in out], "metric", "iops", "iops_ci95_low", "iops_ci95_high",
-            "mib_s", "mib_s_ci95_low", "mib_s_ci95_high", *(_PHYSICAL if physical else ()), "p99_ms", *_RUNS]
+            "mib_s", "mib_s_ci95_low", "mib_s_ci95_high", *(_PHYSICAL if physical else ()), *TAIL_TABLE_COLUMNS,
+            *_RUNS]
     return out[cols]
 
 
@@ -190,11 +232,41 @@ def _factor_cell(col, v) -> str:
     return format_size(int(v)) if col.endswith("_bytes") else str(v)
 
 
-def _interval(lo, hi, n: int) -> str:
-    """'1,204–1,310'; ends that would print alike get the decimals that tell them apart, and an interval of
-    zero width (every unit gave the same value) reads "one value (n = 3)", never "175–175"."""
-    a, b = fmt(lo), fmt(hi)
-    return f"{a}–{b}" if a != b else ci_text(float(lo), float(hi), level="", n=n)
+def _no_ci(n) -> str:
+    """An interval cell without an interval: 'n=1, no CI' for a value on one unit (or on two, the others
+    short of I/Os: `tail_units` names them), '—' for none."""
+    return f"n={int(n)}, no CI" if pd.notna(n) and n >= 1 else "—"
+
+
+def _tail_cells(r) -> dict:
+    """A row's p99 and p99.9 cells, each with its interval ("one value (n = 3)" at zero width); a value without
+    one says on how many units it rests ("n=2, no CI": the units short of I/Os are in `tail_units`)."""
+    out = {}
+    for p in TAIL_QUANTILES.values():
+        value, lo, hi, n = (r.get(f"{p}{end}") for end in ("_ms", "_ci95_low_ms", "_ci95_high_ms", "_n"))
+        if pd.isna(value):
+            out |= {f"{p}_ms": "—", f"{p}_ci": "not judged" if pd.notna(n) else "—"}
+            continue
+        ci = interval_text(lo, hi, int(n), fmt) if pd.notna(lo) and pd.notna(hi) else _no_ci(n)
+        out |= {f"{p}_ms": fmt(value), f"{p}_ci": ci}
+    return out
+
+
+def _tail_display(table: pd.DataFrame) -> list[str]:
+    """The tail columns a display shows: each percentile's value and interval (the units short of I/Os are notes
+    under the table, `tail_notes`: a column of them would run off any page)."""
+    return [c for p in TAIL_QUANTILES.values() for c in (f"{p}_ms", f"{p}_ci") if f"{p}_ms" in table]
+
+
+def tail_notes(table: pd.DataFrame) -> list[str]:
+    """'raidz3 1x8, seqread read: p99: 1 of 3 pools short of 1,000 I/Os (p3 has 816 I/Os)': each row's units
+    that could not support a percentile, counted and named, for the notes under a displayed table."""
+    if "tail_units" not in table:
+        return []
+    d = display_table(table)
+    label = [c for c in d.columns if c not in _RIGHT and c not in ("drives", "data_disks")]
+    return [f"{', '.join(str(v) for v in d.loc[i, label] if v)}: {text}"
+            for i, text in zip(d.index, table["tail_units"].fillna("")) if text]
 
 
 def display_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -202,8 +274,9 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
     factors = [c for c in table.columns if c not in ("configuration", "layout", "vdevs", "width", "drives",
                                                       "data_disks", "workload", "direction", "metric", "iops",
                                                       "iops_ci95_low", "iops_ci95_high", "mib_s", "mib_s_ci95_low",
-                                                      "mib_s_ci95_high", "p99_ms", *_PHYSICAL, *_RUNS)]
+                                                      "mib_s_ci95_high", *_PHYSICAL, *TAIL_TABLE_COLUMNS, *_RUNS)]
     shown = [ci for m, (_, ci) in _JUDGED.items() if (table.get("metric", pd.Series("iops")) == m).any()]
+    tails = _tail_display(table)
     rows = []
     for _, r in table.iterrows():
         judged = r["n"] > 0
@@ -214,24 +287,25 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
         row.update({ci: _judged_interval(r, metric) for metric, (_, ci) in _JUDGED.items() if ci in shown})
         row.update(iops=fmt(r["iops"]) if judged else "—", mib_s=fmt(r["mib_s"]) if judged else "—",
                    **{c: fmt(r[c]) if judged else "—" for c in _PHYSICAL if c in table},
-                   p99_ms=fmt(r["p99_ms"]) if judged else "—", **{c: str(int(r[c])) for c in _RUNS if c in table})
+                   **(_tail_cells(r) if judged else {c: "—" for c in tails}),
+                   **{c: str(int(r[c])) for c in _RUNS if c in table})
         rows.append(row)
     cols = ["configuration", "drives", "data_disks", *factors, *[c for c in ("workload", "direction") if c in table],
             *[c for c in ("iops", "iops_ci", "mib_s", "mib_s_ci") if c in ("iops", "mib_s", *shown)],
-            *[c for c in _PHYSICAL if c in table], "p99_ms", *[c for c in _RUNS if c in table]]
+            *[c for c in _PHYSICAL if c in table], *tails, *[c for c in _RUNS if c in table]]
     return pd.DataFrame(rows, columns=cols)
 
 
 def _judged_interval(r, metric: str) -> str:
     """The row's 95% CI cell in `metric`: its interval where its workload is judged in it ('' elsewhere: the
-    other metric's), "n=1, no CI" on a single unit, '—' with none."""
+    other metric's), "one value (n = 3)" at zero width, "n=1, no CI" on a single unit, '—' with none."""
     if r.get("metric", "iops") != metric:
         return ""
     value = _JUDGED[metric][0]
     lo, hi = r[f"{value}_ci95_low"], r[f"{value}_ci95_high"]
-    if r["n"] > 0 and pd.notna(hi):
-        return _interval(lo, hi, int(r["n"]))
-    return "n=1, no CI" if r["n"] == 1 else "—"
+    if r["n"] > 0 and pd.notna(lo) and pd.notna(hi):
+        return interval_text(lo, hi, int(r["n"]), fmt)
+    return _no_ci(r["n"])
 
 
 def _header(col: str) -> str:
@@ -245,12 +319,13 @@ def summary_gt(table: pd.DataFrame, title: str = "Summary", source_note: str = "
     from great_tables import GT
     d = display_table(table)
     gt = GT(d).tab_header(title=title).cols_label(**{c: _header(c) for c in d.columns})
-    numeric = [c for c in _NUMBERS if c in d]
+    numeric = [c for c in d.columns if c in _RIGHT]
     throughput = [c for c in ("iops", "iops_ci", "mib_s", "mib_s_ci", *_PHYSICAL) if c in d]
     gt = gt.cols_align("right", columns=numeric).tab_spanner("Throughput", throughput) \
+        .tab_spanner("Latency", [c for c in _LATENCY if c in d]) \
         .tab_spanner("Runs", [c for c in _RUNS if c in d])
-    if source_note:
-        gt = gt.tab_source_note(source_note)
+    for line in [source_note, *(f"Units short of I/Os: {n}" for n in tail_notes(table))]:
+        gt = gt.tab_source_note(line) if line else gt
     return gt
 
 
@@ -265,17 +340,25 @@ def _markdown(d: pd.DataFrame, right) -> str:
     return "\n".join([line(esc[0]), rule] + [line(r) for r in esc[1:]]) + "\n"
 
 
+def tails_note(table: pd.DataFrame) -> str:
+    """The caption's sentence on the tails: what p99 and p99.9 estimate, said once (every export carries it)."""
+    said = [t for t in dict.fromkeys(table.get("tail_estimand", pd.Series(dtype=str)).fillna("")) if t]
+    return f"p99 and p99.9: {' / '.join(said)} (methods §18)." if said else ""
+
+
 def export_table(table: pd.DataFrame, fmt_name: str, title: str = "Summary", source_note: str = "") -> str:
     """The summary table as Markdown, CSV (numbers, units in the column names), LaTeX or HTML."""
     if fmt_name not in FORMATS:
         raise ConfigError(f"table format must be one of {', '.join(FORMATS)}, got {fmt_name!r}")
-    if fmt_name == "csv":
+    if fmt_name == "csv":             # each row carries its tails' estimand and short units in its own columns
         note = f"# {source_note}\n" if source_note else ""
         return note + table.to_csv(index=False, float_format="%.6g")
+    source_note = " ".join(t for t in (source_note, tails_note(table)) if t)
     if fmt_name == "md":
-        d = display_table(table)
-        text = _markdown(d, set(_NUMBERS))
-        return (f"**{title}**\n\n" if title else "") + text + (f"\n{source_note}\n" if source_note else "")
+        text = _markdown(display_table(table), _RIGHT)
+        notes = "".join(f"- {n}\n" for n in tail_notes(table))
+        return (f"**{title}**\n\n" if title else "") + text + (f"\n{source_note}\n" if source_note else "") \
+            + (f"\nUnits short of I/Os (named, never left out silently):\n\n{notes}" if notes else "")
     if fmt_name == "latex":
         return latex_table(table, title, source_note)
     return summary_gt(table, title, source_note).as_raw_html()
@@ -315,14 +398,14 @@ def _width_pt(d: pd.DataFrame) -> float:
 def latex_table(table: pd.DataFrame, title: str = "Summary", source_note: str = "") -> str:
     """The summary table as a longtable for a bare `article` with LATEX_PREAMBLE (see the module docstring)."""
     d = display_table(table)
-    spec = "".join("r" if c in _NUMBERS else "l" for c in d.columns)
+    spec = "".join("r" if c in _RIGHT else "l" for c in d.columns)
     wide = _width_pt(d) > PORTRAIT_PT
     head = " & ".join(_tex_header(c) for c in d.columns) + " \\\\"
     n = len(d.columns)
     lines = ["% " + title, "% Needs, in the preamble (summary-preamble.tex):",
              *("% " + line for line in LATEX_PREAMBLE.splitlines()),
              *(["\\begin{landscape}"] if wide else []),
-             "\\begingroup\\scriptsize\\setlength{\\tabcolsep}{3pt}",
+             f"\\begingroup\\scriptsize\\setlength{{\\tabcolsep}}{{{2 if _width_pt(d) > TIGHT_PT else 3}pt}}",
              f"\\begin{{longtable}}{{@{{}}{spec}@{{}}}}",
              f"\\caption{{{_tex(title)}}}\\\\", "\\toprule", head, "\\midrule", "\\endfirsthead",
              f"\\multicolumn{{{n}}}{{@{{}}l}}{{\\emph{{(continued)}}}}\\\\", "\\toprule", head, "\\midrule",
@@ -332,6 +415,10 @@ def latex_table(table: pd.DataFrame, title: str = "Summary", source_note: str = 
     lines += ["\\end{longtable}", "\\endgroup"]
     if source_note:
         lines += ["{\\footnotesize " + _tex(source_note) + "\\par}"]
+    notes = tail_notes(table)
+    if notes:
+        lines += ["{\\footnotesize Units short of I/Os (named, never left out silently):\\par",
+                  *(_tex(n) + "\\par" for n in notes), "}"]
     lines += (["\\end{landscape}"] if wide else [])
     return "\n".join(lines) + "\n"
 

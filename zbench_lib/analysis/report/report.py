@@ -196,7 +196,7 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
                   summary_html=export_table(table, "html", title="Summary per configuration", source_note=note),
                   headline_html="", static=[], caveats=caveats(df), answers=study["answers"],
                   answers_note=study["note"], study_kind=study["kind"],
-                  classic_claims=classic_claims(df, opts.include_flagged))
+                  classic_claims=classic_claims(df, opts.include_flagged, sweep.histograms))
     fig = study["figure"]
     if fig is not None:
         add_caption(fig, figure_caption(fig.layout.title.text or "", [sweep]))

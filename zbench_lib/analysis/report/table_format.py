@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from zbench_lib.analysis.claims.wording import ci_text
+from zbench_lib.analysis.claims.wording import interval_text
 from zbench_lib.analysis.figures.plot_base import fmt
 from zbench_lib.core.sizes import format_size
 
@@ -107,11 +107,13 @@ def _unit(metric) -> tuple[str, float]:
 
 @dataclass(frozen=True)
 class _Cells:
-    """A column as text: its header, each row's number, unit suffix and the factor the number was scaled by."""
+    """A column as text: its header, each row's number, unit suffix, the factor the number was scaled by and how
+    a number of that row is written once scaled (`end`, for an interval's ends: `wording.interval_text`)."""
     header: str
     numbers: list[str]
     units: list[str]
     scales: list[float]
+    ends: list
 
     @property
     def texts(self) -> list[str]:
@@ -123,13 +125,14 @@ def _cells(df: pd.DataFrame, name: str) -> _Cells:
     each number); any other as `column_format` writes it."""
     if name not in METRIC_VALUES or "metric" not in df or not df["metric"].notna().any():
         header, f = column_format(name, df[name])
-        return _Cells(header, [f(v) for v in df[name]], [""] * len(df), [1.0] * len(df))
+        return _Cells(header, [f(v) for v in df[name]], [""] * len(df), [1.0] * len(df), [f] * len(df))
     units = [_unit(m) for m in df["metric"]]
     shared = {u for u, _ in units if u}
     one = len(shared) == 1
     numbers = ["" if _missing(v) else fmt(float(v) * k) for v, (_, k) in zip(df[name], units)]
     suffix = ["" if one or not n or not u else f" {u}" for n, (u, _) in zip(numbers, units)]
-    return _Cells(f"{name} ({next(iter(shared))})" if one else name, numbers, suffix, [k for _, k in units])
+    return _Cells(f"{name} ({next(iter(shared))})" if one else name, numbers, suffix, [k for _, k in units],
+                  [fmt] * len(df))
 
 
 def _prepared(df: pd.DataFrame) -> pd.DataFrame:
@@ -187,23 +190,14 @@ class Compact:
     notes: tuple[str, ...] = ()
 
 
-def _ends(a: str, b: str, lo, hi, n) -> str:
-    """'0.944–1.01' from the ends as printed (`a`, `b`) and as numbers in the printed unit (`lo`, `hi`); an interval
-    of zero width "one value (n = 3)" (never "175–175"), ends that would print alike with the decimals that tell
-    them apart (`wording.ci_text`)."""
-    if a != b:
-        return f"{a}–{b}"
-    return ci_text(float(lo), float(hi), level="", n=None if _missing(n) else int(n))
-
-
 def _interval_texts(df: pd.DataFrame, value: str, low: str, high: str) -> tuple[str, list[str]]:
     """The header and cells of a value with its interval, in the value's unit ('512 (500–520)', and with rows
     in several units '512 (500–520) MiB/s')."""
-    v, lo, hi = _cells(df, value), _cells(df, low), _cells(df, high)
+    v, lo = _cells(df, value), _cells(df, low)
     ns = df["n"] if "n" in df else pd.Series(None, index=df.index, dtype=object)
-    cells = [num + (f" ({_ends(a, b, x * k, y * k, n)})" if not (_missing(x) or _missing(y)) else "") + unit
-             for num, a, b, x, y, k, n, unit in zip(v.numbers, lo.numbers, hi.numbers, df[low], df[high], lo.scales,
-                                                     ns, v.units)]
+    cells = [num + (f" ({interval_text(x * k, y * k, None if _missing(n) else n, end)})"
+                    if not (_missing(x) or _missing(y)) else "") + unit
+             for num, x, y, k, end, n, unit in zip(v.numbers, df[low], df[high], lo.scales, lo.ends, ns, v.units)]
     return f"{v.header} ({'deciding interval' if low.startswith('decided') else '95% CI'})", cells
 
 

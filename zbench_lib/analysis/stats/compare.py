@@ -19,7 +19,9 @@ from scipy import stats as sps
 from zbench_lib.analysis.stats.decision import NOT_JUDGED, decide
 from zbench_lib.analysis.stats.decision import VERDICTS as VERDICTS  # re-exported: the verdicts a table holds
 from zbench_lib.analysis.stats.ratio import holm, log_ratio_test, tost, values
+from zbench_lib.analysis.stats.tails import geomean, percentile_units, quantile_of
 from zbench_lib.analysis.data.replication import to_units
+from zbench_lib.measure.fio_hist import percentile_name
 from zbench_lib.core.errors import ConfigError
 
 
@@ -89,11 +91,12 @@ def mannwhitney(a, b, alpha: float = 0.05) -> tuple[float, str]:
     return p, "exact p assumes no ties; the samples have ties" if ties else ""
 
 
-def _one(x, base, alpha: float, margin: float) -> dict:
-    """Every statistic of one comparison (level values `x` against baseline values `base`)."""
-    r = log_ratio_test(x, base, 1 - alpha)
+def _one(x, base, alpha: float, margin: float, geometric: bool = False) -> dict:
+    """Every statistic of one comparison (level values `x` against baseline values `base`); `geometric` for
+    units' latency percentiles: the ratio of geometric means, Welch's t on the logs (methods §18)."""
+    r = log_ratio_test(x, base, 1 - alpha, geometric)
     ok = len(x) > 1 and len(base) > 1 and np.isfinite(r.low)
-    t = tost(x, base, margin, alpha) if ok else None
+    t = tost(x, base, margin, alpha, geometric) if ok else None
     mw_p, mw_note = mannwhitney(x, base, alpha)
     return dict(ratio=r.ratio, ratio_ci_low=r.low, ratio_ci_high=r.high, p=r.p,
                 tost_ci90_low=t.low if t else math.nan, tost_ci90_high=t.high if t else math.nan,
@@ -151,16 +154,59 @@ def verdict(row, alpha: float = 0.05) -> str:
     return d.verdict if d else NOT_JUDGED
 
 
-COLUMNS = ("factor", "level", "baseline", "unit", "n_level", "n_baseline", "runs_level", "runs_baseline",
-           "mean_level", "mean_baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "p", "holm_p",
+COLUMNS = ("factor", "level", "baseline", "unit", "estimand", "n_level", "n_baseline", "runs_level",
+           "runs_baseline", "mean_level", "mean_baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "p", "holm_p",
            "holm_alpha", "adj_ci_low", "adj_ci_high", "significant", "tost_ci90_low", "tost_ci90_high",
            "tost_p", "equivalent", "margin", "hedges_g", "cliffs_delta", "mannwhitney_p",
            "mannwhitney_note", "verdict", "decided_low", "decided_high", "decided_level", "family_size",
-           "log_se", "welch_df")
+           "log_se", "welch_df", "note")
+# The statistics of a comparison that has none (a side's unit cannot support the percentile compared).
+_NO_STATS = dict(ratio=math.nan, ratio_ci_low=math.nan, ratio_ci_high=math.nan, p=math.nan, tost_ci90_low=math.nan,
+                 tost_ci90_high=math.nan, tost_p=math.nan, equivalent=False, hedges_g=math.nan,
+                 cliffs_delta=math.nan, mannwhitney_p=math.nan, mannwhitney_note="", log_se=math.nan,
+                 welch_df=math.nan)
+
+
+def _units(df: pd.DataFrame, metric: str, keys: list, unit: str, hist) -> tuple[pd.DataFrame, str, str]:
+    """The experimental units of a comparison, their unit and what a side's value estimates: the mean of each
+    unit's runs (`replication.to_units`), or for a latency percentile each unit's own, from its merged bins or
+    its runs' own fio percentile (`tails.percentile_units`), whose sides compare as geometric means."""
+    if quantile_of(metric) is None:
+        units, unit = to_units(df, metric, keys, unit)
+        return units, unit, f"the mean over {unit}s"
+    return percentile_units(df, hist, metric, keys, unit)
+
+
+def _short_note(sides: pd.DataFrame, metric: str, unit: str) -> str:
+    """'not judged: 1 of 6 pools cannot support a p99 (p3 has 800 I/Os)' where a unit of either side has no
+    value of the percentile; leaving it out would compare the faster units (slow ones complete fewer I/Os)."""
+    if "supported" not in sides or sides["supported"].all():
+        return ""
+    short = sides[~sides["supported"].astype(bool)]
+    pct = percentile_name(quantile_of(metric))
+    return f"not judged: {len(short)} of {len(sides)} {unit}s cannot support a {pct} ({'; '.join(short['short'])})"
+
+
+def _row(g: pd.DataFrame, gl: pd.DataFrame, is_base, metric: str, alpha: float, margin: float, unit: str) -> dict:
+    """One level's comparison with the baseline: its sizes and statistics, or why it has none (`note`)."""
+    x, base = values(gl[metric]), values(g.loc[is_base, metric])
+    note = _short_note(pd.concat([g[is_base], gl]), metric, unit)
+    geometric = quantile_of(metric) is not None
+    stats = _one(x, base, alpha, margin, geometric) if not note and len(x) and len(base) else _NO_STATS
+    return dict(n_level=len(x), n_baseline=len(base), runs_level=int(gl["n_runs"].sum()),
+                runs_baseline=int(g.loc[is_base, "n_runs"].sum()), mean_level=_centre(x, geometric),
+                mean_baseline=_centre(base, geometric), **{**stats, "margin": margin}, note=note)
+
+
+def _centre(v: np.ndarray, geometric: bool) -> float:
+    """A side's mean, geometric for the units' percentiles (the estimand their ratio compares)."""
+    if not len(v):
+        return math.nan
+    return geomean(v) if geometric else float(v.mean())
 
 
 def compare(df: pd.DataFrame, metric: str, factor: str, baseline, by=None, alpha: float = 0.05,  # noqa: PLR0913 (the notebooks' API: keyword options)
-            family=None, margin: float = 0.05, unit: str = "auto") -> pd.DataFrame:
+            family=None, margin: float = 0.05, unit: str = "auto", hist: pd.DataFrame | None = None) -> pd.DataFrame:
     """Each level of `factor` against `baseline`, within each group of `by`.
 
     Rows of `df` are repetitions; `by` must list every other column that varies between
@@ -176,7 +222,13 @@ def compare(df: pd.DataFrame, metric: str, factor: str, baseline, by=None, alpha
     Hedges' g, Cliff's δ; exact Mann–Whitney where n allows; `verdict` (see `verdict`) with the
     interval that decided it, `decided_low/high` at confidence `decided_level`, in a family of
     `family_size` comparisons (`decision.decide`). `tost_*` and `equivalent` are the unadjusted
-    TOST, kept for reference; the verdict never reads them.
+    TOST, kept for reference; the verdict never reads them. `estimand` says what a side's value is.
+
+    A latency percentile (`lat_p99_ns`, ...) compares a typical unit's: each unit's own percentile from
+    its runs' merged bins in `hist` (latency_hist.parquet; without, from its runs' own fio percentile),
+    the ratio of geometric means with Welch's t on the logs (methods §18). A unit whose I/Os cannot
+    support the percentile is never left out: its comparison is "not judged", the unit named in
+    `note`, and kept out of the Holm family.
 
     Examples
     --------
@@ -189,23 +241,17 @@ def compare(df: pd.DataFrame, metric: str, factor: str, baseline, by=None, alpha
     by = [by] if isinstance(by, str) else list(by or [])
     if baseline not in set(df[factor]):
         raise ConfigError(f"compare: baseline {baseline!r} is not a level of {factor!r}")
-    units, unit = to_units(df, metric, by + [factor], unit)
+    units, unit, estimand = _units(df, metric, by + [factor], unit, hist)
     rows = []
     for key, g in (units.groupby(by, sort=True, dropna=False) if by else [((), units)]):
         key = key if isinstance(key, tuple) else (key,)
         is_base = g[factor] == baseline
-        base = values(g.loc[is_base, metric])
-        if len(base) == 0:
+        if not is_base.any():
             continue
         for level, gl in g[~is_base].groupby(factor, sort=True):
-            x = values(gl[metric])
-            row = dict(zip(by, key))
-            row.update(factor=factor, level=level, baseline=baseline, unit=unit, n_level=len(x),
-                       n_baseline=len(base), runs_level=int(gl["n_runs"].sum()),
-                       runs_baseline=int(g.loc[is_base, "n_runs"].sum()), mean_level=x.mean(),
-                       mean_baseline=base.mean(), **_one(x, base, alpha, margin))
-            rows.append(row)
+            rows.append({**dict(zip(by, key)), "factor": factor, "level": level, "baseline": baseline, "unit": unit,
+                         "estimand": estimand, **_row(g, gl, is_base, metric, alpha, margin, unit)})
     out = pd.DataFrame(rows)
     if out.empty:
         return out
-    return adjust(out, family, alpha)[by + list(COLUMNS)]
+    return adjust(out, family, alpha, valid=out["note"] == "")[by + list(COLUMNS)]

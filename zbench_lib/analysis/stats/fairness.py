@@ -6,8 +6,9 @@ cell (its configuration, workload and direction, the client count among them):
 
 - the aggregate IOPS: mean and 95% interval over the cell's runs or pools (`stats.summary`, as
   every IOPS of the report);
-- the aggregate p99 from the runs' merged histograms (every client's bins summed), with its
-  interval (`tails.cell_tails`, methods §18);
+- the aggregate p99 of a typical unit (pool, or run of the one pool): each unit's own p99 from its
+  runs' bins (every client's summed), their geometric mean with its t interval (`tails.cell_tails`,
+  methods §18): one estimand for the value and its interval, as every p99 of the report;
 - the clients' shares of the IOPS over each run's shared window: the lowest any client got in any run
   and the highest (a fair share is 1 / clients), and their means over runs;
 - Jain's index of the clients' window IOPS, (Σx)² / (n·Σx²) per run (`client_aggregate.jain_index`):
@@ -17,11 +18,13 @@ cell (its configuration, workload and direction, the client count among them):
 - the window: the largest share of a run's I/O that fell outside it (counted by the whole-run p99,
   not by the throughput), the range over runs of the window p99's bounds, and the runs whose window
   the clocks could not place (no IOPS, `window_not_judged`, with the reason);
-- each client's p99 from that client's bins merged over the cell's runs, with its interval across
-  the same units as the aggregate's, or "not judged" with the reason where its merged I/O count
-  cannot support one (`client_tails`: `tails.cell_tails` on the client's bins alone, methods §18,
-  §20). Never a median or mean of its per-run p99s: that is a statistic of percentiles, the
-  latency of no I/O, in which a run with few I/Os weighs as much as one with many.
+- each client's p99, the same estimand on that client's bins alone: each unit's own p99 of the
+  client, with its interval across the same units as the aggregate's, or "not judged" with the
+  reason where the client's I/Os cannot support one, its short units named (`client_tails`:
+  `tails.cell_tails` on the client's bins, methods §18, §20). Without client_hist.parquet it is not
+  judged (NO_CLIENT_HIST): its runs' own fio p99s are not taken in its place. Never a median or mean
+  of its per-run p99s: that is a statistic of percentiles, in which a run with few I/Os weighs as much
+  as one with many.
 
 Pure: tables in, a table out.
 
@@ -115,8 +118,8 @@ def _int_attempt(df: pd.DataFrame) -> pd.DataFrame:
 
 def _client_rows(rows: pd.DataFrame, ran: pd.DataFrame) -> pd.DataFrame:
     """The aggregate rows of the runs one client ran in (`ran`: its clients.parquet rows), with the client's
-    own I/O count and per-run p99 in place of the aggregate's: cell_tails' labelled fallback
-    (runs_median_ns) is then the client's, never the aggregate's under the client's name."""
+    own I/O count and per-run p99 in place of the aggregate's: a unit short of I/Os is then the client's
+    short unit, never the aggregate's under the client's name."""
     own = {"total_ios": "total_ios", "p99_ns": "lat_p99_ns"}
     own = {k: v for k, v in own.items() if k in ran}
     aggregate = [c for c in rows if c.startswith(("lat_p", "clat_p", "sync_lat_p")) or c in own.values()]
@@ -126,7 +129,7 @@ def _client_rows(rows: pd.DataFrame, ran: pd.DataFrame) -> pd.DataFrame:
 
 def client_tails(rows: pd.DataFrame, clients: pd.DataFrame | None, client_hist: pd.DataFrame | None,
                  by: list[str], unit: str = "auto") -> pd.DataFrame:
-    """One row per cell of `by` and client: that client's p99 from its bins merged over the cell's runs.
+    """One row per cell of `by` and client: that client's p99 from its own bins (a typical unit's, methods §18).
 
     `rows` are the admissible aggregate rows, `clients` clients.parquet (which client ran in which run:
     a cell of 2 clients has no row for a third), `client_hist` client_hist.parquet. Each client's rows go
@@ -146,8 +149,9 @@ def client_tails(rows: pd.DataFrame, clients: pd.DataFrame | None, client_hist: 
         own = None if hist is None else hist[hist["client"] == label].drop(columns="client")
         parts.append(cell_tails(mine, own, by=by, unit=unit, quantiles=(0.99,)).assign(client=label))
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=by + CLIENT_TAIL_COLUMNS)
-    if client_hist is None:
-        out["status"] = NO_CLIENT_HIST
+    if client_hist is None:           # no bins of the client's own: nothing of it is estimated
+        out = out.assign(status=NO_CLIENT_HIST, judged=False, value_ns=math.nan, ci_low_ns=math.nan,
+                         ci_high_ns=math.nan, n=0)
     return out[by + CLIENT_TAIL_COLUMNS]
 
 
@@ -183,7 +187,7 @@ def fairness_table(rows: pd.DataFrame, clients: pd.DataFrame | None, hist: pd.Da
 
 @dataclass(frozen=True)
 class ClientP99:
-    """One client's p99 in a cell: from its own bins merged over the cell's runs, in ns, with its 95% interval
+    """One client's p99 in a cell, a typical unit's from the client's own bins, in ns, with its 95% interval
     (NaN ends: no interval), and `status` "judged" or "not judged: <why>" (then `value_ns` is NaN)."""
     client: str
     value_ns: float

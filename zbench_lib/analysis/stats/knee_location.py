@@ -5,13 +5,15 @@ load's, on the intervals; its resolution is the load grid. This module places th
 and says how well the units place it:
 
 - **The knee's load**: the offered load at which the p99 first reaches `factor` x the lowest load's p99,
-  each load's p99 read from its units' summed bins (as the curve's points), read between the two
+  each load's p99 a typical unit's, the geometric mean of its units' own p99s from their bins (as the
+  curve's points, `tails.cell_tails`, methods §18: one estimand for the value and its interval), read between the two
   neighbouring open-loop loads on a line in log p99 against load (a p99 that grows by a constant factor
   per step of load; between two loads the place is that model's, not a measurement). The saturation
   level is closed loop, not a load on the axis: a p99 that reaches the bound only there, or nowhere,
   puts the knee beyond the highest open-loop load (`math.inf`).
 - **Its interval**: a percentile bootstrap over the experimental units. Each replicate draws units with
-  replacement and recomputes every load's p99 from the drawn units' bins, then the knee's load. Where the
+  replacement and recomputes every load's p99 from the drawn units' own (the geometric mean over the draw),
+  then the knee's load; every unit must support a p99 on its own (as the typical interval needs). Where the
   same units ran every load (the pools of a configuration: a pool runs all its loads) they are drawn
   together, one draw for every load, so a slow pool stays slow at every load as it was; where each load
   has units of its own (runs, as units on one pool) each load's are drawn on their own. The interval is
@@ -29,6 +31,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+
+from zbench_lib.measure.fio_hist import min_ios
 
 RESAMPLES = 2000
 SEED = 20_461           # fixed: the interval is part of a page, rebuilt the same from the same store
@@ -98,11 +102,21 @@ def _draws(rng: np.random.Generator, n_units: int, resamples: int) -> np.ndarray
     return (idx[:, :, None] == np.arange(n_units)).sum(axis=1)
 
 
-def _p99s(keys: np.ndarray, m: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """The p99 of each replicate's summed bins, read as fio reads it (first bin reaching 0.99 x N)."""
-    cum = np.cumsum(weights @ m, axis=1)
+def _unit_p99s(keys: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Each unit's own p99 (a row of `m`), read as fio reads it (the first bin reaching 0.99 x N)."""
+    cum = np.cumsum(m, axis=1)
     reach = cum * P99.denominator >= P99.numerator * cum[:, -1:]
     return keys[reach.argmax(axis=1)].astype(float)
+
+
+def _p99s(keys: np.ndarray, m: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Each replicate's typical unit's p99: the geometric mean of the drawn units' own p99s (`weights`: how
+    often each was drawn), as `tails.geomean` (exactly the value where the draw holds one unit's)."""
+    own = _unit_p99s(keys, m)
+    mean = np.exp((weights @ np.log(own)) / weights.sum(axis=1))
+    drawn = np.where(weights > 0, own, np.nan)
+    low, high = np.nanmin(drawn, axis=1), np.nanmax(drawn, axis=1)
+    return np.where(low == high, low, mean)
 
 
 def _replicates(loads: list[dict], resamples: int, seed: int) -> tuple[np.ndarray, bool]:
@@ -122,6 +136,8 @@ def _why_not(loads: list[dict], p99: list[float]) -> str:
         return "a load's p99 is not judged"
     if min(len(u) for u in loads) < 2:
         return "a load has fewer than 2 units to resample"
+    if any(int(np.sum(c)) < min_ios(P99) for u in loads for _, c in u.values()):
+        return "a unit of a load has too few I/Os for a p99 of its own (the interval needs every unit's)"
     return ""
 
 
@@ -130,7 +146,7 @@ def knee_load(x: list[float], loads: list[dict], p99: list[float], factor: float
     """The knee's load of one curve and its bootstrap interval (see the module's text).
 
     `x`: the open-loop loads in order, on `scale`; `loads`: each one's units' bins ({unit: (bins, counts)},
-    `tails.unit_histograms`); `p99`: each one's merged p99 (the curve's points, NaN where not judged);
+    `tails.unit_histograms`); `p99`: each one's typical unit's p99 (the curve's points, NaN where not judged);
     `unit`: 'pool' or 'run'."""
     why = _why_not(loads, p99)
     if why:

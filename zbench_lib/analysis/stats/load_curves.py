@@ -2,12 +2,12 @@
 
 A curve is one configuration (its workload and every other configuration column but `load`) in one
 direction: a point per load level, its offered and achieved IOPS (the medians of its runs') and its p50 / p99 / p99.9
-latency. A point's percentile is the cell's, never a median of the runs' own: it is read
-from the level's runs' summed fio histogram bins with its interval over the replication unit
-(`tails.cell_tails`, grouped by the configuration and the load; methods §18), and where cell_tails
-abstains (no histogram, too few I/Os for the percentile) the point says why and has no number
-(NaN). The saturation level (closed loop) is the curve's last point, offered nothing: its achieved
-IOPS is the most the configuration gave.
+latency. A point's percentile is a typical unit's, the one estimand of its value and its interval: each
+replication unit's own read from its runs' summed fio histogram bins, their geometric mean with its t
+interval (`tails.cell_tails`, grouped by the configuration and the load; methods §18), and where cell_tails
+abstains (too few I/Os for the percentile) or has only the runs' own fio percentiles (no histogram) the
+point says why and has no number (NaN). The saturation level (closed loop) is the curve's last point, offered
+nothing: its achieved IOPS is the most the configuration gave.
 
 The knee is the lowest load whose p99 exceeds KNEE_FACTOR times the p99 at the lowest load
 measured, judged on the intervals (`knee_verdicts`): a point is past the bound when its p99
@@ -36,7 +36,7 @@ from zbench_lib.analysis.data.coverage import bare_reason
 from zbench_lib.analysis.data.columns import config_columns
 from zbench_lib.analysis.data.replication import resolve_unit
 from zbench_lib.analysis.stats.knee_location import KneeLoad, knee_load
-from zbench_lib.analysis.stats.tails import cell_tails, unit_histograms
+from zbench_lib.analysis.stats.tails import SOURCE_BINS, cell_tails, unit_histograms
 from zbench_lib.measure.fio_hist import NO_HISTOGRAM
 
 KNEE_FACTOR = 2.0           # the p99 that marks the knee, as a multiple of the lowest load's
@@ -177,6 +177,8 @@ def knee(points, factor: float = KNEE_FACTOR) -> LoadPoint | None:
 
 def _tail(rows: pd.DataFrame) -> Tail:
     r = rows.iloc[0]
+    if r["source"] != SOURCE_BINS:      # a load point's latency is read from its bins, or not at all (§21)
+        return Tail.missing(NO_HISTOGRAM)
     return Tail(float(r["value_ns"]), float(r["ci_low_ns"]), float(r["ci_high_ns"]), str(r["status"]),
                 str(r["interval"]))
 

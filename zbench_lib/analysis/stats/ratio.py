@@ -78,6 +78,12 @@ def linearised_log(x) -> np.ndarray:
     return math.log(m) + (v - m) / m
 
 
+def _logs(x, geometric: bool) -> np.ndarray:
+    """Each value on the log scale: its logarithm (a ratio of geometric means), or its delta-method image
+    (`linearised_log`: a ratio of means)."""
+    return np.log(values(x)) if geometric else linearised_log(x)
+
+
 def log_ratio_moments(m_a, s_a, n_a, m_b, s_b, n_b):
     """ln(mA/mB), its delta-method standard error and Welch–Satterthwaite df (element-wise).
 
@@ -101,12 +107,14 @@ def ratio_ci_from_moments(m_a, s_a, n_a, m_b, s_b, n_b, conf=0.95):
     return np.exp(est), np.exp(est - t * se), np.exp(est + t * se), df
 
 
-def log_ratio_test(a, b, conf: float = 0.95) -> RatioTest:
+def log_ratio_test(a, b, conf: float = 0.95, geometric: bool = False) -> RatioTest:
     """Ratio of means mean(a)/mean(b), its CI and the two-sided p of the same statistic.
 
     Welch's t test (`scipy.stats.ttest_ind(equal_var=False)`) on the linearised log values
     of each side: t = ln(mA/mB) / sqrt(sA²/(nA·mA²) + sB²/(nB·mB²)), Welch–Satterthwaite df.
-    The interval never goes below zero. A side with fewer than 2 values gives NaN low/high/p.
+    `geometric`: the ratio of geometric means, Welch's t on the logarithms themselves (the units'
+    latency percentiles, methods §18). The interval never goes below zero. A side with fewer
+    than 2 values gives NaN low/high/p.
 
     Examples
     --------
@@ -117,10 +125,10 @@ def log_ratio_test(a, b, conf: float = 0.95) -> RatioTest:
     a, b = values(a), values(b)
     if len(a) == 0 or len(b) == 0:
         raise ConfigError("ratio: both samples need at least one value")
-    ratio = float(a.mean() / b.mean())
+    ratio = float(np.exp(np.log(a).mean() - np.log(b).mean()) if geometric else a.mean() / b.mean())
     if len(a) < 2 or len(b) < 2:
         return RatioTest(ratio, math.nan, math.nan, math.nan, math.nan, math.nan)
-    ua, ub = linearised_log(a), linearised_log(b)
+    ua, ub = _logs(a, geometric), _logs(b, geometric)
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         res = sps.ttest_ind(ua, ub, equal_var=False)
@@ -176,12 +184,13 @@ def equivalence_bounds(margin_ratio: float) -> tuple[float, float]:
     return 1 / (1 + margin_ratio), 1 + margin_ratio
 
 
-def tost(a, b, margin_ratio: float = 0.05, alpha: float = 0.05) -> TOSTResult:
+def tost(a, b, margin_ratio: float = 0.05, alpha: float = 0.05, geometric: bool = False) -> TOSTResult:
     """Equivalence of mean(a)/mean(b) within ±margin: TOST on the log ratio.
 
-    statsmodels `ttost_ind(usevar="unequal")` on the linearised log values, with bounds
-    ±ln(1+m) (the ratio within [1/(1+m), 1+m]); p = max of the two one-sided p. The
-    (1 − 2α) `ratio_ci` lies inside the bounds exactly when `equivalent` is True.
+    statsmodels `ttost_ind(usevar="unequal")` on the linearised log values (`geometric`: on the
+    logarithms, as `log_ratio_test`), with bounds ±ln(1+m) (the ratio within [1/(1+m), 1+m]);
+    p = max of the two one-sided p. The (1 − 2α) `ratio_ci` lies inside the bounds exactly when
+    `equivalent` is True.
 
     Examples
     --------
@@ -193,12 +202,12 @@ def tost(a, b, margin_ratio: float = 0.05, alpha: float = 0.05) -> TOSTResult:
     if len(a) < 2 or len(b) < 2:
         raise ConfigError("tost: needs at least 2 values on each side")
     lo_b, hi_b = equivalence_bounds(margin_ratio)
-    ua, ub = linearised_log(a), linearised_log(b)
+    ua, ub = _logs(a, geometric), _logs(b, geometric)
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         p, (_, p_lower, _), (_, p_upper, _) = ttost_ind(ua, ub, math.log(lo_b), math.log(hi_b),
                                                         usevar="unequal")
-    r = log_ratio_test(a, b, conf=1 - 2 * alpha)
+    r = log_ratio_test(a, b, conf=1 - 2 * alpha, geometric=geometric)
     p, p_lower, p_upper = float(p), float(p_lower), float(p_upper)
     return TOSTResult(r.ratio, r.low, r.high, lo_b, hi_b, p_lower, p_upper, p, bool(p < alpha))
 

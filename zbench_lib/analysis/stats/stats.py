@@ -62,7 +62,10 @@ def summary(df: pd.DataFrame, metric: str, by, unit: str = "auto", conf: float =
     `n_pools` are always given. The CI is `mean_ci` (log scale). `mad` is the raw median
     absolute deviation (not scaled by 1.4826). Diagnostic flags: `cov_warning` (CoV >= 10%)
     and `range_warning` (min or max beyond ±50% of the mean). `rel_ci_halfwidth` is half
-    the CI's width over the mean.
+    the CI's width over the mean. `runs_missing` counts the group's runs without a value of
+    `metric` (a latency percentile their I/Os cannot support, methods §18): they are not in n,
+    and the count says so. A percentile is better summarised by `tails.cell_tails`, which names
+    the units it could not use and never averages percentiles.
 
     Examples
     --------
@@ -94,9 +97,12 @@ def summary(df: pd.DataFrame, metric: str, by, unit: str = "auto", conf: float =
     pools = pool_replicates(d.assign(_all=0) if not by else d, keys).set_index(keys)["n_pools"]
     out["n_pools"] = pools.reindex(out.index).to_numpy()
     out["conditional_on_pool"] = out["n_pools"] < 2
+    gone = df[df[metric].isna()].assign(_all=0) if not by else df[df[metric].isna()]
+    out["runs_missing"] = gone.groupby(keys, sort=True, dropna=False).size().reindex(out.index, fill_value=0) \
+        if len(gone) else 0
     out = out[["n", "mean", "std", "cov", "median", "mad", "min", "max", "ci95_low", "ci95_high",
                "rel_ci_halfwidth", "cov_warning", "range_warning", "unit", "n_runs", "n_pools",
-               "conditional_on_pool"]].reset_index()
+               "conditional_on_pool", "runs_missing"]].reset_index()
     return out.drop(columns="_all", errors="ignore")
 
 

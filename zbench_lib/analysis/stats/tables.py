@@ -77,27 +77,29 @@ def _pooled_notes(df, out, by, factor) -> list[str]:
     return notes
 
 
-def _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit) -> pd.DataFrame:  # noqa: PLR0913 (compare_table's options passed on; debt, issue 28)
+def _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit, hist=None) -> pd.DataFrame:  # noqa: PLR0913 (compare_table's options passed on; debt, issue 28)
     """Every metric's comparisons, Holm-adjusted per family over the valid comparisons only.
 
-    A side that pools several configurations is no comparison of one factor: it is "not
-    judged" and kept out of its Holm family, where it would raise the others' adjusted p.
+    A side that pools several configurations is no comparison of one factor, and a side with a unit
+    that cannot support the percentile compared has no estimate: either is "not judged" (`note`) and
+    kept out of its Holm family, where it would raise the others' adjusted p.
     """
     parts = []
     for m, d in metric_parts(df, metric):
         if d.empty or baseline not in set(d[factor]):
             continue
-        out = compare(d, m, factor, baseline, by=by, alpha=alpha, family=family, margin=margin, unit=unit)
+        out = compare(d, m, factor, baseline, by=by, alpha=alpha, family=family, margin=margin, unit=unit, hist=hist)
         if not out.empty:
             parts.append(out.assign(metric=m))
     if not parts:
         return pd.DataFrame()
     out = pd.concat(parts, ignore_index=True)
-    out["note"] = _pooled_notes(df, out, by, factor)
+    out["note"] = ["; ".join(t for t in (pooled, own) if t)
+                   for pooled, own in zip(_pooled_notes(df, out, by, factor), out["note"].fillna(""))]
     return adjust(out, family, alpha, valid=out["note"] == "")
 
 
-def _sensitivity(out, df, all_runs, metric, factor, baseline, by, alpha, family, margin, unit):  # noqa: PLR0913 (compare_table's options passed on; debt, issue 28)
+def _sensitivity(out, df, all_runs, metric, factor, baseline, by, alpha, family, margin, unit, hist=None):  # noqa: PLR0913 (compare_table's options passed on; debt, issue 28)
     """Verdicts recomputed with each other selection of runs (`flags.sensitivity_alternatives`).
 
     Per alternative `<key>` (flagged, replacements, described): `sensitivity_<key>_verdict` and
@@ -110,7 +112,7 @@ def _sensitivity(out, df, all_runs, metric, factor, baseline, by, alpha, family,
     clauses = [[] for _ in range(len(out))]
     keys = by + ["level", "metric"]
     for alt in sensitivity_alternatives(df, all_runs):
-        alt_cmp = _compare_all(alt.runs, metric, factor, baseline, by, alpha, family, margin, unit)
+        alt_cmp = _compare_all(alt.runs, metric, factor, baseline, by, alpha, family, margin, unit, hist)
         alt_cmp = alt_cmp[keys + ["verdict", "ratio", "holm_p"]] if not alt_cmp.empty else \
             pd.DataFrame(columns=keys + ["verdict", "ratio", "holm_p"])
         m = out[keys].merge(alt_cmp.rename(columns={"verdict": "_v", "ratio": "_r", "holm_p": "_p"}),
@@ -140,7 +142,8 @@ def _touched(out: pd.DataFrame, changed: pd.DataFrame, by: list, factor: str) ->
 
 def compare_table(df, metric: str, factor: str, baseline, by=None, margin: float = 0.05,  # noqa: PLR0913 (the notebooks' API: keyword options)
                   alpha: float = 0.05, family=None, disks: str = "total", unit: str = "auto",
-                  all_runs: pd.DataFrame | None = None, cells: pd.DataFrame | None = None) -> pd.DataFrame:
+                  all_runs: pd.DataFrame | None = None, cells: pd.DataFrame | None = None,
+                  hist: pd.DataFrame | None = None) -> pd.DataFrame:
     """`compare.compare` along `factor`, holding every other varying factor equal.
 
     `metric` may be "auto" (each workload's own metric, in a `metric` column). Along a layout
@@ -153,13 +156,15 @@ def compare_table(df, metric: str, factor: str, baseline, by=None, margin: float
     (`coverage.cell_status`) every planned comparison appears, a side without enough
     admissible runs as "not judged" with its reasons in `note`, and `described` names the
     describing flags each side keeps. A side that pools several configurations is not judged
-    either, and stays out of its Holm family.
+    either, and stays out of its Holm family. A latency percentile (`lat_p99_ns`) compares a typical
+    pool's, each pool's own from its merged bins in `hist` (the store's latency_hist.parquet; without
+    it, each pool's runs' own fio percentile), as `compare.compare` says.
     """
     held_by, name = comparison_by(df, factor, disks)
     by = held_by if by is None else _at_each_load(df, factor, list(by))
     if family is None:
         family = [c for c in ("workload", "direction") if c in by] or None
-    out = _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit)
+    out = _compare_all(df, metric, factor, baseline, by, alpha, family, margin, unit, hist)
     if not out.empty:
         out["comparison"] = name
     if cells is not None and not cells.empty:
@@ -171,7 +176,7 @@ def compare_table(df, metric: str, factor: str, baseline, by=None, margin: float
     # columns are there, empty, so the figures and sentences say "not judged" instead of failing.
     out = out.reindex(columns=list(dict.fromkeys([*out.columns, *COLUMNS])))
     if all_runs is not None:
-        out = _sensitivity(out, df, all_runs, metric, factor, baseline, by, alpha, family, margin, unit)
+        out = _sensitivity(out, df, all_runs, metric, factor, baseline, by, alpha, family, margin, unit, hist)
     return out.reset_index(drop=True)
 
 
