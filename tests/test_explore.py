@@ -74,7 +74,7 @@ def test_a_result_prints_draws_and_compares(tmp_path):
     a, b = zb.load_result(one_cell(tmp_path, "raidz2", "a")), zb.load_result(one_cell(tmp_path, "raidz1", "b"))
     text = repr(a)
     assert text.splitlines()[0].startswith("1x raidz2(6), 16K volblocksize, randwrite 4K")
-    assert "IOPS: 74.3 (95% CI 60.0-92.0, n = 3 pools)" in text
+    assert "IOPS: 74.3 (95% CI 60.0–92.0, n = 3 pools)" in text
     assert "truth checks: 5 runs, 0 excluded, 1 described" in text and "not_steady 1/5" in text
     page = a._repr_html_()
     assert "<details><summary>truth checks" in page and "flag_not_steady" in page      # folded, reasons inside

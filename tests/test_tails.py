@@ -540,3 +540,17 @@ def test_a_p99_comparison_with_a_pool_short_of_ios_is_not_judged_and_names_it():
                                   for r in rows["run_id"]])
     (r,) = A.compare_table(own, "lat_p99_ns", "volblocksize_bytes", 16384).to_dict("records")
     assert r["verdict"] == "not judged" and "p4096-3 has 800 I/Os" in r["note"] and NO_HISTOGRAM in r["estimand"]
+
+
+def test_the_result_summary_never_prints_175_175_and_says_what_its_p99_estimates():
+    from zbench.result import Result
+
+    r = Result(A.load_sweep(ROOT / "data" / "examples" / "iodepth-curve"))
+    iops, p99 = r.summary_lines()[1:3]
+    # the IOPS of 23 runs of one pool: the t interval of the mean on the log scale, m exp(-/+ t(0.975, 22) s / m
+    # / sqrt(23)) (scipy.stats.t), 175.2 .. 175.4: printed "175-175" before, now to the decimals that differ
+    v = r.admissible["iops"].to_numpy(float)
+    half = sps.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / v.mean() / np.sqrt(len(v))
+    lo, hi = v.mean() * np.exp(-half), v.mean() * np.exp(half)
+    assert f"95% CI {lo:.1f}–{hi:.1f}, n = 23 runs" in iops and "175-175" not in iops
+    assert "a typical run's p99 (one pool), from its runs' own fio p99" in p99

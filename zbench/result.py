@@ -22,13 +22,13 @@ from zbench_lib.analysis.data.columns import config_columns
 from zbench_lib.analysis.data.flags import select_admissible, truth_summary
 from zbench_lib.analysis.data.replication import to_units
 from zbench_lib.analysis.data.sweep_data import Sweep, load_sweep
-from zbench_lib.analysis.claims.wording import ci_text
+from zbench_lib.analysis.claims.wording import ci_text, interval_text
 from zbench_lib.analysis.stats.decision import DEFAULT_MARGIN, Decision, decide, difference
 from zbench_lib.analysis.stats.ratio import log_ratio_test
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.data.metrics import workload_metric
 from zbench_lib.analysis.stats.tables import space_check
-from zbench_lib.analysis.stats.tails import cell_tails
+from zbench_lib.analysis.stats.tails import SOURCE_BINS, cell_tails
 from zbench_lib.core.sizes import format_size
 from zbench_lib.measure import workloads
 from zbench_lib.zfs.models import has_model, predicted_random_read_iops
@@ -201,8 +201,10 @@ class Result:
         if judged.empty:
             return t["status"].iloc[0] if len(t) else "not judged: no latency rows"
         row = judged.sort_values("value_ns").iloc[-1]
-        return (f"{row['value_ns'] / 1e6:.3g} ms (95% CI {row['ci_low_ns'] / 1e6:.3g}-{row['ci_high_ns'] / 1e6:.3g}, "
-                f"{row['direction']}, merged histograms)")
+        ci = (f"95% CI {interval_text(row['ci_low_ns'] / 1e6, row['ci_high_ns'] / 1e6, int(row['n']))}"
+              if math.isfinite(row["ci_low_ns"]) else row["interval"])
+        own = "" if row["source"] == SOURCE_BINS else ", from its runs' own fio p99"
+        return f"{row['value_ns'] / 1e6:.3g} ms ({ci}, {row['direction']}, {row['estimand']}{own})"
 
     def _check_counts(self) -> tuple[int, int, int, int]:
         """(runs, excluded, described, with a check not judged)."""
@@ -227,7 +229,7 @@ class Result:
             unit_of_n = "imported runs (whether they ran on one pool is not recorded)"
         raised = ", ".join(f"{r.flag[5:]} {r.raised}/{r.runs}" for r in self.raised().itertuples()) or "none"
         return [self.label,
-                f"{unit}: {_fmt(mean)} (95% CI {_fmt(lo)}-{_fmt(hi)}, n = {n} {unit_of_n})",
+                f"{unit}: {_fmt(mean)} (95% CI {interval_text(lo, hi, n, _fmt)}, n = {n} {unit_of_n})",
                 # the wait from issue to completion, and the path it was measured on (issue 44)
                 f"p99 latency: {self.p99_text()}" + (f"; {path}" if (path := io_path_line(self.rows)) else ""),
                 f"truth checks: {runs} runs, {excluded} excluded, {described} described, "
