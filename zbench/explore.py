@@ -24,6 +24,7 @@ import pandas as pd
 
 import zbench
 from zbench.result import Result
+from zbench_lib.analysis.claims.wording import interval_text
 from zbench_lib.analysis.data.catalog import load_rows, sweep_dirs
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.data.metrics import workload_metric
@@ -70,7 +71,10 @@ def nearest(rows: pd.DataFrame, cfg: zbench.Config, k: int = 5) -> pd.DataFrame:
 
 
 def _ci(lo: float, hi: float, n) -> str:
-    return f"{lo:.1f}-{hi:.1f}" if n >= 2 and lo == lo and hi == hi else f"n={int(n)}, no interval"
+    """The interval as every page writes it (`wording.interval_text`), or why there is none."""
+    if n >= 2 and lo == lo and hi == hi:
+        return interval_text(lo, hi, int(n), lambda v: f"{v:.1f}")
+    return f"n={int(n)}, no interval"
 
 
 def _log2(a, b) -> float:
