@@ -39,6 +39,7 @@ from zbench_lib.measure.fio_hist import percentile_of
 
 FIX = Path(__file__).parent / "fixtures" / "fio_clients"            # before lat bins: starts, window, totals
 FIX_LAT = Path(__file__).parent / "fixtures" / "fio_clients_lat"    # with lat bins: histograms, percentiles
+FIX_JOBS = Path(__file__).parent / "fixtures" / "fio_clients_two_jobs"  # 2 jobs a client, a log a sample short
 FIX_LABELS = {"127.0.0.1,57747": "c0", "127.0.0.1,52907": "c1"}     # both fixtures' ports
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None or shutil.which("ss") is None,
                                reason="fio or ss not installed")
@@ -88,29 +89,35 @@ def numpy_window_iops(raw_dir, labels: dict[int, str], offsets_ms: dict[str, flo
     `labels` names each client's logs by its port ({port: label}); `offsets_ms` ({label: ms}) is how far
     each client's clock runs ahead of the common one. Each of a client's iops logs (one per job) is a
     cumulative read count: 0 at its start (the least delayed stamp - k x interval), value x (stamp -
-    previous) / 1000 more at each stamp, linear in between (np.interp); what fio counted beyond the logged
-    reads rises linearly from the client's last stamp to its end (its earliest start + its longest runtime).
-    The window runs from the latest start to the earliest end; the reads in it are each client's rise across
-    it. Within 0.2% of zbench's (which spreads a log that counts a read or two more than fio over its
-    intervals rather than cutting it at the end)."""
+    previous) / 1000 more at each stamp, linear in between (np.interp). What fio counted beyond the logged
+    reads is spread over the jobs' unlogged tails, job j's from its last stamp to its own end (its start +
+    the client's longest runtime), in proportion to their lengths, each rising linearly. The client's
+    window bounds are its earliest start and its earliest start + its longest runtime. The window runs
+    from the latest start to the earliest end; the reads in it are each client's rise across it. Within
+    0.2% of zbench's (which spreads a log that counts a read or two more than fio over its intervals
+    rather than cutting it at the end)."""
     clients = []
     for port, label in labels.items():
         entries = [e for e in raw_entries(raw_json(Path(raw_dir) / "fio.json")) if e["port"] == port]
+        runtime, total = max(e["read"]["runtime"] for e in entries), sum(e["read"]["total_ios"] for e in entries)
         curves = []
         for path in Path(raw_dir).glob(f"{label}_iops.*.log.{entries[0]['hostname']}"):
             log = np.loadtxt(path, delimiter=",", ndmin=2)
             t = log[:, 0] - (offsets_ms or {}).get(label, 0.0)
             start = float(np.min(t - (np.round((t - t[0]) / interval_ms) + 1) * interval_ms))
             cum = np.cumsum(log[:, 1] * np.diff(np.concatenate([[start], t])) / 1000)
-            curves.append((np.concatenate([[start], t]), np.concatenate([[0.0], cum])))
-        start, last = min(c[0][0] for c in curves), max(c[0][-1] for c in curves)
-        end, total = start + max(e["read"]["runtime"] for e in entries), sum(e["read"]["total_ios"] for e in entries)
+            curves.append((np.concatenate([[start], t]), np.concatenate([[0.0], cum]), start + runtime))
+        tails = np.array([(c[0][-1], max(c[2], c[0][-1])) for c in curves])
+        lengths = tails[:, 1] - tails[:, 0]
+        shares = lengths / lengths.sum() if lengths.sum() > 0 else np.full(len(curves), 1 / len(curves))
         rest = total - min(total, sum(c[1][-1] for c in curves))
 
-        def reads(x, curves=curves, last=last, end=end, total=total, rest=rest):
-            logged = min(total, sum(float(np.interp(x, *c)) for c in curves))
-            return logged + rest * float(np.clip((x - last) / (end - last), 0, 1)) if end > last else logged
-        clients.append((start, end, reads))
+        def reads(x, curves=curves, tails=tails, shares=shares, rest=rest, total=total):
+            logged = min(total, sum(float(np.interp(x, c[0], c[1])) for c in curves))
+            rise = [1.0 if x >= b else 0.0 if b == a else float(np.clip((x - a) / (b - a), 0, 1)) for a, b in tails]
+            return logged + rest * float(np.dot(shares, rise))
+        start = min(c[0][0] for c in curves)
+        clients.append((start, start + runtime, reads))
     w0, w1 = max(c[0] for c in clients), min(c[1] for c in clients)
     return sum(reads(w1) - reads(w0) for _, _, reads in clients) * 1000 / (w1 - w0)
 
@@ -297,6 +304,24 @@ def test_aggregate_of_the_stored_report_with_lat_bins_against_fios_all_clients_e
     assert (items["lat_n"].fio, items["lat_mean_ns"].fio, items["lat_min_ns"].fio, items["lat_max_ns"].fio) == \
         (lat["N"], lat["mean"], lat["min"], lat["max"])
     assert agg.check.not_judged == ("percentiles: fio-3.33's 'All clients' entry has no percentiles or bins",)
+
+
+def test_a_jobs_unlogged_last_interval_is_placed_in_that_jobs_own_tail():
+    # FIX_JOBS: c0 (port 36681) ran 2 jobs; job 1's log starts at 556971 (stamps ...7471, ...7972, ...8472,
+    # mod 1796589000000), job 2's at 556972 (...7473, ...7973, ...8472, ...8972); fio counted 430 reads
+    # in 2001 ms. Logged: job 1 124 x .500 + 109 x .501 + 102 x .500 = 167.609, job 2 116 x .501 + 78 x .500
+    # + 102 x .499 + 114 x .500 = 205.014; 57.377 more in no sample. Job 1's tail runs from its last stamp
+    # to its end, 558472..558972 (500 ms), job 2's 558972..558973 (1 ms): 57.377 x 500 / 501 = 57.262 in
+    # job 1's. The window (c0's start 556971 to c1's end 556968 + 2003 = 558971) holds job 1's tail but its
+    # last ms (57.148) and job 2's last interval but its last ms (57 - 0.114): 372.623 - 0.114 + 57.148.
+    labels = {"127.0.0.1,36681": "c0", "127.0.0.1,59923": "c1"}
+    agg = aggregate(parse_client_json((FIX_JOBS / "fio.json").read_text()), "read",
+                    stamped_logs(FIX_JOBS, labels, 500), tuple(labels))
+    assert (agg.window.start_ms, agg.window.end_ms) == (1796589556971.0, 1796589558971.0)
+    c0 = next(c for c in agg.clients if c.endpoint == "127.0.0.1,36681")
+    assert c0.total_ios == 430 and c0.window_ios == pytest.approx(372.623 - 0.114 + 57.148, abs=2e-3)
+    assert agg.outside_share < 0.002      # a client's unlogged reads are its last job's, not past its end
+    assert agg.iops == pytest.approx(numpy_window_iops(FIX_JOBS, {36681: "c0", 59923: "c1"}), rel=2e-3)
 
 
 def test_without_starts_the_window_is_the_shortest_runtime_and_skew_is_not_measured():

@@ -20,15 +20,17 @@ computes the aggregate itself, direction by direction:
   Without clock readings, or without starts, the check is None with the reason, never passed.
 - **Totals**: the clients' I/O counts and bytes, summed over their whole runs.
 - **Throughput over the window**: a client's I/O inside the window is read from its stamped log
-  where the window was placed by the logs: each sample's interval holds value x spent / 1000
-  I/Os, spread evenly inside its 500 ms, and the part interval after the last sample holds what
-  fio counted beyond the logged samples. The aggregate rate is the clients' I/O in the window over
-  its length, so seconds a client ran alone (start skew) are not counted as shared. Without logs a
-  client's I/O inside the window is its mean rate over its run times its time in the window, exact
-  for a steady load only. Bytes in the window are its I/Os times the client's mean I/O size (exact
-  for one block size). `SharedWindow.overlap` (window / longest runtime) says how much of the runs
-  the window is, `ClientAggregate.outside_share` how much of the I/O fell outside it; an empty
-  window (clients that never ran together) has no rate.
+  where the window was placed by the logs: each sample's interval holds value x spent / 1000 I/Os,
+  spread evenly inside its 500 ms, and what fio counted beyond the logged samples lies in the jobs'
+  unlogged tails: each job's from its own last sample to its own end (a client's jobs keep their own
+  logs, and one that ended just before the helper woke has no sample for its last whole interval;
+  seen on a busy host, 2 jobs whose logs ended 500 ms apart), by the tails' lengths. The aggregate
+  rate is the clients' I/O in the window over its length, so seconds a client ran alone (start skew)
+  are not counted as shared. Without logs a client's I/O inside the window is its mean rate over its
+  run times its time in the window, exact for a steady load only. Bytes in the window are its I/Os
+  times the client's mean I/O size (exact for one block size). `SharedWindow.overlap` (window /
+  longest runtime) says how much of the runs the window is, `ClientAggregate.outside_share` how much
+  of the I/O fell outside it; an empty window (clients that never ran together) has no rate.
 - **Fairness**: each client's share of the window's IOPS, and Jain's index (Σx)² / (n·Σx²) of
   the clients' window IOPS (1 when they are equal, 1/n when one client had it all).
 - **Percentiles** from the SUM of every client job's bins, read as fio reads its own
@@ -299,14 +301,27 @@ Part = tuple[float, float, float]       # (begin ms, end ms, I/Os spread evenly 
 
 
 def _log_parts(log: StampedLog, direction: str, c: ClientRow) -> list[Part]:
-    """A client's I/O over time from its stamped log: each sample's interval, then what fio counted beyond
-    the logged samples in the part interval up to the client's end (fio writes no sample for it)."""
+    """A client's I/O over time from its stamped logs: each sample's interval, then what fio counted
+    beyond the logged samples (fio writes no sample for a job's part interval, nor for its last whole
+    one when it ends just before the helper wakes) spread over the jobs' unlogged tails, each from
+    that job's last sample to its own end (its start + the client's runtime), by their lengths."""
     mine = [iv for iv in log.intervals if iv.direction == direction]
     logged = sum(iv.ios for iv in mine)
     scale = min(1.0, c.total_ios / logged) if logged else 1.0   # truncated rates log a hair more, never much
-    tail = max((iv.end_ms for iv in mine), default=c.start_ms)
-    end = max(c.start_ms + c.runtime_ms, tail)
-    return [(iv.begin_ms, iv.end_ms, iv.ios * scale) for iv in mine] + [(tail, end, c.total_ios - logged * scale)]
+    parts = [(iv.begin_ms, iv.end_ms, iv.ios * scale) for iv in mine]
+    return parts + _tails(mine, log.job_starts or (c.start_ms,), c, c.total_ios - logged * scale)
+
+
+def _tails(mine: list, job_starts: tuple[float, ...], c: ClientRow, rest: float) -> list[Part]:
+    """`rest` I/Os over the unlogged tails of the jobs that logged this direction (all of them, from
+    their starts, when none did), in proportion to the tails' lengths (evenly when all are empty)."""
+    jobs = sorted({iv.job for iv in mine}) or list(range(len(job_starts)))
+    spans = []
+    for k in jobs:
+        last = max((iv.end_ms for iv in mine if iv.job == k), default=job_starts[k])
+        spans.append((last, max(job_starts[k] + c.runtime_ms, last)))
+    length = sum(end - begin for begin, end in spans)
+    return [(begin, end, rest * ((end - begin) / length if length else 1 / len(spans))) for begin, end in spans]
 
 
 def _inside(parts: list[Part], w0: float, w1: float) -> float:

@@ -148,22 +148,26 @@ def log_start_ms(text: str, interval_ms: int) -> float | None:
 
 @dataclass(frozen=True)
 class LogInterval:
-    """The I/Os a client completed in one direction between two samples of its iops log (ms)."""
+    """The I/Os a client's job completed in one direction between two samples of its iops log (ms);
+    `job` indexes the client's logs (`StampedLog.job_starts`)."""
     direction: str
     begin_ms: float
     end_ms: float
     ios: float
+    job: int = 0
 
 
 @dataclass(frozen=True)
 class StampedLog:
-    """A client's stamped iops log(s): where its run started and what it did when, on one clock."""
+    """A client's stamped iops log(s): where its run started and what it did when, on one clock; one
+    log per job, each with its own start (`job_starts`: a job's part interval ends at its own end)."""
     start_ms: float
     intervals: tuple[LogInterval, ...]
+    job_starts: tuple[float, ...] = ()
 
     def shifted(self, by_ms: float) -> StampedLog:
         """The same log on a clock `by_ms` later (a client's stamps moved onto the storage node's clock)."""
-        return replace(self, start_ms=self.start_ms + by_ms,
+        return replace(self, start_ms=self.start_ms + by_ms, job_starts=tuple(s + by_ms for s in self.job_starts),
                        intervals=tuple(replace(iv, begin_ms=iv.begin_ms + by_ms, end_ms=iv.end_ms + by_ms)
                                        for iv in self.intervals))
 
@@ -184,7 +188,7 @@ def log_intervals(text: str, interval_ms: int) -> StampedLog | None:
         begin = prev if t - prev <= 1.5 * interval_ms else t - interval_ms
         out += [LogInterval(d, float(begin), float(t), value * (t - begin) / 1000.0) for _, d, value in group]
         prev = t
-    return StampedLog(start, tuple(out))
+    return StampedLog(start, tuple(out), (start,))
 
 
 def stamped_logs(log_dir, labels: dict[str, str], interval_ms: int) -> dict[str, StampedLog]:
@@ -200,5 +204,7 @@ def stamped_logs(log_dir, labels: dict[str, str], interval_ms: int) -> dict[str,
         logs = [s for p in sorted(Path(log_dir).glob(f"{label}_iops.*.log.{host}"))
                 if (s := log_intervals(p.read_text(), interval_ms)) is not None]
         if logs:
-            out[endpoint] = StampedLog(min(s.start_ms for s in logs), tuple(iv for s in logs for iv in s.intervals))
+            out[endpoint] = StampedLog(min(s.start_ms for s in logs),
+                                       tuple(replace(iv, job=k) for k, s in enumerate(logs) for iv in s.intervals),
+                                       tuple(s.start_ms for s in logs))
     return out
