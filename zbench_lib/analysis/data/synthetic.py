@@ -51,6 +51,9 @@ SHAPES = {
     "volblocksize": dict(layouts=("raidz1", "raidz2", "mirror"), disks=(6,),
                          volblocksizes=tuple(k * KiB for k in (4, 8, 16, 32, 64, 128)),
                          workloads=("randread", "randwrite", "mixed")),
+    # the demo's design (templates/sweeps/demo.yaml): three layouts of four disks, each at two block sizes
+    "demo": dict(layouts=("stripe", "mirror", "raidz1"), disks=(4,), volblocksizes=(8 * KiB, 64 * KiB),
+                 workloads=("randread", "randwrite")),
     # sync=always without a log device writes each block twice to the data disks (ZIL, then the txg);
     # a separate log device (SLOG) takes the ZIL's share back
     "sync-log": dict(layouts=("mirror",), disks=(4,), volblocksizes=(16 * KiB,), workloads=("randwrite",),
@@ -115,8 +118,9 @@ def synthetic_results(n_rows: int = 1000, seed: int = 0, shape: str = "scaling")
     """A SYNTHETIC tidy results table of exactly `n_rows` rows (see the module docstring).
 
     `shape` is 'scaling' (layouts × 2–8 disks, random and sequential reads),
-    'volblocksize' (raidz1/raidz2/mirror of 6 × 4K–128K, read/write/mixed) or 'sync-log'
-    (a mirror of 4, 16K random writes, sync standard/always × no log device/one).
+    'volblocksize' (raidz1/raidz2/mirror of 6 × 4K–128K, read/write/mixed), 'demo' (stripe/mirror/raidz1
+    of 4 × 8K/64K, random reads and writes) or 'sync-log' (a mirror of 4, 16K random writes, sync
+    standard/always × no log device/one).
     Repetitions are added until `n_rows` is reached; the last one may be partial.
     """
     if shape not in SHAPES:
