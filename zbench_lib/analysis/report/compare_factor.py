@@ -6,19 +6,26 @@ workload, last); the baseline is ZFS's default where the factor has one (sync=st
 bare disks where a sweep has them (layout raw), else the first level (layouts in their usual
 order, numbers smallest first).
 
+The report's first screen takes the factor the sweep's `question:` names first, by its name or one of its levels,
+where the question names one (`question_factor`).
+
     comparison_choice(df, factor, baseline)   the compare notebook's factor and baseline ("auto" or named)
     block_choice(df, baseline)                the block-size notebook's column and baseline (16K, else the largest)
+    question_factor(question, df)             the varying factor a spec's question names first (None: none)
 """
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from zbench_lib.analysis.data.columns import LABEL_PREFIX, MODULE_PARAM_COLUMNS
-from zbench_lib.analysis.data.sweep_data import parse_level, varying_columns
+from zbench_lib.analysis.data.sweep_data import AUX_VDEVS, parse_level, varying_columns
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER
 from zbench_lib.analysis.stats.tables import block_column
 from zbench_lib.core.errors import ConfigError
+from zbench_lib.core.sizes import format_size
 
 # clients first: only a sweep whose load came from client VMs has the column, and where it varies the sweep asks
 # how the aggregate scales with clients (issue 30); its pool settings (sync, layout) are then the held groups
@@ -42,12 +49,48 @@ def _varies(df: pd.DataFrame, column: str) -> bool:
     return df[column].nunique() > 1
 
 
-def auto_factor(df: pd.DataFrame) -> str | None:
-    """The first factor of COMPARE_ORDER that takes two or more values in `df` (None: none does); an imported
-    sweep's user labels (a kernel, a branch) come before the workload's own settings."""
+def _factors(df: pd.DataFrame) -> list[str]:
+    """The factors of COMPARE_ORDER that take two or more values in `df`, in that order; an imported sweep's user
+    labels (a kernel, a branch) come before the workload's own settings."""
     labels = sorted(c for c in df.columns if str(c).startswith(LABEL_PREFIX))
     order = [c for c in COMPARE_ORDER if c not in WORKLOAD_SETTINGS] + labels + list(WORKLOAD_SETTINGS)
-    return next((c for c in order if c in df and _varies(df, c)), None)
+    return [c for c in order if c in df and _varies(df, c)]
+
+
+def auto_factor(df: pd.DataFrame) -> str | None:
+    """The first factor of COMPARE_ORDER that takes two or more values in `df` (None: none does)."""
+    return next(iter(_factors(df)), None)
+
+
+# What a question may call a factor beside its column's name and its levels: an auxiliary vdev by its role
+# ("a fast SLOG", "an L2ARC"), the queue depth by its plain name.
+QUESTION_WORDS = {**{c: (role,) for c, role in AUX_VDEVS.items()}, "iodepth": ("depth",)}
+
+
+def _question_words(df: pd.DataFrame, column: str) -> list[str]:
+    """What a question names `column` by: its name (volblocksize for volblocksize_bytes, kernel for label_kernel),
+    QUESTION_WORDS, and each level as a spec writes it (stripe, 8K, always). A level without a letter (4, 0.5,
+    2.3.2) is left out: bare numbers are everywhere in a question's prose (four disks, 4k reads)."""
+    name = column.removeprefix(LABEL_PREFIX).removesuffix("_bytes")
+    levels = [format_size(int(v)) if column.endswith("_bytes") else str(v) for v in _levels(df, column)]
+    return [name, *QUESTION_WORDS.get(column, ()), *(v for v in levels if re.search("[a-z]", v, re.IGNORECASE))]
+
+
+def _first_mention(question: str, words: list[str]) -> int | None:
+    """Where the first of `words` stands in `question`, as a whole word (a plural too: mirrors), case ignored."""
+    hits = (re.search(rf"(?<!\w){re.escape(w)}s?(?!\w)", question, re.IGNORECASE) for w in words)
+    return min((m.start() for m in hits if m), default=None)
+
+
+def question_factor(question: str, df: pd.DataFrame) -> str | None:
+    """The factor that varies in `df` which `question` names first, by its name or one of its levels
+    (`_question_words`); None where it names none. "How do stripe, mirror and raidz1 compare ... with 8k versus
+    64k volblocksize?" names the layout first: the demo asks about layouts, not block sizes. Where two factors
+    are named at one place, the block size comes first, then COMPARE_ORDER's."""
+    block = _block(df)
+    at = {c: _first_mention(question, _question_words(df, c)) for c in [block] * bool(block) + _factors(df)}
+    named = {c: i for c, i in at.items() if i is not None}
+    return min(named, key=named.get) if named else None
 
 
 def _levels(df: pd.DataFrame, factor: str) -> list:

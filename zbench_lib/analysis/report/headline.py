@@ -17,7 +17,7 @@ the factor and baseline the notebook compares).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import pandas as pd
@@ -31,7 +31,8 @@ from zbench_lib.analysis.data.sweep_data import Sweep, setting_text
 from zbench_lib.analysis.figures.report_figures import (plot_configurations, plot_depth_curve, plot_iops_vs_drives,
                                                         plot_levels)
 from zbench_lib.analysis.report.client_section import client_by
-from zbench_lib.analysis.report.compare_factor import auto_baseline, auto_factor, block_choice, level_order
+from zbench_lib.analysis.report.compare_factor import (auto_baseline, auto_factor, block_choice, level_order,
+                                                       question_factor)
 from zbench_lib.analysis.stats.fairness import fairness_table, has_clients
 from zbench_lib.analysis.stats.linearity import LINEAR_BAND
 from zbench_lib.analysis.stats.ratio import equivalence_bounds
@@ -161,8 +162,9 @@ def _clients(study: Study) -> dict:
 
 # The first type whose `applies` holds names the study: clients where the client count varies (only a sweep of
 # client VMs has one, and its question is theirs, whatever else it varies), else scaling where a layout's disk
-# count varies, else block size where it varies, else sync or log device, else queue depth, else the first factor
-# that varies (`compare_factor.auto_factor`). A new study type is one record here.
+# count varies, else the type of the factor the sweep's question names first (`_asked`), else block size where it
+# varies, else sync or log device, else queue depth, else the first factor that varies
+# (`compare_factor.auto_factor`). A new study type is one record here.
 STUDY_TYPES = (
     StudyType("clients", _is_clients, _clients),
     StudyType("scaling", _is_scaling, _scaling),
@@ -185,6 +187,17 @@ def _kind_of_factor(adm: pd.DataFrame, factor: str) -> str:
     return "depth" if factor == "iodepth" and "lat_p99_ns" in adm else "factor"
 
 
+def _asked(sweep: Sweep, adm: pd.DataFrame, focus: Focus) -> Focus:
+    """The focus the spec's question gives where the caller asked for none: the factor the question names first
+    (`compare_factor.question_factor`: the demo's "how do stripe, mirror and raidz1 compare ... with 8k versus 64k
+    volblocksize?" asks about layouts, though block size comes before layout in STUDY_TYPES). A sweep of clients
+    and a scaling sweep keep their own study: their answer holds every client count, every layout's drives."""
+    if focus.kind or focus.factor or _is_clients(adm) or _is_scaling(adm):
+        return focus
+    factor = question_factor(str(sweep.spec.get("question") or ""), adm)
+    return replace(focus, factor=factor) if factor else focus
+
+
 def _study_type(adm: pd.DataFrame, focus: Focus) -> StudyType | None:
     """The focus's study type (a named factor makes its own), else the first of STUDY_TYPES that applies."""
     if focus.factor:          # the caller checked that the factor varies: no `applies` of an auto factor
@@ -194,14 +207,16 @@ def _study_type(adm: pd.DataFrame, focus: Focus) -> StudyType | None:
 
 
 def study_headline(sweep: Sweep, adm: pd.DataFrame, include_flagged: bool = False, focus: Focus = Focus()) -> dict:
-    """The answer sentences and headline figure of the study the admissible runs `adm` make (the first of
-    STUDY_TYPES that applies, or the one `focus` asks for), whichever notebooks the report runs.
+    """The answer sentences and headline figure of the study the admissible runs `adm` make (the one `focus` asks
+    for, else the factor the sweep's question names first, else the first of STUDY_TYPES that applies), whichever
+    notebooks the report runs.
 
     `kind` is the study type's (scaling, block, sync-log, depth, factor) or none; `figure` a plotly figure or None.
     """
     out = dict(kind="none", answers=[], figure=None, note=COMPARE_NOTE.format(margin=focus.margin))
     if adm.empty:
         return out
+    focus = _asked(sweep, adm, focus)
     study_type = _study_type(adm, focus)
     if study_type is None:
         return out
