@@ -78,3 +78,37 @@ def test_a_client_sweep_compares_along_the_client_count_against_the_fewest():
     # a client sweep at one count, or a sweep without clients, compares what it varies
     assert auto_factor(df[df["clients"] == 2]) == "sync"
     assert auto_factor(df.drop(columns="clients")) == "sync"
+
+
+def _pools(units: dict, runs_per_pool: int = 2) -> pd.DataFrame:
+    """Runs of one workload per layout: `units[layout]` pools, each with `runs_per_pool` runs (pools are the unit)."""
+    rows = [dict(layout=lay, workload="randread", direction="read", pool_replicate=p, run_id=f"{lay}-p{p}-r{r}")
+            for lay, n in units.items() for p in range(1, n + 1) for r in range(runs_per_pool)]
+    return pd.DataFrame(rows)
+
+
+def test_a_baseline_needs_two_admissible_units_else_the_best_judged_level_is_taken():
+    from zbench_lib.analysis.report.compare_factor import Baseline, baseline_choice
+    # issue 52: stripe's runs on one pool are one unit, no interval: every comparison against it is "not judged"
+    df = _pools({"stripe": 1, "mirror": 2, "raidz1": 3}, runs_per_pool=3)
+    b = baseline_choice(df, "layout")
+    assert (b.level, b.usual) == ("raidz1", "stripe")       # the most admissible pools, not the usual order
+    assert b.reason == ("stripe had fewer than 2 admissible pools in each cell (an interval needs 2): "
+                        "raidz1 is the baseline")
+    assert auto_baseline(df, "layout") == "raidz1" and comparison_choice(df) == ("layout", "raidz1")
+    # as many units: the usual order (mirror before raidz1)
+    assert auto_baseline(_pools({"stripe": 1, "mirror": 3, "raidz1": 3}), "layout") == "mirror"
+    # a level that was planned and has no admissible run at all is named
+    b = baseline_choice(df[df["layout"] != "stripe"], "layout", planned=["stripe", "mirror", "raidz1"])
+    assert (b.level, b.reason) == ("raidz1", "stripe had no admissible run: raidz1 is the baseline")
+    # a judged usual level stays, however many units the others have; where no level is judged, so does it
+    assert baseline_choice(_pools({"stripe": 2, "mirror": 5}), "layout").reason == ""
+    assert baseline_choice(_pools({"stripe": 1, "mirror": 1}), "layout") == Baseline("stripe", "stripe")
+
+
+def test_a_block_sizes_baseline_falls_back_too():
+    from zbench_lib.analysis.report.compare_factor import block_choice
+    df = _frame(layout="mirror", workload="randread", volblocksize_bytes=[16384, 65536, 65536, 8192, 8192],
+                run_id=["a", "b", "c", "d", "e"])
+    assert block_choice(df) == ("volblocksize_bytes", 8192)   # 16K has one run: 8K and 64K two; the smaller
+    assert block_choice(df[df["volblocksize_bytes"] != 16384]) == ("volblocksize_bytes", 65536)   # the largest

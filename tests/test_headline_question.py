@@ -59,3 +59,43 @@ def test_a_question_naming_the_block_size_first_or_no_factor_keeps_the_block_stu
 def test_the_factor_a_question_names_first(demo, question, factor):
     from zbench_lib.analysis.report.compare_factor import question_factor
     assert question_factor(question, A.select_admissible(demo.results)) == factor
+
+
+def _excluded(sweep, mask):
+    """`sweep` with the runs of `mask` excluded, as the truth checks exclude them (cache_served invalidates)."""
+    sweep.results.loc[mask, "flag_cache_served"] = True
+    return sweep
+
+
+@pytest.mark.parametrize("left, reason", [
+    # the demo's own case: host contention left stripe one run a cell, no interval (4 of 12 cells)
+    (1, "stripe had fewer than 2 admissible runs in each cell (an interval needs 2): mirror is the baseline"),
+    (0, "stripe had no admissible run: mirror is the baseline"),
+])
+def test_a_baseline_without_admissible_units_gives_way_to_the_measured_levels(demo, left, reason):
+    # before, stripe stayed the baseline: every layout comparison read "not judged" and mirror against raidz1,
+    # both measured, was never compared (or, with no stripe run left, mirror was taken without a word)
+    r = demo.results
+    sweep = _excluded(demo, (r["layout"] == "stripe") & (r["rep"] > left))
+    adm = A.select_admissible(sweep.results)
+    h = study_headline(sweep, adm)
+    assert h["answers"][0] == {"subject": "Baseline", "text": f"{reason} (methods §9)."}
+    for a in h["answers"][1:]:
+        assert a["text"].startswith("against layout mirror: raidz1 "), a["text"]
+        verdict = a["text"].split("; stripe")[0].removeprefix("against layout mirror: raidz1 ")
+        assert verdict.endswith(("higher", "lower")) and "not judged" not in verdict, a["text"]
+    # the compare notebook takes the same baseline, and its table judges raidz1 against mirror
+    assert A.comparison_choice(adm) == ("layout", "mirror")
+    cmp = A.compare_table(adm, "auto", "layout", "mirror", cells=A.cell_status(sweep.results))
+    raidz1 = cmp[cmp["level"] == "raidz1"]
+    assert len(raidz1) == 4 and raidz1["ratio_ci_low"].notna().all()
+    assert raidz1["verdict"].isin(["higher", "lower"]).all()
+
+
+def test_a_usual_baseline_judged_in_some_cells_stays_the_baseline(demo):
+    # stripe lost its runs at 64K only: it is still judged at 8K, so it stays the baseline (no word about it)
+    r = demo.results
+    sweep = _excluded(demo, (r["layout"] == "stripe") & (r["volblocksize_bytes"] == 65536))
+    h = study_headline(sweep, A.select_admissible(sweep.results))
+    assert all(a["subject"] != "Baseline" for a in h["answers"])
+    assert all(a["text"].startswith("against layout stripe: ") for a in h["answers"])

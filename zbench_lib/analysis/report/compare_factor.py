@@ -4,7 +4,8 @@ The client count where a sweep varies it, else the OpenZFS release, else the lay
 factor that varies, in the order below (the questions users ask most first; queue depth, a setting of the
 workload, last); the baseline is ZFS's default where the factor has one (sync=standard, fs none, access local), the
 bare disks where a sweep has them (layout raw), else the first level (layouts in their usual
-order, numbers smallest first).
+order, numbers smallest first), as long as it has admissible units to be judged: else the level with the most
+(`baseline_choice`).
 
 The report's first screen takes the factor the sweep's `question:` names first, by its name or one of its levels,
 where the question names one (`question_factor`).
@@ -12,18 +13,22 @@ where the question names one (`question_factor`).
     comparison_choice(df, factor, baseline)   the compare notebook's factor and baseline ("auto" or named)
     block_choice(df, baseline)                the block-size notebook's column and baseline (16K, else the largest)
     question_factor(question, df)             the varying factor a spec's question names first (None: none)
+    baseline_choice(df, factor, planned)      the baseline level, and why where it is not the usual one
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import pandas as pd
 
 from zbench_lib.analysis.data.columns import LABEL_PREFIX, MODULE_PARAM_COLUMNS
-from zbench_lib.analysis.data.sweep_data import AUX_VDEVS, parse_level, varying_columns
+from zbench_lib.analysis.data.coverage import MIN_UNITS
+from zbench_lib.analysis.data.replication import pool_replicates, resolve_unit
+from zbench_lib.analysis.data.sweep_data import AUX_VDEVS, parse_level, setting_text, varying_columns
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER
-from zbench_lib.analysis.stats.tables import block_column
+from zbench_lib.analysis.stats.tables import block_column, comparison_by
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
 
@@ -107,11 +112,63 @@ def _level_key(v) -> tuple:
     return (2, 0.0, str(v))
 
 
-def auto_baseline(df: pd.DataFrame, factor: str):
-    levels = _levels(df, factor)
+def _usual(levels: list, factor: str, block: bool = False):
+    """The usual baseline of `levels`: ZFS's default where the factor has one, the bare disks, else the first
+    level; a block size's (`block`) 16K where the sweep has it, else the largest."""
+    if block:
+        return BLOCK_BASELINE if BLOCK_BASELINE in levels else max(levels)
     if BASE_LEVEL.get(factor) in levels:
         return BASE_LEVEL[factor]
     return sorted(levels, key=_level_key)[0]
+
+
+def _judged_units(df: pd.DataFrame, factor: str) -> tuple[pd.Series, str]:
+    """Per level of `factor`, its units in the cells where it has the MIN_UNITS an interval needs (a cell: one
+    group of what a comparison along `factor` holds equal), and the unit: pools where pools were replicated,
+    else runs (`replication.resolve_unit`), as a comparison counts them."""
+    held, _ = comparison_by(df, factor)
+    keys = list(dict.fromkeys([c for c in ("workload", "direction") if c in df] + held + [factor]))
+    unit = resolve_unit(df, keys)
+    if unit == "pool":
+        units = pool_replicates(df, keys).set_index(keys)["n_pools"]
+    else:
+        runs = df["run_id"] if "run_id" in df else pd.Series(df.index, index=df.index)
+        units = df.assign(_run=runs).groupby(keys, dropna=False)["_run"].nunique()
+    judged = units[units >= MIN_UNITS].groupby(level=factor).sum()
+    return judged.rename(index=lambda v: v.item() if hasattr(v, "item") else v), unit
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The level a comparison takes as its baseline; where it is not the `usual` level, the `reason`, as a
+    page says it: "stripe had no admissible run: mirror is the baseline"."""
+    level: object
+    usual: object
+    reason: str = ""
+
+
+def baseline_choice(df: pd.DataFrame, factor: str, planned=(), block: bool = False) -> Baseline:
+    """The usual baseline (`_usual`) where it has units a comparison can judge (MIN_UNITS in a cell), else the
+    level with the most such units, then the usual order: a baseline without them left every comparison
+    "not judged" while two measured levels were never compared (the demo's stripe, issue 52). Where no level
+    has such units, the usual one of the levels `df` has. `df` holds the estimate's runs (`select_admissible`:
+    the admissible ones, or all with include_flagged); `planned` are the levels the sweep planned, so that a
+    usual level with no admissible run is named; `block` takes the block size's usual (`block_choice`)."""
+    present = _levels(df, factor)
+    usual = _usual(present + [v for v in planned if v not in present], factor, block)
+    units, unit = _judged_units(df, factor)
+    if units.get(usual, 0) > 0 or (usual in present and units.empty):
+        return Baseline(usual, usual)
+    level = min(units.index, key=lambda v: (-units[v], _level_key(v))) if len(units) else \
+        _usual(present, factor, block)
+    why = "had no admissible run" if usual not in present else \
+        f"had fewer than {MIN_UNITS} admissible {unit}s in each cell (an interval needs {MIN_UNITS})"
+    return Baseline(level, usual, f"{setting_text(factor, usual)} {why}: {setting_text(factor, level)} is the baseline")
+
+
+def auto_baseline(df: pd.DataFrame, factor: str):
+    """The level others are compared with along `factor` (`baseline_choice`)."""
+    return baseline_choice(df, factor).level
 
 
 def level_order(df: pd.DataFrame, factor: str) -> list:
@@ -158,5 +215,4 @@ def block_choice(df: pd.DataFrame, baseline: str = "auto") -> tuple[str, int]:
                           "analysis-compare for this sweep")
     if baseline != "auto":
         return block, parse_level(df, block, baseline)
-    levels = sorted(df[block].dropna().unique())
-    return block, int(BLOCK_BASELINE if BLOCK_BASELINE in levels else levels[-1])
+    return block, int(baseline_choice(df, block, block=True).level)

@@ -31,7 +31,7 @@ from zbench_lib.analysis.data.sweep_data import Sweep, setting_text
 from zbench_lib.analysis.figures.report_figures import (plot_configurations, plot_depth_curve, plot_iops_vs_drives,
                                                         plot_levels)
 from zbench_lib.analysis.report.client_section import client_by
-from zbench_lib.analysis.report.compare_factor import (auto_baseline, auto_factor, block_choice, level_order,
+from zbench_lib.analysis.report.compare_factor import (Baseline, auto_factor, baseline_choice, level_order,
                                                        question_factor)
 from zbench_lib.analysis.stats.fairness import fairness_table, has_clients
 from zbench_lib.analysis.stats.linearity import LINEAR_BAND
@@ -39,6 +39,7 @@ from zbench_lib.analysis.stats.ratio import equivalence_bounds
 from zbench_lib.analysis.stats.tables import block_column, compare_table, comparison_by, scaling_table
 
 MARGIN = 0.05               # compare_table's default equivalence margin, named in the note
+BASELINE_SUBJECT = "Baseline"   # the subject of the line that says why the baseline is not the usual level
 # A study of durability: what sync writes cost, and what a separate log device (SLOG) gives back.
 SYNC_LOG_FACTORS = ("sync", "log", "log_mirror", "logbias")
 
@@ -63,10 +64,16 @@ class Study:
     focus: Focus = Focus()
 
     def chosen(self, factor: str) -> tuple[str, object]:
-        """The factor and baseline compared: the focus's where it names them, else `factor` and its auto baseline."""
+        """The factor and baseline compared: the focus's where it names them, else `factor` and its baseline."""
         factor = self.focus.factor or factor
         base = self.focus.baseline
-        return factor, auto_baseline(self.adm, factor) if base is None else base
+        return factor, self.baseline(factor).level if base is None else base
+
+    def baseline(self, factor: str) -> Baseline:
+        """`factor`'s baseline as `compare_factor.baseline_choice` picks it, knowing the levels the sweep planned
+        (to name a usual level with no admissible run); a block size's as `block_choice`'s (16K)."""
+        planned = self.cells[factor].dropna().unique().tolist() if factor in self.cells else []
+        return baseline_choice(self.adm, factor, planned, block=factor == block_column(self.adm))
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,18 @@ def _comparison(study: Study, factor: str, baseline, also=()) -> tuple[list[dict
     workloads = adm["workload"].dropna().unique() if "workload" in adm else []
     subject = str(workloads[0]) if len(workloads) == 1 else ALL_RUNS
     loads = adm["load"].dropna().unique() if "load" in adm else []
-    return answer_compare(cmp, tails, subject=subject, load=loads[0] if len(loads) == 1 else None), tails, held
+    answers = answer_compare(cmp, tails, subject=subject, load=loads[0] if len(loads) == 1 else None)
+    return _baseline_line(study, factor, baseline) + answers, tails, held
+
+
+def _baseline_line(study: Study, factor: str, baseline) -> list[dict]:
+    """The answer's first line where the baseline stands in for the usual level, which had no admissible unit to
+    be judged with ("stripe had no admissible run: mirror is the baseline"); also where a notebook named the
+    stand-in, as `comparison_choice` picks it. Not along sweep_id: two sweeps' baseline is the first sweep."""
+    choice = study.baseline(factor) if factor != "sweep_id" else None
+    if choice is None or not choice.reason or choice.level != baseline:
+        return []
+    return [dict(subject=BASELINE_SUBJECT, text=f"{choice.reason} (methods §9).")]
 
 
 def _levels_study(study: Study, factor: str, baseline) -> dict:
@@ -118,8 +136,7 @@ def _scaling(study: Study) -> dict:
 
 
 def _block_study(study: Study) -> dict:
-    block, base = block_choice(study.adm)        # 16K where the sweep has it, not auto_baseline's smallest
-    return _levels_study(study, block, base if study.focus.baseline is None else study.focus.baseline)
+    return _levels_study(study, *study.chosen(block_column(study.adm)))    # 16K where the sweep has it (Study.baseline)
 
 
 def _is_sync_log(adm: pd.DataFrame) -> bool:
@@ -244,4 +261,4 @@ def _at_load(answers: list[dict], adm: pd.DataFrame) -> list[dict]:
     if "load" not in adm or adm["load"].nunique() != 1:
         return answers
     at = setting_text("load", adm["load"].dropna().iloc[0])
-    return [{**a, "subject": f"{a['subject']}, {at}"} for a in answers]
+    return [a if a["subject"] == BASELINE_SUBJECT else {**a, "subject": f"{a['subject']}, {at}"} for a in answers]
