@@ -7,8 +7,9 @@ sweep IOPS and p99 / p99.9 per size; a sync or log-device sweep a bar per config
 interval; a queue-depth sweep the IOPS-p99 curve with both axes labelled; any other factor (release,
 numjobs, ...) its judged metric and tails per level, each level against the baseline. The sentences
 come from `claims.answer`, the figures from `figures.report_figures`; this module picks which, in
-one place: STUDY_TYPES. A sweep whose load came from clients also answers how fairly they shared the
-datastore: a line per workload after the others (`claims.client_answer`), whatever its study. The analysis
+one place: STUDY_TYPES, after the factor the sweep's question names first (`_asked`). A sweep whose load
+came from clients also answers how fairly they shared the datastore: a line per workload after the others
+(`claims.client_answer`), whatever its study. The analysis
 notebooks open with the same answer and figure, each asking for its own study (a `Focus`: the scaling study, or
 the factor and baseline the notebook compares).
 
