@@ -207,3 +207,29 @@ def test_p99_is_a_typical_units_from_its_own_bins_and_says_so():
     assert binned["p99_n"] == 2 and np.isfinite(binned["p99_ci95_low_ms"])
 
 
+
+
+def _runs_of_one_cell(**columns) -> pd.DataFrame:
+    """One mirror cell's randread runs with `columns` (lists of one value per run)."""
+    k = len(next(iter(columns.values())))
+    return pd.DataFrame({"layout": "mirror", "vdevs": 1, "width": 2, "total_disks": 2, "data_disks": 1,
+                         "workload": "randread", "direction": "read", "iops": 100.0 + np.arange(k),
+                         "bw_bytes_s": 4e5, "lat_p99_ns": 1e7, "run_id": [f"r{i}" for i in range(k)], **columns})
+
+
+def test_run_counts_beside_n_are_of_n_and_never_exceed_it():
+    """Issue 52: 'Runs not fully judged' counted every run of the cell, excluded and replacement ones too, so it
+    could exceed n: here 4 beside n = 1. It now counts among n's own units, as `described` does."""
+    runs = _runs_of_one_cell(flag_host_contention=[True, True, False, False],
+                             replacement=[False, False, False, True],
+                             not_judged=["not_steady: no per-second series"] * 4)
+    (row,) = summary_table(runs).to_dict("records")
+    assert (row["n"], row["excluded"], row["not_judged"]) == (1, 2, 1)
+    # two pools of two runs each: n counts pools (methods §6), and so do the counts beside it
+    pools = _runs_of_one_cell(pool_id=["p1", "p1", "p2", "p2"], pool_replicate=[1, 1, 2, 2],
+                              not_judged=["not_steady: no per-second series"] * 4,
+                              flag_not_steady=[True, True, True, False])
+    (row,) = summary_table(pools).to_dict("records")
+    assert (row["n"], row["described"], row["not_judged"]) == (2, 2, 2)
+    lost = summary_table(runs.assign(flag_host_contention=True))         # no admissible run: nothing of n
+    assert lost[["n", "excluded", "described", "not_judged"]].values.tolist() == [[0, 3, 0, 0]]

@@ -51,6 +51,7 @@ from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import TYPICAL, cell_tails, estimand_text
 from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
 from zbench_lib.analysis.data.metrics import judged_metrics
+from zbench_lib.analysis.data.replication import to_units
 from zbench_lib.analysis.data.sweep_data import varying_columns
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
@@ -105,6 +106,16 @@ def _runs(df: pd.DataFrame, keys, mask) -> pd.Series:
     key = "run_id" if "run_id" in df else None
     sel = df[mask.fillna(False).astype(bool)]
     return sel.groupby(keys, dropna=False)[key].nunique() if key else sel.groupby(keys, dropna=False).size()
+
+
+def _units_with(adm: pd.DataFrame, keys: list, mask: pd.Series) -> pd.Series:
+    """Per cell, how many of its n units have a run where `mask` holds. Counted among the runs n rests on and in
+    n's own unit (a pool where n counts pools, `replication.to_units` as `stats.summary` does), so a count beside
+    n is a part of it: before, the runs not fully judged were counted over every run of the cell, the excluded
+    and the replacement ones too, and could exceed n."""
+    d = adm[adm["iops"].notna()]
+    units, _ = to_units(d.assign(_hit=mask.reindex(d.index).fillna(False).astype(float)), "_hit", keys)
+    return units.assign(_hit=units["_hit"] > 0).groupby(keys, dropna=False)["_hit"].sum()
 
 
 def _really_unjudged(text) -> bool:
@@ -178,8 +189,8 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False,
         out = out.merge(adm.groupby(keys, dropna=False).agg(**_physical_aggs(adm)).reset_index(), on=keys, how="left")
     out = out.merge(_tail_columns(adm, hist, keys), on=keys, how="left")
     counts = [_runs(df, keys, ~admissible_mask(df) & ~replacement_mask(df)).rename("excluded"),
-              _runs(adm, keys, described_mask(adm)).rename("described"),
-              _runs(df, keys, _not_judged_mask(df)).rename("not_judged")]
+              _units_with(adm, keys, described_mask(adm)).rename("described"),
+              _units_with(adm, keys, _not_judged_mask(adm)).rename("not_judged")]
     for c in counts:
         out = out.merge(c.reset_index(), on=keys, how="left")
     out[list(_RUNS)] = out[list(_RUNS)].fillna(0).astype(int)
