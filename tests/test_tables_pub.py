@@ -233,3 +233,20 @@ def test_run_counts_beside_n_are_of_n_and_never_exceed_it():
     assert (row["n"], row["described"], row["not_judged"]) == (2, 2, 2)
     lost = summary_table(runs.assign(flag_host_contention=True))         # no admissible run: nothing of n
     assert lost[["n", "excluded", "described", "not_judged"]].values.tolist() == [[0, 3, 0, 0]]
+
+
+# Issue 52 item 5: exports that paste.
+NOTE = ("Sweep vbs-1. Mean over n admissible first attempts; 95% CI of the mean, in the metric each workload is "
+        "judged in. Lab measurements on emulated disks (hdd), not real drives. zbench 0.1.0, commit 0123456789ab.")
+
+
+def test_summary_csv_reads_as_is_and_keeps_its_source_note(table, tmp_path):
+    """Issue 52: the note went in a commented first line with commas in it, so `pd.read_csv` with no options read
+    a table of 19 rows and 4 columns. The note is now a column (the same in every row), so the caveat goes with
+    any row copied, and read_csv gives the table's own rows and columns."""
+    write_tables(table, tmp_path, source_note=NOTE)
+    back = pd.read_csv(tmp_path / "summary.csv")
+    assert len(back) == len(table) and list(back.columns) == [*table.columns, "source_note"]
+    assert back["source_note"].eq(NOTE).all()
+    assert back["iops"].tolist() == pytest.approx(table["iops"].tolist(), rel=1e-5, nan_ok=True)
+    assert list(pd.read_csv(io.StringIO(export_table(table, "csv"))).columns) == list(table.columns)  # no note

@@ -31,8 +31,8 @@ and p99.9, from ...") and names the units that could not support them (`tail_not
 of zero width reads "one value (n = 3)", never "175–175" (`wording.interval_text`). CSV headers
 carry their units (`iops_ci95_low`, `mib_s`, `p99_ms`, `p99_9_ci95_high_ms`), `metric` the one each
 row is judged in, and each row its tails' estimand and short units (`tail_estimand`, `tail_units`);
-a CSV has no room for a note line that would not break a reader, so the note goes in a commented
-first line.
+a CSV's source note is its last column, `source_note`, the same in every row, so that
+`pandas.read_csv(path)` reads the table's own rows and columns and a copied row keeps its caveat.
 """
 
 from __future__ import annotations
@@ -57,6 +57,11 @@ from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
 
 FORMATS = ("md", "csv", "latex", "html")
+# The CSV's source note is a last column, the same in every row, not a sidecar file: summary.csv is what gets
+# mailed alone, opened in a sheet or concatenated across sweeps (pd.concat keeps each row's lab, version and
+# commit), and a sidecar is lost on the first copy. A commented first line broke `pd.read_csv` with no options
+# (the note's commas made it the header: 19 rows of 4 columns for 18 of 30) and shows as a row in a sheet.
+SOURCE_NOTE = "source_note"
 _SHAPE = ["layout", "vdevs", "width", "total_disks", "data_disks"]
 _LABELS = {"configuration": "Configuration", "drives": "Drives", "data_disks": "Data disks",
            "workload": "Workload", "direction": "Direction", "iops": "IOPS", "iops_ci": "IOPS 95% CI",
@@ -362,8 +367,8 @@ def export_table(table: pd.DataFrame, fmt_name: str, title: str = "Summary", sou
     if fmt_name not in FORMATS:
         raise ConfigError(f"table format must be one of {', '.join(FORMATS)}, got {fmt_name!r}")
     if fmt_name == "csv":             # each row carries its tails' estimand and short units in its own columns
-        note = f"# {source_note}\n" if source_note else ""
-        return note + table.to_csv(index=False, float_format="%.6g")
+        rows = table.assign(**{SOURCE_NOTE: source_note}) if source_note else table
+        return rows.to_csv(index=False, float_format="%.6g")
     source_note = " ".join(t for t in (source_note, tails_note(table)) if t)
     if fmt_name == "md":
         text = _markdown(display_table(table), _RIGHT)
