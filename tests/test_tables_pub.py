@@ -250,3 +250,24 @@ def test_summary_csv_reads_as_is_and_keeps_its_source_note(table, tmp_path):
     assert back["source_note"].eq(NOTE).all()
     assert back["iops"].tolist() == pytest.approx(table["iops"].tolist(), rel=1e-5, nan_ok=True)
     assert list(pd.read_csv(io.StringIO(export_table(table, "csv"))).columns) == list(table.columns)  # no note
+
+
+def test_a_row_with_no_admissible_run_says_why(vbs, tmp_path):
+    """Issue 52: a configuration whose runs were all excluded was a row of '—'. Its interval cell now says what
+    became of its runs, the notes under the table which check excluded them, and the CSV both."""
+    res = vbs.results.copy()
+    gone = (res["layout"] == "mirror") & (res["volblocksize_bytes"] == 16384) & (res["workload"] == "randwrite")
+    res.loc[gone, "flag_host_contention"] = True
+    table = summary_table(res)
+    lost = table["n"] == 0
+    why = "3 of 3 runs excluded (host_contention 3), 3 replacement runs left out of the estimate"
+    assert table.loc[lost, "no_value_reason"].tolist() == [why]          # the replacements were flagged too
+    assert table.loc[~lost, "no_value_reason"].eq("").all()
+    assert display_table(table).loc[lost, "iops_ci"].tolist() == ["3 of 3 runs excluded"]
+    write_tables(table, tmp_path, source_note=NOTE)
+    for name in ("summary.md", "summary.tex"):
+        text = (tmp_path / name).read_text().replace("\\_", "_")
+        assert f"mirror 3x2, 16K, randwrite, write: {why}" in text, name
+    assert why in export_table(table, "html")
+    assert pd.read_csv(tmp_path / "summary.csv")["no_value_reason"].fillna("").tolist() == \
+        table["no_value_reason"].tolist()

@@ -38,6 +38,7 @@ a CSV's source note is its last column, `source_note`, the same in every row, so
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +46,7 @@ import pandas as pd
 
 from zbench_lib.analysis.data.flags import admissible_mask, described_mask, replacement_mask, select_admissible
 from zbench_lib.analysis.claims.wording import interval_text
-from zbench_lib.analysis.data.coverage import bare_reason
+from zbench_lib.analysis.data.coverage import NOT_JUDGED, bare_reason, group_status
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER, fmt
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.stats.tails import TYPICAL, cell_tails, estimand_text
@@ -71,6 +72,7 @@ _LABELS = {"configuration": "Configuration", "drives": "Drives", "data_disks": "
            "tail_units": "Units short of I/Os", "n": "n", "excluded": "Excluded runs",
            "described": "Runs with describing flags", "not_judged": "Runs not fully judged"}
 _RUNS = ("n", "excluded", "described", "not_judged")      # the run counts beside each estimate
+NO_VALUE = "no_value_reason"                              # why a row has no value ('' where it has one)
 TAIL_QUANTILES = {0.99: "p99", 0.999: "p99_9"}           # the tails every export carries: their columns' prefix
 TAIL_TABLE_COLUMNS = (*(f"{p}{end}" for p in TAIL_QUANTILES.values()
                         for end in ("_ms", "_ci95_low_ms", "_ci95_high_ms", "_n")), "tail_units", "tail_estimand")
@@ -98,6 +100,10 @@ COMPRESSION_FACTORS = ("compression", "compressible_percent")
 _PHYSICAL = ("physical_mib_s", "compressratio")
 # Each throughput with its interval column: a row's interval is given in the metric its workload is judged in.
 _JUDGED = {"iops": ("iops", "iops_ci"), "bw_bytes_s": ("mib_s", "mib_s_ci")}
+# The summary table's columns that are not a factor of the sweep (the display shows the others as they are).
+_NOT_FACTORS = {"configuration", "layout", "vdevs", "width", "drives", "data_disks", "workload", "direction", "metric",
+                "iops", "iops_ci95_low", "iops_ci95_high", "mib_s", "mib_s_ci95_low", "mib_s_ci95_high", *_PHYSICAL,
+                *TAIL_TABLE_COLUMNS, *_RUNS, NO_VALUE, SOURCE_NOTE}
 # The display's right-aligned (numeric) columns, in every format.
 _RIGHT = {"drives", "data_disks", "iops", "iops_ci", "mib_s", "mib_s_ci", *_PHYSICAL, *_LATENCY, *_RUNS}
 
@@ -201,6 +207,8 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False,
     out[list(_RUNS)] = out[list(_RUNS)].fillna(0).astype(int)
     if include_flagged:
         out["excluded"] = 0
+    out = out.merge(_no_value_reasons(df, keys, include_flagged), on=keys, how="left")
+    out[NO_VALUE] = out[NO_VALUE].where(out["n"] == 0, "")
     shape = out[["layout", "vdevs", "width"]].itertuples(index=False)
     out.insert(0, "configuration", [config_label(*r) for r in shape])
     out = out.rename(columns={"total_disks": "drives"})
@@ -219,8 +227,17 @@ def summary_table(results: pd.DataFrame, include_flagged: bool = False,
     cols = ["configuration", "layout", "vdevs", "width", "drives", "data_disks", *factors,
             *[c for c in ("workload", "direction") if c in out], "metric", "iops", "iops_ci95_low", "iops_ci95_high",
             "mib_s", "mib_s_ci95_low", "mib_s_ci95_high", *(_PHYSICAL if physical else ()), *TAIL_TABLE_COLUMNS,
-            *_RUNS]
+            *_RUNS, NO_VALUE]
     return out[cols]
+
+
+def _no_value_reasons(df: pd.DataFrame, keys: list, include_flagged: bool) -> pd.DataFrame:
+    """`keys` and NO_VALUE: what became of each cell's runs ('3 of 3 runs excluded (host_contention 3)', the
+    words of `coverage.group_status`), for the rows with no admissible run to say why instead of '—' only."""
+    status = group_status(df, keys, include_flagged)
+    judged = ~status["status"].str.startswith(NOT_JUDGED)        # admissible runs, none with a throughput
+    status[NO_VALUE] = status["status"].map(bare_reason).where(~judged, "no throughput recorded")
+    return status.drop(columns="status")
 
 
 def _throughput(adm: pd.DataFrame, metric: str, keys: list, name: str) -> pd.DataFrame:
@@ -277,20 +294,43 @@ def _tail_display(table: pd.DataFrame) -> list[str]:
 def tail_notes(table: pd.DataFrame) -> list[str]:
     """'raidz3 1x8, seqread read: p99: 1 of 3 pools short of 1,000 I/Os (p3 has 816 I/Os)': each row's units
     that could not support a percentile, counted and named, for the notes under a displayed table."""
-    if "tail_units" not in table:
+    return _row_notes(table, "tail_units")
+
+
+def no_value_notes(table: pd.DataFrame) -> list[str]:
+    """'mirror 3x2, 16K, randwrite, write: 3 of 3 runs excluded (host_contention 3)': each row with no admissible
+    run and why, for the notes under a displayed table (its cell says it short)."""
+    return _row_notes(table, NO_VALUE)
+
+
+@dataclass(frozen=True)
+class RowNotes:
+    """Notes under a displayed table that name rows: their heading and one line per row."""
+    heading: str
+    lines: list[str]
+
+
+def row_notes(table: pd.DataFrame) -> list[RowNotes]:
+    """The notes every displayed export carries under its table: the rows with no admissible run and why, then
+    the units short of I/Os for a percentile; a list without a line is left out."""
+    notes = [RowNotes("No admissible run", no_value_notes(table)),
+             RowNotes("Units short of I/Os (named, never left out silently)", tail_notes(table))]
+    return [n for n in notes if n.lines]
+
+
+def _row_notes(table: pd.DataFrame, column: str) -> list[str]:
+    """'<the row's configuration, factors, workload, direction>: <its text in `column`>' for each row with one."""
+    if column not in table:
         return []
     d = display_table(table)
     label = [c for c in d.columns if c not in _RIGHT and c not in ("drives", "data_disks")]
     return [f"{', '.join(str(v) for v in d.loc[i, label] if v)}: {text}"
-            for i, text in zip(d.index, table["tail_units"].fillna("")) if text]
+            for i, text in zip(d.index, table[column].fillna("")) if text]
 
 
 def display_table(table: pd.DataFrame) -> pd.DataFrame:
     """Text cells: numbers with separators and no scientific notation; '—' where n = 0."""
-    factors = [c for c in table.columns if c not in ("configuration", "layout", "vdevs", "width", "drives",
-                                                      "data_disks", "workload", "direction", "metric", "iops",
-                                                      "iops_ci95_low", "iops_ci95_high", "mib_s", "mib_s_ci95_low",
-                                                      "mib_s_ci95_high", *_PHYSICAL, *TAIL_TABLE_COLUMNS, *_RUNS)]
+    factors = [c for c in table.columns if c not in _NOT_FACTORS]
     shown = [ci for m, (_, ci) in _JUDGED.items() if (table.get("metric", pd.Series("iops")) == m).any()]
     tails = _tail_display(table)
     rows = []
@@ -321,7 +361,13 @@ def _judged_interval(r, metric: str) -> str:
     lo, hi = r[f"{value}_ci95_low"], r[f"{value}_ci95_high"]
     if r["n"] > 0 and pd.notna(lo) and pd.notna(hi):
         return interval_text(lo, hi, int(r["n"]), fmt)
-    return _no_ci(r["n"])
+    return _no_ci(r["n"]) if r["n"] > 0 else _short_reason(r.get(NO_VALUE, ""))
+
+
+def _short_reason(reason) -> str:
+    """'3 of 3 runs excluded' of '3 of 3 runs excluded (host_contention 3)': a cell short enough for a page's
+    column, the flags that excluded the runs in the notes under the table (`no_value_notes`); '—' for none."""
+    return str(reason or "").split(" (")[0].split(", ")[0] or "—"
 
 
 def _header(col: str) -> str:
@@ -340,7 +386,7 @@ def summary_gt(table: pd.DataFrame, title: str = "Summary", source_note: str = "
     gt = gt.cols_align("right", columns=numeric).tab_spanner("Throughput", throughput) \
         .tab_spanner("Latency", [c for c in _LATENCY if c in d]) \
         .tab_spanner("Runs", [c for c in _RUNS if c in d])
-    for line in [source_note, *(f"Units short of I/Os: {n}" for n in tail_notes(table))]:
+    for line in [source_note, *(f"{notes.heading}: {n}" for notes in row_notes(table) for n in notes.lines)]:
         gt = gt.tab_source_note(line) if line else gt
     return gt
 
@@ -372,9 +418,9 @@ def export_table(table: pd.DataFrame, fmt_name: str, title: str = "Summary", sou
     source_note = " ".join(t for t in (source_note, tails_note(table)) if t)
     if fmt_name == "md":
         text = _markdown(display_table(table), _RIGHT)
-        notes = "".join(f"- {n}\n" for n in tail_notes(table))
-        return (f"**{title}**\n\n" if title else "") + text + (f"\n{source_note}\n" if source_note else "") \
-            + (f"\nUnits short of I/Os (named, never left out silently):\n\n{notes}" if notes else "")
+        notes = "".join(f"\n{notes.heading}:\n\n" + "".join(f"- {n}\n" for n in notes.lines)
+                        for notes in row_notes(table))
+        return (f"**{title}**\n\n" if title else "") + text + (f"\n{source_note}\n" if source_note else "") + notes
     if fmt_name == "latex":
         return latex_table(table, title, source_note)
     return summary_gt(table, title, source_note).as_raw_html()
@@ -431,10 +477,8 @@ def latex_table(table: pd.DataFrame, title: str = "Summary", source_note: str = 
     lines += ["\\end{longtable}", "\\endgroup"]
     if source_note:
         lines += ["{\\footnotesize " + _tex(source_note) + "\\par}"]
-    notes = tail_notes(table)
-    if notes:
-        lines += ["{\\footnotesize Units short of I/Os (named, never left out silently):\\par",
-                  *(_tex(n) + "\\par" for n in notes), "}"]
+    for notes in row_notes(table):
+        lines += ["{\\footnotesize " + _tex(notes.heading) + ":\\par", *(_tex(n) + "\\par" for n in notes.lines), "}"]
     lines += (["\\end{landscape}"] if wide else [])
     return "\n".join(lines) + "\n"
 
