@@ -152,7 +152,8 @@ def test_setup_installs_what_the_latex_preamble_needs():
 
 def test_write_tables_and_bad_format(table, tmp_path):
     paths = write_tables(table, tmp_path)
-    assert sorted(p.name for p in paths) == ["summary-preamble.tex", "summary.csv", "summary.md", "summary.tex"]
+    assert sorted(p.name for p in paths) == ["summary-columns.csv", "summary-preamble.tex", "summary.csv", "summary.md",
+                                            "summary.tex"]
     with pytest.raises(ConfigError, match="md, csv, latex, html"):
         export_table(table, "xlsx")
     html = export_table(table, "html")
@@ -271,3 +272,29 @@ def test_a_row_with_no_admissible_run_says_why(vbs, tmp_path):
     assert why in export_table(table, "html")
     assert pd.read_csv(tmp_path / "summary.csv")["no_value_reason"].fillna("").tolist() == \
         table["no_value_reason"].tolist()
+
+
+def test_every_column_is_defined_in_every_export(table, tmp_path):
+    """Issue 52: 'Runs not fully judged' was defined nowhere. Every displayed column is defined in a legend under
+    the Markdown, LaTeX and HTML tables, and every column of summary.csv in summary-columns.csv beside it."""
+    paths = write_tables(table, tmp_path, source_note=NOTE)
+    assert tmp_path / "summary-columns.csv" in paths
+    columns = pd.read_csv(tmp_path / "summary-columns.csv")
+    assert columns["name"].tolist() == pd.read_csv(tmp_path / "summary.csv").columns.tolist()
+    assert columns["meaning"].notna().all() and not columns["meaning"].str.contains("not documented").any()
+    meaning = columns.set_index("name")["meaning"]
+    assert "could have been made and was not" in meaning["not_judged"] and "of the n" in meaning["not_judged"]
+    assert "counted as pools where pools were replicated" in meaning["n"]
+    md = (tmp_path / "summary.md").read_text()
+    tex = (tmp_path / "summary.tex").read_text()
+    html = export_table(table, "html", source_note=NOTE)
+    for text in (md, tex, html):
+        assert "Not fully judged (of n): of the n, those with a truth check that could have been made" in text
+        assert "Excluded runs: first attempts left out by an invalidating truth check" in text
+    shown = display_table(table).columns
+    assert all(f"- {label}: " in md for label in map(_label, shown))          # every displayed column, in md
+
+
+def _label(column: str) -> str:
+    from zbench_lib.analysis.report.pub_tables import _header
+    return _header(column)

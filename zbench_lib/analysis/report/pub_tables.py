@@ -53,6 +53,7 @@ from zbench_lib.analysis.stats.tails import TYPICAL, cell_tails, estimand_text
 from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
 from zbench_lib.analysis.data.metrics import judged_metrics
 from zbench_lib.analysis.data.replication import to_units
+from zbench_lib.analysis.report.summary_columns import column_dictionary, meaning
 from zbench_lib.analysis.data.sweep_data import varying_columns
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
@@ -70,7 +71,7 @@ _LABELS = {"configuration": "Configuration", "drives": "Drives", "data_disks": "
            "compressratio": "compressratio",
            "p99_ms": "p99 (ms)", "p99_ci": "p99 95% CI", "p99_9_ms": "p99.9 (ms)", "p99_9_ci": "p99.9 95% CI",
            "tail_units": "Units short of I/Os", "n": "n", "excluded": "Excluded runs",
-           "described": "Runs with describing flags", "not_judged": "Runs not fully judged"}
+           "described": "Described (of n)", "not_judged": "Not fully judged (of n)"}
 _RUNS = ("n", "excluded", "described", "not_judged")      # the run counts beside each estimate
 NO_VALUE = "no_value_reason"                              # why a row has no value ('' where it has one)
 TAIL_QUANTILES = {0.99: "p99", 0.999: "p99_9"}           # the tails every export carries: their columns' prefix
@@ -376,6 +377,12 @@ def _header(col: str) -> str:
     return col.replace("_bytes", "").replace("_", " ")
 
 
+def legend(columns) -> list[str]:
+    """'Not fully judged (of n): of the n, those with ...': each column's label and meaning
+    (`summary_columns`), for the legend under a displayed table: every column it shows is defined."""
+    return [f"{_header(c)}: {meaning(c)}" for c in columns]
+
+
 def summary_gt(table: pd.DataFrame, title: str = "Summary", source_note: str = ""):
     """The table as a great_tables GT (`.as_raw_html()`, `.as_latex()`)."""
     from great_tables import GT
@@ -386,7 +393,8 @@ def summary_gt(table: pd.DataFrame, title: str = "Summary", source_note: str = "
     gt = gt.cols_align("right", columns=numeric).tab_spanner("Throughput", throughput) \
         .tab_spanner("Latency", [c for c in _LATENCY if c in d]) \
         .tab_spanner("Runs", [c for c in _RUNS if c in d])
-    for line in [source_note, *(f"{notes.heading}: {n}" for notes in row_notes(table) for n in notes.lines)]:
+    columns = "Columns. " + "; ".join(legend(d.columns)) + "."
+    for line in [source_note, columns, *(f"{notes.heading}: {n}" for notes in row_notes(table) for n in notes.lines)]:
         gt = gt.tab_source_note(line) if line else gt
     return gt
 
@@ -417,10 +425,11 @@ def export_table(table: pd.DataFrame, fmt_name: str, title: str = "Summary", sou
         return rows.to_csv(index=False, float_format="%.6g")
     source_note = " ".join(t for t in (source_note, tails_note(table)) if t)
     if fmt_name == "md":
-        text = _markdown(display_table(table), _RIGHT)
-        notes = "".join(f"\n{notes.heading}:\n\n" + "".join(f"- {n}\n" for n in notes.lines)
-                        for notes in row_notes(table))
-        return (f"**{title}**\n\n" if title else "") + text + (f"\n{source_note}\n" if source_note else "") + notes
+        d = display_table(table)
+        notes = [RowNotes("Columns", legend(d.columns)), *row_notes(table)]
+        return (f"**{title}**\n\n" if title else "") + _markdown(d, _RIGHT) \
+            + (f"\n{source_note}\n" if source_note else "") \
+            + "".join(f"\n{n.heading}:\n\n" + "".join(f"- {line}\n" for line in n.lines) for n in notes)
     if fmt_name == "latex":
         return latex_table(table, title, source_note)
     return summary_gt(table, title, source_note).as_raw_html()
@@ -477,6 +486,7 @@ def latex_table(table: pd.DataFrame, title: str = "Summary", source_note: str = 
     lines += ["\\end{longtable}", "\\endgroup"]
     if source_note:
         lines += ["{\\footnotesize " + _tex(source_note) + "\\par}"]
+    lines += ["{\\footnotesize Columns. " + _tex("; ".join(legend(d.columns))) + ".\\par}"]
     for notes in row_notes(table):
         lines += ["{\\footnotesize " + _tex(notes.heading) + ":\\par", *(_tex(n) + "\\par" for n in notes.lines), "}"]
     lines += (["\\end{landscape}"] if wide else [])
@@ -485,7 +495,8 @@ def latex_table(table: pd.DataFrame, title: str = "Summary", source_note: str = 
 
 def write_tables(table: pd.DataFrame, out_dir, title: str = "Summary", source_note: str = "",
                  stem: str = "summary") -> list[Path]:
-    """summary.md, summary.csv, summary.tex and summary-preamble.tex (what the .tex needs) in `out_dir`."""
+    """summary.md, summary.csv, summary.tex, summary-preamble.tex (what the .tex needs) and summary-columns.csv
+    (what each column of summary.csv means: `summary_columns.column_dictionary`) in `out_dir`."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -495,4 +506,6 @@ def write_tables(table: pd.DataFrame, out_dir, title: str = "Summary", source_no
         paths.append(p)
     pre = out_dir / f"{stem}-preamble.tex"
     pre.write_text(LATEX_PREAMBLE, encoding="utf-8")
-    return paths + [pre]
+    columns = out_dir / f"{stem}-columns.csv"
+    column_dictionary([*table.columns, *([SOURCE_NOTE] if source_note else [])]).to_csv(columns, index=False)
+    return paths + [pre, columns]
