@@ -8,35 +8,54 @@
                                   and p99.9 in ms, each a typical pool's with its 95% CI
                                   and the pools it rests on (methods §18: each pool's own from
                                   its merged bins, or its runs' own fio percentile without
-                                  them), n admissible runs (first attempts), runs excluded by
-                                  an invalidating truth check, runs kept with a describing flag
-                                  and runs with checks not judged; a configuration whose runs
-                                  were all excluded keeps its row (n = 0). Where compression or
-                                  the declared data varies, the disks' MiB/s (physical) beside
-                                  fio's (logical) and the compressratio after the runs
-    display_table(table)          the same as text cells (what Markdown, HTML and LaTeX show)
-    summary_gt(table, ...)        a great_tables GT (HTML and LaTeX)
-    tail_notes(table)             the units short of I/Os for a percentile, counted and named, as notes
-                                  under a displayed table
+                                  them), n (admissible first attempts: pools where pools were
+                                  replicated, else runs), the runs excluded by an invalidating
+                                  truth check, and of the n those kept with a describing flag
+                                  and those with a check not judged (never more than n); a
+                                  configuration whose runs were all excluded keeps its row
+                                  (n = 0) and says why (`no_value_reason`: "3 of 3 runs excluded
+                                  (host_contention 3)"). Where compression or the declared data
+                                  varies, the disks' MiB/s (physical) beside fio's (logical) and
+                                  the compressratio after the runs
+    display_table(table)          the same as text cells (what Markdown and HTML show); a row with no
+                                  value says why in its interval cell, short ("3 of 3 runs excluded")
+    paper_table(table)            the display as a paper prints it (what LaTeX shows): the throughput in
+                                  the workload's own metric with its interval, the direction only where
+                                  a workload has two, the plumbing columns (drives, data disks, the
+                                  counts beside n) left to the caption: 10 columns for one factor
+    summary_gt(table, ...)        a great_tables GT (HTML)
+    legend(columns)               each column's label and meaning (`summary_columns`), the legend under
+                                  every displayed table
+    row_notes(table)              the notes under a displayed table that name rows: those with no
+                                  admissible run and why (`no_value_notes`), the units short of I/Os for a
+                                  percentile, counted and named (`tail_notes`)
     export_table(table, fmt)      'md', 'csv', 'latex' or 'html' as a string
-    latex_table(table, ...)       a longtable that compiles in a bare `article` with LATEX_PREAMBLE and
-                                  fits \\textwidth (small type, two-line headers, landscape pages when
-                                  the columns are many), split across pages as long as it runs
-    write_tables(table, dir)      summary.md, summary.csv, summary.tex and summary-preamble.tex into `dir`
+    latex_table(table, ...)       floats that compile in a bare `article`, one- or two-column (USENIX, ACM
+                                  and IEEE storage papers are two-column, where a longtable stops), with
+                                  LATEX_PREAMBLE: a `table*` of a `tabular` up to 10 columns (portrait),
+                                  a rotated `sidewaystable*` beyond; a table longer than a page goes on
+                                  in further floats of the same number, "(continued)"; never wider than
+                                  the line (a table a little wider is shrunk to it)
+    write_tables(table, dir)      summary.md, summary.csv, summary.tex, summary-preamble.tex and
+                                  summary-columns.csv (every column of summary.csv defined) into `dir`
 
 Every export carries the source note the caller gives: the report puts the caveat line (lab,
 emulated disks) and zbench's version and commit in it (`report.stamp`), so a pasted table keeps
 them, and every export says what its p99 and p99.9 estimate (`tails_note`: "a typical pool's p99
 and p99.9, from ...") and names the units that could not support them (`tail_notes`). An interval
-of zero width reads "one value (n = 3)", never "175–175" (`wording.interval_text`). CSV headers
-carry their units (`iops_ci95_low`, `mib_s`, `p99_ms`, `p99_9_ci95_high_ms`), `metric` the one each
-row is judged in, and each row its tails' estimand and short units (`tail_estimand`, `tail_units`);
-a CSV's source note is its last column, `source_note`, the same in every row, so that
-`pandas.read_csv(path)` reads the table's own rows and columns and a copied row keeps its caveat.
+of zero width reads "one value (n = 3)", never "175–175" (`wording.interval_text`). Every column
+is defined: in a legend under the Markdown, LaTeX and HTML tables, and in summary-columns.csv for
+the CSV. CSV headers carry their units (`iops_ci95_low`, `mib_s`, `p99_ms`, `p99_9_ci95_high_ms`),
+`metric` the one each row is judged in, and each row its tails' estimand and short units
+(`tail_estimand`, `tail_units`); its source note is its last column, `source_note`, the same in
+every row, so that `pandas.read_csv(path)` reads the table's own rows and columns and a copied
+row keeps its caveat. LaTeX puts the source note in the caption, the legend and the row notes in
+small type after the floats (in the text, where they can be as long as they need).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,30 +90,38 @@ _LABELS = {"configuration": "Configuration", "drives": "Drives", "data_disks": "
            "compressratio": "compressratio",
            "p99_ms": "p99 (ms)", "p99_ci": "p99 95% CI", "p99_9_ms": "p99.9 (ms)", "p99_9_ci": "p99.9 95% CI",
            "tail_units": "Units short of I/Os", "n": "n", "excluded": "Excluded runs",
-           "described": "Described (of n)", "not_judged": "Not fully judged (of n)"}
+           "described": "Described (of n)", "not_judged": "Not fully judged (of n)",
+           "throughput": "Throughput", "throughput_ci": "Throughput 95% CI"}
 _RUNS = ("n", "excluded", "described", "not_judged")      # the run counts beside each estimate
+_PLUMBING = ("drives", "data_disks", *_RUNS[1:])          # a paper's table says them in its caption
 NO_VALUE = "no_value_reason"                              # why a row has no value ('' where it has one)
 TAIL_QUANTILES = {0.99: "p99", 0.999: "p99_9"}           # the tails every export carries: their columns' prefix
 TAIL_TABLE_COLUMNS = (*(f"{p}{end}" for p in TAIL_QUANTILES.values()
                         for end in ("_ms", "_ci95_low_ms", "_ci95_high_ms", "_n")), "tail_units", "tail_estimand")
 _LATENCY = tuple(f"{p}{end}" for p in TAIL_QUANTILES.values() for end in ("_ms", "_ci"))   # the displayed tails
 # What summary.tex needs, and nothing else: written beside it as summary-preamble.tex and documented in
-# its first lines. booktabs for the rules, longtable to split across pages, pdflscape for wide tables.
+# its first lines. No longtable: it stops a two-column document ("longtable not in 1-column mode"), the shape of
+# USENIX, ACM and IEEE storage papers; a table longer than a page is continued in further floats instead.
 LATEX_PREAMBLE = ("\\usepackage{booktabs}   % \\toprule, \\midrule, \\bottomrule\n"
-                  "\\usepackage{longtable}  % tables split across pages\n"
-                  "\\usepackage{pdflscape}  % landscape pages for tables with many columns\n")
-# A bare article's \textwidth (345 pt at 10 pt type) against the table's width estimated from its longest
-# cell per column: scriptsize averages under 3.6 pt a character, and each column adds 6 pt of separation.
+                  "\\usepackage{rotating}   % sidewaystable*: a rotated page for tables with many columns\n"
+                  "\\usepackage{graphicx}   % \\resizebox: a table a little wider than the line shrunk to it\n")
+# A bare article's \textwidth (345 pt at 10 pt type; 469 pt in two columns, 505-516 pt in USENIX, ACM and IEEE
+# papers) against the table's width estimated from its longest cell per column: scriptsize averages under
+# 3.6 pt a character, and each column adds 6 pt of separation.
 PORTRAIT_PT, CHAR_PT, COLUMN_PT = 345.0, 3.6, 6.0
-# A landscape page is 550 pt wide; the estimate runs about 5% short of pdflatex's measure, so a table estimated
-# past TIGHT_PT (the p99 and p99.9 columns with their intervals on a sweep of many factors) gets 2 pt a column side.
+# Portrait up to 10 columns (issue 52) and up to a width a bare article shrinks to its line by at most 15%
+# (scriptsize at 85% is still 6 pt type); rotated beyond, on a page 550 pt wide and 345 pt high.
+PORTRAIT_COLUMNS, MAX_SHRINK = 10, 0.85
+# What a float holds (`_rows_per_float`): a bare article's page is 550 pt high (a rotated one 345 pt, its
+# \textwidth); a float fills at most 90% of it, less 45 pt for the header, its rules and the caption's skip;
+# rows are 8 pt in scriptsize, the caption's lines 9.5 pt at about 4.4 pt a character in footnotesize.
+PAGE_PT, FLOAT_FILL, FLOAT_HEAD_PT, ROW_PT, CAPTION_LINE_PT, CAPTION_CHAR_PT = 550.0, 0.9, 45.0, 8.0, 9.5, 4.4
+# The estimate runs about 5% short of pdflatex's measure, so a table estimated past TIGHT_PT (a rotated one of
+# many factors) gets 2 pt a column side.
 TIGHT_PT = 500.0
 # Two-line LaTeX headers: the long labels would set each column's width.
-_TEX_HEADERS = {"data_disks": "Data\\\\disks", "iops_ci": "IOPS\\\\95\\% CI", "mib_s_ci": "MiB/s\\\\95\\% CI",
-                "p99_ms": "p99\\\\(ms)",
+_TEX_HEADERS = {"throughput_ci": "Throughput\\\\95\\% CI", "p99_ms": "p99\\\\(ms)",
                 "p99_ci": "p99\\\\95\\% CI", "p99_9_ms": "p99.9\\\\(ms)", "p99_9_ci": "p99.9\\\\95\\% CI",
-                "tail_units": "Units short\\\\of I/Os",
-                "excluded": "Runs\\\\excl.", "described": "Runs\\\\descr.", "not_judged": "Runs not\\\\judged",
                 "physical_mib_s": "Disks\\\\MiB/s", "compressratio": "compress-\\\\ratio"}
 # Where these vary, fio's MiB/s (logical) is half the story: the disks' MiB/s and the ratio join it.
 COMPRESSION_FACTORS = ("compression", "compressible_percent")
@@ -106,7 +133,8 @@ _NOT_FACTORS = {"configuration", "layout", "vdevs", "width", "drives", "data_dis
                 "iops", "iops_ci95_low", "iops_ci95_high", "mib_s", "mib_s_ci95_low", "mib_s_ci95_high", *_PHYSICAL,
                 *TAIL_TABLE_COLUMNS, *_RUNS, NO_VALUE, SOURCE_NOTE}
 # The display's right-aligned (numeric) columns, in every format.
-_RIGHT = {"drives", "data_disks", "iops", "iops_ci", "mib_s", "mib_s_ci", *_PHYSICAL, *_LATENCY, *_RUNS}
+_RIGHT = {"drives", "data_disks", "iops", "iops_ci", "mib_s", "mib_s_ci", "throughput", "throughput_ci", *_PHYSICAL,
+          *_LATENCY, *_RUNS}
 
 
 def config_label(layout, vdevs, width) -> str:
@@ -466,30 +494,85 @@ def _width_pt(d: pd.DataFrame) -> float:
     return width
 
 
-def latex_table(table: pd.DataFrame, title: str = "Summary", source_note: str = "") -> str:
-    """The summary table as a longtable for a bare `article` with LATEX_PREAMBLE (see the module docstring)."""
+def paper_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The displayed table as a paper prints it (summary.tex): each row's throughput in its workload's own metric
+    with its interval in one pair of columns, the direction only where a workload has rows in two, and the
+    plumbing columns (drives, data disks, the counts beside n) left to the caption (`_plumbing`): a sweep of
+    one factor fits 10 columns, a portrait table of a two-column page."""
     d = display_table(table)
+    mib = table.get("metric", pd.Series("iops", index=table.index)).eq("bw_bytes_s").to_numpy()
+    blank = pd.Series("", index=d.index)
+    value = np.where(mib, d["mib_s"] + " MiB/s", d["iops"] + " IOPS")
+    ci = np.where(mib, d.get("mib_s_ci", blank), d.get("iops_ci", blank))
+    out = d.drop(columns=[c for c in (*_PLUMBING, "iops", "iops_ci", "mib_s", "mib_s_ci") if c in d])
+    if {"workload", "direction"} <= set(table) and table.groupby("workload")["direction"].nunique().max() <= 1:
+        out = out.drop(columns="direction")            # randread reads: the workload says it
+    at = next((i for i, c in enumerate(out.columns) if c in _RIGHT), len(out.columns))   # after the labels
+    out.insert(at, "throughput", np.where(table["n"].to_numpy() > 0, value, "—"))
+    out.insert(at + 1, "throughput_ci", ci)
+    return out
+
+
+def _plumbing(table: pd.DataFrame) -> str:
+    """The caption's sentences for the columns a paper's table leaves out: each configuration's drives and data
+    disks, and the run counts beside n summed (each row's are in summary.md and summary.csv)."""
+    d = display_table(table).drop_duplicates("configuration")
+    disks = ", ".join(f"{c} {dr}/{dd}" for c, dr, dd in zip(d["configuration"], d["drives"], d["data_disks"]))
+    counts = ", ".join(f"{_header(c)} {int(table[c].sum())}" for c in _RUNS if c in table)
+    return f"Drives/data disks: {disks}. Summed over the rows: {counts} (each row's in summary.md and summary.csv)."
+
+
+def _rows_per_float(caption: str, upright: bool) -> int:
+    """How many rows a float holds under `caption` on the lowest page it may land on: a bare article's portrait
+    page (550 pt) or its rotated one (345 pt), the caption wrapped at the width of each."""
+    height, width = (PAGE_PT, PORTRAIT_PT) if upright else (PORTRAIT_PT, PAGE_PT)
+    caption_pt = math.ceil(len(caption) * CAPTION_CHAR_PT / width) * CAPTION_LINE_PT
+    return max(1, int((FLOAT_FILL * height - FLOAT_HEAD_PT - caption_pt) // ROW_PT))
+
+
+def _tex_rows(rows: pd.DataFrame) -> list[str]:
+    return [" & ".join(_tex(v) for v in row) + " \\\\" for row in rows.astype(str).to_numpy().tolist()]
+
+
+def _float(env: str, caption: str, spec: str, head: str, rows: list[str], sep: int) -> list[str]:
+    """One float of the table: its caption, then the tabular in small type, shrunk to the line only where the
+    estimate of its width fell short (`\\zbenchbox`: a table never runs off the page)."""
+    return [f"\\begin{{{env}}}[tp]", "\\centering\\footnotesize", caption,
+            f"\\scriptsize\\setlength{{\\tabcolsep}}{{{sep}pt}}",
+            f"\\sbox{{\\zbenchbox}}{{\\begin{{tabular}}{{@{{}}{spec}@{{}}}}", "\\toprule", head, "\\midrule", *rows,
+            "\\bottomrule", "\\end{tabular}}%",
+            "\\ifdim\\wd\\zbenchbox>\\linewidth\\resizebox{\\linewidth}{!}{\\usebox{\\zbenchbox}}"
+            "\\else\\usebox{\\zbenchbox}\\fi", f"\\end{{{env}}}"]
+
+
+def latex_table(table: pd.DataFrame, title: str = "Summary", source_note: str = "") -> str:
+    """The summary table as floats for any `article`, one- or two-column, with LATEX_PREAMBLE (see the module
+    docstring): `table*` (a page's width in a two-column paper), rotated (`sidewaystable*`) past 10 columns or a
+    portrait page's width; a table longer than a page goes on in further floats, "(continued)". The caption
+    carries the source note and the plumbing columns; the legend and the row notes follow the floats."""
+    d = paper_table(table)
+    width = _width_pt(d)
+    upright = len(d.columns) <= PORTRAIT_COLUMNS and width <= PORTRAIT_PT / MAX_SHRINK
+    env = "table*" if upright else "sidewaystable*"
     spec = "".join("r" if c in _RIGHT else "l" for c in d.columns)
-    wide = _width_pt(d) > PORTRAIT_PT
     head = " & ".join(_tex_header(c) for c in d.columns) + " \\\\"
-    n = len(d.columns)
+    caption = " ".join(t for t in (f"{title}.", source_note, _plumbing(table)) if t)
     lines = ["% " + title, "% Needs, in the preamble (summary-preamble.tex):",
              *("% " + line for line in LATEX_PREAMBLE.splitlines()),
-             *(["\\begin{landscape}"] if wide else []),
-             f"\\begingroup\\scriptsize\\setlength{{\\tabcolsep}}{{{2 if _width_pt(d) > TIGHT_PT else 3}pt}}",
-             f"\\begin{{longtable}}{{@{{}}{spec}@{{}}}}",
-             f"\\caption{{{_tex(title)}}}\\\\", "\\toprule", head, "\\midrule", "\\endfirsthead",
-             f"\\multicolumn{{{n}}}{{@{{}}l}}{{\\emph{{(continued)}}}}\\\\", "\\toprule", head, "\\midrule",
-             "\\endhead",
-             "\\bottomrule", "\\endfoot"]
-    lines += [" & ".join(_tex(v) for v in row) + " \\\\" for row in d.astype(str).to_numpy().tolist()]
-    lines += ["\\end{longtable}", "\\endgroup"]
-    if source_note:
-        lines += ["{\\footnotesize " + _tex(source_note) + "\\par}"]
-    lines += ["{\\footnotesize Columns. " + _tex("; ".join(legend(d.columns))) + ".\\par}"]
+             "\\ifdefined\\zbenchbox\\else\\newsavebox{\\zbenchbox}\\fi"]
+    start, more = 0, f"{title} (continued)"
+    while start == 0 or start < len(d):                  # one float a page; the later ones keep its number
+        per = _rows_per_float(caption if start == 0 else more, upright)
+        cap = (f"\\caption[{{{_tex(title)}}}]{{{_tex(caption)}}}" if start == 0 else
+               f"\\addtocounter{{table}}{{-1}}\\caption[{{{_tex(more)}}}]{{{_tex(more)}}}")
+        lines += _float(env, cap, spec, head, _tex_rows(d.iloc[start:start + per]), 2 if width > TIGHT_PT else 3)
+        start += per
+    legend_of = [*d.columns, *(c for c in _PLUMBING if c in table)]      # the caption's terms are defined too
+    lines += ["{\\footnotesize\\raggedright Columns of the table above. " + _tex("; ".join(legend(legend_of)))
+              + ".\\par}"]
     for notes in row_notes(table):
-        lines += ["{\\footnotesize " + _tex(notes.heading) + ":\\par", *(_tex(n) + "\\par" for n in notes.lines), "}"]
-    lines += (["\\end{landscape}"] if wide else [])
+        lines += ["{\\footnotesize\\raggedright " + _tex(notes.heading) + ":\\par",
+                  *(_tex(n) + "\\par" for n in notes.lines), "}"]
     return "\n".join(lines) + "\n"
 
 
