@@ -15,7 +15,7 @@ host-packages:
 	@$(PYTHON) -m zbench_lib.hosts.setup_host
 
 # What only the tests need (setup_host's TEST_TOOLS): chromium for the report pages, pdflatex with
-# booktabs, longtable and pdflscape for the LaTeX export (texlive-latex-base, texlive-latex-recommended).
+# booktabs, rotating and graphicx for the LaTeX export (texlive-latex-base, texlive-latex-recommended).
 # Once they are installed the tests that need them may not skip: ZBENCH_TEST_TOOLS=installed below.
 test-packages:
 	@$(PYTHON) -m zbench_lib.hosts.setup_host --tests

@@ -153,12 +153,12 @@ def test_dry_run_bytes_written_says_what_it_is():
 
 
 def test_table_exports_from_the_cli(tmp_path):
-    for fmt, probe in (("md", "| raidz1 1x6"), ("csv", "configuration,layout"), ("latex", "\\begin{longtable}")):
+    for fmt, probe in (("md", "| raidz1 1x6"), ("csv", "configuration,layout"), ("latex", "\\begin{table*}")):
         res = zbench("table", "data/examples/volblocksize", "--format", fmt)
         assert res.returncode == 0 and probe in res.stdout, res.stderr
     out = tmp_path / "t.tex"
     assert zbench("table", "data/examples/volblocksize", "--format", "latex", "--out", str(out)).returncode == 0
-    assert out.read_text().count("\\end{longtable}") == 1
+    assert out.read_text().count("\\end{table*}") == 1
 
 
 def _failing_notebook(path):

@@ -323,7 +323,8 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 (one statement p
     tb = sub.add_parser("table", help="the summary table of a sweep as Markdown, CSV, LaTeX or HTML")
     tb.add_argument("sweep_dir", help="sweep directory (results.parquet)")
     tb.add_argument("--format", choices=["md", "csv", "latex", "html"], default="md",
-                    help="md, csv (units in the headers), latex (a longtable: see summary-preamble.tex) or html")
+                    help="md, csv (units in the headers, the note a last column), latex (floats for one- or "
+                         "two-column papers: see summary-preamble.tex) or html")
     tb.add_argument("--include-flagged", action="store_true",
                     help="count flagged runs (invalidated by a truth check) too")
     tb.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")

@@ -28,14 +28,14 @@ HOST_TOOLS = {
 
 # The LaTeX test (`make test`) compiles each example's summary.tex in a bare article with the preamble the
 # export documents (analysis.report.pub_tables.LATEX_PREAMBLE; tests/test_tables_pub.py keeps the two in step):
-# pdflatex and longtable come with texlive-latex-base, booktabs and pdflscape with texlive-latex-recommended,
-# which is all a bare article needs (no -extra, no fonts beyond texlive-base's Computer Modern).
+# pdflatex, rotating and graphicx come with texlive-latex-base, booktabs with texlive-latex-recommended, which
+# is all a bare article needs (no -extra, no fonts beyond texlive-base's Computer Modern).
 TEXMF_LATEX = "/usr/share/texlive/texmf-dist/tex/latex"
 LATEX_TOOLS = {
     "pdflatex": "texlive-latex-base",
-    f"{TEXMF_LATEX}/*/longtable.sty": "texlive-latex-base",
     f"{TEXMF_LATEX}/*/booktabs.sty": "texlive-latex-recommended",
-    f"{TEXMF_LATEX}/*/pdflscape.sty": "texlive-latex-recommended",
+    f"{TEXMF_LATEX}/*/rotating.sty": "texlive-latex-base",
+    f"{TEXMF_LATEX}/*/graphicx.sty": "texlive-latex-base",
 }
 # Only the test suite needs these: the report test renders pages in a real browser, the LaTeX test compiles.
 TEST_TOOLS = {"chromium": "chromium", **LATEX_TOOLS}

@@ -294,10 +294,15 @@ def _judge(out: pd.DataFrame, names: list, described: list, include_flagged: boo
     else:
         out["status"] = [status_text(r, a, e, why, p, include_flagged) for r, a, e, why, p
                          in zip(out["runs"], out["admissible"], out["excluded"], out["reasons"], planned)]
-    out["status"] += [f", {k} replacement run{'s' * (k > 1)} left out of the estimate" if k else ""
-                      for k in out["replacements"]]
+    out["status"] += [_left_out(k) for k in out["replacements"]]
     drop = names + described + ["pools_ok"] + (list(_PER_POOL) if replicated else [])
     return out.drop(columns=[c for c in drop if c in out])
+
+
+def _left_out(replacements: int) -> str:
+    """The end of a status that names the runs added to replace excluded ones (they stay out of the estimate)."""
+    k = int(replacements)
+    return f", {k} replacement run{'s' * (k > 1)} left out of the estimate" if k else ""
 
 
 def described_text(counts: dict, runs: int) -> str:
@@ -310,6 +315,33 @@ def described_text(counts: dict, runs: int) -> str:
     """
     hit = {c.removeprefix("flag_"): int(n) for c, n in counts.items() if n}
     return ", ".join(f"{k} {n} of {runs} runs" for k, n in sorted(hit.items(), key=lambda kv: -kv[1]))
+
+
+def group_status(results: pd.DataFrame, by: list, include_flagged: bool = False) -> pd.DataFrame:
+    """`by` and `status` of each group of `results` (the summary table's rows: configuration x factors x
+    workload x direction), in `status_text`'s words: its first attempts, the excluded ones with the flags that
+    excluded them, and the replacement runs left out of the estimate. A run's rows (its jobs) count once.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"layout": "mirror", "run_id": ["a", "b", "c"], "flag_host_contention": [True, True, False],
+    ...                      "replacement": [False, False, True]})
+    >>> group_status(runs, ["layout"])["status"].tolist()
+    ['not judged: 2 of 2 runs excluded (host_contention 2), 1 replacement run left out of the estimate']
+    """
+    run = results["run_id"] if "run_id" in results else pd.Series(results.index.astype(str), index=results.index)
+    flags = raised_by_kind(results, INVALIDATES)
+    d = pd.concat([results[by], flags], axis=1).assign(
+        _run=run, _excl=~admissible_mask(results), _repl=replacement_mask(results))
+    rows = []
+    for key, g in d.groupby(by, dropna=False, sort=False):
+        first = g[~g["_repl"]]
+        runs, excluded = first["_run"].nunique(), first.loc[first["_excl"], "_run"].nunique()
+        why = _reasons({c: first.loc[first[c], "_run"].nunique() for c in flags.columns})
+        status = status_text(runs, runs - excluded, excluded, why, included=include_flagged)
+        status += _left_out(g.loc[g["_repl"], "_run"].nunique())
+        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "status": status})
+    return pd.DataFrame(rows, columns=[*by, "status"])
 
 
 def _side(cells: pd.DataFrame, cols: list, key: tuple) -> pd.DataFrame:
