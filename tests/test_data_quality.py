@@ -25,12 +25,12 @@ LOST = {("stripe", 8192, "randwrite"): 3, ("stripe", 65536, "randwrite"): 3, ("m
 NO_INTERVAL = {"stripe 8K randwrite", "stripe 64K randwrite", "mirror 8K randread", "raidz1 64K randread"}
 
 
-def demo_store(path: Path, lost: dict = LOST, cache_served: bool = True, drop_last_of=None) -> Path:
+def demo_store(path: Path, lost: dict = LOST, cache_served: bool = True, drop_last_of=None, reps: int = 3) -> Path:
     """A store of the demo's shape, its numbers the synthetic model's (read as a measured sweep: no synthetic
     mark, the demo's spec beside it): host_contention raised on the `lost` runs of each cell, cache_served (if
     asked) on one run of a cell that keeps its interval; `drop_last_of` names a cell whose last planned run is missing
-    (plan.json plans 3 runs a cell)."""
-    df = synthetic_results(36, seed=5, shape="demo").drop(columns=["synthetic"]).assign(sweep_id=path.name)
+    (plan.json plans `reps` runs a cell)."""
+    df = synthetic_results(12 * reps, seed=5, shape="demo").drop(columns=["synthetic"]).assign(sweep_id=path.name)
     df[list(FLAGS)] = False
     df["flag_host_contention"] = False
     for (layout, vbs, wl), n in lost.items():
@@ -48,7 +48,7 @@ def demo_store(path: Path, lost: dict = LOST, cache_served: bool = True, drop_la
             "cells": [{"cell_id": c.config_id, "workload": c.workload, "template": c.workload,
                        "factors": {"layout": c.layout, "volblocksize_bytes": int(c.volblocksize_bytes)}}
                       for c in cells.itertuples()],
-            "runs": [{"run_id": f"{c}-r{r}", "cell_id": c} for c in cells["config_id"] for r in (1, 2, 3)]}
+            "runs": [{"run_id": f"{c}-r{r}", "cell_id": c} for c in cells["config_id"] for r in range(1, reps + 1)]}
     (path / "plan.json").write_text(json.dumps(plan))
     return path
 
@@ -98,6 +98,16 @@ def test_nothing_lost_is_one_quiet_line(tmp_path):
     assert quality_markdown(q) == "<small>All 36 runs admissible.</small>"
 
 
+def test_a_cell_planned_with_one_run_has_no_interval_by_design_not_by_loss(tmp_path):
+    """One run a cell gives no interval whatever happens: such cells are counted apart, not named as lost,
+    and no command is offered for them (a rerun of the same spec gives them none either)."""
+    from zbench_lib.analysis.report.data_quality import data_quality, quality_text
+    q = data_quality(load_sweep(demo_store(tmp_path / "demo-6", lost={}, cache_served=False, reps=1)), base=tmp_path)
+    assert (q.lost, q.by_design, q.no_interval, q.rerun) == (False, 12, (), ())
+    assert quality_text(q) == ("All 12 runs admissible; 12 of 12 cells planned with one unit have none by design "
+                               "(plan more runs or pools).")
+
+
 def test_a_synthetic_sweep_gets_no_command(tmp_path):
     from zbench_lib.analysis.data.synthetic import write_synthetic_sweep
     from zbench_lib.analysis.report.data_quality import data_quality, quality_text
@@ -114,6 +124,16 @@ def test_the_iodepth_example_names_its_lost_cell():
     assert (q.runs, q.excluded, q.no_interval, q.replacements) == (47, 20, ("iodepth 64 randread",), 2)
     assert [r.command for r in q.rerun] == ["zbench sweep data/examples/iodepth-curve/spec.yaml"]
     assert "20 runs (host_contention)" in quality_text(q)
+
+
+def test_flagged_runs_analysed_anyway_are_said_so():
+    """With --include-flagged the excluded runs count: the banner names them as analysed with their flags, and
+    the cell they left without an interval has one."""
+    from zbench_lib.analysis.report.data_quality import data_quality, quality_text
+    q = data_quality(load_sweep("data/examples/iodepth-curve"), include_flagged=True)
+    assert q.included and q.excluded == 20 and not q.no_interval and not q.rerun
+    assert quality_text(q).splitlines()[0] == ("Runs flagged: 20 of 47 runs analysed with a flag that would exclude "
+                                               "them (--include-flagged).")
 
 
 def test_the_demo_ends_with_the_banner_and_one_path(tmp_path, monkeypatch, capsys):

@@ -195,15 +195,20 @@ def _title(q: DataQuality) -> str:
     missing = f"{q.missing} planned run{'s' * (q.missing > 1)} not recorded" if q.missing else ""
     if not q.excluded:
         return missing or f"All {q.runs} runs admissible"
-    what = "flagged, analysed anyway (--include-flagged)" if q.included else "excluded"
+    what = "analysed with a flag that would exclude them (--include-flagged)" if q.included else "excluded"
     return f"{q.excluded} of {q.runs} runs {what}" + (f", {missing}" if missing else "")
+
+
+def _heading(q: DataQuality) -> str:
+    """The banner's first line: runs lost, or kept in the analysis with their flags (--include-flagged)."""
+    return f"{'Runs flagged' if q.included and q.excluded else 'Runs lost'}: {_title(q)}."
 
 
 def _items(q: DataQuality) -> list[str]:
     """The banner's sentences, without markup: each reason, the replacements, the cells."""
     items = [f"{r.runs} run{'s' * (r.runs > 1)} ({r.flag}): {r.words}." for r in q.reasons]
     if not q.no_interval:
-        return items + ([f"Every planned cell still has its interval{_design(q)}."] if q.cells else [])
+        return items + ([_all_judged(q)] if q.cells else [])
     named = ", ".join(q.no_interval[:MAX_NAMED]) + \
         (f" and {len(q.no_interval) - MAX_NAMED} more" if len(q.no_interval) > MAX_NAMED else "")
     one = len(q.no_interval) == 1
@@ -216,17 +221,22 @@ def _items(q: DataQuality) -> list[str]:
     return items
 
 
-def _design(q: DataQuality) -> str:
-    return f", but {q.by_design} {_design_cells(q)}" if q.by_design else ""
+def _all_judged(q: DataQuality) -> str:
+    if not q.by_design:
+        return "Every planned cell still has its interval."
+    return f"Every cell planned with two or more units has its interval; {q.by_design} {_design_cells(q)}."
 
 
 def _design_cells(q: DataQuality) -> str:
-    return f"planned with one unit ha{'ve' if q.by_design > 1 else 's'} none by design (plan more runs or pools)"
+    """Cells no lost run explains: one unit planned gives no interval whatever happens."""
+    one = q.by_design == 1
+    return f"cell{'' if one else 's'} planned with one unit ha{'s' if one else 've'} none by design (plan more " \
+        "runs or pools)"
 
 
 def _quiet(q: DataQuality) -> str:
     """The one line of a sweep that lost nothing."""
-    cells = f"; {q.by_design} of {q.cells} planned cells {_design_cells(q)}" if q.by_design else ""
+    cells = f"; {q.by_design} of {q.cells} {_design_cells(q)}" if q.by_design else ""
     return f"{_title(q)}{cells}."
 
 
@@ -234,7 +244,7 @@ def quality_text(q: DataQuality) -> str:
     """The banner for a terminal: a title line, an indented line per sentence, each command on its own line."""
     if not q.lost:
         return _quiet(q)
-    lines = [f"Runs lost: {_title(q)}."] + [f"  {s}" for s in _items(q)]
+    lines = [_heading(q)] + [f"  {s}" for s in _items(q)]
     for r in q.rerun:
         lines += [f"  {r.lead}: {r.command}", f"    ({r.does})"]
     if q.no_rerun:
@@ -247,7 +257,7 @@ def quality_markdown(q: DataQuality, escape=lambda s: s) -> str:
     notebook shows before the answer; the quiet line in small print."""
     if not q.lost:
         return f"<small>{escape(_quiet(q))}</small>"
-    lines = [f"> **Runs lost: {escape(_title(q))}.**", ">"] + [f"> - {escape(s)}" for s in _items(q)]
+    lines = [f"> **{escape(_heading(q))}**", ">"] + [f"> - {escape(s)}" for s in _items(q)]
     for r in q.rerun:
         lines.append(f"> - {escape(r.lead)}: `{r.command}` ({escape(r.does)}).")
     if q.no_rerun:
@@ -264,5 +274,5 @@ def quality_html(q: DataQuality) -> str:
               for r in q.rerun]
     if q.no_rerun:
         items.append(f"<li>No rerun command: {html.escape(q.no_rerun)}.</li>")
-    return (f'<section id="data-quality" class="data-quality"><p><strong>Runs lost: {html.escape(_title(q))}.'
-            f'</strong></p><ul>{"".join(items)}</ul></section>')
+    return (f'<section id="data-quality" class="data-quality"><p><strong>{html.escape(_heading(q))}</strong></p>'
+            f'<ul>{"".join(items)}</ul></section>')
