@@ -122,8 +122,18 @@ def cmd_sweep(args):
         from zbench_lib.sweeps.running.fleet import SCHEDULER_ENV
         os.environ[SCHEDULER_ENV] = args.scheduler
     args.log_hint = Path(args.out) / "zbench-sweep-error.log"
-    run_sweep_notebook(args.spec, plan, args.out, resume_dir=args.resume or "", progress=not args.no_progress)
+    sweep_dir = run_sweep_notebook(args.spec, plan, args.out, resume_dir=args.resume or "",
+                                   progress=not args.no_progress)
+    _say_quality(sweep_dir)
     return 0
+
+
+def _say_quality(sweep_dir, include_flagged: bool = False) -> None:
+    """What the sweep lost and how to measure it again (`data_quality`), its paths as this shell gives them."""
+    from zbench_lib.analysis.report.data_quality import sweep_quality_text
+    text = sweep_quality_text(sweep_dir, include_flagged, base=Path.cwd())
+    if text:
+        print(text)
 
 
 def cmd_report(args):
@@ -144,6 +154,7 @@ def cmd_report(args):
     args.log_hint = Path(args.sweep_dir) / "report" / "report-errors.log"
     index = render_report(args.sweep_dir, options=opts,
                           progress=None if args.quiet else lambda text: print(text, file=sys.stderr, flush=True))
+    _say_quality(args.sweep_dir, args.include_flagged)
     print(index)
     if args.single_file:
         print(index.with_name("report.html"))

@@ -1,12 +1,14 @@
 """The sections an analysis notebook reads in, like a paper (issue 32, item 3).
 
-The question and the answer come first, in the report's own words and figure (`headline.study_headline`:
-one builder, so the notebook and the report's index cannot disagree); the truth checks follow as counts in
-one paragraph, the checks, the excluded runs and the planned cells folded under it; wide tables show a few
-one-line columns (`table_format.Compact`); the classic claims and the conclusions are Markdown, so they wrap
-between words like prose (printed, JupyterLab broke them anywhere: "mir|ror").
+The question, what runs were lost (`data_quality`) and the answer come first, in the report's own words and
+figure (`headline.study_headline`: one builder, so the notebook and the report's index cannot disagree); the
+truth checks follow as counts in one paragraph, the checks, the excluded runs and the planned cells folded
+under it; wide tables show a few one-line columns (`table_format.Compact`); the classic claims and the
+conclusions are Markdown, so they wrap between words like prose (printed, JupyterLab broke them anywhere:
+"mir|ror").
 
-    answer_first(sweep, adm, include_flagged, focus)   the question and the answer (Markdown); the headline
+    answer_first(sweep, adm, include_flagged, focus)   the question, the runs lost and the answer (Markdown);
+                                                       the headline
     headline_figure(head)                              its figure, after the one-line hint of an untrusted notebook
     truth_checks(results, cells, include_flagged)      the counts, and each check, excluded run and cell folded
     compact(df, how, title)                            a wide table in short rows (folded when long)
@@ -26,6 +28,7 @@ import pandas as pd
 from zbench_lib.analysis.data.flags import flagged_runs, raised_by_kind, truth_summary
 from zbench_lib.analysis.data.columns import CONFIG_COLUMNS
 from zbench_lib.analysis.data.sweep_data import Sweep, varying_columns
+from zbench_lib.analysis.report.data_quality import data_quality, quality_markdown, quality_text
 from zbench_lib.analysis.report.headline import Focus, study_headline
 from zbench_lib.analysis.report.notebook_display import is_synthetic, remember, show, sweep_id, trust_hint
 from zbench_lib.analysis.report.stamp import caveat_line
@@ -48,22 +51,21 @@ def _display(markdown: str, plain: str) -> None:
 
 
 def answer_markdown(sweep: Sweep, head: dict, include_flagged: bool) -> tuple[str, str]:
-    """The question and the answer as (Markdown, plain text): the report's sentences, then how to read them."""
+    """The question, what runs were lost (`data_quality`: a banner, or one quiet line) and the answer as
+    (Markdown, plain text): the report's sentences, then how to read them."""
     df = sweep.results
     question = str(sweep.spec.get("question", "(no question written)")).strip()
-    runs = df["run_id"].nunique() if "run_id" in df else len(df)
-    flagged = int(df["flagged"].sum()) if "flagged" in df else 0
+    quality = data_quality(sweep, include_flagged)
     answers = [(a["subject"], a["text"]) for a in head["answers"]] or \
         [("No answer", "these runs make no study this notebook answers (see the tables below).")]
-    about = (f"Sweep {sweep_id(sweep)} · surface {sweep.spec.get('surface', '(not declared)')} · {runs} runs, "
-             f"{flagged} flagged result rows ({'included' if include_flagged else 'excluded'}). {caveat_line(df)}")
+    about = f"Sweep {sweep_id(sweep)} · surface {sweep.spec.get('surface', '(not declared)')}. {caveat_line(df)}"
     lead = [SYNTHETIC] if is_synthetic(sweep) else []
     markdown = "\n\n".join([f"**{md_escape(t)}**" for t in lead] + [
-        f"**Question:** {md_escape(question)}", "**Answer:**\n\n" + "\n".join(
+        f"**Question:** {md_escape(question)}", quality_markdown(quality, md_escape), "**Answer:**\n\n" + "\n".join(
             f"- **{md_escape(s)}:** {md_escape(t)}" for s, t in answers),
         f"<small>{md_escape(head['note'])} {md_escape(about)}</small>"])
-    plain = "\n".join(lead + [f"Question: {question}", "Answer:"] + [f"- {s}: {t}" for s, t in answers]
-                      + [f"{head['note']} {about}"])
+    plain = "\n".join(lead + [f"Question: {question}", quality_text(quality), "Answer:"]
+                      + [f"- {s}: {t}" for s, t in answers] + [f"{head['note']} {about}"])
     return markdown, plain
 
 

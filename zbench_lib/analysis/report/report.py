@@ -2,16 +2,17 @@
 
 `render_report(sweep_dir)` executes each chosen notebook into `<sweep_dir>/report/`
 (the executed .ipynb is kept next to its HTML), renders it with nbconvert with the
-code hidden, and writes an index page (`render_index`): the question, the answer and the
-headline figure of the study type (`headline.study_headline`), the classic claims the sweep can
-speak to with their verdicts (`classic_claims.classic_claims`), the resilver study's section when
-the sweep timed resilvers (`resilver.resilver_section`), latency at a stated load when it has the load
-factor (`load_section.load_section`), the environment in a dozen lines (the
-full record behind a disclosure), the summary table (folded; sorted and filtered in the page by the
-inline templates/report/table_tools.js; with its Markdown, CSV and LaTeX exports), and each
-notebook's conclusions. A sweep no notebook applies to but with resilver events or the load factor gets
-the index page alone. Nothing is fetched from the network: the `zbench` nbconvert template drops require.js,
-MathJax and mermaid, and every page loads the report's one `plotly.min.js`.
+code hidden, and writes an index page (`render_index`): the question, what runs were lost and how to
+measure them again (`data_quality`: a banner, or one quiet line), the answer and the headline figure of
+the study type (`headline.study_headline`), the classic claims the sweep can speak to with their verdicts
+(`classic_claims.classic_claims`), the resilver study's section when the sweep timed resilvers
+(`resilver.resilver_section`), latency at a stated load when it has the load factor
+(`load_section.load_section`), the environment in a dozen lines (the full record behind a disclosure), the
+summary table (folded; sorted and filtered in the page by the inline templates/report/table_tools.js; with
+its Markdown, CSV and LaTeX exports), and each notebook's conclusions. A sweep no notebook applies to but
+with resilver events or the load factor gets the index page alone. Nothing is fetched from the network: the
+`zbench` nbconvert template drops require.js, MathJax and mermaid, and every page loads the report's one
+`plotly.min.js`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from zbench_lib.analysis.report.compare_factor import auto_factor
 from zbench_lib.analysis.report.env_summary import environment_summary
 from zbench_lib.analysis.report.headline import study_headline
 from zbench_lib.analysis.report.client_section import client_section
+from zbench_lib.analysis.report.data_quality import data_quality, quality_html
 from zbench_lib.analysis.report.load_section import METHOD as LOAD_METHOD
 from zbench_lib.analysis.report.load_section import LINE_NOTE, has_load, load_answers, load_details, load_section
 from zbench_lib.analysis.report.methods_page import methods_links, write_methods
@@ -195,6 +197,7 @@ def _index_extras(sweep: Sweep, out: Path, opts: ReportOptions, sid: str) -> dic
                                                         read_events(sweep.path) if sweep.path else []),
                   summary_html=export_table(table, "html", title="Summary per configuration", source_note=note),
                   headline_html="", static=[], caveats=caveats(df), answers=study["answers"],
+                  quality_html=quality_html(data_quality(sweep, opts.include_flagged)),
                   answers_note=study["note"], study_kind=study["kind"],
                   classic_claims=classic_claims(df, opts.include_flagged, sweep.histograms))
     fig = study["figure"]
