@@ -28,14 +28,20 @@ from zbench_lib.zfs.models import has_model, predicted_random_read_iops, space_e
 
 METRIC_UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "lat_p99_ns": "ms p99", "lat_p99_9_ns": "ms p99.9"}
 DISKS_HELD = {"data": ("data_disks", "equal data disks"), "total": ("total_disks", "equal total disks")}
+# The disk counts a pool's shape gives: along its width or vdev count they follow the level, never held
+# (holding them left one level per group: 2-way and 3-way mirrors of two vdevs have 4 and 6 drives).
+SHAPE_DISKS = ("data_disks", "total_disks")
 
 
 def comparison_by(df: pd.DataFrame, factor: str, disks: str = "total") -> tuple[list[str], str]:
     """Columns held equal in a comparison along `factor`, and the comparison's name.
 
-    A column that copies the factor (volblocksize_bytes set from recordsize_bytes) is not held.
+    A column that copies the factor (volblocksize_bytes set from recordsize_bytes) is not held; along the width
+    or the vdev count the layout and the other are, the disk counts they give are not (`SHAPE_DISKS`).
     """
     same = tuple(c for c in config_columns(df) if c in df and c != factor and df[c].equals(df[factor]))
+    if factor in ("width", "vdevs"):
+        return varying_columns(df, exclude=(factor, *SHAPE_DISKS) + same), f"the disk counts each {factor} gives"
     if factor not in LAYOUT_COLUMNS:
         return varying_columns(df, exclude=(factor,) + same), "all other factors equal"
     if disks not in DISKS_HELD:
