@@ -27,7 +27,8 @@ import pandas as pd
 from zbench_lib.analysis.data.columns import LABEL_PREFIX, MODULE_PARAM_COLUMNS
 from zbench_lib.analysis.data.coverage import MIN_UNITS
 from zbench_lib.analysis.data.replication import pool_replicates, resolve_unit
-from zbench_lib.analysis.data.sweep_data import AUX_VDEVS, parse_level, setting_text, varying_columns
+from zbench_lib.analysis.data.sweep_data import (AUX_VDEVS, data_disks_vary, parse_level, setting_text,
+                                                 varying_columns)
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER
 from zbench_lib.analysis.stats.tables import block_column, comparison_by
 from zbench_lib.core.errors import ConfigError
@@ -55,16 +56,12 @@ def _varies(df: pd.DataFrame, column: str) -> bool:
     # and 1M): each is a factor only where it varies within one workload.
     if column in WORKLOAD_SETTINGS and "workload" in df:
         return bool((df.groupby("workload")[column].nunique() > 1).any())
-    if column in SHAPE_FACTORS and _scaling_sweep(df):
+    # Where a layout's data disks vary, the scaling notebook's families set each width and vdev count against
+    # the layout's smallest pool; a shape factor is compared on its own only where the data disks stay the same
+    # (2-way against 3-way mirrors of the same vdevs).
+    if column in SHAPE_FACTORS and data_disks_vary(df):
         return False
     return df[column].nunique() > 1
-
-
-def _scaling_sweep(df: pd.DataFrame) -> bool:
-    """Whether a layout's data disks vary: the scaling notebook's study, whose families already set each width
-    and vdev count against the layout's smallest pool; a shape factor is compared on its own only where the
-    data disks stay (2-way against 3-way mirrors of the same vdevs)."""
-    return {"layout", "data_disks"} <= set(df) and bool((df.groupby("layout")["data_disks"].nunique() > 1).any())
 
 
 def _factors(df: pd.DataFrame) -> list[str]:
