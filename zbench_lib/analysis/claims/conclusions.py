@@ -295,7 +295,7 @@ def conclusions_compare(cmp: pd.DataFrame, metric: str = "iops", alpha: float = 
         return ["No comparison could be made: no group holds both the baseline and another level."]
     fixed = {"factor", "level", "baseline", "n_level", "n_baseline", "mean_level", "mean_baseline"}
     by = [c for c in cmp.columns if c in CONFIG_COLUMNS and c not in fixed]
-    out, too_small = [], 0
+    out, too_small, no_effect = [], 0, 0
     for _, r in cmp.iterrows():
         lv, base = (format_size(int(r[k])) if str(r["factor"]).endswith("_bytes") else r[k]
                     for k in ("level", "baseline"))
@@ -312,10 +312,14 @@ def conclusions_compare(cmp: pd.DataFrame, metric: str = "iops", alpha: float = 
                 f"means {_value(r['mean_level'], m)} vs {_value(r['mean_baseline'], m)}, "
                 f"n {int(r['n_level'])} vs {int(r['n_baseline'])} {unit}s: ")
         too_small += bool(r.get("mannwhitney_note")) and str(r.get("mannwhitney_note")).startswith("too small")
+        no_effect += bool(r.get("effect_size_note"))
         out.append(text + _verdict_text(r, base, alpha) + _described(r) + _sensitivity(r))
     if too_small:
         out.append(f"Mann–Whitney U is not reported for {too_small} comparison(s): at these run counts "
                    f"its smallest achievable p is not below {alpha}.")
+    if no_effect:
+        out.append(f"Hedges' g is not reported for {no_effect} comparison(s): a side has 3 units or fewer, too few "
+                   "for the SD a standardised effect divides by (methods §5).")
     out.append(_held_sentence(cmp))
     metrics = set(cmp["metric"].dropna()) if "metric" in cmp else {metric}
     return out + _unit_note(cmp) + ([TAIL_NOTE] if any(str(m).startswith(("clat_p", "lat_p")) for m in metrics)
