@@ -22,7 +22,7 @@ from zbench_lib.analysis.data.columns import config_columns
 from zbench_lib.analysis.data.flags import select_admissible, truth_summary
 from zbench_lib.analysis.data.replication import to_units
 from zbench_lib.analysis.data.sweep_data import Sweep, load_sweep
-from zbench_lib.analysis.claims.wording import ci_text, interval_text
+from zbench_lib.analysis.claims.wording import ci_text, interval_text, p_text
 from zbench_lib.analysis.stats.decision import DEFAULT_MARGIN, Decision, decide, difference
 from zbench_lib.analysis.stats.ratio import log_ratio_test
 from zbench_lib.analysis.stats.stats import summary
@@ -61,6 +61,7 @@ class Comparison:
     df: float = math.nan
     margin: float = DEFAULT_MARGIN
     alpha: float = 0.05
+    units: tuple[int, int] | None = None    # the units a side the test used (pools or runs): how finely p is said
 
     def unit(self) -> str:
         """What the interval speaks for: the layouts (pools as units) or the two pools measured."""
@@ -93,8 +94,13 @@ class Comparison:
                  "inconclusive": f"inconclusive (not distinguishable, and equivalence within ±{self.margin:.0%} "
                                  "is not shown)"}
         return (f"{self.this}: {self.ratio:.2f}x the {unit} of {self.other} ({d.level_text} CI "
-                f"{ci_text(d.low, d.high, 2, level='', sep='-')}, p = {self.p:.3g}): "
+                f"{ci_text(d.low, d.high, 2, level='', sep='-')}, p {self._p()}): "
                 f"{words.get(d.verdict, d.verdict)}; {self.unit()}")
+
+    def _p(self) -> str:
+        """'= 0.031', or '< 0.05' below what its units a side support (`p_values.p_text`, methods §2)."""
+        text = p_text(self.p, *(self.units or (None, None)))
+        return text if text.startswith("<") else f"= {text}"
 
     __repr__ = sentence
 
@@ -257,7 +263,7 @@ class Result:
                 for r in (self, other))
         t = log_ratio_test(a, b)
         return Comparison(self.short_label, other.short_label, metric, t.ratio, t.low, t.high, t.p,
-                          (self.pool_count, other.pool_count), se=t.se, df=t.df)
+                          (self.pool_count, other.pool_count), se=t.se, df=t.df, units=(len(a), len(b)))
 
     @property
     def pool_count(self) -> int:
