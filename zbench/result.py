@@ -23,7 +23,7 @@ from zbench_lib.analysis.data.flags import select_admissible, truth_summary
 from zbench_lib.analysis.data.replication import to_units
 from zbench_lib.analysis.data.sweep_data import Sweep, load_sweep
 from zbench_lib.analysis.claims.wording import ci_text, interval_text, p_text
-from zbench_lib.analysis.stats.decision import DEFAULT_MARGIN, Decision, decide, difference
+from zbench_lib.analysis.stats.decision import DEFAULT_MARGIN, Decision, decide, interval_verdict
 from zbench_lib.analysis.stats.ratio import log_ratio_test
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.data.metrics import workload_metric
@@ -46,9 +46,9 @@ def _fmt(x: float, digits: int = 3) -> str:
 class Comparison:
     """This result against another: the ratio of their means with its 95% CI and p (methods §2), and the
     verdict of the one decision rule (methods §3.1, `decision.decide`): a lone comparison is a family of
-    one, so "higher/lower" needs its 95% CI to exclude 1 and clear ±`margin`, "equivalent" its 90% CI
-    (TOST at the same alpha) inside ±`margin`. `se` and `df` are the log ratio's standard error and
-    Welch df; without them (a Comparison built by hand) equivalence is not judged."""
+    one, so "higher/lower" needs its 95% CI to exclude 1 and clear ±`margin`, "equivalent" the same CI
+    to include 1 and lie inside ±`margin`. `se` and `df` are the log ratio's standard error and Welch df;
+    without them (a Comparison built by hand) the given CI is read the same way."""
     this: str
     other: str
     metric: str
@@ -78,8 +78,8 @@ class Comparison:
             return decide(math.log(self.ratio), self.se, self.df, self.alpha, self.margin)
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
             return decide(math.nan, math.nan, math.nan, self.alpha, self.margin)
-        # no SE: the 95% CI itself decides a difference; equivalence (a 90% interval) cannot be judged
-        return difference(self.low, self.high, 1 - self.alpha, self.margin)
+        # no SE: the 95% CI itself decides, as the one rule reads every interval
+        return interval_verdict(self.low, self.high, 1 - self.alpha, self.margin)
 
     def sentence(self) -> str:
         unit = UNITS.get(self.metric, (self.metric, 1))[0]
@@ -87,7 +87,7 @@ class Comparison:
             return (f"{self.this}: {self.ratio:.2f}x the {unit} of {self.other} (no interval: fewer than 2 units "
                     f"a side; {self.unit()})")
         d = self.decision
-        words = {"equivalent": f"equivalent within ±{self.margin:.0%} (TOST)",
+        words = {"equivalent": f"equivalent within ±{self.margin:.0%}",
                  "different, within margin": f"different, by less than the ±{self.margin:.0%} margin",
                  "higher, margin unclear": f"higher, but not shown to clear the ±{self.margin:.0%} margin",
                  "lower, margin unclear": f"lower, but not shown to clear the ±{self.margin:.0%} margin",

@@ -120,7 +120,7 @@ def _one(x, base, alpha: float, margin: float, geometric: bool = False) -> dict:
 
 
 def adjust(out: pd.DataFrame, family, alpha: float = 0.05, valid=None) -> pd.DataFrame:
-    """Holm p, the Holm step's level, the adjusted CI and the verdict, per family (`ratio.holm`).
+    """Holm p, the family's one Holm level, the adjusted CI and the verdict, per family (`ratio.holm`).
 
     `family` lists the columns whose values delimit a family (None: the whole table).
     `valid` (a boolean per row, default all) marks the comparisons that may enter a family:
@@ -162,8 +162,8 @@ def _decision(row):
 def verdict(row, alpha: float = 0.05) -> str:
     """The row's verdict under the one decision rule (`decision.decide`, methods §3.1): higher / lower
     (the Holm-adjusted interval excludes 1 and clears the margin), different, within the margin,
-    equivalent (TOST at the same Holm level), inconclusive, or not judged. `alpha` is the row's
-    family's: its Holm level `holm_alpha` carries it."""
+    equivalent (the same interval includes 1 and lies inside the margin), inconclusive, or not judged.
+    `alpha` is the row's family's: its Holm level `holm_alpha` carries it."""
     d = _decision(row)
     return d.verdict if d else NOT_JUDGED
 
@@ -231,7 +231,7 @@ def compare(df: pd.DataFrame, metric: str, factor: str, baseline, by=None, alpha
 
     Columns: `ratio` with its (1 − alpha) CI `ratio_ci_low/high`; `p`, the two-sided p of the
     log ratio (the CI excludes 1 iff p < alpha); `holm_p` within the family; `holm_alpha`, the
-    level Holm's step assigns, and `adj_ci_low/high`, the (1 − holm_alpha) CI, which excludes
+    family's one level (Holm's last step), and `adj_ci_low/high`, the (1 − holm_alpha) CI, which excludes
     1 iff holm_p < alpha (`significant`); TOST at ±`margin` (`tost_*`, `equivalent`);
     Hedges' g and Cliff's δ from 4 units a side (`effect_sizes`; else `effect_size_note` says why they are
     absent); exact Mann–Whitney where n allows; `verdict` (see `verdict`) with the
