@@ -110,8 +110,8 @@ def test_adjust_leaves_invalid_rows_out_of_the_family():
     adj = adjust(out, None, 0.05, valid=[True, True, False])
     # Holm over the two valid p by hand: 0.01 * 2 = 0.02; max(0.02, 0.04 * 1) = 0.04
     assert adj["holm_p"].tolist()[:2] == pytest.approx([0.02, 0.04]) and np.isnan(adj.loc[2, "holm_p"])
-    # the verdicts read the intervals (methods §3.1), here from the given SE: 1.2·exp(∓t(0.9875, 4)·0.05) =
-    # 1.008–1.43 excludes 1 but not +5%; 1.1·exp(∓t(0.975, 4)·0.05) = 0.958–1.26 includes 1, and its 90%
-    # interval 0.990–1.22 is not inside ±5%
+    # the verdicts read the intervals (methods §3.1), here from the given SE, at the family's one level: Holm
+    # rejects both, its last step is at α, so 1.2·exp(∓t(0.975, 4)·0.05) = 1.04–1.38 excludes 1 but not +5%;
+    # 1.1·exp(∓t(0.975, 4)·0.05) = 0.958–1.26 includes 1 and is not inside ±5%
     assert adj["verdict"].tolist() == ["higher, margin unclear", "inconclusive", "not judged"]
-    assert adj.loc[0, "decided_low"] == pytest.approx(1.2 * math.exp(-sps.t.ppf(0.9875, 4) * 0.05))
+    assert adj.loc[0, "decided_low"] == pytest.approx(1.2 * math.exp(-sps.t.ppf(0.975, 4) * 0.05))

@@ -120,7 +120,8 @@ def test_scaling_example_partly_holds_with_the_efficiencies_recomputed_here(scal
 
 
 def _holm_ratio_cis(pairs, alpha=0.05):
-    """Per key: ratio and its Holm-adjusted CI (step-down levels alpha/m, alpha/(m-1), ...; methods §3)."""
+    """Per key: ratio and its Holm-adjusted CI (step-down levels alpha/m, alpha/(m-1), ...; every interval at the
+    family's one level, the last step's: alpha where all reject; methods §3)."""
     moments = {}
     for key, (a, b) in pairs.items():
         a, b = np.asarray(a, float), np.asarray(b, float)
@@ -130,9 +131,9 @@ def _holm_ratio_cis(pairs, alpha=0.05):
         moments[key] = (r, se, df, 2 * sps.t.sf(abs(math.log(r)) / se, df))
     out = {}
     for rank, key in enumerate(sorted(moments, key=lambda k: moments[k][3])):
-        r, se, df, p = moments[key]
-        level = alpha / (len(moments) - rank)
-        assert p < level                                   # every step rejects here: no carried level
+        assert moments[key][3] < alpha / (len(moments) - rank)     # every step rejects here: the last is at alpha
+    for key, (r, se, df, p) in moments.items():
+        level = alpha
         half = sps.t.ppf(1 - level / 2, df) * se
         out[key] = (r, r * math.exp(-half), r * math.exp(half), f"{1 - level:.1%}".replace(".0%", "%"))
     return out

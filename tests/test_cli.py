@@ -120,6 +120,23 @@ def test_a_bad_param_value_is_refused_before_any_work(tmp_path):
     assert not list(sweep.glob(".report-new-*"))
 
 
+def test_the_scaling_notebook_on_a_sweep_without_a_disk_count_is_refused_before_any_work(tmp_path):
+    """Issue 52 item 8: `--notebooks scaling` on a sweep whose layouts each have one disk count exited 0 with a
+    page of one-configuration sentences; it is refused in one line, before anything is written."""
+    sweep = write_synthetic_sweep(tmp_path / "s", n_rows=54, shape="volblocksize")    # every layout of 6 disks
+    (sweep / "report").mkdir()
+    (sweep / "report" / "index.html").write_text("the good report")
+    res = zbench("report", str(sweep), "--notebooks", "scaling")
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0] == ("zbench: analysis-scaling: s varies no layout's disk count (data disks: mirror 3, "
+                        "raidz1 5, raidz2 4), so there is nothing to scale; the compare notebook compares what "
+                        "it varies (--notebooks compare)"), lines[0]
+    assert (sweep / "report" / "index.html").read_text() == "the good report"
+    assert not list(sweep.glob(".report-new-*"))
+
+
 def test_a_bad_compare_path_is_refused_before_any_work(tmp_path):
     res = zbench("report", "data/examples/iodepth-curve", "--compare", str(tmp_path / "nowhere"))
     assert res.returncode == 2 and "--compare" in res.stderr and "not a sweep directory" in res.stderr

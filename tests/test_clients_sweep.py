@@ -597,12 +597,12 @@ def test_a_client_sweeps_answer_compares_the_client_counts_per_sync_level():
     # exp(-/+ 0.226697) = 1.196 .. 1.882; always 100 / 50 = 2, the same se: 1.594 .. 2.509. Both higher: Welch
     # p = 0.0077 (t = ln 1.5 / 0.08165 = 4.97) and 0.0011 (t = 8.49) on 4 df, Holm x1 and x2 below 0.05.
     # The fairness line last: these rows hold neither the clients' shares nor a clients.parquet, so neither is
-    # judged, each said once for both sync levels. The interval printed is the one that decided (methods §3.1):
-    # always is Holm's first step, at 0.05 / 2: t(0.9875, 4) = 3.495406, 2 x exp(-/+ 0.285398) = 1.503 .. 2.661;
-    # standard its second, at 0.05: its 95% interval. Both clear +5%: higher
+    # judged, each said once for both sync levels. The interval printed is the one that decided (methods §3.1), at
+    # the family's one level: Holm rejects both, its last step is at 0.05, so both get their 95% interval. Both
+    # clear +5%: higher
     assert [(a["subject"], a["text"]) for a in h["answers"]] == [
-        ("sync always (IOPS)", "against clients 1: clients 2 2.00x (1.50–2.66) higher. Intervals: Holm-adjusted "
-                               "97.5%, family of 2."),
+        ("sync always (IOPS)", "against clients 1: clients 2 2.00x (1.59–2.51) higher. Intervals: Holm-adjusted "
+                               "95.0%, family of 2."),
         ("sync standard (IOPS)", "against clients 1: clients 2 1.50x (1.20–1.88) higher. Intervals: Holm-adjusted "
                                  "95.0%, family of 2."),
         ("Fairness", "at 2 clients (a fair share: 50%), each client's share of the IOPS in every run, Jain's index and "

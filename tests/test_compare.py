@@ -188,3 +188,30 @@ def test_holm_hand_reference():
 def test_compare_rejects_unknown_baseline():
     with pytest.raises(ConfigError):
         compare(_two_level(3), "iops", "layout", "stripe")
+
+
+# -- issue 52 item 6: no effect size beyond what 3 units a side support -------------------------------------------
+
+def test_no_effect_size_from_3_units_a_side_and_the_reason_said_once():
+    from zbench_lib.analysis.claims.conclusions import conclusions_compare
+    from zbench_lib.analysis.report.notebook_sections import comparison_table
+    from zbench_lib.analysis.report.table_format import compact_html
+    from zbench_lib.analysis.stats.compare import EFFECT_NOTE
+    # three layouts against mirror, 3 pools a side: the scaling example printed Hedges' g to -113.77 from such
+    df = pd.DataFrame({"layout": ["mirror"] * 3 + ["raidz1"] * 3 + ["raidz2"] * 3,
+                       "iops": [564, 566, 562, 120, 121, 119, 102, 101, 103.5]})
+    out = compare(df, "iops", "layout", "mirror")
+    assert out["hedges_g"].isna().all() and out["cliffs_delta"].isna().all()
+    assert (out["effect_size_note"] == EFFECT_NOTE).all()
+    assert hedges_g([120, 121, 119], [564, 566, 562]) < -100        # what it would have printed
+    page = compact_html(out, comparison_table(out))
+    assert page.count(EFFECT_NOTE.replace("'", "&#x27;")) == 1 and "(2 rows)" in page
+    text = " ".join(conclusions_compare(out))
+    assert "Hedges g -" not in text and text.count("Hedges' g is not reported for 2 comparison(s)") == 1
+    # from 4 units a side both are computed, as the functions give them; a side of 3 beside 10 is still too few
+    four = compare(_two_level(4), "iops", "layout", "mirror").iloc[0]
+    (_, base), (_, level) = _two_level(4).groupby("layout")["iops"]      # mirror, then raidz1
+    assert four.hedges_g == pytest.approx(hedges_g(level, base)) and four.effect_size_note == ""
+    assert four.cliffs_delta == pytest.approx(cliffs_delta(level, base))
+    uneven = pd.DataFrame({"layout": ["mirror"] * 10 + ["raidz1"] * 3, "iops": list(range(100, 110)) + [80, 81, 82]})
+    assert math.isnan(compare(uneven, "iops", "layout", "mirror").iloc[0].hedges_g)

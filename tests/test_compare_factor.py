@@ -112,3 +112,63 @@ def test_a_block_sizes_baseline_falls_back_too():
                 run_id=["a", "b", "c", "d", "e"])
     assert block_choice(df) == ("volblocksize_bytes", 8192)   # 16K has one run: 8K and 64K two; the smaller
     assert block_choice(df[df["volblocksize_bytes"] != 16384]) == ("volblocksize_bytes", 65536)   # the largest
+
+
+# -- issue 52 item 8: a sweep of the sector size, the I/O size or a vdev's width alone gets its comparison -------
+
+def _one_factor_sweep(factor: str, levels: tuple, cost: float = 0.8):
+    """A SYNTHETIC sweep that varies `factor` alone: the demo shape's mirror at 8K (3 runs a cell), its rows once
+    per level of `factor`, each level after the first at `cost` times the throughput."""
+    from zbench_lib.analysis.data.synthetic import synthetic_results
+    base = synthetic_results(n_rows=36, seed=1, shape="demo")
+    base = base[(base["layout"] == "mirror") & (base["volblocksize_bytes"] == 8192)]
+    parts = []
+    for i, level in enumerate(levels):
+        scale = cost ** bool(i)
+        parts.append(base.assign(**{factor: level, "iops": base["iops"] * scale,
+                                    "bw_bytes_s": base["bw_bytes_s"] * scale,
+                                    "run_id": base["run_id"] + f"-{factor}{level}"}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _judged_comparison(df, factor, baseline):
+    from zbench_lib.analysis.stats.tables import compare_table
+    cmp = compare_table(df, "auto", factor, baseline)
+    assert len(cmp) == df["workload"].nunique() and (cmp["verdict"] != "not judged").all(), cmp
+    assert (cmp["n_level"] == 3).all() and (cmp["n_baseline"] == 3).all()
+    return cmp
+
+
+def test_an_ashift_only_sweep_is_compared_along_ashift():
+    # before, nothing analysed it: COMPARE_ORDER had no ashift, so no notebook applied and `zbench report` said
+    # "no analysis applies"
+    df = _one_factor_sweep("ashift", (12, 9))
+    assert auto_factor(df) == "ashift"
+    assert applicable_notebooks(df) == ["analysis-compare"]
+    assert comparison_choice(df) == ("ashift", 9)                 # the smallest sector first
+    cmp = _judged_comparison(df, "ashift", 9)
+    assert (cmp["verdict"] == "higher").all()                     # ashift 12 at 1/0.8 the throughput of 9
+
+
+def test_an_io_size_only_sweep_is_compared_along_bs():
+    df = _one_factor_sweep("bs_bytes", (4096, 65536))
+    assert auto_factor(df) == "bs_bytes" and applicable_notebooks(df) == ["analysis-compare"]
+    assert comparison_choice(df) == ("bs_bytes", 4096)
+    _judged_comparison(df, "bs_bytes", 4096)
+    # an I/O size that only differs between workloads (4K random, 1M sequential) is no factor
+    two = df[df["bs_bytes"] == 4096].assign(bs_bytes=df["workload"].map({"randread": 4096, "randwrite": 1 << 20}))
+    assert auto_factor(two) is None
+
+
+def test_a_mirror_width_sweep_is_compared_along_the_width_its_drives_not_held():
+    # 2-way against 3-way mirrors of two vdevs: the same 2 data disks on 4 and 6 drives; holding the drives
+    # equal, as a layout comparison does, left one width per group and no comparison
+    df = _one_factor_sweep("width", (2, 3)).assign(vdevs=2, data_disks=2)
+    df["total_disks"] = df["width"] * df["vdevs"]
+    assert auto_factor(df) == "width" and applicable_notebooks(df) == ["analysis-compare"]
+    cmp = _judged_comparison(df, "width", 2)
+    assert "total_disks" not in cmp.columns
+    # where the width moves the data disks (raidz2 of 6 and 8), the scaling notebook compares it, not this one
+    wide = df.assign(layout="raidz2", width=df["width"] * 2 + 2, vdevs=1)
+    wide["data_disks"] = wide["width"] - 2
+    assert auto_factor(wide) is None and applicable_notebooks(wide) == ["analysis-scaling"]

@@ -1,10 +1,11 @@
 """One decision rule on every page (issue 46, methods §3.1): the interval printed beside a verdict is the
-one that decided it; "equivalent" is TOST at the comparison's own Holm level, never easier than
-"different"; "higher/lower" needs the adjusted interval to clear the margin; a zero-width interval reads
-"one value (n = k)", never "175–175". Every expected value is computed here from the data with scipy,
-not by the code under test."""
+one that decided it, one interval per comparison at one level per Holm family (issue 52 item 6);
+"equivalent" is read on it too, never easier than "different"; "higher/lower" needs the adjusted interval
+to clear the margin; a zero-width interval reads "one value (n = k)", never "175–175". Every expected
+value is computed here from the data with scipy, not by the code under test."""
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -34,15 +35,14 @@ def _interval(est, se, df, conf):
     return math.exp(est - t * se), math.exp(est + t * se)
 
 
-def _holm_levels(p, alpha=0.05):
-    """Holm's step levels by hand: sorted p at α/m, α/(m−1), ...; after the first failure, its level."""
-    order, m, out, failed = np.argsort(p, kind="stable"), len(p), np.empty(len(p)), None
-    for k, i in enumerate(order):
-        lvl = alpha / (m - k) if failed is None else failed
-        if failed is None and p[i] >= lvl:
-            failed = lvl
-        out[i] = lvl
-    return out
+def _holm_level(p, alpha=0.05):
+    """The family's one Holm level by hand: sorted p tested at α/m, α/(m−1), ...; the level of the last step
+    tested (the first that fails, else the last)."""
+    m = len(p)
+    for k, pk in enumerate(sorted(p)):
+        if pk >= alpha / (m - k):
+            return alpha / (m - k)
+    return alpha
 
 
 BASE = [100.0, 96.0, 104.0]
@@ -59,22 +59,46 @@ def test_the_answer_prints_the_interval_that_decided_not_the_unadjusted_one():
     cmp = _family().assign(workload="randread", metric="iops")
     hand = {k: _hand(v, BASE) for k, v in LEVELS.items()}
     p = np.array([2 * sps.t.sf(abs(e / s), d) for e, s, d in hand.values()])
-    levels = dict(zip(LEVELS, _holm_levels(p)))
+    level = _holm_level(p)
     est, se, df = hand["a"]
-    adj_lo, adj_hi = _interval(est, se, df, 1 - levels["a"])
+    adj_lo, adj_hi = _interval(est, se, df, 1 - level)
     raw_lo, raw_hi = _interval(est, se, df, 0.95)
     text = answer_compare(cmp)[0]["text"]
     adjusted = ci_text(adj_lo, adj_hi, 2, level="")
     assert adjusted in text and ci_text(raw_lo, raw_hi, 2, level="") not in text
-    # the level is said: one per comparison here (Holm's steps differ), each beside its interval
-    assert f"Holm-adjusted {1 - levels['a']:.1%}" in text and "family of 3" in text
+    # the family's one level is said once, not beside each interval
+    assert text.count("Holm-adjusted") == 1 and f"Intervals: Holm-adjusted {1 - level:.1%}, family of 3." in text
     row = cmp.set_index("level").loc["a"]
-    assert (row.decided_low, row.decided_high, row.decided_level) == pytest.approx((adj_lo, adj_hi, 1 - levels["a"]))
+    assert (row.decided_low, row.decided_high, row.decided_level) == pytest.approx((adj_lo, adj_hi, 1 - level))
 
 
-def test_equivalence_is_tost_at_the_comparisons_own_holm_level():
-    # 12 levels alike the baseline: Holm rejects none, so each runs at α/12. The unadjusted TOST (a 90%
-    # interval) says equivalent; at the Holm level the (1 − 2α/12) interval reaches past ±5%: inconclusive.
+def test_a_family_has_one_level_and_its_intervals_agree_with_holm():
+    # issue 52 item 6: the scaling page showed ten levels (95 to 99.6%), one per Holm step. Holm rejects the
+    # four large ratios (at α/6, α/5, α/4, α/3) and stops at the fifth: every interval is at that step's level
+    base = [100.0, 97.0, 103.0]
+    shifts = {"r1": 2.0, "r2": 1.8, "r3": 1.6, "r4": 1.4, "r5": 1.03, "r6": 0.99}
+    rows = [dict(layout="base", iops=v) for v in base]
+    rows += [dict(layout=k, iops=v * f) for k, f in shifts.items() for v in base[::-1]]
+    out = compare(pd.DataFrame(rows), "iops", "layout", "base").set_index("level")
+    level = _holm_level(out["p"].to_numpy())
+    assert out["significant"].sum() == 4 and level == pytest.approx(0.05 / 2)
+    assert out["decided_level"].round(9).nunique() == 1 and out["decided_level"].iloc[0] == pytest.approx(1 - level)
+    # the interval excludes 1 exactly where Holm rejects, and it is the one that decided
+    excludes = (out["decided_low"] > 1) | (out["decided_high"] < 1)
+    assert (excludes == out["significant"]).all()
+    assert (out["decided_low"] == out["adj_ci_low"]).all() and (out["decided_high"] == out["adj_ci_high"]).all()
+    # the conclusions say that level once, after the sentences, not in each
+    from zbench_lib.analysis.claims.conclusions import conclusions_compare
+    text = conclusions_compare(out.reset_index())
+    deciding = [t for t in text if "deciding:" in t]
+    assert len(deciding) == 6 and all(re.search(r"deciding: \d", t) for t in deciding)
+    assert text.count(f"Every deciding interval above is at Holm-adjusted {1 - level:.1%}, one level for the family "
+                      "of 6 (methods §3).") == 1
+
+
+def test_equivalence_is_read_on_the_one_interval_at_the_familys_holm_level():
+    # 12 levels alike the baseline: Holm rejects none, so the family's level is α/12. The unadjusted TOST (a 90%
+    # interval) says equivalent; the (1 − α/12) interval, the one that decides, reaches past ±5%: inconclusive.
     base = [100.0, 98.0, 102.0]
     near = [100.5, 99.0, 101.5]
     rows = [dict(layout="base", iops=v) for v in base]
@@ -85,7 +109,7 @@ def test_equivalence_is_tost_at_the_comparisons_own_holm_level():
     lo_b, hi_b = 1 / (1 + MARGIN), 1 + MARGIN
     lo90, hi90 = _interval(est, se, df, 0.90)
     assert lo_b < lo90 and hi90 < hi_b                           # unadjusted TOST: equivalent (the old verdict)
-    lo_adj, hi_adj = _interval(est, se, df, 1 - 2 * 0.05 / 12)
+    lo_adj, hi_adj = _interval(est, se, df, 1 - 0.05 / 12)
     assert not (lo_b < lo_adj and hi_adj < hi_b)                 # at the Holm level: not shown
     assert row.holm_alpha == pytest.approx(0.05 / 12)
     assert row.verdict == "inconclusive"
@@ -118,9 +142,9 @@ def test_the_decision_rule_by_hand():
     assert d.level_text == "Holm-adjusted 99.6%"
     big = decide(math.log(1.2), 0.02, 8.0, 0.05, MARGIN)
     assert big.verdict == "higher" and big.low == pytest.approx(_interval(math.log(1.2), 0.02, 8.0, 0.95)[0])
-    eq = decide(0.0, 0.01, 8.0, 0.05, MARGIN)
-    assert eq.verdict == "equivalent" and eq.level == pytest.approx(0.90)
-    assert (eq.low, eq.high) == pytest.approx(_interval(0.0, 0.01, 8.0, 0.90))
+    eq = decide(0.0, 0.01, 8.0, 0.05, MARGIN)       # the same one interval decides an equivalence
+    assert eq.verdict == "equivalent" and eq.level == pytest.approx(0.95)
+    assert (eq.low, eq.high) == pytest.approx(_interval(0.0, 0.01, 8.0, 0.95))
     assert decide(math.nan, math.nan, math.nan, 0.05).verdict == "not judged"
 
 

@@ -259,7 +259,7 @@ def test_first_attempts_are_the_estimate_and_replacements_a_sensitivity_line(tmp
     p = sps.ttest_ind_from_stats(math.log(a.mean()), a.std(ddof=1) / a.mean(), 3,
                                  math.log(b.mean()), b.std(ddof=1) / b.mean(), 3, equal_var=False).pvalue
     assert 0.05 < p < 0.2 and (r["verdict"], r["sensitivity_replacements_verdict"]) == ("higher", "higher")
-    assert r["sensitivity"] == (f"with flagged runs included: inconclusive (ratio 4.73, Holm p {p:.3g}); "
+    assert r["sensitivity"] == (f"with flagged runs included: inconclusive (ratio 4.73, Holm p {p:.2f}); "
                                 "unchanged with replacement runs included")
     with_repl = A.select_admissible(sw.results, replacements=True)
     assert sorted(with_repl["run_id"]) == sorted(list(ok["run_id"]) + ["c4-r04"])

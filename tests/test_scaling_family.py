@@ -56,12 +56,11 @@ def _interval(est, se, df, conf):
     return math.exp(est - t * se), math.exp(est + t * se)
 
 
-def _holm_levels(p, alpha=0.05):
-    """Holm's step level per comparison: its own step if rejected, the first failing step's otherwise."""
+def _holm_level(p, alpha=0.05):
+    """The family's one Holm level: the level of the last step Holm tests (the first that fails, else α)."""
     rejected = multipletests(p, alpha=alpha, method="holm")[0]
-    order, m = np.argsort(p, kind="stable"), len(p)
-    fail = next((k for k, i in enumerate(order) if not rejected[i]), m)
-    return {i: alpha / (m - min(k, fail)) for k, i in enumerate(order)}
+    m = len(p)
+    return alpha / (m - int(rejected.sum())) if not rejected.all() else alpha
 
 
 def _by_hand():
@@ -72,19 +71,13 @@ def _by_hand():
             "stripe seqread": (("seqread", "stripe", 8, 1), ("seqread", "stripe", 1, 1), 8)}
     hand = {k: _hand(RUNS[top], RUNS[base], ideal) for k, (top, base, ideal) in keys.items()}
     p = np.array([2 * sps.t.sf(abs(e / s), d) for e, s, d in hand.values()])
-    levels = _holm_levels(p)
-    return {k: (*hand[k], levels[i]) for i, k in enumerate(hand)}
+    level = _holm_level(p)
+    return {k: (*hand[k], level) for k in hand}
 
 
 def _deciding(est, se, df, step):
-    """The interval decide() reads: the (1 − α') one where it excludes 1, else TOST's (1 − 2α') one."""
-    lo, hi = _interval(est, se, df, 1 - step)
-    if lo > 1 or hi < 1:
-        return lo, hi, 1 - step
-    lo2, hi2 = _interval(est, se, df, 1 - 2 * step)
-    if BAND[0] < lo2 and hi2 < BAND[1]:
-        return lo2, hi2, 1 - 2 * step
-    return lo, hi, 1 - step
+    """The one interval decide() reads, at the family's level: (1 − α')."""
+    return (*_interval(est, se, df, 1 - step), 1 - step)
 
 
 # -- item 1: the scaling verdicts are one family -----------------------------------------------------------------
@@ -102,11 +95,12 @@ def test_the_scaling_answer_prints_the_holm_adjusted_interval_that_decided_not_t
     assert lo < BAND[0]                                    # at that level the interval reaches out of the band
     rr = answers["randread read (IOPS)"]
     e = f"{math.exp(est):.2f}"
-    assert f"stripe (1→4 data disks) {e} ({ci_text(lo, hi, 2, level='')}, Holm-adjusted {level:.1%})" in rr
+    assert f"stripe (1→4 data disks) {e} ({ci_text(lo, hi, 2, level='')})" in rr
     assert ci_text(*raw, 2, level="") not in rr and "holds for stripe" not in rr
     assert "not judged for stripe (interval reaches outside 0.91–1.10)" in rr
-    # the family and its level are said on the page: four verdicts across both workloads
-    assert all("family of 4" in t for t in answers.values())
+    # the family and its one level are said once per answer: four verdicts across both workloads
+    assert all(t.count("Holm-adjusted") == 1 and f"Intervals: Holm-adjusted {level:.1%}, family of 4." in t
+               for t in answers.values())
     for name, subject, span in (("raidz1 randread", "randread read (IOPS)", "raidz1 (1→4 data disks)"),
                                 ("mirror randread", "randread read (IOPS)", "mirror (1→3 data disks)"),
                                 ("stripe seqread", "seqread read (MiB/s)", "stripe (1→8 data disks)")):
@@ -117,12 +111,13 @@ def test_the_scaling_answer_prints_the_holm_adjusted_interval_that_decided_not_t
 def test_the_notebook_conclusions_state_the_same_family_and_deciding_interval():
     text = A.conclusions_scaling(A.scaling_table(_frame(), "auto"), "auto")
     est, se, df, step = _by_hand()["raidz1 randread"]
-    lo, hi = _interval(est, se, df, 1 - step)               # rejected at its own step, α/4
-    assert step == pytest.approx(0.05 / 4) and hi < BAND[0]
+    lo, hi = _interval(est, se, df, 1 - step)               # rejected at α/4, its interval at the family's α/3
+    assert step == pytest.approx(0.05 / 3) and hi < BAND[0]
     raidz1 = next(t for t in text if t.startswith("raidz1 randread"))
-    assert f"deciding: Holm-adjusted {1 - step:.1%} CI {ci_text(lo, hi, 2, level='')}" in raidz1
+    assert f"deciding: {ci_text(lo, hi, 2, level='')})" in raidz1 and "Holm-adjusted" not in raidz1
     assert "below linear" in raidz1
-    assert "The 4 scaling verdicts are one Holm family (family-wise 95%)" in text[-2]
+    assert text[-2].startswith("The 4 scaling verdicts are one Holm family (family-wise 95%)")
+    assert f"at the family's one level, Holm-adjusted {1 - step:.1%}" in text[-2]
 
 
 def test_a_comparison_across_two_regimes_stays_out_of_the_family():

@@ -62,10 +62,13 @@ def test_holm_levels_and_adjusted_ci_by_hand():
     # get the first step's level α/2; α/1 for the second would exclude 1 while Holm p = 0.06.
     adj, level = holm([0.03, 0.04])
     assert adj.tolist() == pytest.approx([0.06, 0.06]) and level.tolist() == pytest.approx([0.025, 0.025])
-    # p = (0.01, 0.04, 0.03): 3·0.01 = 0.03 rejected at α/3; 2·0.03 = 0.06 fails: α/2 from there on
+    # p = (0.01, 0.04, 0.03): 3·0.01 = 0.03 rejected at α/3; 2·0.03 = 0.06 fails: Holm's last step is α/2, the
+    # family's one level (issue 52 item 6): 0.01 < α/2 still excludes 1, 0.03 and 0.04 do not
     adj, level = holm([0.01, 0.04, 0.03, math.nan])
     assert adj[:3].tolist() == pytest.approx([0.03, 0.06, 0.06]) and math.isnan(adj[3])
-    assert level[:3].tolist() == pytest.approx([0.05 / 3, 0.025, 0.025]) and math.isnan(level[3])
+    assert level[:3].tolist() == pytest.approx([0.025, 0.025, 0.025]) and math.isnan(level[3])
+    # every p rejected: the last step's level, α, for all
+    assert holm([0.001, 0.01, 0.02])[1].tolist() == pytest.approx([0.05, 0.05, 0.05])
     # The adjusted CI is ratio_ci at confidence 1 − level.
     rows = [dict(layout=lay, iops=v) for lay, vals in
             (("mirror", [100, 101, 99, 100]), ("raidz1", [97, 99, 98, 96]),
@@ -99,7 +102,7 @@ def test_clearly_better_needs_the_holm_adjusted_test():
 
 def test_close_to_linear_needs_the_whole_deciding_interval_in_the_band():
     # a lone verdict (a family of one, α' = α): E = 0.80, SE of ln E 0.2 on 4 df. Its 95% interval,
-    # 0.8 · exp(± t(0.975, 4) · 0.2), includes 1 and reaches far outside 0.91–1.10; TOST's 90% one does too.
+    # 0.8 · exp(± t(0.975, 4) · 0.2), includes 1 and reaches far outside 0.91–1.10.
     se, df = 0.2, 4.0
     lo, hi = (0.8 * math.exp(s * sps.t.ppf(0.975, df) * se) for s in (-1, 1))
     sc = pd.DataFrame([dict(layout="stripe", workload="randread", direction="read", data_disks=d, baseline_disks=1,
@@ -108,7 +111,10 @@ def test_close_to_linear_needs_the_whole_deciding_interval_in_the_band():
                        for d, sc, e, a, b, s_, f in ((1, 1.0, 1.0, 1.0, 1.0, math.nan, math.nan),
                                                      (4, 3.2, 0.80, lo, hi, se, df))])
     text = A.conclusions_scaling(sc, "iops")[0]
-    assert f"efficiency 0.80 (95% CI {lo:.2f}–{hi:.2f}; deciding: 95% CI {lo:.2f}–{hi:.2f})" in text
+    assert f"efficiency 0.80 (95% CI {lo:.2f}–{hi:.2f}; deciding: {lo:.2f}–{hi:.2f})" in text
+    # the deciding level said once for the page, not on each row
+    assert A.conclusions_scaling(sc, "iops")[-2].startswith("Each scaling verdict is decided by its efficiency's "
+                                                            "95% interval")
     assert "too uncertain to call" in text and "close to linear" not in text
     # the words of the one decision rule's verdicts (decision.decide on ln E, margin ±10% on the log scale)
     assert A.efficiency_verdict("equivalent").startswith("close to linear (the whole interval lies within 0.91–1.10")

@@ -48,8 +48,40 @@ def test_hedges_g_from_a_near_zero_spread_is_not_printed():
 
 def test_p_values_are_printed_to_what_three_against_three_pools_support():
     text = conclusions_compare(pd.DataFrame([_row()]))[0]
-    assert "p < 0.001" not in text and "p < 0.01" in text
-    assert p_text(0.0004, 6, 6) == "< 0.001" and p_text(0.0312, 3, 3) == "0.031"
+    assert "p < 0.05, Holm p < 0.05" in text and "0.0004" not in text and "0.0008" not in text
+    # 3 against 3 pools reach no permutation p below 0.1: whatever the t model says below α reads "< 0.05"
+    assert p_text(0.0312, 3, 3) == "< 0.05" and p_text(0.062, 3, 3) == "0.062"
+    assert p_text(0.0004, 6, 6) == "< 0.01" and p_text(0.0004, 8, 8) == "< 0.001"
+
+
+# -- issue 52 item 6: p-values floored at what n supports, on every page --------------------------------------
+
+def test_the_p_floor_is_the_first_bound_at_or_above_the_smallest_permutation_p():
+    from math import comb
+    from zbench_lib.analysis.stats.p_values import p_floor
+    for n_a, n_b in [(2, 2), (3, 3), (3, 4), (4, 4), (3, 5), (5, 5), (6, 6), (3, 10), (7, 7), (20, 20)]:
+        smallest = 2 / comb(n_a + n_b, n_a)               # exact two-sided permutation bound, by hand
+        expected = next((f for f in (0.001, 0.01, 0.05) if f >= smallest), 0.05)
+        assert p_floor(n_a, n_b) == expected == p_floor(n_b, n_a), (n_a, n_b)
+    assert p_floor(None, None) == 0.001 and p_floor(float("nan"), 3) == 0.001
+
+
+def test_a_table_and_a_sensitivity_line_print_no_p_finer_than_the_units_support():
+    from zbench_lib.analysis.report.notebook_sections import comparison_table
+    from zbench_lib.analysis.report.table_format import compact_html
+    from zbench_lib.analysis.stats.tables import compare_table
+    # raidz1 has one admissible run (not judged); with its two flagged runs it is far below mirror, at a Welch p
+    # of about 1e-6: the sensitivity line said "Holm p 1.14e-06" of such a comparison from 3–4 pools a side
+    runs = pd.DataFrame({"layout": ["mirror"] * 3 + ["raidz1"] * 3, "workload": "randread", "direction": "read",
+                         "iops": [100.0, 100.2, 99.8, 50.0, 50.1, 49.95], "run_id": list("abcdef"),
+                         "flagged": [False] * 4 + [True] * 2})
+    cmp = compare_table(runs[~runs["flagged"]], "iops", "layout", "mirror", all_runs=runs)
+    (line,) = cmp["sensitivity"]
+    assert line == "with flagged runs included: lower (ratio 0.50, Holm p < 0.05)", line
+    alt = compare_table(runs, "iops", "layout", "mirror").iloc[0]
+    assert alt.holm_p < 1e-4                               # what the line printed before
+    page = compact_html(alt.to_frame().T.infer_objects(), comparison_table(cmp))
+    assert "&lt; 0.05" in page and "&lt;0.001" not in page and "e-0" not in page
 
 
 @pytest.mark.parametrize("lo, hi, text", [(174.6, 175.4, "174.6–175.4"), (0.001, 0.09, "0.001–0.090"),
@@ -83,9 +115,10 @@ def test_the_block_size_answer_gives_p99_and_p999_with_intervals(vbs):
     answers = {a["subject"]: a["text"] for a in answer_compare(cmp, tails)}
     assert len(answers) == 6                              # one per workload × layout
     mirror = answers["randwrite mirror (IOPS)"]
-    # the interval printed is the one that decided: Holm-adjusted within randwrite's family of 6 (methods §3.1)
-    assert mirror.startswith("against volblocksize 16K: 4K 11.8x (9.1–15.4, Holm-adjusted 99.2%) higher; "
-                             "128K 0.42x (0.38–0.47, Holm-adjusted 98.8%) lower.")
+    # the interval printed is the one that decided: Holm-adjusted within randwrite's family of 6 (methods §3.1),
+    # at the family's one level, said once (Holm rejects five, and its sixth step is at α)
+    assert mirror.startswith("against volblocksize 16K: 4K 11.8x (10.4–13.4) higher; 128K 0.42x (0.40–0.45) "
+                             "lower. Intervals: Holm-adjusted 95.0%, family of 6.")
     # a typical pool's, from each pool's own fio percentile (no bins in this example): the geometric mean of the
     # three (scipy.stats.gmean: 171.6 and 244.3 ms) and the t interval on their logs rounded out to fio's bins
     assert "p99: 16K 172 ms (164–180)" in mirror and "p99.9: 16K 244 ms (239–252)" in mirror
@@ -102,8 +135,10 @@ def test_the_scaling_answer_gives_a_verdict_per_family_with_its_interval():
     # inside the band, its Holm-adjusted one reaches below it: below linear, by a margin not shown
     assert rr.startswith("linear scaling holds for mirror; does not hold for stripe, raidz1, 2x raidz1, raidz2, "
                          "raidz3.")
-    assert "stripe (1→8 data disks) 0.93 (0.88–0.99, Holm-adjusted 99.4%) below linear, margin unclear" in rr
-    assert all(t.endswith("Each interval at its Holm step's level, family of 23.") for t in answers.values())
+    assert "stripe (1→8 data disks) 0.93 (0.88–0.99) below linear, margin unclear" in rr
+    # issue 52 item 6: one level for the page's family, said once per answer (it was ten, 95% to 99.6%)
+    assert all(t.endswith("Intervals: Holm-adjusted 99.3%, family of 23.") and t.count("%") == 1
+               for t in answers.values() if "two regimes" not in t)
     # issue 46 item 3: mirror's 1x2 baseline read amplified in every run, its larger pools not: no verdict
     assert ("not judged for stripe (interval reaches outside 0.91–1.10), mirror (not interpretable: the 1-data-disk "
             "baseline in read amplification, every run), raidz3 (interval reaches outside 0.91–1.10)") \
@@ -174,3 +209,11 @@ def test_a_cell_whose_runs_each_kept_too_few_ios_has_no_typical_p99_but_a_pooled
     assert t.loc["p99.9", "status"] == "not judged: 1800 I/Os, a p99.9 needs 10000"
     pooled = A.cell_tails(rows, hist, by=["workload", "direction"], estimand="pooled").set_index("percentile")
     assert pooled.loc["p99", "status"] == "judged" and pooled.loc["p99", "value_ns"] == 1000
+
+
+def test_a_what_ifs_comparison_says_its_p_no_finer_than_its_units():
+    from zbench.result import Comparison
+    c = Comparison("mirror", "raidz1", "iops", 2.0, 1.5, 2.5, 1.2e-6, pools=(3, 3), units=(3, 3))
+    assert "p < 0.05)" in c.sentence() and "e-06" not in c.sentence()
+    assert "p < 0.001)" in Comparison("a", "b", "iops", 2.0, 1.5, 2.5, 1.2e-6).sentence()     # sizes unknown
+    assert "p = 0.031)" in Comparison("a", "b", "iops", 2.0, 1.5, 2.5, 0.031, units=(8, 8)).sentence()

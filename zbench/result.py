@@ -22,8 +22,8 @@ from zbench_lib.analysis.data.columns import config_columns
 from zbench_lib.analysis.data.flags import select_admissible, truth_summary
 from zbench_lib.analysis.data.replication import to_units
 from zbench_lib.analysis.data.sweep_data import Sweep, load_sweep
-from zbench_lib.analysis.claims.wording import ci_text, interval_text
-from zbench_lib.analysis.stats.decision import DEFAULT_MARGIN, Decision, decide, difference
+from zbench_lib.analysis.claims.wording import ci_text, interval_text, p_text
+from zbench_lib.analysis.stats.decision import DEFAULT_MARGIN, Decision, decide, interval_verdict
 from zbench_lib.analysis.stats.ratio import log_ratio_test
 from zbench_lib.analysis.stats.stats import summary
 from zbench_lib.analysis.data.metrics import workload_metric
@@ -46,9 +46,9 @@ def _fmt(x: float, digits: int = 3) -> str:
 class Comparison:
     """This result against another: the ratio of their means with its 95% CI and p (methods §2), and the
     verdict of the one decision rule (methods §3.1, `decision.decide`): a lone comparison is a family of
-    one, so "higher/lower" needs its 95% CI to exclude 1 and clear ±`margin`, "equivalent" its 90% CI
-    (TOST at the same alpha) inside ±`margin`. `se` and `df` are the log ratio's standard error and
-    Welch df; without them (a Comparison built by hand) equivalence is not judged."""
+    one, so "higher/lower" needs its 95% CI to exclude 1 and clear ±`margin`, "equivalent" the same CI
+    to include 1 and lie inside ±`margin`. `se` and `df` are the log ratio's standard error and Welch df;
+    without them (a Comparison built by hand) the given CI is read the same way."""
     this: str
     other: str
     metric: str
@@ -61,6 +61,7 @@ class Comparison:
     df: float = math.nan
     margin: float = DEFAULT_MARGIN
     alpha: float = 0.05
+    units: tuple[int, int] | None = None    # the units a side the test used (pools or runs): how finely p is said
 
     def unit(self) -> str:
         """What the interval speaks for: the layouts (pools as units) or the two pools measured."""
@@ -77,8 +78,8 @@ class Comparison:
             return decide(math.log(self.ratio), self.se, self.df, self.alpha, self.margin)
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
             return decide(math.nan, math.nan, math.nan, self.alpha, self.margin)
-        # no SE: the 95% CI itself decides a difference; equivalence (a 90% interval) cannot be judged
-        return difference(self.low, self.high, 1 - self.alpha, self.margin)
+        # no SE: the 95% CI itself decides, as the one rule reads every interval
+        return interval_verdict(self.low, self.high, 1 - self.alpha, self.margin)
 
     def sentence(self) -> str:
         unit = UNITS.get(self.metric, (self.metric, 1))[0]
@@ -86,15 +87,20 @@ class Comparison:
             return (f"{self.this}: {self.ratio:.2f}x the {unit} of {self.other} (no interval: fewer than 2 units "
                     f"a side; {self.unit()})")
         d = self.decision
-        words = {"equivalent": f"equivalent within ±{self.margin:.0%} (TOST)",
+        words = {"equivalent": f"equivalent within ±{self.margin:.0%}",
                  "different, within margin": f"different, by less than the ±{self.margin:.0%} margin",
                  "higher, margin unclear": f"higher, but not shown to clear the ±{self.margin:.0%} margin",
                  "lower, margin unclear": f"lower, but not shown to clear the ±{self.margin:.0%} margin",
                  "inconclusive": f"inconclusive (not distinguishable, and equivalence within ±{self.margin:.0%} "
                                  "is not shown)"}
         return (f"{self.this}: {self.ratio:.2f}x the {unit} of {self.other} ({d.level_text} CI "
-                f"{ci_text(d.low, d.high, 2, level='', sep='-')}, p = {self.p:.3g}): "
+                f"{ci_text(d.low, d.high, 2, level='', sep='-')}, p {self._p()}): "
                 f"{words.get(d.verdict, d.verdict)}; {self.unit()}")
+
+    def _p(self) -> str:
+        """'= 0.031', or '< 0.05' below what its units a side support (`p_values.p_text`, methods §2)."""
+        text = p_text(self.p, *(self.units or (None, None)))
+        return text if text.startswith("<") else f"= {text}"
 
     __repr__ = sentence
 
@@ -257,7 +263,7 @@ class Result:
                 for r in (self, other))
         t = log_ratio_test(a, b)
         return Comparison(self.short_label, other.short_label, metric, t.ratio, t.low, t.high, t.p,
-                          (self.pool_count, other.pool_count), se=t.se, df=t.df)
+                          (self.pool_count, other.pool_count), se=t.se, df=t.df, units=(len(a), len(b)))
 
     @property
     def pool_count(self) -> int:

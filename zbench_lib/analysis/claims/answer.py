@@ -2,7 +2,7 @@
 
 One sentence per workload (and per group the comparison holds equal), each clause with its
 number, the interval that decided its verdict (`decision.decide`, methods §3.1: Holm-adjusted within
-the family, its level stated once per answer where it is one) and its verdict, or "not judged" with the reason said once
+the family, its one level stated once per answer) and its verdict, or "not judged" with the reason said once
 (issue 31). The numbers come from the same tables as the conclusions (`tables.scaling_table`,
 `tables.compare_table`, `tails.cell_tails`); only the wording is shorter.
 
@@ -83,7 +83,7 @@ def _linear(r, band: float) -> tuple[str, str]:
 
 SCALING_NOTE = ("Efficiency: the scaling from a family's smallest pool to its largest over the ideal (1 = linear), "
                 "across pools, beside the interval that decided its verdict: the page's scaling verdicts are one "
-                "Holm family (family-wise 95%), each interval at the level Holm's step gives it, as each answer "
+                "Holm family (family-wise 95%), every interval at the one level Holm gives it, as each answer "
                 "states (methods §10, §3.1). Linear scaling holds where that interval lies within {lo:.2f}–{hi:.2f}, "
                 "and does not hold where it lies below or above 1 (margin unclear: it reaches into that band).")
 
@@ -168,11 +168,11 @@ def _verdict(r, level: str = "") -> str:
 
 COMPARE_NOTE = ("Each ratio is a level's mean over the baseline's, across pools (or runs, where one pool was "
                 "measured), beside the interval that decided its verdict, Holm-adjusted within the workload's "
-                "family at the level each answer states (methods §3.1): higher or lower: the interval excludes 1 "
-                "and lies beyond ±{margin:.0%}; higher or lower, margin unclear: it excludes 1 but reaches "
+                "family at the one level each answer states (methods §3.1): higher or lower: the interval excludes "
+                "1 and lies beyond ±{margin:.0%}; higher or lower, margin unclear: it excludes 1 but reaches "
                 "across ±{margin:.0%}; different, within margin: it excludes 1 and lies inside ±{margin:.0%}; "
-                "no meaningful difference: equivalent within ±{margin:.0%} by TOST at the same "
-                "Holm level; inconclusive: none of these (methods §1–§4). Latencies in ms with their 95% CI.")
+                "no meaningful difference: it includes 1 and lies inside ±{margin:.0%}; inconclusive: none of "
+                "these (methods §1–§4). Latencies in ms with their 95% CI.")
 
 
 def _digits(lo, hi) -> int:
@@ -322,14 +322,14 @@ def answer_compare(cmp: pd.DataFrame, tails: pd.DataFrame | None = None, subject
 
 
 def _stated(levels: list[tuple[float, int]]) -> str:
-    """The answer's one statement of its intervals' level: once where they share it, else that each clause
-    gives its own (Holm's steps differ within a family)."""
+    """The answer's one statement of its intervals' level: once where they share it (a Holm family has one,
+    `ratio.holm`), else that each clause gives its own (an answer across families)."""
     if not levels:
         return ""
     family = _family_text(levels[0][1])
     if len(levels) == 1:
         return f" Intervals: {level_text(*levels[0])}{family}."
-    return f" Each interval at its Holm step's level{family}."
+    return " Each interval at its own family's Holm level."
 
 
 def _family(r) -> int:

@@ -156,9 +156,12 @@ def _efficiency_words(r, band, key: str = "") -> str:
 
 
 def _decided_efficiency(r, key: str = "") -> str:
-    """'Holm-adjusted 99.8% CI 0.90–0.96': the interval that decided a scaling verdict, with its level."""
-    return _ci(_at(r, "decided_low", key), _at(r, "decided_high", key),
-               level=level_text(_at(r, "decided_level", key), int(r.get("family_size", 1) or 1)))
+    """'Holm-adjusted 99.8% CI 0.90–0.96': the interval that decided a scaling verdict, with its level; the
+    page's own verdicts without it ('0.90–0.96'), their one level said once (`_family_note`)."""
+    lo, hi = _at(r, "decided_low", key), _at(r, "decided_high", key)
+    if not key:
+        return ci_text(lo, hi, 2, level="")
+    return _ci(lo, hi, level=level_text(_at(r, "decided_level", key), int(r.get("family_size", 1) or 1)))
 
 
 def _scaling_sensitivity(r, band) -> str:
@@ -212,12 +215,17 @@ def _stated_sentence(r, who, metric, band) -> str:
 
 
 def _family_note(s: pd.DataFrame) -> list[str]:
-    """The sentence that states the scaling verdicts' family and level, once per page (methods §10)."""
+    """The sentence that states the scaling verdicts' family and their one level, once per page (methods §10)."""
     n = int(s["family_size"].max()) if "family_size" in s and len(s) else 0
-    if n < 2:
+    levels = s["decided_level"].dropna().unique() if "decided_level" in s else []
+    if not len(levels):
         return []
+    if n < 2:
+        return [f"Each scaling verdict is decided by its efficiency's {level_text(levels[0], 1)} interval, the one "
+                "printed after \"deciding\" (methods §10, §3.1)."]
     return [f"The {n} scaling verdicts are one Holm family (family-wise {1 - ALPHA:.0%}): each is decided by its "
-            "efficiency's interval at the level Holm's step gives it, printed beside it (methods §10, §3.1)."]
+            f"efficiency's interval at the family's one level, {level_text(levels[0], n)}, the one printed after "
+            "\"deciding\" (methods §10, §3.1)."]
 
 
 def conclusions_scaling(scaling_df: pd.DataFrame, metric: str = "iops", band: float = LINEAR_BAND) -> list[str]:
@@ -256,18 +264,38 @@ def _verdict_text(r, base, alpha) -> str:
         return (f"{v.split(',')[0]} than {base} after Holm correction, but the Holm-adjusted interval reaches "
                 f"across the {within} margin: a difference that matters is not shown.")
     if v == "equivalent":
-        return (f"no meaningful difference (equivalent within {within}: TOST at the same Holm level, "
-                f"its interval inside the margin).")
+        return (f"no meaningful difference (equivalent within {within}: the Holm-adjusted interval includes 1 "
+                f"and lies inside the margin).")
     return (f"inconclusive: not significant after Holm correction, and equivalence within {within} at the same "
             f"Holm level is not shown.")
 
 
-def _decided_ci(r) -> str:
-    """The interval that decided the row's verdict with its level (`decision.decide`), else the adjusted CI."""
+def _decided_ci(r, level: bool = True) -> str:
+    """The interval that decided the row's verdict (`decision.decide`) with its level, or without it where the
+    level is said once for the table (`_one_level`); else the adjusted CI."""
     if "decided_low" not in r or not np.isfinite(r.get("decided_low", np.nan)):
         return _adj_ci(r)
-    n = int(r["family_size"]) if np.isfinite(r.get("family_size", np.nan)) else 1
-    return "deciding: " + _ci(r["decided_low"], r["decided_high"], level=level_text(r["decided_level"], n))
+    if not level:
+        return "deciding: " + ci_text(r["decided_low"], r["decided_high"], 2, level="")
+    return "deciding: " + _ci(r["decided_low"], r["decided_high"], level=level_text(r["decided_level"], _n_family(r)))
+
+
+def _n_family(r) -> int:
+    return int(r["family_size"]) if np.isfinite(r.get("family_size", np.nan)) else 1
+
+
+def _one_level(cmp: pd.DataFrame) -> str:
+    """The sentence that says the deciding intervals' level once, where every judged row shares one (a table of
+    one Holm family, `ratio.holm`); '' where the table holds several families' levels."""
+    if "decided_level" not in cmp:
+        return ""
+    judged = cmp[cmp["decided_level"].notna()]
+    pairs = {(round(float(r["decided_level"]), 6), _n_family(r)) for _, r in judged.iterrows()}
+    if len(pairs) != 1:
+        return ""
+    (lvl, n), = pairs
+    family = f", one level for the family of {n} (methods §3)" if n > 1 else " (methods §3.1)"
+    return f"Every deciding interval above is at {level_text(lvl, n)}{family}."
 
 
 def _not_judged(r, unit) -> str:
@@ -295,7 +323,8 @@ def conclusions_compare(cmp: pd.DataFrame, metric: str = "iops", alpha: float = 
         return ["No comparison could be made: no group holds both the baseline and another level."]
     fixed = {"factor", "level", "baseline", "n_level", "n_baseline", "mean_level", "mean_baseline"}
     by = [c for c in cmp.columns if c in CONFIG_COLUMNS and c not in fixed]
-    out, too_small = [], 0
+    out, too_small, no_effect = [], 0, 0
+    once = _one_level(cmp)
     for _, r in cmp.iterrows():
         lv, base = (format_size(int(r[k])) if str(r["factor"]).endswith("_bytes") else r[k]
                     for k in ("level", "baseline"))
@@ -307,15 +336,21 @@ def conclusions_compare(cmp: pd.DataFrame, metric: str = "iops", alpha: float = 
                 if np.isfinite(r.get("ratio", np.nan)) else ""
             out.append(f"{head}{ratio}: {_not_judged(r, unit)}.{_described(r)}{_sensitivity(r)}")
             continue
-        text = (f"{head} ratio {r['ratio']:.2f} ({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}; {_decided_ci(r)}), "
+        text = (f"{head} ratio {r['ratio']:.2f} ({_ci(r['ratio_ci_low'], r['ratio_ci_high'])}; "
+                f"{_decided_ci(r, not once)}), "
                 f"p {_p(r['p'], r)}, Holm p {_p(r['holm_p'], r)}{_hedges(r)}, "
                 f"means {_value(r['mean_level'], m)} vs {_value(r['mean_baseline'], m)}, "
                 f"n {int(r['n_level'])} vs {int(r['n_baseline'])} {unit}s: ")
         too_small += bool(r.get("mannwhitney_note")) and str(r.get("mannwhitney_note")).startswith("too small")
+        no_effect += bool(r.get("effect_size_note"))
         out.append(text + _verdict_text(r, base, alpha) + _described(r) + _sensitivity(r))
     if too_small:
         out.append(f"Mann–Whitney U is not reported for {too_small} comparison(s): at these run counts "
                    f"its smallest achievable p is not below {alpha}.")
+    if no_effect:
+        out.append(f"Hedges' g is not reported for {no_effect} comparison(s): a side has 3 units or fewer, too few "
+                   "for the SD a standardised effect divides by (methods §5).")
+    out += [once] if once else []
     out.append(_held_sentence(cmp))
     metrics = set(cmp["metric"].dropna()) if "metric" in cmp else {metric}
     return out + _unit_note(cmp) + ([TAIL_NOTE] if any(str(m).startswith(("clat_p", "lat_p")) for m in metrics)

@@ -9,9 +9,10 @@ live here (issue 31):
                              and whose low end never prints as 0 when it is not ("0.0012–0.094")
     interval_text(lo, hi, n) a table cell's interval: its ends in the cell's format, "one value (n = 3)"
                              where it has zero width
-    p_text(p, n_a, n_b)      a p-value to what the design supports: below 0.01 it is printed as
-                             "< 0.01" while a side has fewer than 5 units, "< 0.001" below that
-                             (a Welch t tail from 3 against 3 pools is a model's, not the data's)
+    p_text(p, n_a, n_b)      a p-value to what the design supports (`stats.p_values`, methods §2): below
+                             the first of 0.05, 0.01, 0.001 at or above the smallest p the exact
+                             permutation test reaches with those units, a bound ("< 0.05" from 3
+                             against 3 pools: a Welch t tail below 0.1 there is the model's, not the data's)
     effect_size_ok(...)      whether Hedges' g means something: not from a spread below 1% of
                              the mean, where g runs to hundreds and says only that the SD is tiny
     say_once(text)           a "; "-joined list of reasons with each fragment said once (and
@@ -23,7 +24,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-SMALL_DESIGN = 5        # units a side below which a p is printed no finer than 0.01
+from zbench_lib.analysis.stats.p_values import p_text as p_text   # the one rule, for every page's sentences
+
 G_MIN_SPREAD = 0.01     # pooled SD over the mean below which Hedges' g is not reported
 
 
@@ -99,23 +101,6 @@ def interval_text(lo, hi, n: int | None = None, end=None) -> str:
     if a != b:
         return f"{a}–{b}"
     return ci_text(float(lo), float(hi), level="", n=None if n is None or n != n else int(n))
-
-
-def p_text(p, n_a: int | None = None, n_b: int | None = None) -> str:
-    """A p-value printed no finer than the design supports.
-
-    Examples
-    --------
-    >>> p_text(0.0004, 3, 3), p_text(0.0004, 6, 6), p_text(0.0312, 3, 3), p_text(float("nan"))
-    ('< 0.01', '< 0.001', '0.031', 'n/a')
-    """
-    if p is None or not math.isfinite(p):
-        return "n/a"
-    small = n_a is not None and n_b is not None and min(n_a, n_b) < SMALL_DESIGN
-    floor = 0.01 if small else 0.001
-    if p < floor:
-        return f"< {floor:g}"
-    return f"{p:.2f}" if p >= 0.1 else f"{p:.3f}" if p >= 0.01 else f"{p:.4f}"
 
 
 def effect_size_ok(g, mean_a, mean_b) -> bool:

@@ -89,6 +89,20 @@ def resolve_sweep_dir(path) -> Path:
     return p.resolve()
 
 
+def read_results(path: Path) -> pd.DataFrame:
+    """A sweep directory's results table as stored: results.parquet, else results.csv."""
+    if (path / "results.parquet").exists():
+        return pd.read_parquet(path / "results.parquet")
+    if (path / "results.csv").exists():
+        return pd.read_csv(path / "results.csv")
+    raise ConfigError(f"{path} has no results.parquet or results.csv: has the sweep run?")
+
+
+def data_disks_vary(df: pd.DataFrame) -> bool:
+    """Whether some layout's data disks vary in `df`: a scaling study, what the scaling notebook needs."""
+    return {"layout", "data_disks"} <= set(df) and bool((df.groupby("layout")["data_disks"].nunique() > 1).any())
+
+
 def load_sweep(path) -> Sweep:
     """Read a sweep directory: spec.yaml, provenance.json, results.parquet (or .csv), plan.json,
     latency_hist.parquet.
@@ -115,13 +129,7 @@ def load_sweep(path) -> Sweep:
         releases.append({k: session.get(k) for k in ("zfs_userland", "zfs_kmod", "zfs_version", "zfs_kmod_version")})
     if len({json.dumps(r, sort_keys=True) for r in releases}) > 1:     # else the merged record says it
         prov["session_openzfs"] = releases
-    if (p / "results.parquet").exists():
-        df = pd.read_parquet(p / "results.parquet")
-    elif (p / "results.csv").exists():
-        df = pd.read_csv(p / "results.csv")
-    else:
-        raise ConfigError(f"{p} has no results.parquet or results.csv: has the sweep run?")
-    df = normalise_flags(df)
+    df = normalise_flags(read_results(p))
     if "run_id" in df:                          # first attempts are primary: replacements are marked
         df["replacement"] = df["run_id"].isin(replacement_runs(read_events(p)))
     if "surface" in df and spec:                # only raw cells carry it: the others are the spec's surface

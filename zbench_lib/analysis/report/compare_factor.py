@@ -1,10 +1,11 @@
 """Which factor a single sweep's comparison takes by default, and against which level.
 
 The client count where a sweep varies it, else the OpenZFS release, else the layout, else the first other
-factor that varies, in the order below (the questions users ask most first; queue depth, a setting of the
-workload, last); the baseline is ZFS's default where the factor has one (sync=standard, fs none, access local), the
-bare disks where a sweep has them (layout raw), else the first level (layouts in their usual
-order, numbers smallest first), as long as it has admissible units to be judged: else the level with the most
+factor that varies, in the order below (the questions users ask most first; the workload's own settings, I/O
+size and queue depth, last; a vdev's width and count only where the data disks stay the same, else the scaling
+notebook's); the baseline is ZFS's default where the factor has one (sync=standard, fs none, access local), the
+bare disks where a sweep has them (layout raw), else the first level (layouts in their usual order, numbers
+smallest first), as long as it has admissible units to be judged: else the level with the most
 (`baseline_choice`).
 
 The report's first screen takes the factor the sweep's `question:` names first, by its name or one of its levels,
@@ -26,31 +27,40 @@ import pandas as pd
 from zbench_lib.analysis.data.columns import LABEL_PREFIX, MODULE_PARAM_COLUMNS
 from zbench_lib.analysis.data.coverage import MIN_UNITS
 from zbench_lib.analysis.data.replication import pool_replicates, resolve_unit
-from zbench_lib.analysis.data.sweep_data import AUX_VDEVS, parse_level, setting_text, varying_columns
+from zbench_lib.analysis.data.sweep_data import (AUX_VDEVS, data_disks_vary, parse_level, setting_text,
+                                                 varying_columns)
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER
 from zbench_lib.analysis.stats.tables import block_column, comparison_by
 from zbench_lib.core.errors import ConfigError
 from zbench_lib.core.sizes import format_size
 
 # clients first: only a sweep whose load came from client VMs has the column, and where it varies the sweep asks
-# how the aggregate scales with clients (issue 30); its pool settings (sync, layout) are then the held groups
-COMPARE_ORDER = ("clients", "zfs", "layout", "sync", "log", "log_mirror", "cache", "special", "special_small_blocks",
-                 "model", "log_model", "cache_model", "special_model", "fs", "access", "fill", "logbias",
-                 "compression", "primarycache", "secondarycache", "checksum", "copies", "atime",
-                 *MODULE_PARAM_COLUMNS, "iodepth", "numjobs")     # depth last: a workload setting, not the pool's
+# how the aggregate scales with clients (issue 30); its pool settings (sync, layout) are then the held groups.
+# The pool's shape (width, vdevs) and sector size (ashift) after the layout, the I/O size (bs_bytes) first of the
+# workload's settings: a sweep of any of them alone had no analysis (issue 52 item 8).
+COMPARE_ORDER = ("clients", "zfs", "layout", "width", "vdevs", "ashift", "sync", "log", "log_mirror", "cache",
+                 "special", "special_small_blocks", "model", "log_model", "cache_model", "special_model", "fs",
+                 "access", "fill", "logbias", "compression", "primarycache", "secondarycache", "checksum", "copies",
+                 "atime", *MODULE_PARAM_COLUMNS, "bs_bytes", "iodepth", "numjobs")  # the workload's settings last
 # raw: ZFS layouts beside the bare disks are read as a share of what the disks give
 BASE_LEVEL = {"sync": "standard", "logbias": "latency", "fs": "none", "access": "local", "fill": "whole",
               "layout": "raw"}
 
 
-WORKLOAD_SETTINGS = ("iodepth", "numjobs")
+WORKLOAD_SETTINGS = ("bs_bytes", "iodepth", "numjobs")
+SHAPE_FACTORS = ("width", "vdevs")
 
 
 def _varies(df: pd.DataFrame, column: str) -> bool:
-    # A workload's own depth differs between workloads (8 for random reads, 4 for sequential):
-    # depth is a factor only where it varies within one workload.
+    # A workload's own depth and I/O size differ between workloads (8 for random reads, 4 for sequential; 4K
+    # and 1M): each is a factor only where it varies within one workload.
     if column in WORKLOAD_SETTINGS and "workload" in df:
         return bool((df.groupby("workload")[column].nunique() > 1).any())
+    # Where a layout's data disks vary, the scaling notebook's families set each width and vdev count against
+    # the layout's smallest pool; a shape factor is compared on its own only where the data disks stay the same
+    # (2-way against 3-way mirrors of the same vdevs).
+    if column in SHAPE_FACTORS and data_disks_vary(df):
+        return False
     return df[column].nunique() > 1
 
 
@@ -68,8 +78,8 @@ def auto_factor(df: pd.DataFrame) -> str | None:
 
 
 # What a question may call a factor beside its column's name and its levels: an auxiliary vdev by its role
-# ("a fast SLOG", "an L2ARC"), the queue depth by its plain name.
-QUESTION_WORDS = {**{c: (role,) for c, role in AUX_VDEVS.items()}, "iodepth": ("depth",)}
+# ("a fast SLOG", "an L2ARC"), the queue depth and the I/O size (bs) by their plain names.
+QUESTION_WORDS = {**{c: (role,) for c, role in AUX_VDEVS.items()}, "iodepth": ("depth",), "bs_bytes": ("I/O size",)}
 
 
 def _question_words(df: pd.DataFrame, column: str) -> list[str]:

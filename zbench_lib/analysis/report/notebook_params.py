@@ -5,7 +5,8 @@ Notebooks); and `zbench report --param` must refuse a bad value before any work 
 notebook's kernel would give (issue 31). So both call `check_parameters(notebook, values)`: a bad value is
 one line, a ConfigError naming the notebook, the parameter, what it takes and what it got.
 
-    check_parameters("analysis-scaling", globals())   an AnalysisParameters record, or ConfigError
+    check_parameters("analysis-scaling", globals())   an AnalysisParameters record, or ConfigError (also where
+                                                        the sweep is no scaling study: no disk count varies)
     NOTEBOOK_PARAMETERS                                 the parameters each notebook declares
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from zbench_lib.analysis.data.sweep_data import resolve_sweep_dir
+from zbench_lib.analysis.data.sweep_data import data_disks_vary, read_results, resolve_sweep_dir
 from zbench_lib.core.errors import ConfigError
 
 # Each notebook's parameters cell declares exactly these, in this order (tests/test_notebooks_tagged.py).
@@ -113,4 +114,21 @@ def check_parameters(notebook: str, values: Mapping) -> AnalysisParameters:
             checked[name] = _metric(notebook, values[name]) if name == "metric" else CHECKS[name](name, values[name])
         except ValueError as exc:
             raise ConfigError(f"{notebook}: {exc}") from None
-    return AnalysisParameters(notebook=notebook, **checked)
+    params = AnalysisParameters(notebook=notebook, **checked)
+    if notebook == "analysis-scaling":
+        _check_scaling_design(params.sweep_dir)
+    return params
+
+
+def _check_scaling_design(path: Path) -> None:
+    """Refuse a sweep whose layouts each have one data-disk count: there is nothing to scale, and the notebook ran
+    to a page of one-configuration sentences (issue 52 item 8). The design's, every run: a count whose runs
+    were all flagged still makes a scaling study, its cells "not judged"."""
+    df = read_results(path)
+    if data_disks_vary(df):
+        return
+    counts = (", ".join(f"{lay} {'/'.join(f'{d:g}' for d in sorted(g.dropna().unique()))}"
+                        for lay, g in df.groupby("layout")["data_disks"])
+              if {"layout", "data_disks"} <= set(df) else "no layout or data_disks column")
+    raise ConfigError(f"analysis-scaling: {path.name} varies no layout's disk count (data disks: {counts}), so "
+                      "there is nothing to scale; the compare notebook compares what it varies (--notebooks compare)")

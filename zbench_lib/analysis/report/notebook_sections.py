@@ -126,7 +126,7 @@ def comparison_table(cmp: pd.DataFrame) -> Compact:
     """A comparison (`compare_table`) in short rows: per held-equal group, each level against the baseline (n,
     means, the ratio with the interval that decided its verdict and that interval's level (methods §3.1),
     Holm's p, Hedges' g, the verdict); why not judged, the describing flags,
-    the sensitivity lines and Mann-Whitney's note as numbered notes."""
+    the sensitivity lines, why no effect size and Mann-Whitney's note as numbered notes."""
     groups = tuple(c for c in cmp.columns if c in CONFIG_COLUMNS)
     # one baseline for every row is said once, in the table's title, not on each row
     base = ("baseline",) if "baseline" in cmp and cmp["baseline"].nunique() > 1 else ()
@@ -134,7 +134,7 @@ def comparison_table(cmp: pd.DataFrame) -> Compact:
     interval = ("ratio", "decided_low", "decided_high") if decided else ("ratio", "ratio_ci_low", "ratio_ci_high")
     return Compact((*groups, "level", *base, "n_level", "n_baseline", "mean_level", "mean_baseline", "ratio",
                     *(("decided_level",) if decided else ()), "holm_p", "hedges_g", "verdict"), intervals=(interval,),
-                   notes=("note", "described", "sensitivity", "mannwhitney_note"))
+                   notes=("note", "described", "sensitivity", "effect_size_note", "mannwhitney_note"))
 
 
 def truth_checks_html(results: pd.DataFrame, cells: pd.DataFrame, include_flagged: bool = False) -> str:

@@ -1,8 +1,9 @@
 """Tables as people read them: units in the headers, no index, no scientific notation.
 
     readable_html(df)       a plain HTML table: bytes/s as MiB/s, ns as ms, block sizes as 16K,
-                            p-values as 0.012 or <0.001, counts with thousands separators,
-                            True/False/empty as yes/no/not judged; no index; long tables cut
+                            p-values as 0.012 or "< 0.05" (no finer than a row's units support),
+                            counts with thousands separators, True/False/empty as yes/no/not judged;
+                            no index; long tables cut
     readable(df)            the same formats as a pandas Styler (for .to_latex() and friends)
     compact_html(df, how)   a wide table in a few one-line columns (`Compact`): value and interval in one
                             cell, long texts as numbered notes folded under the table
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from zbench_lib.analysis.claims.wording import interval_text
+from zbench_lib.analysis.claims.wording import interval_text, p_text
 from zbench_lib.analysis.figures.plot_base import fmt
 from zbench_lib.core.sizes import format_size
 
@@ -52,10 +53,6 @@ def _size(v) -> str:
     return f"{n:.0f} B"
 
 
-def _pvalue(v) -> str:
-    return "<0.001" if float(v) < 0.001 else f"{float(v):.3f}"
-
-
 def column_format(name: str, series: pd.Series):
     """(header, formatter) of one column, from its name and its values."""
     kind = series.dtype.kind if hasattr(series, "dtype") else "O"
@@ -68,8 +65,8 @@ def column_format(name: str, series: pd.Series):
         return name, lambda v: "" if _missing(v) else _size(v)
     if not numeric:
         return name, lambda v: "" if _missing(v) else str(v)
-    if name in _P_COLUMNS or name.endswith("_p"):
-        return name, lambda v: "" if _missing(v) else _pvalue(v)
+    if _is_p(name):
+        return name, lambda v: "" if _missing(v) else p_text(float(v))
     if name.endswith("_ns") or "_ns_" in name:
         return name.replace("_ns", "") + " (ms)", lambda v: "" if _missing(v) else fmt(v / 1e6)
     if "bytes_s" in name or name.startswith("bw_"):
@@ -120,9 +117,22 @@ class _Cells:
         return [n + u for n, u in zip(self.numbers, self.units)]
 
 
+def _is_p(name: str) -> bool:
+    return name in _P_COLUMNS or name.endswith("_p")
+
+
+def _p_cells(df: pd.DataFrame, name: str) -> _Cells:
+    """A comparison's p-values, each no finer than its row's units a side support (`p_values.p_text`)."""
+    texts = ["" if _missing(v) else p_text(float(v), None if _missing(a) else a, None if _missing(b) else b)
+             for v, a, b in zip(df[name], df["n_level"], df["n_baseline"])]
+    return _Cells(name, texts, [""] * len(df), [1.0] * len(df), [str] * len(df))
+
+
 def _cells(df: pd.DataFrame, name: str) -> _Cells:
     """A column of metric values in each row's unit (the unit in the header when the rows share one, else after
-    each number); any other as `column_format` writes it."""
+    each number); a comparison's p to what its units support; any other as `column_format` writes it."""
+    if _is_p(name) and {"n_level", "n_baseline"} <= set(df) and df[name].dtype.kind in "fiu":
+        return _p_cells(df, name)
     if name not in METRIC_VALUES or "metric" not in df or not df["metric"].notna().any():
         header, f = column_format(name, df[name])
         return _Cells(header, [f(v) for v in df[name]], [""] * len(df), [1.0] * len(df), [f] * len(df))

@@ -91,6 +91,20 @@ def mannwhitney(a, b, alpha: float = 0.05) -> tuple[float, str]:
     return p, "exact p assumes no ties; the samples have ties" if ties else ""
 
 
+EFFECT_MIN_UNITS = 4     # units a side from which a standardised effect size is computed (methods §5)
+EFFECT_NOTE = ("effect sizes (Hedges' g, Cliff's δ) not computed: a side has 3 units or fewer (the pooled SD of "
+               "3 against 3 rests on 4 degrees of freedom, its 95% interval a factor of 4.8 wide)")
+
+
+def effect_sizes(x, base) -> dict:
+    """Hedges' g and Cliff's δ of `x` against `base`, with `effect_size_note`; none where a side has fewer than
+    EFFECT_MIN_UNITS units: the SD that standardises g is then a guess (g ran to −113 from 3 pools a side on the
+    scaling example), and δ is ±1 whenever the samples do not overlap."""
+    if min(len(x), len(base)) < EFFECT_MIN_UNITS:
+        return dict(hedges_g=math.nan, cliffs_delta=math.nan, effect_size_note=EFFECT_NOTE)
+    return dict(hedges_g=hedges_g(x, base), cliffs_delta=cliffs_delta(x, base), effect_size_note="")
+
+
 def _one(x, base, alpha: float, margin: float, geometric: bool = False) -> dict:
     """Every statistic of one comparison (level values `x` against baseline values `base`); `geometric` for
     units' latency percentiles: the ratio of geometric means, Welch's t on the logs (methods §18)."""
@@ -101,12 +115,12 @@ def _one(x, base, alpha: float, margin: float, geometric: bool = False) -> dict:
     return dict(ratio=r.ratio, ratio_ci_low=r.low, ratio_ci_high=r.high, p=r.p,
                 tost_ci90_low=t.low if t else math.nan, tost_ci90_high=t.high if t else math.nan,
                 tost_p=t.p if t else math.nan, equivalent=bool(t.equivalent) if t else False,
-                margin=margin, hedges_g=hedges_g(x, base), cliffs_delta=cliffs_delta(x, base),
+                margin=margin, **effect_sizes(values(x), values(base)),
                 mannwhitney_p=mw_p, mannwhitney_note=mw_note, log_se=r.se, welch_df=r.df)
 
 
 def adjust(out: pd.DataFrame, family, alpha: float = 0.05, valid=None) -> pd.DataFrame:
-    """Holm p, the Holm step's level, the adjusted CI and the verdict, per family (`ratio.holm`).
+    """Holm p, the family's one Holm level, the adjusted CI and the verdict, per family (`ratio.holm`).
 
     `family` lists the columns whose values delimit a family (None: the whole table).
     `valid` (a boolean per row, default all) marks the comparisons that may enter a family:
@@ -148,8 +162,8 @@ def _decision(row):
 def verdict(row, alpha: float = 0.05) -> str:
     """The row's verdict under the one decision rule (`decision.decide`, methods §3.1): higher / lower
     (the Holm-adjusted interval excludes 1 and clears the margin), different, within the margin,
-    equivalent (TOST at the same Holm level), inconclusive, or not judged. `alpha` is the row's
-    family's: its Holm level `holm_alpha` carries it."""
+    equivalent (the same interval includes 1 and lies inside the margin), inconclusive, or not judged.
+    `alpha` is the row's family's: its Holm level `holm_alpha` carries it."""
     d = _decision(row)
     return d.verdict if d else NOT_JUDGED
 
@@ -157,14 +171,14 @@ def verdict(row, alpha: float = 0.05) -> str:
 COLUMNS = ("factor", "level", "baseline", "unit", "estimand", "n_level", "n_baseline", "runs_level",
            "runs_baseline", "mean_level", "mean_baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "p", "holm_p",
            "holm_alpha", "adj_ci_low", "adj_ci_high", "significant", "tost_ci90_low", "tost_ci90_high",
-           "tost_p", "equivalent", "margin", "hedges_g", "cliffs_delta", "mannwhitney_p",
+           "tost_p", "equivalent", "margin", "hedges_g", "cliffs_delta", "effect_size_note", "mannwhitney_p",
            "mannwhitney_note", "verdict", "decided_low", "decided_high", "decided_level", "family_size",
            "log_se", "welch_df", "note")
 # The statistics of a comparison that has none (a side's unit cannot support the percentile compared).
 _NO_STATS = dict(ratio=math.nan, ratio_ci_low=math.nan, ratio_ci_high=math.nan, p=math.nan, tost_ci90_low=math.nan,
                  tost_ci90_high=math.nan, tost_p=math.nan, equivalent=False, hedges_g=math.nan,
-                 cliffs_delta=math.nan, mannwhitney_p=math.nan, mannwhitney_note="", log_se=math.nan,
-                 welch_df=math.nan)
+                 cliffs_delta=math.nan, effect_size_note="", mannwhitney_p=math.nan, mannwhitney_note="",
+                 log_se=math.nan, welch_df=math.nan)
 
 
 def _units(df: pd.DataFrame, metric: str, keys: list, unit: str, hist) -> tuple[pd.DataFrame, str, str]:
@@ -217,9 +231,10 @@ def compare(df: pd.DataFrame, metric: str, factor: str, baseline, by=None, alpha
 
     Columns: `ratio` with its (1 − alpha) CI `ratio_ci_low/high`; `p`, the two-sided p of the
     log ratio (the CI excludes 1 iff p < alpha); `holm_p` within the family; `holm_alpha`, the
-    level Holm's step assigns, and `adj_ci_low/high`, the (1 − holm_alpha) CI, which excludes
+    family's one level (Holm's last step), and `adj_ci_low/high`, the (1 − holm_alpha) CI, which excludes
     1 iff holm_p < alpha (`significant`); TOST at ±`margin` (`tost_*`, `equivalent`);
-    Hedges' g, Cliff's δ; exact Mann–Whitney where n allows; `verdict` (see `verdict`) with the
+    Hedges' g and Cliff's δ from 4 units a side (`effect_sizes`; else `effect_size_note` says why they are
+    absent); exact Mann–Whitney where n allows; `verdict` (see `verdict`) with the
     interval that decided it, `decided_low/high` at confidence `decided_level`, in a family of
     `family_size` comparisons (`decision.decide`). `tost_*` and `equivalent` are the unadjusted
     TOST, kept for reference; the verdict never reads them. `estimand` says what a side's value is.

@@ -1,29 +1,33 @@
 """One decision rule for every comparison a page, notebook, export or `r.compare()` prints (methods §3.1).
 
 A comparison is its log-ratio estimate ln(mA/mB), the standard error of that estimate, its Welch df
-(`ratio.log_ratio_test`), the level α' Holm's step assigns it in its family (`ratio.holm`; α for a
-family of one), and the practical margin m (default ±5%, the bounds [1/(1+m), 1+m] of
-`ratio.equivalence_bounds`). `decide` reads all of it and returns a `Decision`: the verdict, the
-interval that decided it and that interval's level.
+(`ratio.log_ratio_test`), the one level α' Holm gives its family (`ratio.holm`: the level of Holm's last
+step; α for a family of one), and the practical margin m (default ±5%, the bounds [1/(1+m), 1+m] of
+`ratio.equivalence_bounds`). `decide` reads all of it and returns a `Decision`: the verdict, the one
+interval that decided it, the (1 − α') interval, and that interval's level. Every verdict is where that
+interval lies against 1 and the margin (`interval_verdict`):
 
-    higher / lower                 the (1 − α') interval excludes 1 AND lies wholly beyond the margin
+    higher / lower                 it excludes 1 AND lies wholly beyond the margin
                                    (low > 1+m, or high < 1/(1+m)): different, by more than the margin
-    different, within margin       the (1 − α') interval excludes 1 and lies wholly inside the margin:
+    different, within margin       it excludes 1 and lies wholly inside the margin:
                                    a difference is shown, and it is smaller than one that matters
-    higher / lower, margin unclear the (1 − α') interval excludes 1 but reaches across the margin: the
+    higher / lower, margin unclear it excludes 1 but reaches across the margin: the
                                    direction is shown, a difference that matters is not
-    equivalent                     TOST at the same α': the (1 − 2α') interval lies inside the margin
+    equivalent                     it includes 1 and lies wholly inside the margin (TOST at α'/2)
     inconclusive                   none of these
     not judged                     no interval (fewer than 2 units a side, no SE)
 
-Why: (1) "higher/lower" from the Holm-adjusted interval keeps the family-wise error of difference
-claims at α (Holm's step-down); asking it also to clear the margin only removes claims, so it keeps
-that bound, and a difference of 3% that the design resolves is not sold as a finding. (2) The TOST of
-a comparison runs at its own Holm level α', so "no difference" is never easier to claim than
-"different" in the same family: at α' ≤ α/(m − k* + 1) for each of the at most m − k* comparisons Holm
-did not reject, the family-wise error of equivalence claims is at most α by Bonferroni's inequality.
-(3) The interval printed beside a verdict is the one that decided it, with its level, so a reader who
-checks the interval against 1 and the margin reaches the verdict on the page.
+Why: (1) "higher/lower" from the Holm-consistent interval keeps the family-wise error of difference
+claims at α (Holm's step-down: the interval excludes 1 exactly when Holm rejects); asking it also to
+clear the margin only removes claims, so it keeps that bound, and a difference of 3% that the design
+resolves is not sold as a finding. (2) "No difference" is read on the same interval, so it is never
+easier to claim than "different" in the same family: an interval at 1 − α' inside the margin is TOST at
+α'/2, and at α' = α/(m − k* + 1) for each of the at most m − k* + 1 comparisons Holm did not reject, the
+family-wise error of equivalence claims is at most α/2 by Bonferroni's inequality. (3) The interval
+printed beside a verdict is the one that decided it, one per comparison at one level per family, so a
+reader who checks it against 1 and the margin reaches the verdict on the page, and a page states its
+level once (issue 52 item 6: before, equivalence was read on a (1 − 2α') interval and each rejected
+comparison had its own Holm step's level, ten levels on the scaling page).
 """
 
 from __future__ import annotations
@@ -46,9 +50,9 @@ DEFAULT_MARGIN = 0.05
 class Decision:
     """A comparison's verdict and the interval that decided it.
 
-    `level` is that interval's confidence level (0.983 for a Holm step at α' = 0.0167; 0.90 for the
-    TOST of a lone comparison); `family_size` the comparisons in its Holm family; `margin` the
-    practical margin; `reason` the verdict in one clause."""
+    `level` is that interval's confidence level (0.983 for a family whose Holm level is α' = 0.0167; 0.95
+    for a lone comparison); `family_size` the comparisons in its Holm family; `margin` the practical
+    margin; `reason` the verdict in one clause."""
     verdict: str
     low: float
     high: float
@@ -74,13 +78,26 @@ def _finite(*xs) -> bool:
     return all(x is not None and math.isfinite(float(x)) for x in xs)
 
 
-def difference(lo: float, hi: float, level: float, margin: float = DEFAULT_MARGIN, family_size: int = 1) -> Decision:
-    """The verdict of an interval (lo, hi) at `level` that excludes 1: higher/lower when it clears the
-    margin, "different, within margin" inside it, "margin unclear" across it; inconclusive when it
-    does not exclude 1 (equivalence needs the estimate and its SE: `decide`)."""
+def interval_verdict(lo: float, hi: float, level: float, margin: float = DEFAULT_MARGIN,
+                     family_size: int = 1) -> Decision:
+    """The verdict of an interval (lo, hi) at `level` (the table of this module's docstring): against 1 and
+    the margin, higher/lower when it excludes 1 and clears the margin, "different, within margin" inside it,
+    "margin unclear" across it; equivalent when it includes 1 and lies inside the margin; else inconclusive.
+
+    Examples
+    --------
+    >>> interval_verdict(1.10, 1.30, 0.95).verdict, interval_verdict(0.97, 1.03, 0.95).verdict
+    ('higher', 'equivalent')
+    >>> interval_verdict(0.90, 1.20, 0.95).verdict
+    'inconclusive'
+    """
     lo_b, hi_b = equivalence_bounds(margin)
     if not (lo > 1 or hi < 1):
-        return Decision(INCONCLUSIVE, lo, hi, level, family_size, margin, "the interval includes 1")
+        if lo_b < lo and hi < hi_b:
+            return Decision(EQUIVALENT, lo, hi, level, family_size, margin,
+                            f"the interval includes 1 and lies inside ±{margin:.0%}")
+        return Decision(INCONCLUSIVE, lo, hi, level, family_size, margin,
+                        f"the interval includes 1 and reaches past ±{margin:.0%}")
     if lo > hi_b:
         return Decision(HIGHER, lo, hi, level, family_size, margin,
                         f"the interval excludes 1 and lies above +{margin:.0%}")
@@ -96,10 +113,11 @@ def difference(lo: float, hi: float, level: float, margin: float = DEFAULT_MARGI
 
 def decide(log_ratio: float, se: float, df: float, step_alpha: float, margin: float = DEFAULT_MARGIN,
            family_size: int = 1) -> Decision:
-    """The verdict of one comparison under the rule of this module's docstring.
+    """The verdict of one comparison under the rule of this module's docstring: its (1 − α') interval,
+    exp(ln r ± t(1 − α'/2, df) · se), read by `interval_verdict`.
 
-    `step_alpha` is α', the level Holm's step assigns the comparison in its family (`ratio.holm`;
-    the family's α for a family of one).
+    `step_alpha` is α', the level Holm gives the comparison's family (`ratio.holm`; the family's α for a
+    family of one).
 
     Examples
     --------
@@ -112,18 +130,9 @@ def decide(log_ratio: float, se: float, df: float, step_alpha: float, margin: fl
     >>> decide(math.log(1.11), 0.02, 6.0, 0.01, family_size=6).verdict
     'higher, margin unclear'
     """
-    lo_b, hi_b = equivalence_bounds(margin)
     if not (_finite(log_ratio, se, df, step_alpha) and df > 0 and se >= 0 and 0 < step_alpha < 0.5):
         return Decision(NOT_JUDGED, math.nan, math.nan, math.nan, family_size, margin,
                         "no interval: fewer than 2 units a side")
-    t1 = float(sps.t.ppf(1 - step_alpha / 2, df))
-    lo, hi = math.exp(log_ratio - t1 * se), math.exp(log_ratio + t1 * se)
-    if lo > 1 or hi < 1:
-        return difference(lo, hi, 1 - step_alpha, margin, family_size)
-    t2 = float(sps.t.ppf(1 - step_alpha, df))
-    elo, ehi = math.exp(log_ratio - t2 * se), math.exp(log_ratio + t2 * se)
-    if elo > lo_b and ehi < hi_b:
-        return Decision(EQUIVALENT, elo, ehi, 1 - 2 * step_alpha, family_size, margin,
-                        f"TOST at the same level: the interval lies inside ±{margin:.0%}")
-    return Decision(INCONCLUSIVE, lo, hi, 1 - step_alpha, family_size, margin,
-                    f"the interval includes 1 and reaches past ±{margin:.0%}")
+    t = float(sps.t.ppf(1 - step_alpha / 2, df))
+    lo, hi = math.exp(log_ratio - t * se), math.exp(log_ratio + t * se)
+    return interval_verdict(lo, hi, 1 - step_alpha, margin, family_size)

@@ -4,7 +4,7 @@ An efficiency E = (T(D)/T(D0)) / (D/D0) is a ratio of two means divided by a con
 the standard error and Welch df of that ratio's log (§1; `stats.scaling`'s `log_se`, `welch_df`).
 "Linear" is E = 1, and "close to linear" is E inside the band [1/(1+b), 1+b]: the two questions the
 one decision rule (`decision.decide`) answers about a ratio and its margin. So the verdicts come from
-it, at the level Holm's step-down assigns each in one family: every verdict the page states (each
+it, at the one level Holm's step-down gives their family: every verdict the page states (each
 scaling family's efficiency at its largest judged pool, for every workload), as the verdicts of a
 comparison come from theirs (§3). Before, each was an unadjusted 95% statement, 24 of them on the
 scaling example's first screen.
@@ -12,8 +12,8 @@ scaling example's first screen.
     decide's verdict            the scaling verdict (`conclusions.efficiency_verdict` words it)
     higher / lower              above / below linear: the adjusted interval lies beyond the band
     ..., margin unclear         above / below linear, margin unclear: it excludes 1, reaches into the band
-    different, within margin    close to linear: the adjusted interval lies inside the band
-    equivalent                  close to linear: TOST at the same level (the (1 − 2α') interval inside it)
+    different, within margin    close to linear: the adjusted interval lies inside the band, excluding 1
+    equivalent                  close to linear: the adjusted interval lies inside the band, including 1
     inconclusive                too uncertain to call
 
 A ratio across two regimes (every run of one side in a mode a truth check declares `regime`, the
@@ -137,8 +137,8 @@ def judge_linearity(scal: pd.DataFrame, band: float = LINEAR_BAND, alpha: float 
     """The scaling table (`tables.scaling_table`) with the verdicts the page states, one Holm family.
 
     Adds `stated` (the row a family's verdict is given at), `regime` (what differs in regime from the
-    baseline: no verdict then), `linear_p` (two-sided p of E = 1), `holm_p`, `holm_alpha` (the Holm step's
-    level), `family_size` (the verdicts in the family), and `verdict` (`decision.decide`'s, with margin
+    baseline: no verdict then), `linear_p` (two-sided p of E = 1), `holm_p`, `holm_alpha` (the family's one
+    Holm level), `family_size` (the verdicts in the family), and `verdict` (`decision.decide`'s, with margin
     `band`) with the interval that decided it, `decided_low/high` at confidence `decided_level`. Where the
     table has sensitivity alternatives, `sensitivity_<key>_verdict` and `_decided_*`: the verdicts that
     alternative's runs give, the family judged again (as `tables.compare_table`'s are).

@@ -213,18 +213,22 @@ def tost(a, b, margin_ratio: float = 0.05, alpha: float = 0.05, geometric: bool 
 
 
 def holm(p, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-    """Holm-adjusted p (statsmodels `multipletests`) and the level of each adjusted CI.
+    """Holm-adjusted p (statsmodels `multipletests`) and the one level of the family's adjusted CIs.
 
     Step-down Bonferroni–Holm: sorted p_(1) <= ... <= p_(m) are tested at α/m, α/(m−1), ...
-    until the first that fails, k*. A comparison at rank k gets the level α/(m − min(k, k*) + 1):
-    its own step if rejected, the failing step's otherwise. Then the (1 − level) CI excludes
-    1 exactly when the Holm p is below α. NaN p stay NaN and are not counted in m.
+    until the first that fails, k*. Every comparison of the family gets the level of that last step,
+    α* = α/(m − k* + 1) (α where Holm rejects all: the last step's). Then the (1 − α*) CI excludes 1
+    exactly when the Holm p is below α: a rejected p_(k), k < k*, is below α/(m − k + 1) <= α*, and
+    every other is at least p_(k*) >= α*. One level, so a page states it once (methods §3; before, each
+    rejected comparison had its own step's, ten levels on one page). NaN p stay NaN, not counted in m.
 
     Examples
     --------
     >>> adj, level = holm([0.01, 0.04, 0.03])
     >>> [round(float(v), 3) for v in adj], [round(float(v), 4) for v in level]
-    ([0.03, 0.06, 0.06], [0.0167, 0.025, 0.025])
+    ([0.03, 0.06, 0.06], [0.025, 0.025, 0.025])
+    >>> [round(float(v), 4) for v in holm([0.001, 0.002])[1]]      # both rejected: the last step's, α
+    [0.05, 0.05]
     """
     p = np.asarray(p, dtype=float)
     adj, level = np.full(p.shape, np.nan), np.full(p.shape, np.nan)
@@ -233,8 +237,7 @@ def holm(p, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
         return adj, level
     adj[ok] = multipletests(p[ok], alpha=alpha, method="holm")[1]
     m = len(ok)
-    order = ok[np.argsort(p[ok], kind="stable")]
-    failed = np.flatnonzero(adj[order] >= alpha)
-    k_star = failed[0] if len(failed) else m                 # 0-based rank of the first failure
-    level[order] = alpha / (m - np.minimum(np.arange(m), k_star))
+    failed = np.flatnonzero(np.sort(adj[ok]) >= alpha)       # Holm's adjusted p rise with the rank
+    k_star = failed[0] if len(failed) else m - 1            # 0-based rank of the last step Holm tests
+    level[ok] = alpha / (m - k_star)
     return adj, level

@@ -20,6 +20,7 @@ from zbench_lib.analysis.data.coverage import planned_comparisons
 from zbench_lib.analysis.data.metrics import metric_parts, workload_metric
 from zbench_lib.analysis.data.flags import sensitivity_alternatives
 from zbench_lib.analysis.stats.linearity import ALTERNATIVE
+from zbench_lib.analysis.stats.p_values import p_text
 from zbench_lib.analysis.stats.stats import scaling
 from zbench_lib.analysis.data.columns import CONFIG_COLUMNS, LAYOUT_COLUMNS, config_columns
 from zbench_lib.analysis.data.sweep_data import varying_columns
@@ -28,14 +29,20 @@ from zbench_lib.zfs.models import has_model, predicted_random_read_iops, space_e
 
 METRIC_UNITS = {"iops": "IOPS", "bw_bytes_s": "MiB/s", "lat_p99_ns": "ms p99", "lat_p99_9_ns": "ms p99.9"}
 DISKS_HELD = {"data": ("data_disks", "equal data disks"), "total": ("total_disks", "equal total disks")}
+# The disk counts a pool's shape gives: along its width or vdev count they follow the level, never held
+# (holding them left one level per group: 2-way and 3-way mirrors of two vdevs have 4 and 6 drives).
+SHAPE_DISKS = ("data_disks", "total_disks")
 
 
 def comparison_by(df: pd.DataFrame, factor: str, disks: str = "total") -> tuple[list[str], str]:
     """Columns held equal in a comparison along `factor`, and the comparison's name.
 
-    A column that copies the factor (volblocksize_bytes set from recordsize_bytes) is not held.
+    A column that copies the factor (volblocksize_bytes set from recordsize_bytes) is not held; along the width
+    or the vdev count the layout and the other are, the disk counts they give are not (`SHAPE_DISKS`).
     """
     same = tuple(c for c in config_columns(df) if c in df and c != factor and df[c].equals(df[factor]))
+    if factor in ("width", "vdevs"):
+        return varying_columns(df, exclude=(factor, *SHAPE_DISKS) + same), f"the disk counts each {factor} gives"
     if factor not in LAYOUT_COLUMNS:
         return varying_columns(df, exclude=(factor,) + same), "all other factors equal"
     if disks not in DISKS_HELD:
@@ -113,19 +120,20 @@ def _sensitivity(out, df, all_runs, metric, factor, baseline, by, alpha, family,
     keys = by + ["level", "metric"]
     for alt in sensitivity_alternatives(df, all_runs):
         alt_cmp = _compare_all(alt.runs, metric, factor, baseline, by, alpha, family, margin, unit, hist)
-        alt_cmp = alt_cmp[keys + ["verdict", "ratio", "holm_p"]] if not alt_cmp.empty else \
-            pd.DataFrame(columns=keys + ["verdict", "ratio", "holm_p"])
-        m = out[keys].merge(alt_cmp.rename(columns={"verdict": "_v", "ratio": "_r", "holm_p": "_p"}),
-                            on=keys, how="left")
+        shown = ["verdict", "ratio", "holm_p", "n_level", "n_baseline"]
+        alt_cmp = alt_cmp[keys + shown] if not alt_cmp.empty else pd.DataFrame(columns=keys + shown)
+        m = out[keys].merge(alt_cmp.rename(columns={"verdict": "_v", "ratio": "_r", "holm_p": "_p", "n_level": "_na",
+                                                    "n_baseline": "_nb"}), on=keys, how="left")
         touched = _touched(out, alt.changed, by, factor)
         verdict = np.where(touched, m["_v"].fillna("not judged"), out["verdict"])
         ratio = np.where(touched, m["_r"].astype(float), out["ratio"].astype(float))
         out[f"sensitivity_{alt.key}_verdict"], out[f"sensitivity_{alt.key}_ratio"] = verdict, ratio
         out[f"sensitivity_{alt.key}_label"] = np.where(touched, alt.label, "")
-        for i, (hit, v, sv, r, p) in enumerate(zip(touched, out["verdict"], verdict, ratio, m["_p"].astype(float))):
+        holm_p = [p_text(p, a, b) for p, a, b in zip(m["_p"].astype(float), m["_na"], m["_nb"])]
+        for i, (hit, v, sv, r, p) in enumerate(zip(touched, out["verdict"], verdict, ratio, holm_p)):
             if hit:
                 clauses[i].append(f"unchanged with {alt.label}" if v == sv else f"with {alt.label}: {sv}"
-                                  + (f" (ratio {r:.2f}, Holm p {p:.3g})" if np.isfinite(r) and np.isfinite(p) else ""))
+                                  + (f" (ratio {r:.2f}, Holm p {p})" if np.isfinite(r) and p != "n/a" else ""))
     out["sensitivity"] = ["; ".join(c) for c in clauses]
     return out
 
