@@ -178,7 +178,8 @@ def test_iops_vs_p99_and_latency_percentiles_have_units_and_n():
     assert list(fig.data[0].text) == ["qd1", "qd4 n=1"]
     lat = plots.plot_latency_percentiles_interactive(pd.DataFrame(rows).assign(config_id=lambda d: d["layout"]
                                                                              + d["iodepth"].astype(str)))
-    assert lat.layout.yaxis.title.text == "latency (ms)" and lat.layout.yaxis.type == "log"
+    assert lat.layout.yaxis.title.text == "latency (log)" and lat.layout.yaxis.type == "log"
+    assert list(lat.layout.yaxis.ticktext) == ["50 µs", "100 µs", "200 µs"]    # 0.05-0.4 ms: the unit at each tick
     assert list(lat.data[0].x) == ["p50", "p99"]
 
 
