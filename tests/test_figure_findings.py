@@ -17,7 +17,7 @@ import pytest
 
 from zbench_lib import analysis as A
 from zbench_lib.analysis.claims.answer import latency_tails
-from zbench_lib.analysis.figures.axes import CLIPPED, CLIPPED_NAME, log_ticks
+from zbench_lib.analysis.figures.axes import CLIPPED, CLIPPED_NAME, REACH, TOP_PAD, log_ticks
 from zbench_lib.analysis.figures.figures_static import static_figure
 from zbench_lib.analysis.figures.plot_base import LAYOUT_ORDER, PALETTE
 from zbench_lib.analysis.figures.report_figures import plot_depth_curve, plot_levels
@@ -63,6 +63,8 @@ def test_log_ticks_label_full_numbers_at_least_three_where_the_axis_spans_a_fact
     assert len(vals) >= 3 and len(vals) <= 8
     assert all(FULL.match(t) for t in texts), texts
     assert log_ticks(1, 1000)[1] == ["1", "10", "100", "1,000"]
+    assert log_ticks(0.06, 0.09, "ms")[1] == ["60 µs", "70 µs", "80 µs", "90 µs"]     # not 70.00000000000001 µs
+    assert log_ticks(700, 2500, "ms")[1] == ["700 ms", "1 s", "1.5 s", "2 s"]
 
 
 def test_every_log_axis_of_the_block_headline_is_labelled_in_full_numbers_in_both_renderings():
@@ -168,7 +170,7 @@ def test_one_wide_interval_does_not_set_the_axis_and_its_clipping_is_marked():
     bars = {t.legendgroup: t for t in fig.data if t.type == "bar"}
     lo, hi = fig.layout.yaxis.range
     top = max(max(t.y) for t in bars.values())
-    assert lo == 0 and top < hi <= 1.6 * top                         # the estimates fill the panel
+    assert lo == 0 and top < hi <= REACH * (1 + TOP_PAD) * top      # the estimates fill the panel
     assert bars["raidz2"].y[0] + bars["raidz2"].error_y.array[0] > hi   # raidz2's interval does run past it
     arrows = [t for t in fig.data if t.meta == CLIPPED and t.x[0] is not None]
     assert len(arrows) == 1 and arrows[0].marker.symbol == "triangle-up" and arrows[0].y[0] <= hi

@@ -31,7 +31,8 @@ LADDERS = ((1.0,), (1.0, 2.0, 5.0), (1.0, 1.5, 2.0, 3.0, 5.0, 7.0), (1.0, 1.2, 1
 MIN_TICKS, MOST_TICKS = 3, 8
 REACH = 1.5          # an axis from zero stretches for intervals up to 1.5x its largest estimate
 LOG_REACH = 2.0      # a log axis, for intervals up to 2x beyond its smallest and largest estimates
-PAD = 0.05           # room past the last point (a share of the span; of the log span on a log axis)
+PAD = 0.05           # room past the last point on a log axis (a share of its log span)
+TOP_PAD = 0.08       # and above the top of an axis from zero: an "n=1" over the tallest bar or point stays inside
 CLIPPED = "clipped"  # the meta of the arrows that mark a clipped interval
 CLIPPED_NAME = "▲▼ interval extends beyond the axis"
 CLIP_COLOR = "#666666"
@@ -39,7 +40,7 @@ CLIP_COLOR = "#666666"
 
 def number_text(v: float) -> str:
     """A tick value as people write it: 0.15, 2, 1,500, never 1.5e+03."""
-    return format(Decimal(repr(float(v))).normalize(), ",f")
+    return format(Decimal(f"{float(v):.12g}").normalize(), ",f")      # 0.07 * 1000 is 70.00000000000001
 
 
 def tick_text(v: float, unit: str = "") -> str:
@@ -106,7 +107,7 @@ def _finite(a: np.ndarray, positive: bool = False) -> np.ndarray:
 
 
 def fit_span(p: Points, log: bool) -> Span | None:
-    """The range for `p`: every estimate, each interval as far as the reach allows, with PAD to spare; from
+    """The range for `p`: every estimate, each interval as far as the reach allows, with room to spare; from
     zero on a linear axis (a bar or an IOPS level reads against zero). None where nothing is drawn."""
     est = _finite(p.value, positive=log)
     if not len(est):
@@ -115,7 +116,7 @@ def fit_span(p: Points, log: bool) -> Span | None:
     if not log:
         top = float(est.max())
         hi = max(top, min(float(ends.max()), REACH * top))
-        return Span(0.0, hi * (1 + PAD) or 1.0, False)
+        return Span(0.0, hi * (1 + TOP_PAD) or 1.0, False)
     lo = min(float(est.min()), max(float(ends.min()), float(est.min()) / LOG_REACH))
     hi = max(float(est.max()), min(float(ends.max()), float(est.max()) * LOG_REACH))
     pad = max((hi / lo) ** PAD, 1.08)
