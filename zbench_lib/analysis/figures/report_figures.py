@@ -8,8 +8,14 @@
                                    the allocation model drawn across that very bar
     ratio_figure(cmp, metric)      ratios of means with 95% CIs on a log axis labelled 0.5×, 1×, 2×
     plot_levels(df, factor, ...)   a factor's headline: the metric and p99 / p99.9 per level, a line per series
-    plot_configurations(df, ...)   a sync or log study's headline: a bar per configuration with its 95% CI
-    plot_depth_curve(df, tails)    a depth study's headline and compare-page curve: IOPS against p99 per depth
+                                   along a numeric factor; a factor of categories as plot_configurations draws it
+    plot_configurations(df, ...)   a sync or log study's headline: a bar per configuration with its 95% CI, its
+                                   p99 / p99.9 a dot each on a log axis
+    plot_depth_curve(df, tails)    a depth study's headline and compare-page curves: IOPS and p99 (log-log)
+                                   against the depth, side by side
+
+Every figure's axes are fitted by `axes.fit_axes`: log ticks as full numbers, ranges set by the estimates
+(an interval past the reach cut at the edge and marked), so one n=2 interval never sets an axis.
 """
 
 from __future__ import annotations
