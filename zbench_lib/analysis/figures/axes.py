@@ -149,13 +149,22 @@ def _points(traces, letter: str) -> Points:
     return Points(*(np.concatenate(parts) if parts else np.array([]) for parts in (vals, lows, highs)))
 
 
+def _spec(fig: go.Figure, ref: str):
+    """The layout's axis of `ref`, None where the layout has none (a trace on an axis never laid out)."""
+    try:
+        return fig.layout[_layout_name(ref)]
+    except KeyError:
+        return None
+
+
 def _groups(fig: go.Figure, letter: str) -> dict[str, list[str]]:
     """Axis refs ('y', 'y2' ...) by the axis they match: matched axes share one range, fitted as one."""
     refs = list(dict.fromkeys(_ref(t, letter) for t in fig.data if _drawn(t)))
     groups: dict[str, list[str]] = {}
     for ref in refs:
-        spec = fig.layout[_layout_name(ref)]
-        groups.setdefault(spec.matches if spec is not None and spec.matches else ref, []).append(ref)
+        spec = _spec(fig, ref)
+        if spec is not None:
+            groups.setdefault(spec.matches or ref, []).append(ref)
     return groups
 
 
@@ -197,7 +206,7 @@ def fit_axes(fig: go.Figure, letters: str = "y", units: dict[str, str] | None = 
     clipped = False
     for letter in letters:
         for refs in _groups(fig, letter).values():
-            specs = [fig.layout[_layout_name(r)] for r in refs]
+            specs = [_spec(fig, r) for r in refs]
             log = specs[0].type == "log"
             if not log and (letter == "x" or specs[0].rangemode != "tozero"):
                 continue
