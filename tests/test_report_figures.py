@@ -178,7 +178,8 @@ def test_iops_vs_p99_and_latency_percentiles_have_units_and_n():
     assert list(fig.data[0].text) == ["qd1", "qd4 n=1"]
     lat = plots.plot_latency_percentiles_interactive(pd.DataFrame(rows).assign(config_id=lambda d: d["layout"]
                                                                              + d["iodepth"].astype(str)))
-    assert lat.layout.yaxis.title.text == "latency (ms)" and lat.layout.yaxis.type == "log"
+    assert lat.layout.yaxis.title.text == "latency (log)" and lat.layout.yaxis.type == "log"
+    assert list(lat.layout.yaxis.ticktext) == ["50 µs", "100 µs", "200 µs"]    # 0.05-0.4 ms: the unit at each tick
     assert list(lat.data[0].x) == ["p50", "p99"]
 
 
@@ -283,7 +284,7 @@ def test_block_size_headline_draws_iops_and_p99_p999_with_intervals():
     assert {t.name.split()[-1] for t in tails_traces} == {"p99", "p99.9"}
     assert all(t.error_y.array is not None for t in tails_traces)
     assert list(fig.layout.xaxis3.categoryarray) == ["4K", "16K", "128K"]
-    assert fig.layout.yaxis3.title.text == "latency (ms, log)"
+    assert fig.layout.yaxis3.title.text == "latency (log)"
 
 
 def test_forest_plot_draws_no_interval_where_the_text_says_not_judged():
@@ -333,18 +334,16 @@ def _depth_curve(s):
     return plot_depth_curve(adm, latency_tails(adm, s.histograms, ["workload", "direction", "layout", "iodepth"]))
 
 
-@pytest.mark.parametrize("builder", ["compare page", "plots"])
-def test_depth_curve_labels_never_overlap_and_stay_inside_the_plot(builder):
-    """Issue 31: the depth study's IOPS-p99 curve (its compare page) printed "qd1", "qd2" and "qd4" on top
-    of each other, p99 barely moving between them on an axis up to 430 ms, and cut "qd64 n=1" off at the
-    top. Each label drawn is clear of every other and inside the plot area (the compare page's three-line
-    caption taking its room); the curve's ends are labelled; every point says its depth on hover. Both the
-    compare page's curve (report_figures.plot_depth_curve) and the plots module's own."""
+def test_depth_curve_labels_never_overlap_and_stay_inside_the_plot():
+    """Issue 31: the depth study's IOPS-p99 curve printed "qd1", "qd2" and "qd4" on top of each other, p99
+    barely moving between them on an axis up to 430 ms, and cut "qd64 n=1" off at the top. Each label drawn
+    is clear of every other and inside the plot area (a three-line caption taking its room); the curve's
+    ends are labelled; every point says its depth on hover. The plots module's curve (the report's own depth
+    figure draws depth along its x axes since issue 52: `test_figure_findings`)."""
     from zbench_lib.analysis.figures.figures_static import figure_frame
     from zbench_lib.analysis.figures.plot_base import add_caption
     s = A.load_sweep(EXAMPLES / "iodepth-curve")
-    fig = _depth_curve(s) if builder == "compare page" else \
-        plots.plot_iops_vs_p99_interactive(A.select_admissible(s.results), hue="layout", title="randread read")
+    fig = plots.plot_iops_vs_p99_interactive(A.select_admissible(s.results), hue="layout", title="randread read")
     add_caption(fig, figure_caption(fig.layout.title.text, [s]))
     assert fig.layout.margin.b >= 80 + 15 * 3                                     # three lines of caption
     boxes, w, h = _drawn_label_boxes(fig)
@@ -360,9 +359,8 @@ def test_depth_curve_labels_never_overlap_and_stay_inside_the_plot(builder):
     frame = figure_frame(fig)                # the static redraw sets each label where the interactive one does
     drawn = frame[frame["text"] != ""]
     assert list(drawn["text"]) == texts and list(drawn["textpos"]) == [p for p, x in zip(t.textposition, t.text) if x]
-    if builder == "plots":               # its matplotlib twin places the same labels
-        static = plots.plot_iops_vs_p99(A.select_admissible(s.results))
-        assert [a.get_text() for a in static.axes[0].texts] == texts
+    static = plots.plot_iops_vs_p99(A.select_admissible(s.results))        # its matplotlib twin: the same labels
+    assert [a.get_text() for a in static.axes[0].texts] == texts
 
 
 def test_label_placement_leaves_off_a_label_with_no_room_and_keeps_the_ends():
@@ -376,12 +374,17 @@ def test_label_placement_leaves_off_a_label_with_no_room_and_keeps_the_ends():
 
 def test_the_static_depth_curve_spans_and_joins_as_the_interactive_one():
     """The static redraw autoscaled the IOPS axis (174.8-175.4, the flat curve as wild swings the interactive
-    figure avoids by starting at zero) and joined the points in x order, a zigzag through the depths; it now
-    takes the figure's ranges and joins the points in the trace's order."""
+    figure avoids by starting at zero) and joined the points in x order; it takes the figure's ranges (a log
+    axis's in powers of ten), its ticks and joins the points in the trace's order, in both panels."""
     from zbench_lib.analysis.figures.figures_static import static_figure
     fig = _depth_curve(A.load_sweep(EXAMPLES / "iodepth-curve"))
-    ax = static_figure(fig).axes[0]
-    assert ax.get_xlim() == pytest.approx(tuple(fig.layout.xaxis.range))
-    assert ax.get_ylim() == pytest.approx(tuple(fig.layout.yaxis.range))
-    joined = [ln for ln in ax.get_lines() if len(ln.get_ydata()) == len(fig.data[0].y)]
-    assert joined and list(joined[0].get_ydata()) == pytest.approx(list(fig.data[0].y))
+    out = static_figure(fig)
+    for ax, (xa, ya), trace in zip(out.axes, (("xaxis", "yaxis"), ("xaxis2", "yaxis2")), fig.data[:2]):
+        for axis, spec in (("x", fig.layout[xa]), ("y", fig.layout[ya])):
+            lo, hi = spec.range
+            want = (10 ** lo, 10 ** hi) if spec.type == "log" else (lo, hi)
+            assert getattr(ax, f"get_{axis}lim")() == pytest.approx(want)
+            if spec.tickvals is not None:
+                assert [t.get_text() for t in getattr(ax, f"get_{axis}ticklabels")()] == list(spec.ticktext)
+        joined = [ln for ln in ax.get_lines() if len(ln.get_ydata()) == len(trace.y)]
+        assert joined and list(joined[0].get_ydata()) == pytest.approx(list(trace.y))

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from zbench_lib.analysis.figures.axes import log_ticks
 from zbench_lib.analysis.figures.plot_base import CAPTION_NAME, LABEL_OFFSETS, PALETTE, agg_figure
 from zbench_lib.core.errors import ConfigError
 
@@ -168,6 +169,21 @@ def _limits(ax, axis: str, spec) -> None:
     getattr(ax, f"set_{axis}lim")(lo, hi)
 
 
+def _ticks(ax, axis: str, spec) -> None:
+    """The figure's own ticks; a log axis without them gets `axes.log_ticks` of its range, never labels on
+    decades alone (one label on a panel spanning 80-280 ms)."""
+    if spec is None:
+        return
+    if spec.tickvals is not None:
+        vals, texts = list(spec.tickvals), list(spec.ticktext or spec.tickvals)
+    elif spec.type == "log":
+        vals, texts = log_ticks(*getattr(ax, f"get_{axis}lim")())
+    else:
+        return
+    getattr(ax, f"set_{axis}ticks")(vals, texts)
+    getattr(ax, f"set_{axis}ticks")([], minor=True)
+
+
 def _matched_limits(fig: go.Figure, axes, panels) -> None:
     """Panels whose plotly y axes `matches` another share its range here too (a latency-vs-load figure's one
     latency scale): seaborn's facets were drawn unshared, each fitted to its own data. Only y: the figures
@@ -183,14 +199,16 @@ def _matched_limits(fig: go.Figure, axes, panels) -> None:
 def _axes_style(fig: go.Figure, axes, panels, titles, frame):
     for i, (ax, (xa, ya)) in enumerate(zip(axes, panels)):
         xl, yl = fig.layout[xa], fig.layout[ya]
-        ax.set_xlabel(_plain(xl.title.text) if xl and xl.title else "")
-        ax.set_ylabel(_plain(yl.title.text) if yl and yl.title else "")
+        for axis, spec in (("x", xl), ("y", yl)):
+            label = getattr(ax, f"{axis}axis").label
+            label.set_text(_plain(spec.title.text) if spec and spec.title and spec.title.text else "")
+            label.set_visible(True)           # seaborn's facets hide an inner panel's own label (p99 beside IOPS)
         ax.set_title(titles[i] if i < len(titles) else "")
         for axis, spec in (("x", xl), ("y", yl)):
             _limits(ax, axis, spec)
-            if spec is not None and spec.tickvals is not None:
-                getattr(ax, f"set_{axis}ticks")(list(spec.tickvals), list(spec.ticktext or spec.tickvals))
-                getattr(ax, f"set_{axis}ticks")([], minor=True)
+            _ticks(ax, axis, spec)
+            if spec is not None and spec.showgrid is False:     # no grid line through the middle bar of a group
+                ax.grid(False, axis=axis)
         numeric_y = len(frame) and pd.api.types.is_numeric_dtype(frame["y"])
         if yl is not None and yl.autorange == "reversed" and numeric_y:   # seaborn puts categories top-down
             ax.invert_yaxis()
@@ -221,6 +239,29 @@ def _legend(out, fig: go.Figure):
         out.legend(handles=handles, loc="outside right center", fontsize="small", frameon=False)
 
 
+def _log_scales(fig: go.Figure, axes, panels) -> None:
+    """Log axes after drawing (seaborn draws data coordinates), their ticks set by `_ticks`."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+    for ax, (xa, ya) in zip(axes, panels):
+        for axis, spec in (("x", fig.layout[xa]), ("y", fig.layout[ya])):
+            if spec is not None and spec.type == "log":
+                getattr(ax, f"set_{axis}scale")("log")
+                getattr(ax, f"{axis}axis").set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+                getattr(ax, f"{axis}axis").set_minor_formatter(NullFormatter())
+
+
+def _slots(fig: go.Figure, panels: list[tuple[str, str]]) -> tuple[int, list[int]]:
+    """The static grid's columns and each panel's place in it: plotly's row and column where its grid has up
+    to two columns (a p99.9 row whose first panel is empty keeps its p99.9 under its own workload, not under
+    the other's), one after another in two columns where plotly's has more."""
+    xs = [(fig.layout[xa].domain or (0, 1))[0] for xa, _ in panels]
+    ys = [(fig.layout[ya].domain or (0, 1))[0] for _, ya in panels]
+    columns, rows = sorted(set(xs)), sorted(set(ys), reverse=True)
+    if len(columns) > 2:
+        return 2, list(range(len(panels)))
+    return len(columns), [rows.index(y) * len(columns) + columns.index(x) for x, y in zip(xs, ys)]
+
+
 def static_figure(fig: go.Figure):  # noqa: C901, PLR0912 (one step per kind of trace and axis; debt, issue 28)
     """The figure drawn with seaborn: same data, colours, error bars, ticks, title and caption."""
     import seaborn.objects as so
@@ -236,9 +277,9 @@ def static_figure(fig: go.Figure):  # noqa: C901, PLR0912 (one step per kind of 
         if frame.empty:
             raise ConfigError("the figure has no scatter, bar or heatmap data to draw")
         panels = _panels(fig)
-        starts = {tuple(fig.layout[xa].domain or (0, 1)) for xa, _ in panels}
-        cols = min(len(starts), 2)                 # plotly's grid: stacked panels stay stacked
-        out, _ = agg_figure(figsize=(7.5 * cols, 4.6 * -(-len(panels) // cols)))
+        cols, slots = _slots(fig, panels)
+        frame["slot"] = frame["panel"].map(dict(enumerate(slots)))
+        out, _ = agg_figure(figsize=(7.5 * cols, 4.6 * -(-(max(slots) + 1) // cols)))
         out.clear()
         plot = so.Plot(frame, x="x", y="y", color="color", group="group")
         lines, dots, bars = (frame[frame["kind"].str.contains(k)] for k in ("lines", "markers", "bar"))
@@ -260,21 +301,18 @@ def static_figure(fig: go.Figure):  # noqa: C901, PLR0912 (one step per kind of 
                                 **{f"{axis}min": f"{axis}lo", f"{axis}max": f"{axis}hi"})
         plot = plot.scale(color=None, marker={m: m for m in set(frame["marker"])},
                           linestyle={k: v for k, v in _DASH.items() if k in set(frame["ls"])})
-        if len(panels) > 1:
-            plot = plot.facet(col="panel", wrap=cols).share(x=False, y=False)
+        if max(slots) > 0:
+            plot = plot.facet(col="slot", wrap=cols, order=list(range(max(slots) + 1))).share(x=False, y=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=FutureWarning)    # seaborn 0.13 on pandas 3
             warnings.filterwarnings("ignore", message=".*copy keyword is deprecated.*")
             plot.on(out).plot()
-        axes = out.axes
-        for ax, (xa, ya) in zip(axes, panels):        # log axes after drawing: seaborn draws data coords
-            for axis, spec in (("x", fig.layout[xa]), ("y", fig.layout[ya])):
-                if spec is not None and spec.type == "log":
-                    from matplotlib.ticker import FuncFormatter, NullFormatter
-                    getattr(ax, f"set_{axis}scale")("log")
-                    getattr(ax, f"{axis}axis").set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-                    getattr(ax, f"{axis}axis").set_minor_formatter(NullFormatter())
-        _axes_style(fig, axes, panels, _panel_titles(fig, len(panels)), frame)
+        for i, ax in enumerate(out.axes):
+            ax.set_visible(i in slots)            # a grid's empty place stays empty
+        axes = [out.axes[i] for i in slots]
+        _log_scales(fig, axes, panels)
+        titles = _panel_titles(fig, max(slots) + 1)
+        _axes_style(fig, axes, panels, [titles[i] for i in slots], frame)
         _shapes(fig, axes, panels)
         _legend(out, fig)
     out.suptitle(_plain(fig.layout.title.text), fontsize="medium")

@@ -18,6 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from matplotlib.figure import Figure
 
+from zbench_lib.analysis.figures.axes import fit_axes, log_ticks
 from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYER_ORDER, LAYOUT_ORDER, PERCENTILE_COLUMNS,  # noqa: F401
                                                    LABEL_OFFSETS, PALETTE, SD_LABEL, agg_figure, legend_entry, mean_sd,
                                                    metric_label, ordered)
@@ -121,8 +122,10 @@ def plot_latency_percentiles(df: pd.DataFrame, hue: str = "config_id", title: st
         ax.errorbar(x, y, yerr=sd, marker="o", capsize=3, color=f"C{i}", label=str(r[hue]))
     ax.set_xticks(x, list(cols))
     ax.set_yscale("log")
+    ax.set_yticks(*log_ticks(*ax.get_ylim(), unit="ms"))        # full numbers, as the interactive twin's
+    ax.set_yticks([], minor=True)
     ax.set_xlabel("percentile")
-    ax.set_ylabel("latency (ms)")
+    ax.set_ylabel("latency (log)")
     ax.legend(title=SD_LABEL, fontsize="small", title_fontsize="small")
     ax.set_title(title)
     return fig
@@ -234,18 +237,26 @@ def plot_latency_vs_load(df: pd.DataFrame, hist: pd.DataFrame | None, x: str = "
             fig.update_xaxes(type="log", rangemode="normal", title_text=f"{x} IOPS (log)",
                              row=at // cols + 1, col=at % cols + 1)
     fig.update_yaxes(type="log", matches="y")
-    fig.update_yaxes(title_text="latency (ms)", col=1)
+    fig.update_yaxes(title_text="latency (log)", col=1)
     fig.update_layout(title=title or "latency against load (saturation: closed loop, the last point)",
                       height=max(450, 380 * rows))
-    return fig
+    return fit_axes(fig, "xy", units={"y": "ms"})
+
+
+def _drawn(fig: go.Figure, suffix: str) -> bool:
+    """Whether a trace named '... <suffix>' draws a point (a percentile not judged anywhere draws none)."""
+    return any(t.name and t.name.endswith(suffix) and np.isfinite(np.asarray(t.y, float)).any() for t in fig.data)
 
 
 def _load_legend(fig: go.Figure) -> None:
     """A curve's colour is named once (its p99 line); the other percentiles and the knee by grey entries, so the
-    legend fits beside the panels (twelve percentile lines scrolled out of sight)."""
+    legend fits beside the panels (twelve percentile lines scrolled out of sight); each only where drawn."""
     for pct in ("p50", "p99.9"):
-        legend_entry(fig, f"{pct} ({_DASH_WORD[_LOAD_DASH[pct]]}, each curve's colour)", _LOAD_DASH[pct],
-                     "percentiles")
+        if _drawn(fig, f" {pct}"):
+            legend_entry(fig, f"{pct} ({_DASH_WORD[_LOAD_DASH[pct]]}, each curve's colour)", _LOAD_DASH[pct],
+                         "percentiles")
+    if not _drawn(fig, " knee"):
+        return
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="knee (ringed)", legendgroup="percentiles",
                              marker=dict(size=12, symbol="circle-open", color="#666666", line=dict(width=2)),
                              hoverinfo="skip"))

@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from zbench_lib.analysis.figures.axes import fit_axes
 from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYER_COLORS, LAYER_ORDER, LAYOUT_ORDER,
                                                    PERCENTILE_COLUMNS, SD_LABEL, colors_for, family_style, fmt,
                                                    legend_entry,
@@ -171,9 +172,11 @@ def plot_latency_percentiles_interactive(df: pd.DataFrame, hue: str = "config_id
         sd = np.nan_to_num(np.array([r[f"{c}_sd"] for c in cols.values()]) / 1e6)
         fig.add_trace(go.Scatter(x=list(cols), y=y, name=str(r[hue]), mode="lines+markers",
                                  line=dict(color=colors[r[hue]]), error_y=dict(type="data", array=sd)))
+    # a line per configuration through its own percentiles: a profile along the quantile, not a line joining
+    # categories of a factor
     fig.update_layout(title=f"{title} ({SD_LABEL})".strip(), xaxis_title="percentile",
-                      yaxis_title="latency (ms)", yaxis_type="log", legend_title_text=hue)
-    return fig
+                      yaxis_title="latency (log)", yaxis_type="log", legend_title_text=hue)
+    return fit_axes(fig, units={"y": "ms"})
 
 
 def vbs_cells(df, metric, row):

@@ -8,21 +8,29 @@
                                    the allocation model drawn across that very bar
     ratio_figure(cmp, metric)      ratios of means with 95% CIs on a log axis labelled 0.5×, 1×, 2×
     plot_levels(df, factor, ...)   a factor's headline: the metric and p99 / p99.9 per level, a line per series
-    plot_configurations(df, ...)   a sync or log study's headline: a bar per configuration with its 95% CI
-    plot_depth_curve(df, tails)    a depth study's headline and compare-page curve: IOPS against p99 per depth
+                                   along a numeric factor; a factor of categories as plot_configurations draws it
+    plot_configurations(df, ...)   a sync or log study's headline: a bar per configuration with its 95% CI, its
+                                   p99 / p99.9 a dot each on a log axis
+    plot_depth_curve(df, tails)    a depth study's headline and compare-page curves: IOPS and p99 (log-log)
+                                   against the depth, side by side
+
+Every figure's axes are fitted by `axes.fit_axes`: log ticks as full numbers, ranges set by the estimates
+(an interval past the reach cut at the edge and marked), so one n=2 interval never sets an axis.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from zbench_lib.analysis.figures.axes import fit_axes
 from zbench_lib.analysis.figures.plot_base import (CI_LABEL, LAYOUT_ORDER, PALETTE, colors_for, family_style,
-                                                   legend_entry, metric_label, n_labels, ordered, place_labels,
+                                                   legend_entry, metric_label, n_labels, ordered,
                                                    ratio_ticks, shade, split_family)
 from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
 from zbench_lib.analysis.data.metrics import judged_metrics, metric_of
@@ -132,8 +140,8 @@ def plot_iops_vs_drives(df: pd.DataFrame, metric: str = "auto", drives: str = "t
                                          hovertext=f"per-vdev model: {line}", hoverinfo="text+y",
                                          line=dict(color=shade(color, 0.7), dash="dot", width=1.5)), row=r, col=c)
                 model_at = model_at or dict(row=r, col=c)
-        _ideal(fig, p, drives, scale, first="ideal" not in shown, row=r, col=c)
-        shown.add("ideal")
+        if _ideal(fig, p, drives, scale, first="ideal" not in shown, row=r, col=c):
+            shown.add("ideal")          # named where first drawn, not lost where the first panel has no stripe
         fig.update_xaxes(title_text="drives in the pool", tickmode="array",
                          tickvals=sorted(p[drives].unique()), row=r, col=c)
         fig.update_yaxes(title_text=f"{label} (mean)", rangemode="tozero", row=r, col=c)
@@ -142,20 +150,21 @@ def plot_iops_vs_drives(df: pd.DataFrame, metric: str = "auto", drives: str = "t
     what = {"auto": "IOPS (random) and MiB/s (sequential)"}.get(metric, metric_label(metric)[0])
     fig.update_layout(title=(title or f"{what} against the number of drives") + f" ({CI_LABEL})",
                       height=380 * rows + 160, legend_title_text="layout (vdevs: dash)")
-    return fig
+    return fit_axes(fig)
 
 
-def _ideal(fig: go.Figure, p: pd.DataFrame, drives: str, scale: float, first: bool, **subplot) -> None:
+def _ideal(fig: go.Figure, p: pd.DataFrame, drives: str, scale: float, first: bool, **subplot) -> bool:
     """The ideal: n times one drive, from the stripe's smallest pool (the one layout whose drives all carry
-    data), grey and dashed; nothing where the panel has no stripe."""
+    data), grey and dashed; nothing where the panel has no stripe. True where drawn."""
     st = p[(p["layout"] == "stripe") & p["mean"].notna()].sort_values(drives)
     if st.empty:
-        return
+        return False
     per_drive = float(st["mean"].iloc[0]) / float(st[drives].iloc[0])
     xs = np.array(sorted(p[drives].unique()), float)
     fig.add_trace(go.Scatter(x=xs, y=xs * per_drive * scale, mode="lines", meta="ideal", name="ideal: n × one drive",
                              legendgroup="ideal", showlegend=first, hoverinfo="skip",
                              line=dict(color="#888888", dash="dash", width=1)), **subplot)
+    return True
 
 
 def overlay_model(fig: go.Figure, scaling_df: pd.DataFrame, family: str = "layout") -> go.Figure:
@@ -279,17 +288,34 @@ def _factor_name(factor: str, plain: str) -> str:
     return _FACTOR_NAMES.get(factor, plain)
 
 
+def _numeric(levels: list) -> bool:
+    """Levels on a scale (block sizes, depths, disk counts), which a line may join; a category (a layout, a
+    sync setting, a release) is not: a slope between stripe and mirror means nothing."""
+    return bool(levels) and all(isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
+                                for v in levels)
+
+
+def _level_order(df: pd.DataFrame, factor: str) -> list:
+    return sorted(df[factor].dropna().unique(), key=lambda v: (isinstance(v, str), v if not isinstance(v, str)
+                                                                else 0, str(v)))
+
+
 def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None, series: str | None = None,
                 metric: str = "auto", title: str = "") -> go.Figure:
     """A factor's headline: the judged metric per level (top row) and p99 / p99.9 (bottom row), each with
     its 95% CI, a column per workload × direction, a line per `series` (the layout, where it varies).
 
-    Block size, queue depth, sync or log device: the levels sit on a categorical axis in their
+    Block size, queue depth, disk count: the levels sit on a categorical axis in their
     order, so "4K, 16K, 128K" or "qd 1 ... 64" read left to right without labels on the points
     (which overlapped where the IOPS did not change). `tails` is one row per cell × percentile
     (`claims.answer.latency_tails`: value_ms, ci_low_ms, ci_high_ms, status); only judged
-    percentiles are drawn, and only where the text judges them.
+    percentiles are drawn, and only where the text judges them, each named in the legend only where drawn.
+    A factor of categories (layout, sync, compression, a release) is drawn as `plot_configurations` draws
+    it, a bar per level with its interval in groups of the other settings: never a line joining categories.
     """
+    levels = _level_order(df, factor)
+    if not _numeric(levels):
+        return _category_levels(df, factor, levels, tails, metric, title)
     panel = [c for c in ("workload", "direction") if c in df]
     # A column each level fixes (a mirror's width along layout) would name lines of one point each: not a line;
     # a layout's width that varies within the layout (raidz2 of 4 and of 6 beside each block size) is one
@@ -304,31 +330,60 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
         # lines in the order of their values (4K, 16K, 128K), not of their names' text
         df = _series_named(df, series, others).sort_values([*([series] if series else []), *others], kind="stable")
         series = "_series"
-    keys = panel + ([series] if series else []) + [factor]
     panels = [p if isinstance(p, tuple) else (p,) for p in df.groupby(panel, sort=True).groups] if panel else [()]
     with_tails = tails is not None and len(tails) and (tails["status"] == "judged").any()
     rows = 2 if with_tails else 1
     fig = make_subplots(rows=rows, cols=len(panels), shared_xaxes=True, vertical_spacing=0.12,
                         horizontal_spacing=0.08, subplot_titles=[" ".join(map(str, p)) for p in panels]
                         + [""] * (len(panels) * (rows - 1)))
-    levels = sorted(df[factor].dropna().unique(), key=lambda v: (isinstance(v, str), v if not isinstance(v, str)
-                                                                else 0, str(v)))
-    ticks = [_level_text(factor, v) for v in levels]
     names = list(pd.unique(df[series])) if series else [""]
-    style = family_style(names) if series else {"": ("#1f77b4", "circle", "solid")}
-    shown = set()
-    for j, key in enumerate(panels, start=1):
+    grid = LevelGrid(panel, panels, series, family_style(names) if series else {"": ("#1f77b4", "circle", "solid")},
+                     factor, levels)
+    drawn = _level_panels(fig, df, grid, metric, tails if with_tails else None)
+    for pct, dash in (("p99", "solid"), ("p99.9", "dot")):
+        if pct in drawn:                   # named only where drawn: the demo's p99.9 never is
+            legend_entry(fig, f"{pct} (lower panels)", dash, pct, row=2, col=1)
+    shown_metrics = " / ".join(dict.fromkeys(metric_label(m)[0] for m in _panel_metrics(df, panel, metric)))
+    pcts = " / ".join(p for p in ("p99", "p99.9") if p in drawn)
+    fig.update_layout(title=(title or f"{' and '.join([shown_metrics] + ([pcts] if pcts else []))}"
+                             f" per {_factor_name(factor, factor.removesuffix('_bytes'))}")
+                      + f" ({_ci_label(tails) if with_tails else CI_LABEL})",
+                      height=330 * rows + 170, legend_title_text="" if series == "_series" else series or "")
+    return fit_axes(fig, units={"y": "ms"})
+
+
+@dataclass(frozen=True)
+class LevelGrid:
+    """What `plot_levels` lays out: the panel columns and each panel's key, the series column (None: one series)
+    with each series' (colour, marker, dash), the factor and its levels in order."""
+    panel: list[str]
+    panels: list[tuple]
+    series: str | None
+    style: dict
+    factor: str
+    levels: list
+
+
+def _level_panels(fig: go.Figure, df: pd.DataFrame, grid: LevelGrid, metric: str,
+                  tails: pd.DataFrame | None) -> set[str]:
+    """Each panel's metric (top row) and tails (bottom row); the percentiles drawn."""
+    series, factor, levels = grid.series, grid.factor, grid.levels
+    keys = grid.panel + ([series] if series else []) + [factor]
+    ticks = [_level_text(factor, v) for v in levels]
+    rows = 2 if tails is not None else 1
+    shown, drawn = set(), set()
+    for j, key in enumerate(grid.panels, start=1):
         d = df
-        for c, v in zip(panel, key):
+        for c, v in zip(grid.panel, key):
             d = d[d[c] == v]
         m = metric_of(d, metric)
         label, scale = metric_label(m)
         s = summary(d, m, keys)
-        for name in sorted(names, key=lambda v: _rank(str(v))[0]):      # layouts in order, the rest as they came
+        for name in sorted(grid.style, key=lambda v: _rank(str(v))[0]):   # layouts in order, the rest as they came
             g = s[s[series] == name] if series else s
             g = g.assign(_x=g[factor].map(lambda v: _level_text(factor, v))).set_index(factor).reindex(
                 [v for v in levels if v in set(g[factor])]).reset_index()
-            color, marker, dash = style[name]
+            color, marker, dash = grid.style[name]
             fig.add_trace(go.Scatter(
                 x=g["_x"], y=g["mean"] * scale, name=str(name) or label, legendgroup=str(name),
                 showlegend=str(name) not in shown, mode="lines+markers", line=dict(color=color, dash=dash),
@@ -337,42 +392,49 @@ def plot_levels(df: pd.DataFrame, factor: str, tails: pd.DataFrame | None = None
                 error_y=dict(type="data", array=((g["ci95_high"] - g["mean"]) * scale).fillna(0),
                              arrayminus=((g["mean"] - g["ci95_low"].clip(lower=0)) * scale).fillna(0))), row=1, col=j)
             shown.add(str(name))
-            if with_tails:
-                _tail_traces(fig, tails, dict(zip(panel, key)), series, name, factor, levels, color, marker, j)
+            if tails is not None:
+                drawn |= _tail_traces(fig, tails, grid, dict(zip(grid.panel, key)), name, j)
         fig.update_yaxes(title_text=f"{label} (mean)" if j == 1 else None, rangemode="tozero", row=1, col=j)
         fig.update_xaxes(type="category", categoryorder="array", categoryarray=ticks, row=rows, col=j,
                          title_text=_factor_name(factor, factor.removesuffix("_bytes").replace("_", " ")))
-        if with_tails:
-            fig.update_yaxes(title_text="latency (ms, log)" if j == 1 else None, type="log", row=2, col=j)
-    if with_tails:
-        for pct, dash in (("p99", "solid"), ("p99.9", "dot")):
-            legend_entry(fig, f"{pct} (lower panels)", dash, pct, row=2, col=1)
-    shown_metrics = " / ".join(dict.fromkeys(metric_label(m)[0] for m in _panel_metrics(df, panel, metric)))
-    fig.update_layout(title=(title or f"{' and '.join([shown_metrics] + (['p99 / p99.9'] if with_tails else []))}"
-                             f" per {_factor_name(factor, factor.removesuffix('_bytes'))}")
-                      + f" ({_ci_label(tails) if with_tails else CI_LABEL})",
-                      height=330 * rows + 170, legend_title_text="" if series == "_series" else series or "")
-    return fig
+        if tails is not None:
+            fig.update_yaxes(title_text="latency (log)" if j == 1 else None, type="log", row=2, col=j)
+    return drawn
 
 
-def _tail_traces(fig, tails, key, series, name, factor, levels, color, marker, col):  # noqa: PLR0913 (one series' place in the grid)
+def _tail_traces(fig: go.Figure, tails: pd.DataFrame, grid: LevelGrid, key: dict, name, col: int) -> set[str]:
+    """The series' p99 and p99.9 in the panel's bottom row; the percentiles it drew."""
+    series, factor, levels = grid.series, grid.factor, grid.levels
+    color, marker, _ = grid.style[name]
     t = tails[(tails["status"] == "judged")]
     for c, v in key.items():
         if c in t:
             t = t[t[c] == v]
     if series and series in t:
         t = t[t[series] == name]
+    drawn = set()
     for pct, dash in (("p99", "solid"), ("p99.9", "dot")):
-        g = t[t["percentile"] == pct]
+        g = t[(t["percentile"] == pct) & t["value_ms"].notna()]
         g = g.set_index(factor).reindex([v for v in levels if v in set(g[factor])]).reset_index()
         if g.empty:
             continue
+        drawn.add(pct)
         fig.add_trace(go.Scatter(
             x=[_level_text(factor, v) for v in g[factor]], y=g["value_ms"], name=f"{name} {pct}".strip(),
             legendgroup=str(name), showlegend=False, mode="lines+markers", line=dict(color=color, dash=dash),
             marker=dict(symbol=marker, size=7), hovertemplate=f"{name} {pct} " + "%{x}: %{y:,.4g} ms",
             error_y=dict(type="data", array=(g["ci_high_ms"] - g["value_ms"]).fillna(0),
                          arrayminus=(g["value_ms"] - g["ci_low_ms"]).fillna(0))), row=2, col=col)
+    return drawn
+
+
+def _category_levels(df, factor, levels, tails, metric, title) -> go.Figure:
+    """A factor of categories as bars (`plot_configurations`), with the tails only where they name every
+    group its bars stand in."""
+    panel = [c for c in ("workload", "direction") if c in df]
+    if tails is not None and not set(_bar_groups(df, panel, factor) + [factor]) <= set(tails):
+        tails = None
+    return plot_configurations(df, factor, levels, tails, metric, title)
 
 
 def _groups(df: pd.DataFrame, others: list[str]) -> list[tuple]:
@@ -397,48 +459,79 @@ def _ci_label(tails: pd.DataFrame | None) -> str:
     return f"{CI_LABEL}; latencies: {said}" if said else CI_LABEL
 
 
+def _bar_groups(df: pd.DataFrame, panel: list[str], factor: str) -> list[str]:
+    """The other settings that vary within a level, each combination a group of bars; a column each level fixes
+    (a mirror's width along layout) is no group: it would set each level's bar apart in a group of its own."""
+    return [c for c in varying_columns(df, exclude=tuple(panel) + (factor,))
+            if df.groupby(factor)[c].nunique().max() > 1]
+
+
+@dataclass(frozen=True)
+class BarGrid:
+    """Where `plot_configurations` puts each bar: its group's settings (`others`) and level give its x in `where`,
+    all bars `width` wide, each level in its colour (a layout's own)."""
+    factor: str
+    levels: list
+    others: list[str]
+    where: dict
+    width: float
+    colors: dict
+
+
+def _bar_grid(df: pd.DataFrame, panel: list[str], factor: str, levels: list) -> BarGrid:
+    others = _bar_groups(df, panel, factor)
+    width = 0.8 / max(len(levels), 1)
+    where = {(g, lv): i - 0.4 + width * (k + 0.5) for i, g in enumerate(_groups(df, others))
+             for k, lv in enumerate(levels)}
+    palette = {lv: PALETTE[k % len(PALETTE)] for k, lv in enumerate(levels)}
+    colors = colors_for(levels) if factor == "layout" else palette        # stripe, mirror ... in their own colours
+    return BarGrid(factor, levels, others, where, width, colors)
+
+
 def plot_configurations(df: pd.DataFrame, factor: str, levels: list, tails: pd.DataFrame | None = None,
                         metric: str = "auto", title: str = "") -> go.Figure:
-    """A sync or log study's headline: a bar per configuration, each with its 95% CI (issue 31).
+    """A sync or log study's headline, and any factor of categories': a bar per configuration, each with its
+    95% CI (issue 31).
 
-    One column of panels per workload × direction; the judged metric in the top row, then p99 and
-    p99.9 (`claims.answer.latency_tails`, judged cells only) below. Along the x axis a group per
-    combination of the other settings that vary ("no SLOG", "SLOG"), in it a bar per level of `factor`
-    (sync standard, always ...) in the level's colour, named once in the legend. An interval is drawn
-    only where the mean rests on two or more units (the text's judged cells); a bar on one says "n=1".
+    One column of panels per workload × direction; the judged metric in the top row (bars from zero), then
+    p99 and p99.9 (`claims.answer.latency_tails`, judged cells only) below, a dot each at its bar's place
+    on a log axis. Along the x axis a group per combination of the other settings that vary ("no SLOG",
+    "SLOG"), in it a bar per level of `factor` (sync standard, always ...) in the level's colour (a layout's
+    own), named once in the legend. An interval is drawn only where the mean rests on two or more units
+    (the text's judged cells); a bar on one says "n=1".
     """
     panel = [c for c in ("workload", "direction") if c in df]
-    others = varying_columns(df, exclude=tuple(panel) + (factor,))
-    groups = _groups(df, others)
+    grid = _bar_grid(df, panel, factor, levels)
+    groups = _groups(df, grid.others)
     panels = [p if isinstance(p, tuple) else (p,) for p in df.groupby(panel, sort=True).groups] if panel else [()]
     pcts = _percentile_rows(tails)
     rows = 1 + len(pcts)
     fig = make_subplots(rows=rows, cols=len(panels), shared_xaxes=True, vertical_spacing=0.1,
-                        horizontal_spacing=0.08, subplot_titles=[" ".join(map(str, p)) for p in panels]
+                        horizontal_spacing=0.12, subplot_titles=[" ".join(map(str, p)) for p in panels]
                         + [""] * (len(panels) * (rows - 1)))
-    width = 0.8 / max(len(levels), 1)
-    where = {(g, lv): i - 0.4 + width * (k + 0.5) for i, g in enumerate(groups) for k, lv in enumerate(levels)}
+    shown: set = set()
     for j, key in enumerate(panels, start=1):
         d = df
         for c, v in zip(panel, key):
             d = d[d[c] == v]
-        label = _metric_bars(fig, d, panel + others, factor, levels, where, width, metric, key, j)
-        fig.update_yaxes(title_text=f"{label} (mean)" if j == 1 else None, rangemode="tozero", row=1, col=j)
+        label = _metric_bars(fig, d, grid, panel, metric, shown, j)
+        # every panel names its axis: IOPS beside MiB/s, and a p99.9 row whose first panel has no judged p99.9
+        fig.update_yaxes(title_text=f"{label} (mean)", rangemode="tozero", row=1, col=j)
         for r, pct in enumerate(pcts, start=2):
-            _tail_bars(fig, tails, dict(zip(panel, key)), others, factor, levels, where, width, pct, r, j)
-            fig.update_yaxes(title_text=f"{pct} latency (ms)" if j == 1 else None, rangemode="tozero", row=r, col=j)
+            _tail_dots(fig, tails, grid, dict(zip(panel, key)), pct, r, j)
+            fig.update_yaxes(title_text=f"{pct} latency (log)", type="log", row=r, col=j)
         # every row names its groups: a bar's group is what sets it apart from its neighbours
-        ticks = [" · ".join(setting_text(c, v) for c, v in zip(others, g)) for g in groups]
+        ticks = [" · ".join(setting_text(c, v) for c, v in zip(grid.others, g)) for g in groups]
         for r in range(1, rows + 1):
-            fig.update_xaxes(tickmode="array", tickvals=list(range(len(groups))), ticktext=ticks,
-                             showticklabels=True, range=[-0.5, len(groups) - 0.5], row=r, col=j)
-        fig.update_xaxes(title_text=" × ".join(AUX_VDEVS.get(c, c.replace("_", " ")) for c in others) or None,
-                         row=rows, col=j)
+            fig.update_xaxes(tickmode="array", tickvals=list(range(len(groups))), ticktext=ticks, zeroline=False,
+                             showgrid=False, showticklabels=True, range=[-0.5, len(groups) - 0.5], row=r, col=j)
+        fig.update_xaxes(title_text=" × ".join(AUX_VDEVS.get(c, _factor_name(c, c.removesuffix("_bytes").replace(
+            "_", " "))) for c in grid.others) or None, row=rows, col=j)
     what = " and ".join(dict.fromkeys(metric_label(m)[0] for m in _panel_metrics(df, panel, metric)))
     fig.update_layout(title=(title or f"{what}{' and ' + ' / '.join(pcts) if pcts else ''} per configuration")
                       + f" ({_ci_label(tails) if pcts else CI_LABEL})", height=260 * rows + 170,
                       legend_title_text=factor.replace("_", " "))
-    return fig
+    return fit_axes(fig, units={"y": "ms"})
 
 
 def _bar(x, y, lo, hi, n, *, name, level, color, width, first) -> go.Bar:  # noqa: PLR0913 (one bar series)
@@ -450,47 +543,48 @@ def _bar(x, y, lo, hi, n, *, name, level, color, width, first) -> go.Bar:  # noq
                   error_y=dict(type="data", array=hi - y, arrayminus=y - lo))
 
 
-def _metric_bars(fig, d, by, factor, levels, where, width, metric, key, col) -> str:  # noqa: PLR0913 (one panel's place)
+def _metric_bars(fig: go.Figure, d: pd.DataFrame, grid: BarGrid, panel: list[str], metric: str, shown: set,
+                 col: int) -> str:
+    """A panel's bars of the judged metric, each level named in the legend where it first has a bar."""
     m = metric_of(d, metric)
     label, scale = metric_label(m)
-    s = summary(d, m, by + [factor])
-    others = [c for c in by if c not in ("workload", "direction")]
-    for k, lv in enumerate(levels):
-        g = s[s[factor] == lv]
+    s = summary(d, m, panel + grid.others + [grid.factor])
+    for lv in grid.levels:
+        g = s[s[grid.factor] == lv]
         if g.empty:
             continue
-        x = [where[(tuple(r[c] for c in others), lv)] for _, r in g.iterrows()]
+        x = [grid.where[(tuple(r[c] for c in grid.others), lv)] for _, r in g.iterrows()]
         judged = g["n"] >= 2                     # an interval only where the text judges one
         fig.add_trace(_bar(x, g["mean"] * scale, (g["ci95_low"].clip(lower=0) * scale).where(judged),
-                           (g["ci95_high"] * scale).where(judged), g["n"], name=setting_text(factor, lv), level=lv,
-                           color=PALETTE[k % len(PALETTE)], width=width, first=col == 1), row=1, col=col)
+                           (g["ci95_high"] * scale).where(judged), g["n"], name=setting_text(grid.factor, lv),
+                           level=lv, color=grid.colors[lv], width=grid.width, first=lv not in shown), row=1, col=col)
+        shown.add(lv)
     return label
 
 
-def _tail_bars(fig, tails, key, others, factor, levels, where, width, pct, row, col):  # noqa: PLR0913 (one panel's place)
+def _tail_dots(fig: go.Figure, tails: pd.DataFrame, grid: BarGrid, key: dict, pct: str, row: int,
+               col: int) -> None:
+    """A percentile's dots with their intervals, each at its bar's place above: a latency reads on a log axis
+    (4K's 8 ms beside 128K's 540 ms), where a bar's length from zero means nothing."""
     t = tails[(tails["status"] == "judged") & (tails["percentile"] == pct)]
     for c, v in key.items():
         t = t[t[c] == v] if c in t else t
-    for k, lv in enumerate(levels):
-        g = t[t[factor] == lv]
+    for lv in grid.levels:
+        g = t[t[grid.factor] == lv]
         if g.empty:
             continue
-        x = [where[(tuple(r[c] for c in others), lv)] for _, r in g.iterrows()]
-        fig.add_trace(_bar(x, g["value_ms"], g["ci_low_ms"], g["ci_high_ms"], [np.nan] * len(g),
-                           name=f"{setting_text(factor, lv)} {pct}", level=lv, color=PALETTE[k % len(PALETTE)],
-                           width=width, first=False), row=row, col=col)
+        x = [grid.where[(tuple(r[c] for c in grid.others), lv)] for _, r in g.iterrows()]
+        name = f"{setting_text(grid.factor, lv)} {pct}"
+        fig.add_trace(go.Scatter(x=x, y=g["value_ms"], mode="markers", name=name, legendgroup=str(lv),
+                                 showlegend=False, marker=dict(color=grid.colors[lv], size=9),
+                                 hovertemplate=name + ": %{y:,.4g} ms<extra></extra>",
+                                 error_y=dict(type="data", array=g["ci_high_ms"] - g["value_ms"],
+                                              arrayminus=g["value_ms"] - g["ci_low_ms"])), row=row, col=col)
 
 
-# The depth curve's size: labels are placed for a plot area this tall once a caption of up to five lines has
-# taken its room (notebook_display.show, the index's figure_caption), and at least this wide per panel.
-DEPTH_HEIGHT, DEPTH_MARGIN_TOP, DEPTH_BOTTOM_MOST = 560, 80, 80 + 15 * 5
-DEPTH_PLOT_PX = (560.0, float(DEPTH_HEIGHT - DEPTH_MARGIN_TOP - DEPTH_BOTTOM_MOST))
-DEPTH_PANEL_MIN_PX = 280.0
-
-
-def _depth_label(depth: str, v, n) -> str:
-    head = f"qd{int(v)}" if depth == "iodepth" else f"{int(v)} jobs"
-    return head + (" n=1" if n == 1 else "")
+# The depth figure's height per row of panels (a workload × direction), and the depths' axis names.
+DEPTH_ROW_HEIGHT = 420
+_DEPTH_AXES = {"iodepth": "queue depth (iodepth, log)", "numjobs": "jobs (numjobs, log)"}
 
 
 def depth_curve_data(df: pd.DataFrame, tails: pd.DataFrame | None, hue: str, depth: str = "iodepth") -> pd.DataFrame:
@@ -507,11 +601,16 @@ def depth_curve_data(df: pd.DataFrame, tails: pd.DataFrame | None, hue: str, dep
 
 def plot_depth_curve(df: pd.DataFrame, tails: pd.DataFrame | None, hue: str = "layout", depth: str = "iodepth",
                      title: str = "") -> go.Figure:
-    """A depth study's headline, and the curve its compare page draws: IOPS against p99 latency, a point per
-    depth (labelled qdN where the label has room: `plot_base.place_labels`), both with their 95% CI where
-    judged (the IOPS mean on 2+ units, the p99 as `tails` says), a line per `hue` (every other varying
-    setting joins its name), a panel per workload × direction; both axes from zero, so a flat curve
-    (IOPS that depth does not raise) stands as the vertical line it is."""
+    """A depth study's headline, and the curves its compare page draws: IOPS against depth beside p99 latency
+    against depth, a row of the two per workload × direction, a line per `hue` (every other varying setting
+    joins its name), each point with its 95% CI where judged (the IOPS mean on 2+ units, the p99 as `tails`
+    says), "n=1" on an IOPS point resting on one run.
+
+    Depth on a log axis with a tick at each depth measured (1, 2, 4 ... 64): each doubling one step. IOPS
+    from zero, so the plateau where depth stops raising them reads flat at its height. p99 on a log axis:
+    once IOPS no longer grow, each doubling of depth doubles the time an I/O waits in the queue (Little's
+    law), a straight line, where IOPS against p99 from zero drew a vertical line (issue 52, item 4).
+    """
     panel = [c for c in ("workload", "direction") if c in df]
     others = [c for c in varying_columns(df, exclude=tuple(panel) + (depth, hue))
               if not (hue == "layout" and c in LAYOUT_COLUMNS)]
@@ -521,46 +620,43 @@ def plot_depth_curve(df: pd.DataFrame, tails: pd.DataFrame | None, hue: str = "l
         df, hue = _series_named(df, hue, others), "_series"
     s = depth_curve_data(df, tails, hue, depth)
     panels = [p if isinstance(p, tuple) else (p,) for p in s.groupby(panel, sort=True).groups] if panel else [()]
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[" ".join(map(str, p)) for p in panels],
-                        horizontal_spacing=0.08)
-    plot_px = (max(DEPTH_PLOT_PX[0] / len(panels), DEPTH_PANEL_MIN_PX), DEPTH_PLOT_PX[1])
+    names = [" ".join(map(str, p)) for p in panels]
+    fig = make_subplots(rows=len(panels), cols=2, horizontal_spacing=0.12, vertical_spacing=0.5 / len(panels),
+                        subplot_titles=[f"{n}: {what}".lstrip(": ") for n in names for what in ("IOPS", "p99 latency")])
     colors = colors_for(s[hue])
-    for j, key in enumerate(panels, start=1):
+    for i, key in enumerate(panels, start=1):
         d = s
         for c, v in zip(panel, key):
             d = d[d[c] == v]
-        _depth_panel(fig, d, hue, depth, colors, plot_px, first=j == 1, col=j)
-    fig.update_layout(title=(title or f"IOPS against p99 latency per {depth}") + f" ({_ci_label(tails)})",
-                      height=DEPTH_HEIGHT, margin=dict(t=DEPTH_MARGIN_TOP),
-                      legend_title_text="" if hue == "_series" else hue)
-    return fig
+        _depth_row(fig, d, hue, depth, colors, row=i)
+    depths = sorted(s[depth].dropna().unique())
+    fig.update_xaxes(type="log", tickmode="array", tickvals=depths, ticktext=[f"{v:g}" for v in depths],
+                     range=[math.log10(depths[0] / 1.4), math.log10(depths[-1] * 1.4)] if depths else None,
+                     title_text=_DEPTH_AXES.get(depth, f"{depth} (log)"))
+    fig.update_yaxes(title_text="IOPS (mean)", rangemode="tozero", col=1)
+    fig.update_yaxes(title_text="p99 latency (log)", type="log", col=2)
+    fig.update_layout(title=(title or f"IOPS and p99 latency against {depth}") + f" ({_ci_label(tails)})",
+                      height=DEPTH_ROW_HEIGHT * len(panels) + 160, legend_title_text="" if hue == "_series" else hue)
+    return fit_axes(fig, units={"y": "ms"})
 
 
-def _depth_ranges(d: pd.DataFrame) -> tuple[list, list]:
-    x_top = float(np.nanmax(np.fmax(d["mean"], d["ci95_high"]))) if len(d) else 1.0
-    y_top = float(np.nanmax(np.fmax(d["value_ms"], d["ci_high_ms"]))) if d["value_ms"].notna().any() else 1.0
-    return [0.0, x_top * 1.08 or 1.0], [0.0, y_top * 1.12 or 1.0]
-
-
-def _depth_panel(fig, d: pd.DataFrame, hue, depth, colors, plot_px, first: bool, col: int) -> None:
-    d = d[d["value_ms"].notna()].sort_values([hue, depth]).reset_index(drop=True)
-    x_range, y_range = _depth_ranges(d)
-    text = [_depth_label(depth, v, n) for v, n in zip(d[depth], d["n"])]
-    ends = d.groupby(hue)[depth].transform(lambda q: (q == q.min()) | (q == q.max()))
-    where = place_labels(list(zip(d["mean"], d["value_ms"], text, ends)), x_range, y_range, plot_px)
-    d = d.assign(label=[t if p else "" for t, p in zip(text, where)], pos=[p or "top right" for p in where])
+def _depth_row(fig: go.Figure, d: pd.DataFrame, hue: str, depth: str, colors: dict, row: int) -> None:
+    """One workload × direction: IOPS against depth (left) and p99 against depth (right), a line per `hue`, named
+    in the legend once."""
     for name in ordered(d[hue], LAYOUT_ORDER):
-        g = d[d[hue] == name]
-        x_ok, y_ok = g["n"] >= 2, g["status"] == "judged"          # an interval only where judged
+        g = d[d[hue] == name].sort_values(depth)
+        x_ok = g["n"] >= 2                                    # an interval only where judged
+        common = dict(name=str(name), legendgroup=str(name), line=dict(color=colors[name]), marker=dict(size=8))
         fig.add_trace(go.Scatter(
-            x=g["mean"], y=g["value_ms"], name=str(name), legendgroup=str(name), showlegend=first,
-            mode="lines+markers+text", text=list(g["label"]), textposition=list(g["pos"]),
-            line=dict(color=colors[name]), marker=dict(size=8), customdata=g[[depth, "n"]].to_numpy(),
-            hovertemplate=f"{depth} " + "%{customdata[0]}<br>IOPS %{x:,.4g}<br>p99 %{y:,.4g} ms<br>n %{customdata[1]}",
-            error_x=dict(type="data", array=(g["ci95_high"] - g["mean"]).where(x_ok),
-                         arrayminus=(g["mean"] - g["ci95_low"].clip(lower=0)).where(x_ok)),
-            error_y=dict(type="data", array=(g["ci_high_ms"] - g["value_ms"]).where(y_ok),
-                         arrayminus=(g["value_ms"] - g["ci_low_ms"]).where(y_ok))), row=1, col=col)
-    fig.update_xaxes(title_text="IOPS (mean)", range=x_range, rangemode="tozero", row=1, col=col)
-    fig.update_yaxes(title_text="p99 latency (ms)" if first else None, range=y_range,
-                     rangemode="tozero", row=1, col=col)
+            x=g[depth], y=g["mean"], showlegend=row == 1, mode="lines+markers+text", text=n_labels(g["n"]),
+            textposition="top center", customdata=g["n"], **common,
+            hovertemplate=f"{depth} " + "%{x}: %{y:,.4g} IOPS (n=%{customdata})<extra></extra>",
+            error_y=dict(type="data", array=(g["ci95_high"] - g["mean"]).where(x_ok),
+                         arrayminus=(g["mean"] - g["ci95_low"].clip(lower=0)).where(x_ok))), row=row, col=1)
+        p = g[g["value_ms"].notna()]
+        y_ok = p["status"] == "judged"
+        fig.add_trace(go.Scatter(
+            x=p[depth], y=p["value_ms"], showlegend=False, mode="lines+markers", text=[""] * len(p), **common,
+            hovertemplate=f"{depth} " + "%{x}: p99 %{y:,.4g} ms<extra></extra>",
+            error_y=dict(type="data", array=(p["ci_high_ms"] - p["value_ms"]).where(y_ok),
+                         arrayminus=(p["value_ms"] - p["ci_low_ms"]).where(y_ok))), row=row, col=2)
