@@ -338,8 +338,9 @@ def test_zbench_sweep_refuses_a_running_lab_another_sweep_holds(lock_path, tmp_p
     monkeypatch.setattr(sweep_host, "read_state", lambda name: {"config": {}, "data_disks": ["/dev/zb-a"]})
     monkeypatch.setattr(sweep_host, "connect_lab", lambda name: type("Lab", (LocalHost,), {"name": f"lab:{name}"})())
     started = []
+    # as the real one, it gives the sweep's directory (here one that recorded nothing: no banner to print)
     monkeypatch.setattr("zbench_lib.sweeps.watching.notebook.run_sweep_notebook",
-                        lambda *a, **kw: started.append(a))
+                        lambda *a, **kw: started.append(a) or tmp_path / "sweeps" / "unrecorded")
     spec, out = _spec_file(tmp_path), tmp_path / "sweeps"
     with HostLock(LocalHost(), OTHER):
         rc, err = _cli(["sweep", str(spec), "--out", str(out)], capsys)
