@@ -28,7 +28,7 @@ from zbench_lib.analysis.claims.answer import (ALL_RUNS, COMPARE_NOTE, SCALING_N
 from zbench_lib.analysis.claims.client_answer import FAIRNESS_NOTE, answer_fairness
 from zbench_lib.analysis.data.coverage import cell_status
 from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
-from zbench_lib.analysis.data.sweep_data import Sweep, setting_text
+from zbench_lib.analysis.data.sweep_data import Sweep, data_disks_vary, setting_text
 from zbench_lib.analysis.figures.report_figures import (plot_configurations, plot_depth_curve, plot_iops_vs_drives,
                                                         plot_levels)
 from zbench_lib.analysis.report.client_section import client_by
@@ -95,7 +95,7 @@ def _block(adm: pd.DataFrame) -> str | None:
 
 
 def _is_scaling(adm: pd.DataFrame) -> bool:
-    return {"layout", "data_disks"} <= set(adm) and bool((adm.groupby("layout")["data_disks"].nunique() > 1).any())
+    return data_disks_vary(adm)
 
 
 def _comparison(study: Study, factor: str, baseline, also=()) -> tuple[list[dict], pd.DataFrame, list[str]]:

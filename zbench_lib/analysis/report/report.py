@@ -28,7 +28,8 @@ from zbench_lib.analysis.claims.caveats import caveats
 from zbench_lib.analysis.claims.classic_claims import classic_claims
 from zbench_lib.analysis.data.flags import select_admissible
 from zbench_lib.analysis.data.columns import LAYOUT_COLUMNS
-from zbench_lib.analysis.data.sweep_data import Sweep, environment_table, load_sweep, read_events, varying_columns
+from zbench_lib.analysis.data.sweep_data import (Sweep, data_disks_vary, environment_table, load_sweep, read_events,
+                                                varying_columns)
 from zbench_lib.analysis.figures.plot_base import add_caption
 from zbench_lib.analysis.report.compare_factor import auto_factor
 from zbench_lib.analysis.report.env_summary import environment_summary
@@ -82,7 +83,7 @@ def applicable_notebooks(results: pd.DataFrame) -> list[str]:
         # them as runs of one configuration. The compare notebook holds the load equal (compare_table), and
         # the index page's latency-at-load section, with its answers at each load, is the rest.
         return ["analysis-compare"] if auto_factor(results) is not None or _block_varies(results) else []
-    if {"layout", "data_disks"} <= set(results) and (results.groupby("layout")["data_disks"].nunique() > 1).any():
+    if data_disks_vary(results):
         out.append("analysis-scaling")
     if _block_varies(results) and _block_maps_fit(results):
         out.append("analysis-volblocksize")
