@@ -40,26 +40,26 @@ _TAILS = tuple(c for p, q in (("p99", "p99"), ("p99_9", "p99.9")) for c in (
     Column(f"{p}_ci", "ms", f"the 95% CI of that {q}; 'n=2, no CI' where too few units support it, 'not judged' "
                             "where none does (the units short of I/Os are named under the table)")))
 
+
+def _throughput(name: str, unit: str, mean: str, io: str, other: str) -> tuple[Column, ...]:
+    """The mean of a throughput metric, its CI's ends (CSV) and its CI as displayed: alike for IOPS and MiB/s."""
+    blank = f"(blank where the workload is judged in {other})"
+    return (Column(name, unit, mean),
+            Column(f"{name}_ci95_low", unit, f"the 95% CI of the mean {unit}, low end {blank}"),
+            Column(f"{name}_ci95_high", unit, f"the 95% CI of the mean {unit}, high end {blank}"),
+            Column(f"{name}_ci", unit, f"the 95% CI of the mean {unit}, where the workload is judged in {unit} "
+                                       f"({io} I/O, methods §9); {_NO_VALUE_SAYS_WHY}"))
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("configuration", "", "the layout, then vdevs x disks per vdev ('raidz1 1x6': one raidz1 vdev of 6 disks)"),
     Column("drives", "count", "the disks in the pool's data vdevs"),
     Column("data_disks", "count", "the drives minus parity (raidz) or mirror copies"),
     Column("metric", "", "the metric the workload is judged in: iops for random I/O, bw_bytes_s (given in MiB/s) "
                          "for sequential (methods §9); its interval is given, the other metric's is blank"),
-    Column("iops", "IOPS", "the mean IOPS over the n units"),
-    Column("iops_ci95_low", "IOPS", "the 95% CI of the mean IOPS, low end (blank where the workload is judged in "
-                                    "MiB/s)"),
-    Column("iops_ci95_high", "IOPS", "the 95% CI of the mean IOPS, high end (blank where the workload is judged in "
-                                     "MiB/s)"),
-    Column("iops_ci", "IOPS", f"the 95% CI of the mean IOPS, where the workload is judged in IOPS (random I/O, "
-                              f"methods §9); {_NO_VALUE_SAYS_WHY}"),
-    Column("mib_s", "MiB/s", "the mean MiB/s over the n units, fio's (logical: what the application saw)"),
-    Column("mib_s_ci95_low", "MiB/s", "the 95% CI of the mean MiB/s, low end (blank where the workload is judged in "
-                                      "IOPS)"),
-    Column("mib_s_ci95_high", "MiB/s", "the 95% CI of the mean MiB/s, high end (blank where the workload is judged "
-                                       "in IOPS)"),
-    Column("mib_s_ci", "MiB/s", f"the 95% CI of the mean MiB/s, where the workload is judged in MiB/s (sequential "
-                                f"I/O, methods §9); {_NO_VALUE_SAYS_WHY}"),
+    *_throughput("iops", "IOPS", "the mean IOPS over the n units", "random", "MiB/s"),
+    *_throughput("mib_s", "MiB/s", "the mean MiB/s over the n units, fio's (logical: what the application saw)",
+                 "sequential", "IOPS"),
     Column("throughput", "IOPS or MiB/s", "the mean over the n units in the metric the workload is judged in: IOPS "
                                           "for random I/O, MiB/s for sequential (methods §9)"),
     Column("throughput_ci", "IOPS or MiB/s", f"its 95% CI; {_NO_VALUE_SAYS_WHY}"),
